@@ -1,0 +1,255 @@
+"""Crosscheck: command-line entry. No subcommand launches the UI; `python app.py --help` lists the rest.
+
+Thin by design (STYLE 10): it parses arguments, opens the store, calls db/ and core/, and turns the
+product's named errors into one-line messages with exit status 2. `demo` (the Gradio Blocks) is built on
+first access, so importing this module touches no network and loads no model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core.errors import CrosscheckError, ImportRefused
+
+
+def _store(args: argparse.Namespace):  # noqa: ANN202 - db.store.Store, imported lazily
+    from db.store import Store, default_db_path
+
+    return Store(args.db or default_db_path())
+
+
+def _print_report(result: Any, verbose: bool) -> None:
+    for issue in result.report.warnings[: None if verbose else 5]:
+        print(f"warning: {issue}", file=sys.stderr)
+    hidden = len(result.report.warnings) - 5
+    if not verbose and hidden > 0:
+        print(f"warning: ... and {hidden} more warnings (use -v to list them)", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from db.importers import import_items
+
+    result = import_items(_store(args), args.path, name=args.name)
+    _print_report(result, args.verbose)
+    if result.unchanged:
+        print(f"benchmark {result.target!r}: unchanged (already imported from identical items)")
+    else:
+        c = result.report.counts
+        print(f"benchmark {result.target!r}: imported {c['items']} items in {c['groups']} groups, {c['images']} images")
+    return 0
+
+
+def cmd_import_predictions(args: argparse.Namespace) -> int:
+    from db.importers import import_predictions
+
+    config = json.loads(args.config) if args.config else None
+    result = import_predictions(_store(args), args.path, args.run, model=args.model, config=config,
+                                benchmark=args.benchmark, replace=args.replace)
+    _print_report(result, args.verbose)
+    c = result.report.counts
+    print(f"run {args.run!r}: {c['predictions']} predictions written ({c['ok']} ok, {c['invalid']} invalid, "
+          f"{c['api_error']} api_error), {c['unchanged']} unchanged")
+    return 0
+
+
+def cmd_import_labels(args: argparse.Namespace) -> int:
+    from db.importers import import_labels
+
+    result = import_labels(_store(args), args.path, args.run)
+    _print_report(result, args.verbose)
+    c = result.report.counts
+    print(f"run {args.run!r}: {c['labels']} labels written, {c['unchanged']} unchanged")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from core.scoring import score_run
+
+    store = _store(args)
+    run = store.run_data(args.run)
+    items = store.items_frame(run.benchmark)
+    others = [store.run_data(r["name"]) for r in store.runs(run.benchmark) if r["name"] != run.name]
+    kw: dict[str, Any] = {}
+    if args.compare:
+        kw["compare"] = store.run_data(args.compare)
+    if args.split:
+        kw["split"] = args.split
+    result = score_run(items, run, others, **kw)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
+    else:
+        _print_metrics(result["metrics"])
+    return 0
+
+
+def _print_metrics(metrics: dict[str, Any], prefix: str = "") -> None:
+    for key, val in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(val, dict) and "value" in val:
+            if val["value"] is None:
+                print(f"{name:<40} n/a  ({val.get('reason', 'undefined')})")
+            else:
+                kn = f"  ({val['k']}/{val['n']})" if "k" in val and "n" in val else ""
+                ci = f"  [{val['ci'][0]:.4f}, {val['ci'][1]:.4f}]" if val.get("ci") else ""
+                print(f"{name:<40} {val['value']:.4f}{kn}{ci}")
+        elif isinstance(val, dict):
+            _print_metrics(val, prefix=f"{name}.")
+        else:
+            print(f"{name:<40} {val}")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
+
+    store = _store(args)
+    if args.what == "items":
+        bench = args.benchmark or (store.run(args.run)["benchmark"] if args.run else None)
+        if bench is None:
+            raise CrosscheckError("export items needs --benchmark NAME (or --run NAME)")
+        write_records(item_records(store, bench), sys.stdout, args.format)
+    else:
+        if not args.run:
+            raise CrosscheckError("export predictions needs --run NAME")
+        write_records(prediction_records(store, args.run), sys.stdout, args.format, PRED_EXPORT_FIELDS)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from db.demo import build_demo_store
+
+    summary = build_demo_store(_store(args), seed=args.seed, progress=lambda m: print(m, flush=True))
+    print(f"demo store ready at {_store(args).path} in {summary.get('seconds', 0):.1f} s")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from core.runners.engine import run_from_args
+
+    summary = run_from_args(_store(args), args)
+    print(summary.get("line", json.dumps(summary, default=str)))
+    return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ui.shell import launch
+
+    store = _store(args)
+    if store.counts()["benchmarks"] == 0 and not getattr(args, "no_demo", False):
+        try:
+            from db.demo import build_demo_store
+        except ImportError:
+            print("the store is empty; import a benchmark with `python app.py import ITEMS.jsonl`")
+        else:
+            print(f"empty store at {store.path}: building the embedded demo (synthetic data) ...", flush=True)
+            build_demo_store(store, progress=lambda m: print(m, flush=True))
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.auth:
+        print(f"WARNING: serving on {args.host} without --auth: anyone who can reach this port can read the store. "
+              "Pass --auth FILE (see README, 'Host it for your lab').", file=sys.stderr)
+    launch(store, host=args.host, port=args.port, auth_file=args.auth)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="app.py", description="Crosscheck: a diagnostic workbench for "
+                                     "vision-language benchmarks with matched groups.")
+    sub = parser.add_subparsers(dest="command")
+
+    def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--db", type=Path, help="the store file (default: $CROSSCHECK_DB or the user's data folder)")
+        p.add_argument("-v", "--verbose", action="store_true", help="list every warning")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("serve", cmd_serve, "launch the web UI")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--auth", type=Path, help="file of user:password-hash lines; turns on login")
+    p.add_argument("--no-demo", action="store_true", help="do not build the demo store when the store is empty")
+
+    p = add("import", cmd_import, "import a benchmark's items (JSONL, or a zip of the JSONL and its images)")
+    p.add_argument("path", type=Path)
+    p.add_argument("--name", help="the benchmark's name (default: the file name without extension)")
+
+    p = add("import-predictions", cmd_import_predictions, "import predictions (JSONL or CSV) into a named run")
+    p.add_argument("path", type=Path)
+    p.add_argument("--run", required=True)
+    p.add_argument("--model", help="the model id to record with the run")
+    p.add_argument("--benchmark", help="the benchmark (default: the run's, or the one holding the items)")
+    p.add_argument("--config", help="run settings as a JSON object (e.g. '{\"input_mode\": \"text\"}')")
+    p.add_argument("--replace", action="store_true", help="overwrite predictions that differ from stored ones")
+
+    p = add("import-labels", cmd_import_labels, "import stage labels (JSONL) for the traces of a run")
+    p.add_argument("path", type=Path)
+    p.add_argument("--run", required=True)
+
+    p = add("score", cmd_score, "compute a run's metrics")
+    p.add_argument("--run", required=True)
+    p.add_argument("--json", action="store_true", help="print {benchmark, run, metrics} as JSON")
+    p.add_argument("--compact", action="store_true", help="one-line JSON")
+    p.add_argument("--compare", metavar="OTHER_RUN", help="add paired differences with bootstrap CIs")
+    p.add_argument("--split", help="the split to score (default: test)")
+
+    p = add("export", cmd_export, "export items or predictions to standard output")
+    p.add_argument("what", choices=("items", "predictions"))
+    p.add_argument("--run")
+    p.add_argument("--benchmark")
+    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+
+    p = add("demo", cmd_demo, "build the embedded demo store (synthetic benchmarks and runs)")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = add("run", cmd_run, "run a model or baseline on a benchmark; resumable")
+    try:
+        from core.runners.cli import add_arguments
+    except ImportError:  # pragma: no cover - only while the runners package is missing
+        pass
+    else:
+        add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["serve", *(argv or [])])
+    t0 = time.perf_counter()
+    try:
+        return int(args.func(args) or 0)
+    except ImportRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        report = exc.report
+        if getattr(args, "verbose", False) and report is not None:
+            for issue in report.errors:  # type: ignore[attr-defined]
+                print(f"  {issue}", file=sys.stderr)
+        print("nothing was written", file=sys.stderr)
+        return 2
+    except CrosscheckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `... | head`: the reader left; not an error
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        return 130
+
+
+def __getattr__(name: str) -> Any:
+    """`app.demo`: the Gradio Blocks over the default store, built on first access."""
+    if name == "demo":
+        from db.store import Store, default_db_path
+        from ui.shell import build
+
+        return build(Store(default_db_path()))
+    raise AttributeError(name)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

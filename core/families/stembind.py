@@ -1,0 +1,50 @@
+"""StemBind (002): shared-stem Perception / Rule / Full probes; <ANSWER>X</ANSWER> parser; binding metrics."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from core.report import Report
+from core.schema import Item, RunData
+
+NAME = "stembind"
+PARSER = "tag"
+KINDS = ("P", "R", "F")
+OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
+
+
+def validate(items: list[Item], file: str, report: Report) -> None:
+    """A stem has at least one P, exactly one R and one F; F carries S1..S4 (002 §3.1, App. A.2)."""
+    stems: dict[str, list[Item]] = defaultdict(list)
+    for it in items:
+        if it.kind not in KINDS:
+            report.error(file, it.line, "kind", f"expected P, R or F, got {it.kind!r}")
+            continue
+        op = it.meta.get("operation")
+        if op is not None and op not in OPERATIONS:
+            report.error(file, it.line, "meta.operation", f"unknown operation {op!r} (expected one of "
+                         f"{', '.join(OPERATIONS)})")
+        if it.kind == "F" and it.stages is None:
+            report.error(file, it.line, "stages", "an F item must carry stages {S1, S2, S3, S4}")
+        stems[it.group_id].append(it)
+    for gid, members in stems.items():
+        first = min(m.line for m in members)
+        counts = {k: sum(m.kind == k for m in members) for k in KINDS}
+        if counts["P"] < 1:
+            report.error(file, first, "kind", f"stem {gid!r} has no P probe (expected at least one)")
+        for k in ("R", "F"):
+            if counts[k] != 1:
+                report.error(file, first, "kind", f"stem {gid!r} has {counts[k]} {k} items (expected exactly one)")
+        ops = {m.meta.get("operation") for m in members if m.meta.get("operation")}
+        if len(ops) > 1:
+            report.error(file, first, "meta.operation", f"stem {gid!r} mixes operations {sorted(ops)}")
+        if not ops:
+            report.warn(file, first, "meta.operation", f"stem {gid!r} names no operation; per-operation tables "
+                        "will list it as unknown")
+
+
+def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
+    from core.metrics import stembind
+
+    return stembind.score(items, run, others, **kw)

@@ -1,0 +1,268 @@
+"""Metrics shared by the families: pure pandas / numpy over the frames of docs/ARCHITECTURE.md.
+
+Every rate is a core.schema.Rate: k / n where defined, a value without k / n for averages and differences,
+or a reason instead of a value when it cannot be computed (never a silent 0).
+
+Paper references are to 000 (FrameEvidence): App. A "Decoding and invalid answers" (macro P/R/F1),
+"Random and human reference rows" (exact uniform reference), "Circular metrics" (Eq. 2, Table 12),
+§6.4 and Table 7 (same-order repeat and rotation pairs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from core.schema import Rate
+
+JOIN_ITEM_COLUMNS = ("group_id", "kind", "variant", "split", "letters", "options", "n_images", "meta")
+
+
+# --------------------------------------------------------------------------- joining and selecting
+
+
+def join(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
+    """Predictions with their item's columns, the gold letter as `gold` and a bool `correct`.
+
+    The items frame sets the scope: predictions of items not in `items` (another split, say) are outside
+    it and do not appear. `correct` is status == "ok" and answer == gold; invalid and api_error are wrong.
+    """
+    cols = ["item_id", *[c for c in JOIN_ITEM_COLUMNS if c in items.columns]]
+    left = items[cols].assign(gold=items["answer"])
+    pred_cols = [c for c in preds.columns if c not in JOIN_ITEM_COLUMNS and c != "gold"]
+    df = preds[pred_cols].merge(left, on="item_id", how="inner", validate="many_to_one")
+    df["correct"] = (df["status"] == "ok") & (df["answer"] == df["gold"])
+    df["correct"] = df["correct"].astype(bool)
+    return df
+
+
+def select(df: pd.DataFrame, rotation: int | None = 0, repeat: int | None = 0,
+           input_mode: str | None = None) -> pd.DataFrame:
+    """Rows of one rotation / repeat / input mode (None keeps every value of that column)."""
+    mask = pd.Series(True, index=df.index)
+    if rotation is not None and "rotation" in df:
+        mask &= df["rotation"] == rotation
+    if repeat is not None and "repeat" in df:
+        mask &= df["repeat"] == repeat
+    if input_mode is not None and "input_mode" in df:
+        mask &= df["input_mode"] == input_mode
+    return df[mask]
+
+
+# --------------------------------------------------------------------------- item and group rates
+
+
+def accuracy(df: pd.DataFrame) -> Rate:
+    """k correct rows / n rows (invalid and api_error count as wrong, 000 App. A)."""
+    return Rate.of(int(df["correct"].sum()) if len(df) else 0, len(df), "predictions")
+
+
+def accuracy_by(df: pd.DataFrame, column: str) -> dict[str, Rate]:
+    """Accuracy per value of `column` (e.g. kind), in sorted order."""
+    return {str(key): accuracy(part) for key, part in df.groupby(column, sort=True)}
+
+
+def group_exact_match(df: pd.DataFrame) -> Rate:
+    """k groups whose rows are all correct / n groups present in `df`."""
+    if df.empty:
+        return Rate.of(0, 0, "groups")
+    per_group = df.groupby("group_id")["correct"].all()
+    return Rate.of(int(per_group.sum()), len(per_group), "groups")
+
+
+def _class_counts(df: pd.DataFrame, classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per class: true positives, gold support and predicted count (valid predictions only)."""
+    valid = df["status"] == "ok"
+    gold = df["gold"].to_numpy()
+    pred = df["answer"].where(valid).to_numpy()
+    tp = np.array([np.sum((gold == c) & (pred == c)) for c in classes], dtype=float)
+    support = np.array([np.sum(gold == c) for c in classes], dtype=float)
+    predicted = np.array([np.sum(pred == c) for c in classes], dtype=float)
+    return tp, support, predicted
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den with 0 where den == 0 (000 App. A: zero for undefined per-class precision)."""
+    out = np.zeros_like(num, dtype=float)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def macro_prf(df: pd.DataFrame, classes: Sequence[str] = "ABCD") -> dict[str, Rate]:
+    """Macro precision, recall and F1 over `classes` as in 000 App. A.
+
+    An invalid or api_error row is a false negative of its gold class (it lowers recall) and is in no
+    class's predicted count. Per-class precision = TP / predicted, 0 when nothing was predicted; recall =
+    TP / support (0 for a class without gold support, sklearn's zero_division=0); F1 = 2PR / (P + R), 0 when
+    P + R = 0; each macro value is the unweighted mean over the classes.
+    """
+    classes = list(classes)
+    if df.empty or not classes:
+        reason = "no predictions to score" if df.empty else "no classes"
+        return {key: Rate.undefined(reason) for key in ("macro_precision", "macro_recall", "macro_f1")}
+    tp, support, predicted = _class_counts(df, classes)
+    precision = _safe_div(tp, predicted)
+    recall = _safe_div(tp, support)
+    f1 = _safe_div(2 * precision * recall, precision + recall)
+    return {
+        "macro_precision": Rate(float(precision.mean())),
+        "macro_recall": Rate(float(recall.mean())),
+        "macro_f1": Rate(float(f1.mean())),
+    }
+
+
+# --------------------------------------------------------------------------- exact uniform-random reference
+
+
+def _binom_pmf(n: int, p: float) -> np.ndarray:
+    from scipy.stats import binom
+
+    return binom.pmf(np.arange(n + 1), n, p)
+
+
+def expected_class_scores(support: int, total: int, p: float) -> tuple[float, float, float]:
+    """Exact E[precision], E[recall], E[F1] of one class under independent guesses (P(class) = p).
+
+    With support s of N items, TP ~ Binomial(s, p) and FP ~ Binomial(N - s, p) independently;
+    precision = TP / (TP + FP) (0 when nothing is predicted), recall = TP / s, F1 = 2 TP / (s + TP + FP)
+    (0 when the denominator is 0). The expectation sums each ratio over the joint pmf of (TP, FP).
+    """
+    tp = np.arange(support + 1, dtype=float)[:, None]
+    fp = np.arange(total - support + 1, dtype=float)[None, :]
+    weight = _binom_pmf(support, p)[:, None] * _binom_pmf(total - support, p)[None, :]
+    precision = _safe_div(np.broadcast_to(tp, weight.shape), tp + fp)
+    f1 = _safe_div(np.broadcast_to(2 * tp, weight.shape), support + tp + fp)
+    recall = p if support > 0 else 0.0
+    return float((weight * precision).sum()), float(recall), float((weight * f1).sum())
+
+
+def uniform_random_reference(items_df: pd.DataFrame, classes: Sequence[str] = "ABCD") -> dict[str, Rate]:
+    """Exact finite-test expectations for independent uniform guesses over `classes` (000 App. A).
+
+    accuracy and macro recall are 1 / len(classes); macro precision and macro F1 average the exact
+    expected classwise ratios under the actual gold supports (supports 75, 70, 69, 74 give F1 24.93%).
+    Values only (expectations have no k / n).
+    """
+    classes = list(classes)
+    gold = items_df["answer"].to_numpy()
+    total = len(gold)
+    if total == 0 or not classes:
+        reason = "no items" if total == 0 else "no classes"
+        keys = ("accuracy", "macro_precision", "macro_recall", "macro_f1")
+        return {key: Rate.undefined(reason) for key in keys}
+    p = 1.0 / len(classes)
+    scores = np.array([expected_class_scores(int(np.sum(gold == c)), total, p) for c in classes])
+    return {
+        "accuracy": Rate(p),
+        "macro_precision": Rate(float(scores[:, 0].mean())),
+        "macro_recall": Rate(float(scores[:, 1].mean())),
+        "macro_f1": Rate(float(scores[:, 2].mean())),
+    }
+
+
+def joint_random_reference(n_answers: int, n_options: int = 4) -> Rate:
+    """Expected joint success of n independent uniform answers: (1 / n_options) ** n (000 App. A)."""
+    return Rate((1.0 / n_options) ** n_answers)
+
+
+# --------------------------------------------------------------------------- rotations (Circular)
+
+
+def _item_rotation_table(df: pd.DataFrame, rotations: Sequence[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Items x rotations tables of the mapped-back answer (None unless valid) and of correctness."""
+    valid_answer = df["answer"].where(df["status"] == "ok")
+    frame = df.assign(_answer=valid_answer)
+    if frame.duplicated(["item_id", "rotation"]).any():
+        raise ValueError("several predictions for one item and rotation; select one repeat first")
+    answers = frame.pivot(index="item_id", columns="rotation", values="_answer").reindex(columns=rotations)
+    correct = frame.pivot(index="item_id", columns="rotation", values="correct").reindex(columns=rotations)
+    return answers, correct.fillna(False).astype(bool)
+
+
+def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) -> dict[str, object]:
+    """Vanilla, Circular, Consistency, mean over rotations and Drop (000 App. A Eq. 2, Tables 6 / 12).
+
+    `df` holds one repeat's predictions under each rotation with `answer` already mapped back to the
+    original letter. Over the N items in `df`: C_i = 1 when item i is correct under every rotation;
+    S_i = 1 when all its rotations have valid, identical answers (correct or not). A missing rotation
+    gives no credit. Vanilla = accuracy at rotation 0 (the rotation run's own predictions);
+    mean_rotation = all correct answers / (N x rotations); Drop = Vanilla - Circular (a difference).
+    """
+    rotations = list(rotations)
+    if df.empty:
+        undefined = Rate.undefined("no rotation predictions")
+        keys = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
+        return {key: undefined for key in keys} | {"per_rotation": {}}
+    answers, correct = _item_rotation_table(df, rotations)
+    n = len(answers)
+    complete = answers.notna().all(axis=1)
+    circular = int(correct.all(axis=1).sum())
+    consistent = int((complete & answers.nunique(axis=1, dropna=True).eq(1)).sum())
+    per_rotation = {str(r): Rate.of(int(correct[r].sum()), n) for r in rotations}
+    vanilla = per_rotation.get("0", Rate.undefined("no rotation 0 in the run"))
+    circ = Rate.of(circular, n)
+    drop = (Rate(vanilla.value - circ.value) if vanilla.value is not None and circ.value is not None
+            else Rate.undefined("no items"))
+    return {
+        "vanilla": vanilla,
+        "circular": circ,
+        "consistency": Rate.of(consistent, n),
+        "mean_rotation": Rate.of(int(correct.to_numpy().sum()), n * len(rotations), "item-rotations"),
+        "drop": drop,
+        "per_rotation": per_rotation,
+    }
+
+
+# --------------------------------------------------------------------------- paired answers (Table 7)
+
+
+def _pair_frame(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """One row per item in either frame: valid answers and correctness of both sides (missing = invalid)."""
+    def side(df: pd.DataFrame) -> pd.DataFrame:
+        if df["item_id"].duplicated().any():
+            raise ValueError("a paired side has several predictions for one item")
+        return pd.DataFrame({
+            "item_id": df["item_id"].to_numpy(),
+            "answer": df["answer"].where(df["status"] == "ok").to_numpy(),
+            "correct": df["correct"].astype(bool).to_numpy(),
+        })
+
+    pairs = side(a).merge(side(b), on="item_id", how="outer", suffixes=("_a", "_b"))
+    for col in ("correct_a", "correct_b"):
+        pairs[col] = pairs[col].astype("boolean").fillna(False).astype(bool)
+    return pairs
+
+
+def pair_metrics(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Rate]:
+    """Agreement of two answer sets over the same items (000 Table 7: repeat or rotation pairs).
+
+    at_least_one_correct, both_correct; consistency = both valid with the same (mapped-back) answer;
+    consistently_wrong = consistent and wrong; changed = not consistent (the complement, so that
+    consistency + changed = 1; an item with an invalid or missing answer on either side counts as changed).
+    """
+    pairs = _pair_frame(a, b)
+    n = len(pairs)
+    same = pairs["answer_a"].notna() & pairs["answer_b"].notna() & (pairs["answer_a"] == pairs["answer_b"])
+    wrong = ~pairs["correct_a"]
+    return {
+        "at_least_one_correct": Rate.of(int((pairs["correct_a"] | pairs["correct_b"]).sum()), n),
+        "both_correct": Rate.of(int((pairs["correct_a"] & pairs["correct_b"]).sum()), n),
+        "consistency": Rate.of(int(same.sum()), n),
+        "consistently_wrong": Rate.of(int((same & wrong).sum()), n),
+        "changed": Rate.of(int((~same).sum()), n),
+    }
+
+
+def repeat_pairs(df: pd.DataFrame, rotation: int = 0, repeats: tuple[int, int] = (0, 1)) -> dict[str, Rate]:
+    """pair_metrics of two same-order repeats at one rotation (000 Table 7 "Repeat" column)."""
+    return pair_metrics(select(df, rotation=rotation, repeat=repeats[0]),
+                        select(df, rotation=rotation, repeat=repeats[1]))
+
+
+def rotation_pairs(df: pd.DataFrame, rotations: Iterable[int] = (1, 2, 3), repeat: int = 0
+                   ) -> dict[str, dict[str, Rate]]:
+    """pair_metrics of rotation 0 with each other rotation (000 Table 7 R1..R3 columns)."""
+    base = select(df, rotation=0, repeat=repeat)
+    return {f"R{r}": pair_metrics(base, select(df, rotation=r, repeat=repeat)) for r in rotations}

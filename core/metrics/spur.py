@@ -1,0 +1,244 @@
+"""SPUR metrics (paper 001: §2.1, §2.3, §3, Tables 2-5, Figure 5, App. C.2).
+
+Groups are figures (`group_id`). See docs/metrics/spur.md for each definition and its edge cases.
+
+Item outcome. As in StemBind, an item with several predictions (rotations, repeats) counts as correct only
+when every one of them is correct; items without a prediction are left out of every rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core import stats
+from core.metrics.common import join
+from core.schema import Rate, RunData
+
+TASKS = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
+# §2.1: Panel-Level Fine-Grained Perception, Cross-Panel Relation Understanding, Expert-Level Reasoning.
+STAGES = {
+    "perception": ("NP", "MP", "IL"),
+    "understanding": ("TA", "HI"),
+    "reasoning": ("Qual", "Quant"),
+}
+STAGE_OF = {task: stage for stage, tasks in STAGES.items() for task in tasks}
+STAINING = ("Cell", "Tissue", "Microorganism", "Subcellular/Organelle")
+PARADIGMS = ("CE", "AE", "OS", "IS", "P&I")
+# §2.3: GPT-4o answered each question text-only 10 times; >= 5 correct was discarded.
+SHORTCUT_RUNS = 10
+SHORTCUT_K = 5
+DEFAULT_SEED = stats.DEFAULT_SEED
+
+_OUTCOME_COLUMNS = ["item_id", "group_id", "kind", "stage", "correct", "n_preds"]
+
+
+def _meta(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
+def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """One row per answered item: group_id, kind (task), stage, correct (all of its predictions correct)."""
+    joined = join(items, run.preds)
+    if joined is None or len(joined) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
+    out = joined.groupby("item_id", sort=False).agg(
+        correct=("correct", "all"), n_preds=("correct", "size")).reset_index()
+    info = items.set_index("item_id")
+    out["group_id"] = out["item_id"].map(info["group_id"])
+    out["kind"] = out["item_id"].map(info["kind"])
+    out["stage"] = out["kind"].map(STAGE_OF)
+    out["correct"] = out["correct"].astype(bool)
+    return out[_OUTCOME_COLUMNS]
+
+
+def _rate(sub: pd.DataFrame, what: str) -> Rate:
+    """Accuracy of the rows of `sub` (k correct / n answered), or a reason when there are none."""
+    n = len(sub)
+    if n == 0:
+        return Rate(None, 0, 0, reason=f"no {what} to count")
+    return Rate.of(int(sub["correct"].sum()), n)
+
+
+def accuracies(outcomes: pd.DataFrame, seed: int | None = None) -> dict[str, Any]:
+    """Per-task accuracy, stage micro averages and the overall micro average (Table 3).
+
+    With `seed`, every rate gets a percentile cluster-bootstrap CI over figures (one shared resampling).
+    """
+    masks: list[tuple[str, pd.Series]] = [(t, outcomes["kind"] == t) for t in TASKS]
+    masks += [(s, outcomes["stage"] == s) for s in STAGES]
+    # Table 3's Overall is the micro average over all items of the seven tasks (it is rebuilt from the
+    # per-task numbers that way, not as the mean of the three stage averages).
+    masks.append(("overall", outcomes["stage"].notna()))
+    rates = [_rate(outcomes[m], f"{name} items" if name != "overall" else "items") for name, m in masks]
+    defined = [i for i, rate in enumerate(rates) if rate.value is not None]
+    if seed is not None and defined:
+        correct = outcomes["correct"].astype(bool)
+        k = pd.DataFrame({i: (masks[i][1] & correct).astype(int) for i in defined})
+        n = pd.DataFrame({i: masks[i][1].astype(int) for i in defined})
+        groups = outcomes["group_id"].to_numpy()
+        lo, hi = stats.cluster_bootstrap_many(
+            k.groupby(groups).sum().to_numpy(), n.groupby(groups).sum().to_numpy(), seed=seed)
+        for j, i in enumerate(defined):
+            rates[i].ci = (float(lo[j]), float(hi[j]))
+    named = dict(zip([name for name, _ in masks], rates, strict=True))
+    return {
+        "tasks": {t: named[t] for t in TASKS},
+        **{s: named[s] for s in STAGES},
+        "overall": named["overall"],
+    }
+
+
+def _sort_key(value: Any) -> tuple:
+    return (0, float(value), "") if isinstance(value, (int, float)) else (1, 0.0, str(value))
+
+
+def _by_meta(items: pd.DataFrame, outcomes: pd.DataFrame, key: str, order: Iterable[Any] = ()) -> dict[str, Rate]:
+    """Accuracy per value of meta[key] over `outcomes` (items without the key are left out); values in
+    `order` first, then the others sorted (numbers numerically)."""
+    lookup = {i: _meta(m, key) for i, m in zip(items["item_id"], items["meta"], strict=True)}
+    values = pd.Series([lookup.get(i) for i in outcomes["item_id"]], index=outcomes.index, dtype=object)
+    present = [v for v in dict.fromkeys(values) if v is not None and v == v]
+    ranked = [o for o in order if o in present] + sorted((v for v in present if v not in order), key=_sort_key)
+    return {str(v): _rate(outcomes[values == v], f"items with {key} {v}") for v in ranked}
+
+
+def breakdowns(items: pd.DataFrame, outcomes: pd.DataFrame) -> dict[str, Any]:
+    """Figure 5 / App. C.2: staining category (perception stage, deviation from the perception micro average),
+    number of relations (understanding stage, and per task), paradigm (reasoning stage)."""
+    perception = outcomes[outcomes["stage"] == "perception"]
+    micro = _rate(perception, "perception items")
+    staining = {}
+    for cat, rate in _by_meta(items, perception, "staining", STAINING).items():
+        dev = Rate(rate.value - micro.value) if rate.value is not None and micro.value is not None else \
+            Rate.undefined("no perception items")
+        staining[cat] = {"accuracy": rate, "deviation": dev}
+    understanding = outcomes[outcomes["stage"] == "understanding"]
+    relations: dict[str, Any] = {"understanding": _by_meta(items, understanding, "n_relations")}
+    for task in STAGES["understanding"]:
+        relations[task] = _by_meta(items, understanding[understanding["kind"] == task], "n_relations")
+    reasoning = outcomes[outcomes["stage"] == "reasoning"]
+    return {
+        "by_staining": staining,
+        "by_n_relations": relations,
+        "by_paradigm": _by_meta(items, reasoning, "paradigm", PARADIGMS),
+    }
+
+
+def reasoning_by_perception(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
+    """Reasoning accuracy split by perception correctness on the same figure (Table 5).
+
+    Rule: a reasoning item (Qual, Quant) is on the "perception correct" side when its figure has at least one
+    perception item (NP, MP, IL) and the run answered every one of them correctly; "perception incorrect" when
+    at least one of them was answered wrong. Reasoning items whose figure has no perception item, or one
+    that the run did not answer, are left out (`n_excluded`).
+    """
+    return _reasoning_split(items, item_outcomes(items, run))
+
+
+def _reasoning_split(items: pd.DataFrame, outcomes: pd.DataFrame) -> dict[str, Any]:
+    stage = items["kind"].map(STAGE_OF)
+    need = items[stage == "perception"].groupby("group_id").size()
+    perc = outcomes[outcomes["stage"] == "perception"].groupby("group_id")["correct"].agg(["sum", "size"])
+    perc = perc.reindex(need.index, fill_value=0)
+    answered_all = perc["size"] == need
+    figure_ok = (perc["sum"] == need) & answered_all
+    figure_bad = perc["size"] > perc["sum"]  # some perception item answered wrong
+    reasoning = outcomes[outcomes["stage"] == "reasoning"]
+    ok = reasoning["group_id"].map(lambda g: bool(figure_ok.get(g, False))).astype(bool)
+    bad = reasoning["group_id"].map(lambda g: bool(figure_bad.get(g, False))).astype(bool)
+    return {
+        "perception_correct": _rate(reasoning[ok], "reasoning items on figures with all perception correct"),
+        "perception_incorrect": _rate(reasoning[bad], "reasoning items on figures with a perception error"),
+        "n_excluded": int((~ok & ~bad).sum()),
+    }
+
+
+def shortcut_flags(items: pd.DataFrame, text_runs: Iterable[RunData], k: int | None = SHORTCUT_K) -> pd.DataFrame:
+    """§2.3 textual-shortcut filter: count, per item, the correct answers over every text-only prediction in
+    `text_runs` (each run, rotation and repeat is one randomized trial) and flag the item when at least `k` are
+    correct. `k=None` flags at least half of the item's own trials (5 of 10 in the paper).
+
+    Returns one row per item of `items`: item_id, n_trials, n_correct, flagged (False when n_trials == 0).
+    """
+    frames = []
+    for run in text_runs:
+        joined = join(items, run.preds)
+        if joined is not None and len(joined):
+            frames.append(joined[["item_id", "correct"]])
+    ids = items["item_id"].astype(str)
+    if frames:
+        allp = pd.concat(frames, ignore_index=True)
+        agg = allp.groupby("item_id")["correct"].agg(["size", "sum"])
+        n_trials = ids.map(agg["size"]).fillna(0).astype(int).to_numpy()
+        n_correct = ids.map(agg["sum"]).fillna(0).astype(int).to_numpy()
+    else:
+        n_trials = np.zeros(len(ids), dtype=int)
+        n_correct = np.zeros(len(ids), dtype=int)
+    need = np.array([math.ceil(t / 2) for t in n_trials]) if k is None else np.full(len(ids), int(k))
+    flagged = (n_trials > 0) & (n_correct >= need)
+    return pd.DataFrame({"item_id": ids.to_numpy(), "n_trials": n_trials, "n_correct": n_correct, "flagged": flagged})
+
+
+def _input_mode(run: RunData) -> str:
+    mode = (run.config or {}).get("input_mode")
+    if mode:
+        return str(mode)
+    preds = run.preds
+    if preds is not None and len(preds) and "input_mode" in preds and preds["input_mode"].notna().any():
+        return str(preds["input_mode"].dropna().mode().iloc[0])
+    return "all"
+
+
+def _strategy(run: RunData) -> str:
+    return str((run.config or {}).get("strategy") or "direct")
+
+
+def _diff(a: Rate, b: Rate) -> Rate:
+    if a.value is None or b.value is None:
+        return Rate.undefined(a.reason or b.reason or "undefined")
+    return Rate(a.value - b.value)
+
+
+def score(items: pd.DataFrame, run: RunData, others: Iterable[RunData] = (), seed: int | None = DEFAULT_SEED,
+          shortcut_k: int | None = None) -> dict[str, Any]:
+    """Every SPUR metric of `run`. `seed=None` skips the bootstrap CIs."""
+    others = [o for o in others if o is not run]
+    outcomes = item_outcomes(items, run)
+    result: dict[str, Any] = accuracies(outcomes, seed)
+    result.update(breakdowns(items, outcomes))
+    split = _reasoning_split(items, outcomes)
+    direct = None
+    if _strategy(run) != "direct":
+        direct = sorted(
+            [o for o in others if o.benchmark == run.benchmark
+             and (o.config or {}).get("model") == (run.config or {}).get("model")
+             and _strategy(o) == "direct" and _input_mode(o) == _input_mode(run)],
+            key=lambda r: r.name)
+    if direct:
+        base = reasoning_by_perception(items, direct[0])
+        split["vs_direct"] = {
+            "direct": direct[0].name,
+            "perception_correct": _diff(split["perception_correct"], base["perception_correct"]),
+            "perception_incorrect": _diff(split["perception_incorrect"], base["perception_incorrect"]),
+        }
+    result["reasoning_by_perception"] = split
+
+    text_runs = [r for r in [run, *others] if _input_mode(r) == "text"]
+    if text_runs:
+        flags = shortcut_flags(items, text_runs, shortcut_k)
+        tried = flags[flags["n_trials"] > 0]
+        result["shortcut"] = {
+            "flagged": Rate.of(int(tried["flagged"].sum()), len(tried)) if len(tried) else
+            Rate(None, 0, 0, reason="no item has a text-only prediction"),
+            "k": "half of the trials" if shortcut_k is None else shortcut_k,
+            "runs": sorted(r.name for r in text_runs),
+            "flagged_items": tried.loc[tried["flagged"], "item_id"].tolist(),
+        }
+    else:
+        result["shortcut"] = Rate.undefined("no text-only run of this benchmark")
+    return result

@@ -1,0 +1,631 @@
+"""StemBind metrics (paper 002: §3.3, §4.3-4.5, App. A.2, A.3, C.3, C.5, D.2-D.5).
+
+Every function takes the items DataFrame of the split being scored and one or more `RunData`; see
+docs/metrics/stembind.md for each definition, its paper section and its edge cases.
+
+Item outcome. A StemBind item is answered once per run in the paper. When a run holds several predictions
+of one item (rotations, repeats), the item counts as correct only when every one of its predictions is
+correct, so that accuracies and the stem-level metrics rest on the same per-item outcome. Items without
+any prediction are left out of accuracies; stems with a missing prediction are left out of stem metrics
+(reported as `n_incomplete`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core import stats
+from core.metrics.common import join
+from core.schema import STAGES, Rate, RunData
+
+KINDS = ("P", "R", "F")
+RI_OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel")
+VP_OPERATIONS = ("VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
+OPERATIONS = RI_OPERATIONS + VP_OPERATIONS
+FAMILIES = ("RI", "VP")
+DECOMPOSITION = ("solved", "cant_bind", "cant_reason", "cant_see")
+SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4")
+SSA_CONTROL = "irrelevant"
+NO_FAILURE = "none"
+# App. D.4, Table 25: first decisive error of a trace.
+ERROR_CATEGORIES = (
+    "correspondence_drift", "rule_mutation", "distractor_capture", "late_answer_switching",
+    "perception_error", "rule_absent",
+)
+TERCILES = ("short", "middle", "long")
+DEFAULT_SEED = stats.DEFAULT_SEED
+
+_OUTCOME_COLUMNS = ["item_id", "group_id", "kind", "operation", "family", "correct", "n_preds"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def operation_family(operation: Any) -> str | None:
+    """RI or VP from an operation label (A.1), None for anything else."""
+    if isinstance(operation, str):
+        if operation.startswith("RI-"):
+            return "RI"
+        if operation.startswith("VP-"):
+            return "VP"
+    return None
+
+
+def _meta(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else None
+
+
+def _config(run: RunData, key: str, default: Any = None) -> Any:
+    value = (run.config or {}).get(key, default)
+    return default if value is None else value
+
+
+def _input_mode(run: RunData) -> str:
+    mode = (run.config or {}).get("input_mode")
+    if mode:
+        return str(mode)
+    preds = run.preds
+    if preds is not None and len(preds) and "input_mode" in preds:
+        modes = preds["input_mode"].dropna()
+        if len(modes):
+            return str(modes.mode().iloc[0])
+    return "all"
+
+
+def _strategy(run: RunData) -> str:
+    return str(_config(run, "strategy", "direct"))
+
+
+def _ssa_level(run: RunData) -> str | None:
+    level = (run.config or {}).get("ssa_level")
+    return str(level) if level else None
+
+
+def _diff(a: Rate, b: Rate, reason: str) -> Rate:
+    """a - b as a Rate holding only the value (a difference has no k / n)."""
+    if a.value is None or b.value is None:
+        return Rate.undefined(reason)
+    return Rate(a.value - b.value)
+
+
+def _rate(k: int, n: int, what: str, reason: str | None = None) -> Rate:
+    if n == 0:
+        return Rate(None, int(k), 0, reason=reason or f"no {what} to count")
+    return Rate.of(int(k), int(n))
+
+
+def _bootstrap_rate(k_per_cluster: np.ndarray, n_per_cluster: np.ndarray, seed: int | None) -> Rate:
+    k, n = int(k_per_cluster.sum()), int(n_per_cluster.sum())
+    rate = Rate.of(k, n)
+    if n and seed is not None:
+        rate.ci = stats.cluster_bootstrap(k_per_cluster, n_per_cluster, seed=seed)
+    return rate
+
+
+# --------------------------------------------------------------------------- per-item outcomes
+
+
+def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """One row per item of `items` that `run` answered: group_id, kind, operation, family, correct, n_preds.
+
+    `correct` is True only when every prediction of the item (all rotations and repeats) is correct.
+    """
+    joined = join(items, run.preds)
+    if joined is None or len(joined) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
+    grouped = joined.groupby("item_id", sort=False)
+    out = grouped.agg(correct=("correct", "all"), n_preds=("correct", "size")).reset_index()
+    info = items.set_index("item_id")
+    out["group_id"] = out["item_id"].map(info["group_id"])
+    out["kind"] = out["item_id"].map(info["kind"])
+    out["operation"] = out["item_id"].map(info["meta"].map(lambda m: _meta(m, "operation")))
+    out["family"] = out["operation"].map(operation_family)
+    out["correct"] = out["correct"].astype(bool)
+    return out[_OUTCOME_COLUMNS]
+
+
+def _accuracy(outcomes: pd.DataFrame, kind: str) -> Rate:
+    sub = outcomes[outcomes["kind"] == kind]
+    return _rate(int(sub["correct"].sum()), len(sub), f"{kind} items")
+
+
+def accuracies(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
+    """P / R / F accuracy overall, per operation and per RI / VP family, with the R-F gap of each (§4.2-4.3)."""
+    out = item_outcomes(items, run)
+    return _accuracy_block(out)
+
+
+def _accuracy_block(out: pd.DataFrame) -> dict[str, Any]:
+    def block(sub: pd.DataFrame) -> dict[str, Rate]:
+        p, r, f = (_accuracy(sub, k) for k in KINDS)
+        return {"p": p, "r": r, "f": f, "rf_gap": _diff(r, f, "R or F accuracy is undefined")}
+
+    overall = block(out)
+    ops_present = [op for op in OPERATIONS if (out["operation"] == op).any()]
+    ops_present += sorted({op for op in out["operation"].dropna().unique() if op not in OPERATIONS})
+    return {
+        "p_accuracy": overall["p"],
+        "r_accuracy": overall["r"],
+        "f_accuracy": overall["f"],
+        "rf_gap": overall["rf_gap"],
+        "by_operation": {op: block(out[out["operation"] == op]) for op in ops_present},
+        "by_family": {fam: block(out[out["family"] == fam]) for fam in FAMILIES if (out["family"] == fam).any()},
+    }
+
+
+# --------------------------------------------------------------------------- stem level (§4.3, D.2)
+
+
+def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
+    """One row per stem: item counts and correct counts per kind, and the joint flags of §4.3.
+
+    Columns: n_P, n_R, n_F (items of the stem), got_P.. (items answered), k_P.. (items correct),
+    complete (at least one P, R and F item, every item answered), p_any, p_all, r, f, category.
+    """
+    stems = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
+    n = items.groupby(["group_id", "kind"]).size().unstack(fill_value=0)
+    got = outcomes.groupby(["group_id", "kind"]).size().unstack(fill_value=0) if len(outcomes) else None
+    k = (
+        outcomes.assign(c=outcomes["correct"].astype(int)).groupby(["group_id", "kind"])["c"].sum().unstack(
+            fill_value=0) if len(outcomes) else None
+    )
+    table = pd.DataFrame(index=stems)
+    for kind in KINDS:
+        table[f"n_{kind}"] = _col(n, kind, stems)
+        table[f"got_{kind}"] = _col(got, kind, stems)
+        table[f"k_{kind}"] = _col(k, kind, stems)
+    table["complete"] = (
+        (table["n_P"] >= 1) & (table["n_R"] >= 1) & (table["n_F"] >= 1)
+        & (table["got_P"] == table["n_P"]) & (table["got_R"] == table["n_R"]) & (table["got_F"] == table["n_F"])
+    )
+    table["p_any"] = table["k_P"] >= 1
+    table["p_all"] = table["k_P"] == table["n_P"]
+    table["r"] = table["k_R"] == table["n_R"]
+    table["f"] = table["k_F"] == table["n_F"]
+    table["category"] = decompose(table["p_any"].to_numpy(), table["r"].to_numpy(), table["f"].to_numpy())
+    table.loc[~table["complete"], "category"] = None
+    return table
+
+
+def _col(frame: pd.DataFrame | None, kind: str, index: pd.Index) -> np.ndarray:
+    if frame is None or kind not in frame.columns:
+        return np.zeros(len(index), dtype=int)
+    return frame[kind].reindex(index, fill_value=0).to_numpy(dtype=int)
+
+
+def decompose(p_any: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """§4.3 (ii): solved (F correct); cant_bind (>= 1 P and R correct, F wrong); cant_reason (>= 1 P correct,
+    R wrong, F wrong); cant_see (no P correct, F wrong). Every stem lands in exactly one category."""
+    p_any, r, f = (np.asarray(a, dtype=bool) for a in (p_any, r, f))
+    return np.select(
+        [f, p_any & r, p_any & ~r],
+        ["solved", "cant_bind", "cant_reason"],
+        default="cant_see",
+    ).astype(object)
+
+
+def stem_metrics(items: pd.DataFrame, run: RunData, seed: int | None = DEFAULT_SEED) -> dict[str, Any]:
+    """decomposition, binding_gap (+ f_given_pr), stem_coherent and lucky_guess over complete stems."""
+    table = stem_table(items, item_outcomes(items, run))
+    return _stem_block(table, seed)
+
+
+def _stem_block(table: pd.DataFrame, seed: int | None) -> dict[str, Any]:
+    done = table[table["complete"]]
+    n = len(done)
+    decomposition: dict[str, Any] = {
+        cat: _rate(int((done["category"] == cat).sum()), n, "complete stems") for cat in DECOMPOSITION
+    }
+    decomposition["n_stems"] = n
+    decomposition["n_incomplete"] = int((~table["complete"]).sum())
+    # Among F-wrong stems, the share with R correct (§4.3 (ii): "about 56-71% have R correct").
+    f_wrong = done[~done["f"]]
+    decomposition["r_correct_given_f_wrong"] = _rate(int(f_wrong["r"].sum()), len(f_wrong), "F-wrong stems")
+
+    return {
+        "decomposition": decomposition,
+        **binding_gap_from_flags(done["p_all"].to_numpy(), done["r"].to_numpy(), done["f"].to_numpy(), seed),
+        "stem_coherent": _rate(int((done["p_all"] & done["r"] & done["f"]).sum()), n, "complete stems"),
+        "lucky_guess": _rate(
+            int((done["f"] & ~(done["p_all"] & done["r"])).sum()), int(done["f"].sum()), "stems with F correct",
+            reason="no stem with F correct",
+        ),
+    }
+
+
+def binding_gap_from_flags(p_all: np.ndarray, r: np.ndarray, f: np.ndarray, seed: int | None = DEFAULT_SEED) -> dict:
+    """Strict Binding Gap (§4.3 (iii), D.2): BG = 1 - P(F=1 | P=1, R=1), P=1 only when every P probe of the
+    stem is correct. k = stems of the stratum with F wrong, n = the stratum; percentile cluster bootstrap CI
+    over the stratum's stems (one observation per stem)."""
+    p_all, r, f = (np.asarray(a, dtype=bool) for a in (p_all, r, f))
+    cond = p_all & r
+    n = int(cond.sum())
+    reason = "no stem has every P probe and the R probe correct"
+    if n == 0:
+        return {"binding_gap": Rate(None, 0, 0, reason=reason), "f_given_pr": Rate(None, 0, 0, reason=reason)}
+    wrong = (~f[cond]).astype(int)
+    ones = np.ones(n, dtype=int)
+    gap = _bootstrap_rate(wrong, ones, seed)
+    solved = Rate.of(n - int(wrong.sum()), n)
+    if gap.ci is not None:
+        solved.ci = (1.0 - gap.ci[1], 1.0 - gap.ci[0])
+    return {"binding_gap": gap, "f_given_pr": solved}
+
+
+# --------------------------------------------------------------------------- paired runs
+
+
+def _paired_outcomes(items: pd.DataFrame, a: RunData, b: RunData) -> pd.DataFrame:
+    oa = item_outcomes(items, a)
+    ob = item_outcomes(items, b)
+    both = oa.merge(ob[["item_id", "correct"]], on="item_id", suffixes=("_a", "_b"))
+    return both
+
+
+def _paired_diff(both: pd.DataFrame, seed: int | None, what: str) -> Rate:
+    """Accuracy of b minus accuracy of a on the items both runs answered; paired cluster bootstrap by stem."""
+    if len(both) == 0:
+        return Rate.undefined(f"no {what} answered by both runs")
+    per = both.groupby("group_id", sort=False).agg(
+        ka=("correct_a", "sum"), kb=("correct_b", "sum"), n=("correct_a", "size"))
+    ka, kb, n = (per[c].to_numpy(dtype=int) for c in ("ka", "kb", "n"))
+    rate = Rate(kb.sum() / n.sum() - ka.sum() / n.sum(), n=int(n.sum()))
+    if seed is not None:
+        rate.ci = stats.cluster_bootstrap_diff(kb, n, ka, n, seed=seed)
+    return rate
+
+
+def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
+    """VG = Acc(full image) - Acc(text only) (§3.3, D.5) on the items both runs answered, overall and per kind."""
+    both = _paired_outcomes(items, text_run, full_run)  # a = text, b = full: b - a
+    out: dict[str, Any] = {"overall": _paired_diff(both, seed, "items")}
+    for kind in KINDS:
+        out[kind] = _paired_diff(both[both["kind"] == kind], seed, f"{kind} items")
+    out["partner"] = text_run.name
+    return out
+
+
+def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
+    """ThinkGain@X = Acc_think,X - Acc_non-think,X for X in P, R, F (§4.5, D.4), on items both runs answered."""
+    both = _paired_outcomes(items, direct_run, thinking_run)  # a = direct, b = thinking
+    out: dict[str, Any] = {
+        f"at_{kind}": _paired_diff(both[both["kind"] == kind], seed, f"{kind} items") for kind in KINDS
+    }
+    out["direct"] = direct_run.name
+    out["thinking"] = thinking_run.name
+    return out
+
+
+# --------------------------------------------------------------------------- SSA (§4.4, C.5, D.3)
+
+
+def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict[str, Any]:
+    """SSA accuracies per level on the F items every given run answered, raw deltas, isotonic gains and the
+    irrelevant-S1 control (§3.3, §4.4, C.5, Table 22).
+
+    Raw deltas: between consecutive present levels (e.g. "H3-H2") and against H0 (`vs_h0`). Isotonic gains:
+    consecutive differences of the non-decreasing isotonic fit of accuracy on level order H0 < ... < H4,
+    weighted by item count. Control: accuracy(irrelevant) - accuracy(H0).
+    """
+    levels = [lv for lv in SSA_LEVELS if lv in runs_by_level]
+    if "H0" not in runs_by_level:
+        return {"reason": "no H0 (raw input) run"}
+    f_ids = set(items.loc[items["kind"] == "F", "item_id"])
+    outcomes = {}
+    for lv in [*levels, *([SSA_CONTROL] if SSA_CONTROL in runs_by_level else [])]:
+        o = item_outcomes(items, runs_by_level[lv])
+        outcomes[lv] = o[o["item_id"].isin(f_ids)].set_index("item_id")["correct"]
+    common = set.intersection(*(set(o.index) for o in outcomes.values()))
+    if not common:
+        return {"reason": "no F item answered under every SSA level"}
+    ids = sorted(common)
+    acc = {lv: Rate.of(int(o.loc[ids].sum()), len(ids)) for lv, o in outcomes.items()}
+    out: dict[str, Any] = {
+        "n_items": len(ids),
+        "runs": {lv: runs_by_level[lv].name for lv in outcomes},
+        "accuracy": acc,
+        "raw_deltas": {f"{b}-{a}": _diff(acc[b], acc[a], "") for a, b in zip(levels, levels[1:], strict=False)},
+        "vs_h0": {lv: _diff(acc[lv], acc["H0"], "") for lv in levels[1:]},
+    }
+    if len(levels) >= 2:
+        x = [float(SSA_LEVELS.index(lv)) for lv in levels]
+        y = [float(acc[lv].value or 0.0) for lv in levels]  # every level is defined on the common items
+        fit = stats.isotonic_fit(x, y, [float(len(ids))] * len(levels))
+        out["isotonic"] = {lv: float(v) for lv, v in zip(levels, fit, strict=True)}
+        out["isotonic_gains"] = {
+            f"{b}-{a}": Rate(float(fit[i + 1] - fit[i])) for i, (a, b) in enumerate(zip(levels, levels[1:], strict=False))
+        }
+        out["largest_raw_jump"] = max(out["raw_deltas"], key=lambda s: out["raw_deltas"][s].value)
+        out["largest_isotonic_jump"] = max(out["isotonic_gains"], key=lambda s: out["isotonic_gains"][s].value)
+    if SSA_CONTROL in acc:
+        out["irrelevant_minus_h0"] = _diff(acc[SSA_CONTROL], acc["H0"], "")
+    return out
+
+
+# --------------------------------------------------------------------------- L2 / L3 (§3.3, §4.4, A.3, C.3)
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "y", "t"):
+            return True
+        if v in ("0", "false", "no", "n", "f"):
+            return False
+        return None
+    return bool(value)
+
+
+def first_failure(flags: Iterable[bool | None]) -> str:
+    """The first stage marked false walking S1 -> S4 (C.3); unknown stages are stepped over; "none" if none."""
+    for stage, flag in zip(STAGES, flags, strict=False):
+        if flag is False:
+            return stage
+    return NO_FAILURE
+
+
+def inconsistent(flags: Iterable[bool | None]) -> bool:
+    """A stage marked true after an earlier stage marked false (the flags break the S1 -> S4 order)."""
+    seen_false = False
+    for flag in flags:
+        if flag is False:
+            seen_false = True
+        elif flag is True and seen_false:
+            return True
+    return False
+
+
+def _trace_keys(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.copy()
+    for col in ("rotation", "repeat"):
+        if col not in frame:
+            frame[col] = 0
+        frame[col] = frame[col].fillna(0).astype(int)
+    frame["item_id"] = frame["item_id"].astype(str)
+    return frame
+
+
+def _pred_correct(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    joined = _trace_keys(join(items, run.preds))
+    return joined[["item_id", "rotation", "repeat", "correct", *[c for c in ("tokens", "trace") if c in joined]]]
+
+
+def l2_profile(items: pd.DataFrame, run: RunData, judgements: pd.DataFrame | None) -> dict[str, Any]:
+    """L2 StepAcc per stage, first-failure histogram (all judged traces and F-wrong traces), share of traces
+    with inconsistent flags, and L3 AttrTag (first failure x perception load)."""
+    if judgements is None or len(judgements) == 0:
+        return {"reason": "no trace judgements for this run"}
+    j = _trace_keys(judgements)
+    if "status" in j:
+        j = j[j["status"].fillna("ok") == "ok"]
+    f_items = items[items["kind"] == "F"]
+    j = j[j["item_id"].isin(set(f_items["item_id"]))]
+    if len(j) == 0:
+        return {"reason": "no usable judgement of an F item"}
+    flags = [[_flag(v) for v in row] for row in j[list(STAGES)].itertuples(index=False, name=None)]
+    ff = [first_failure(fl) for fl in flags]
+    n = len(flags)
+    step_acc = {}
+    for i, stage in enumerate(STAGES):
+        known = [bool(fl[i]) for fl in flags if fl[i] is not None]
+        step_acc[stage] = _rate(sum(known), len(known), f"traces with a known {stage} flag")
+    j = j.assign(first_failure_rule=ff)
+    correct = _pred_correct(items, run)
+    j = j.merge(correct[["item_id", "rotation", "repeat", "correct"]], on=["item_id", "rotation", "repeat"],
+                how="left")
+    wrong = j[j["correct"].eq(False)]
+    order = [*STAGES, NO_FAILURE]
+    out: dict[str, Any] = {
+        "n_traces": n,
+        "step_acc": step_acc,
+        "first_failure": {s: Rate.of(ff.count(s), n) for s in order},
+        "first_failure_f_wrong": {
+            s: _rate(int((wrong["first_failure_rule"] == s).sum()), len(wrong), "F-wrong judged traces")
+            for s in STAGES
+        },
+        "inconsistent": Rate.of(sum(inconsistent(fl) for fl in flags), n),
+    }
+    if "first_failure" in j:
+        given = j["first_failure"].map(lambda v: NO_FAILURE if v is None or v != v or v == "" else str(v))
+        out["first_failure_disagreements"] = int((given != j["first_failure_rule"]).sum())
+    load = j["item_id"].map(items.set_index("item_id")["meta"].map(lambda m: _meta(m, "perception_load")))
+    tab = pd.crosstab(load.fillna("unknown"), j["first_failure_rule"])
+    out["attr_tag"] = {
+        str(lv): {s: int(tab.loc[lv, s]) if s in tab.columns else 0 for s in order} for lv in tab.index
+    }
+    return out
+
+
+# --------------------------------------------------------------------------- tokens and error audit (D.4)
+
+
+def token_stats(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
+    """Output-token mean, p95 (linear interpolation) and cap-hit rate (tokens >= max_tokens), Table 24."""
+    joined = join(items, run.preds)
+    has = len(joined) and "tokens" in joined
+    tokens = pd.to_numeric(joined["tokens"], errors="coerce") if has else pd.Series(dtype=float)
+    known = tokens.dropna()
+    if len(known) == 0:
+        return {"reason": "the run records no output-token counts"}
+    cap = _config(run, "max_tokens")
+    out: dict[str, Any] = {
+        "n": len(known),
+        "mean": float(known.mean()),
+        "p95": float(np.percentile(known.to_numpy(dtype=float), 95)),
+        "max_tokens": cap,
+    }
+    if cap:
+        out["cap_hit"] = Rate.of(int((known >= float(cap)).sum()), len(known))
+    else:
+        out["cap_hit"] = Rate.undefined("the run config has no max_tokens")
+    return out
+
+
+def error_audit(items: pd.DataFrame, run: RunData | None, labels: pd.DataFrame) -> dict[str, Any]:
+    """First decisive error per 100 F items (D.4, Table 25), overall and by trace-length tercile.
+
+    `labels`: item_id, rotation, repeat (default 0), category (empty or None = no error on that trace).
+    Every labeled F trace counts in the denominator. Terciles: traces ranked by output tokens (or by trace
+    characters when tokens are missing) split into three equal-count thirds; needs `run`.
+    """
+    if labels is None or len(labels) == 0 or "category" not in labels:
+        return {"reason": "no error-audit labels with a category"}
+    lab = _trace_keys(labels)
+    lab = lab[lab["item_id"].isin(set(items.loc[items["kind"] == "F", "item_id"]))]
+    if len(lab) == 0:
+        return {"reason": "no error-audit label on an F item"}
+    if lab.duplicated(["item_id", "rotation", "repeat"]).any():
+        return {"reason": "several labels for one trace; pass the labels of one annotator (or a consensus)"}
+    lab = lab.assign(category=lab["category"].map(lambda v: None if v is None or v != v or v == "" else str(v)))
+    cats = [*ERROR_CATEGORIES, *sorted(set(lab["category"].dropna()) - set(ERROR_CATEGORIES))]
+    out: dict[str, Any] = _per_100(lab, cats)
+    if run is None:
+        out["by_tercile"] = {"reason": "no run given for trace lengths"}
+        return out
+    preds = _pred_correct(items, run)
+    lab = lab.merge(preds, on=["item_id", "rotation", "repeat"], how="left")
+    length = pd.to_numeric(lab.get("tokens"), errors="coerce") if "tokens" in lab else None
+    if length is None or length.isna().any():
+        if "trace" in lab and lab["trace"].map(lambda t: isinstance(t, str)).all():
+            length = lab["trace"].str.len().astype(float)
+        else:
+            out["by_tercile"] = {"reason": "trace lengths unknown (no tokens and no trace text)"}
+            return out
+    rank = np.empty(len(lab), dtype=int)
+    rank[np.argsort(length.to_numpy(dtype=float), kind="stable")] = np.arange(len(lab))
+    tercile = (rank * 3) // len(lab)
+    out["by_tercile"] = {TERCILES[t]: _per_100(lab[tercile == t], cats) for t in range(3) if (tercile == t).any()}
+    return out
+
+
+def _per_100(lab: pd.DataFrame, cats: list[str]) -> dict[str, Any]:
+    n = len(lab)
+    counts = lab["category"].value_counts()
+    return {
+        "n_items": n,
+        "per_100": {c: 100.0 * int(counts.get(c, 0)) / n for c in cats},
+        "rates": {c: Rate.of(int(counts.get(c, 0)), n) for c in cats},
+        "no_error": Rate.of(int(lab["category"].isna().sum()), n),
+    }
+
+
+# --------------------------------------------------------------------------- partners and score
+
+
+def _same_model(a: RunData, b: RunData) -> bool:
+    return a.benchmark == b.benchmark and _config(a, "model") == _config(b, "model")
+
+
+def _pick(candidates: list[RunData]) -> RunData | None:
+    return sorted(candidates, key=lambda r: r.name)[0] if candidates else None
+
+
+def find_text_partner(run: RunData, others: Iterable[RunData]) -> RunData | None:
+    """Same model and strategy, same SSA level, input_mode text."""
+    return _pick([
+        o for o in others
+        if o is not run and _same_model(run, o) and _strategy(o) == _strategy(run)
+        and _ssa_level(o) == _ssa_level(run) and _input_mode(o) == "text"
+    ])
+
+
+def find_think_partner(run: RunData, others: Iterable[RunData]) -> RunData | None:
+    """Same model, input mode and SSA level, the other of direct / thinking."""
+    want = {"direct": "thinking", "thinking": "direct"}.get(_strategy(run))
+    return _pick([
+        o for o in others
+        if o is not run and _same_model(run, o) and _strategy(o) == want
+        and _input_mode(o) == _input_mode(run) and _ssa_level(o) == _ssa_level(run)
+    ])
+
+
+def find_ssa_runs(run: RunData, others: Iterable[RunData]) -> dict[str, RunData]:
+    """Runs of the same model, strategy and input mode keyed by ssa_level; the unaugmented run stands for H0
+    when no run says H0 explicitly."""
+    pool = [run, *[o for o in others if o is not run]]
+    same = [o for o in pool if _same_model(run, o) and _strategy(o) == _strategy(run)
+            and _input_mode(o) == _input_mode(run)]
+    by_level: dict[str, RunData] = {}
+    for level in (*SSA_LEVELS, SSA_CONTROL):
+        pick = _pick([o for o in same if _ssa_level(o) == level])
+        if pick is not None:
+            by_level[level] = pick
+    if by_level and "H0" not in by_level:
+        base = [o for o in same if _ssa_level(o) is None]
+        if base:
+            by_level["H0"] = run if run in base else _pick(base)  # type: ignore[assignment]
+    return by_level
+
+
+def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, pd.Series]], seed: int | None) -> None:
+    """Percentile cluster-bootstrap CIs (clusters = stems, one shared resampling) for item-level rates."""
+    pairs = [(rate, mask) for rate, mask in pairs if rate.value is not None]
+    if seed is None or not pairs:
+        return
+    correct = outcomes["correct"].astype(bool)
+    k = pd.DataFrame({i: (m & correct).astype(int) for i, (_, m) in enumerate(pairs)})
+    n = pd.DataFrame({i: m.astype(int) for i, (_, m) in enumerate(pairs)})
+    groups = outcomes["group_id"].to_numpy()
+    lo, hi = stats.cluster_bootstrap_many(k.groupby(groups).sum().to_numpy(), n.groupby(groups).sum().to_numpy(),
+                                          seed=seed)
+    for i, (rate, _) in enumerate(pairs):
+        rate.ci = (float(lo[i]), float(hi[i]))
+
+
+def _or_reason(value: dict[str, Any]) -> Any:
+    return Rate.undefined(value["reason"]) if set(value) == {"reason"} else value
+
+
+def score(
+    items: pd.DataFrame,
+    run: RunData,
+    others: Iterable[RunData] = (),
+    judgements: pd.DataFrame | None = None,
+    labels: pd.DataFrame | None = None,
+    seed: int | None = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """Every StemBind metric of `run`; paired metrics find their partner in `others` or give a reason.
+
+    `labels` (optional): error-audit labels with a `category` column (adds `error_audit`). `seed=None` skips
+    the bootstrap CIs.
+    """
+    others = [o for o in others if o is not run]
+    outcomes = item_outcomes(items, run)
+    result: dict[str, Any] = _accuracy_block(outcomes)
+    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], outcomes["kind"] == k) for k in KINDS], seed)
+    result.update(_stem_block(stem_table(items, outcomes), seed))
+
+    if _input_mode(run) == "text":
+        result["vg"] = Rate.undefined("this run is itself text-only")
+    else:
+        partner = find_text_partner(run, others)
+        result["vg"] = (visual_gain(items, run, partner, seed) if partner is not None else Rate.undefined(
+            "no text-only run of the same model and strategy"))
+
+    if _strategy(run) not in ("direct", "thinking"):
+        result["think_gain"] = Rate.undefined(f"strategy {_strategy(run)!r} has no direct / thinking pair")
+    else:
+        partner = find_think_partner(run, others)
+        if partner is None:
+            result["think_gain"] = Rate.undefined("no paired direct / thinking run of the same model")
+        else:
+            direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
+            result["think_gain"] = think_gain(items, direct, thinking, seed)
+
+    levels = find_ssa_runs(run, others)
+    result["ssa"] = (_or_reason(ssa_curve(items, levels)) if levels else Rate.undefined(
+        "no SSA runs (config ssa_level) of this model"))
+
+    l2 = l2_profile(items, run, judgements)
+    result["l2"] = _or_reason({k: v for k, v in l2.items() if k != "attr_tag"})
+    result["l3_attr_tag"] = l2["attr_tag"] if "attr_tag" in l2 else Rate.undefined(l2.get("reason", ""))
+    result["tokens"] = _or_reason(token_stats(items, run))
+    if labels is not None:
+        result["error_audit"] = _or_reason(error_audit(items, run, labels))
+    return result

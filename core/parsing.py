@@ -1,0 +1,283 @@
+"""Answer parsers (SPEC §4) and the option-rotation convention (SPEC §3).
+
+Two styles:
+
+- ``letter`` (FrameEvidence, paper 000 App. A "Decoding and invalid answers"): extract one allowed letter
+  from the whole response; no allowed letter or conflicting letters -> ``invalid``.
+- ``tag`` (StemBind, paper 002 App. C.2): ``<ANSWER>X</ANSWER>`` first; without the tag, fall back only to a
+  unique unambiguous letter in the final response; several letters, no final choice or malformed output
+  -> ``invalid``.
+
+Both styles return ``("api_error", None)`` for a missing or empty response (an empty response from a failed
+call). An invalid response is never turned into a guess.
+
+Letter-style evidence levels, tried in order; the first level that yields any letter decides, and all the
+letters found at that level must agree, otherwise the response is invalid (conflicting letters):
+
+1. bare form: the whole response is one letter, optionally wrapped or decorated ("B", "(B)", "B.", "**B**",
+   "选项B", "Option B"), optionally followed by that option's own text ("B. 前"); a bare letter followed by a
+   different option's text ("B. 左" when B is 前) is conflicting.
+2. answer markers: "答案", "答", "answer", ``\\boxed{}``, ``<answer>`` tags; the letter or letter list that
+   directly follows the marker ("答案是A或B" gives A and B -> invalid).
+3. choice verbs: "选", "选择", "应选", "所以选", "choose", "pick", "select", "go with"
+   ("选项A错误，所以选B" gives B).
+4. option mentions: "选项X", "option X", "choice X" ("选项A和选项B" gives A and B -> invalid).
+5. option text: the whole response, or the clause after the last marker, equals exactly one option's
+   text ("前", "答案是前", "The answer is left").
+6. standalone letters anywhere: an allowed capital letter not touching other Latin letters or digits; a
+   capital "A" followed by a lowercase word that is not a connective ("A cat") is read as the English
+   article and ignored.
+
+Lowercase letters count only directly after a marker and when not followed by a word ("answer: b").
+Letters outside ``letters`` never count.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from core.errors import InvalidPrediction
+
+OK, INVALID, API_ERROR = "ok", "invalid", "api_error"
+
+# Words after a capital "A" that mean the "A" is an option letter, not the English article.
+_CONNECTIVES = {
+    "or", "and", "nor", "vs", "versus", "is", "was", "seems", "appears", "looks", "because", "since", "as",
+    "but", "then", "so", "would", "could", "should", "must", "might", "may", "can", "will", "fits", "matches",
+    "corresponds", "describes", "best", "only", "instead", "rather", "not", "too", "also",
+}
+_LIST_SEP = r"(?:\s*(?:,|、|/|&|\bor\b|\band\b|和|或者|或|与|及|还是)\s*)"
+_ANSWER_MARKERS = (
+    r"\\boxed\{",
+    r"<\s*answer\s*>",
+    r"\banswer\b(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?(?:\s+option)?",
+    r"(?:最终|正确)?答案(?:应该|应当|应)?(?:是|为|选)?(?:选项)?",
+    r"答(?:案)?\s*[:]",
+)
+_CHOICE_MARKERS = (
+    r"(?:应|故|所以|因此|我)?选(?!项)(?:择)?(?:是|为)?",
+    r"\b(?:choose|pick|select|go\s+with)(?:\s+option)?",
+)
+_OPTION_MARKERS = (r"选项", r"\b(?:option|choice)\b")
+
+
+def _normalize(text: str) -> str:
+    """NFKC (full-width letters and punctuation to ASCII), markdown emphasis and code marks removed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(r"\*\*|__|`|\*", "", text)
+    return text.strip()
+
+
+def _norm_text(text: str) -> str:
+    """Option text for comparison: casefolded, spaces and surrounding punctuation removed."""
+    text = _normalize(text).casefold()
+    text = re.sub(r"\s+", " ", text)
+    return text.strip(" \t\"'“”‘’「」『』()[]{}<>.。,，、;；:!！?？")
+
+
+def _letter_class(letters: str) -> str:
+    return "[" + re.escape(letters) + "]"
+
+
+def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None) -> bool:
+    """True when the capital A ending at `end` reads as the English article ("A cat")."""
+    if letter != "A":
+        return False
+    m = re.match(r"\s+([a-z][a-z']*)", text[end:])
+    if not m or m.group(1) in _CONNECTIVES:
+        return False
+    if options and "A" in options:  # "A left" where option A is "left" names the option
+        own = _norm_text(options["A"])
+        if own and text[end:].strip().casefold().startswith(own):
+            return False
+    return True
+
+
+def _standalone_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
+    """Allowed capital letters that stand alone (not inside a Latin word or number), articles excluded."""
+    found = []
+    for m in re.finditer(r"(?<![A-Za-z0-9])(" + _letter_class(letters) + r")(?![A-Za-z0-9])", text):
+        if not _is_article(text, m.end(), m.group(1), options):
+            found.append(m.group(1))
+    return found
+
+
+def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[str] | None:
+    """Level 1: the whole response is one decorated letter, optionally followed by option text."""
+    m = re.fullmatch(
+        r"[\s\"'“”‘’「」『』]*(?:(?:option|choice|选项|选)\s*)?[(\[{<]?\s*(" + _letter_class(letters.lower() + letters)
+        + r")\s*[)\]}>]?\s*[.。:;,、!)]*\s*(.*?)[\s.。!！\"'“”’」』]*",
+        text,
+        flags=re.IGNORECASE | re.DOTALL,
+    )
+    if not m:
+        return None
+    letter, rest = m.group(1).upper(), _norm_text(m.group(2))
+    if letter not in letters:
+        return None
+    if not rest:
+        return [letter]
+    matched = _option_matches(rest, options)
+    if matched == [letter]:
+        return [letter]
+    if matched:  # a letter with another option's text: conflicting
+        return [letter, *matched]
+    return None
+
+
+def _letter_list_after(text: str, start: int, letters: str, options: dict[str, str] | None) -> list[str]:
+    """The letter or letter list that directly follows a marker ending at `start`."""
+    rest = text[start:]
+    lead = re.match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=re.IGNORECASE)
+    pos = lead.end() if lead else 0
+    letter_re = r"(" + _letter_class(letters + letters.lower()) + r")(?![A-Za-z0-9])"
+    found: list[str] = []
+    while True:
+        m = re.match(letter_re, rest[pos:])
+        if not m:
+            break
+        letter = m.group(1)
+        after = pos + m.end()
+        if letter.islower() and re.match(r"\s+[A-Za-z]", rest[after:]):
+            break  # "the answer is a bit unclear"
+        if letter.isupper() and _is_article(rest, after, letter, options):
+            break
+        found.append(letter.upper())
+        sep = re.match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], re.IGNORECASE)
+        if not sep:
+            break
+        pos = after + sep.end()
+    return [x for x in found if x in letters]
+
+
+def _marker_letters(text: str, patterns: tuple[str, ...], letters: str, options: dict[str, str] | None) -> list[str]:
+    """Levels 2-4: every letter named right after any of the markers."""
+    found: list[str] = []
+    for pattern in patterns:
+        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+            found.extend(_letter_list_after(text, m.end(), letters, options))
+    return found
+
+
+def _option_matches(fragment: str, options: dict[str, str] | None) -> list[str]:
+    """Letters whose option text equals `fragment` (normalized)."""
+    if not options:
+        return []
+    target = _norm_text(fragment)
+    if not target:
+        return []
+    return [letter for letter, text in options.items() if _norm_text(str(text)) == target]
+
+
+def _option_text_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
+    """Level 5: the response, or the clause after the last marker, is exactly one option's text."""
+    if not options:
+        return []
+    allowed = {k: v for k, v in options.items() if k in letters}
+    whole = _option_matches(text, allowed)
+    if whole:
+        return whole
+    last = None
+    for pattern in _ANSWER_MARKERS + _CHOICE_MARKERS + _OPTION_MARKERS:
+        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+            if last is None or m.end() > last:
+                last = m.end()
+    if last is None:
+        return []
+    clause = re.split(r"[。.!！?？\n;；]", text[last:].lstrip(" :=是为"), maxsplit=1)[0]
+    return _option_matches(clause, allowed)
+
+
+def _decide(found: list[str]) -> tuple[str, str | None]:
+    distinct = sorted(set(found))
+    if len(distinct) == 1:
+        return OK, distinct[0]
+    return INVALID, None
+
+
+def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, standalone: bool = True,
+                  option_text: bool = True) -> tuple[str, str | None] | None:
+    """The first evidence level that names any letter decides; None when no level names one."""
+    bare = _bare_form(text, letters, options)
+    if bare:
+        return _decide(bare)
+    for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS, _OPTION_MARKERS):
+        found = _marker_letters(text, patterns, letters, options)
+        if found:
+            return _decide(found)
+    if option_text:
+        found = _option_text_letters(text, letters, options)
+        if found:
+            return _decide(found)
+    if standalone:
+        found = _standalone_letters(text, letters, options)
+        if found:
+            return _decide(found)
+    return None
+
+
+def _final_response(text: str) -> tuple[str, str]:
+    """The final non-empty line of a response and the final sentence of that line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last_line = lines[-1] if lines else ""
+    sentences = [s.strip() for s in re.split(r"(?<=[。!！?？])|(?<=\.)\s+", last_line) if s and s.strip()]
+    return last_line, (sentences[-1] if sentences else last_line)
+
+
+def _parse_tag(text: str, letters: str, options: dict[str, str] | None) -> tuple[str, str | None]:
+    """StemBind style (002 App. C.2)."""
+    opens = len(re.findall(r"<\s*answer\s*>", text, flags=re.IGNORECASE))
+    tags = re.findall(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", text, flags=re.IGNORECASE | re.DOTALL)
+    if opens or tags or re.search(r"<\s*/\s*answer\s*>", text, flags=re.IGNORECASE):
+        if not tags or opens != len(tags):
+            return INVALID, None  # an unclosed or stray tag is malformed output
+        chosen = []
+        for content in tags:
+            bare = _bare_form(_normalize(content), letters, options)
+            if not bare or len(set(bare)) != 1:
+                return INVALID, None  # a tag that does not hold exactly one allowed letter
+            chosen.append(bare[0])
+        return _decide(chosen)
+    last_line, last_sentence = _final_response(text)
+    result = _parse_letter(last_line, letters, options, standalone=False, option_text=False)
+    if result is None:
+        found = _standalone_letters(last_sentence, letters, options)
+        result = _decide(found) if found else (INVALID, None)
+    return result
+
+
+def parse_answer(response: str | None, letters: str = "ABCD", style: str = "letter",
+                 options: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """Parse a raw model response into (status, letter); see the module docstring for the rules.
+
+    status is "ok" with the letter, "invalid" with None, or "api_error" with None for a missing or
+    whitespace-only response.
+    """
+    if response is None or not str(response).strip():
+        return API_ERROR, None
+    text = _normalize(str(response))
+    if not text:
+        return INVALID, None
+    if style == "tag":
+        return _parse_tag(text, letters, options)
+    if style != "letter":
+        raise ValueError(f"unknown parser style {style!r}; expected 'letter' or 'tag'")
+    return _parse_letter(text, letters, options) or (INVALID, None)
+
+
+def rotate_options(options: dict[str, str], rotation: int) -> dict[str, str]:
+    """Options as shown under `rotation`: the option at letter index i moves to index (i + r) mod n."""
+    keys = list(options)
+    n = len(keys)
+    if n == 0:
+        return {}
+    shown = {keys[(i + rotation) % n]: options[keys[i]] for i in range(n)}
+    return {k: shown[k] for k in keys}
+
+
+def unrotate(shown: str, letters: str, rotation: int) -> str:
+    """The original letter of the letter `shown` under `rotation`: index (j - r) mod n."""
+    if shown not in letters or len(shown) != 1:
+        raise InvalidPrediction(f"letter {shown!r} is not one of the options {letters!r}")
+    return letters[(letters.index(shown) - rotation) % len(letters)]

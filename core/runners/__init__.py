@@ -1,0 +1,6 @@
+"""Live runs (SPEC §6): baselines, local transformers models and OpenAI-compatible endpoints, one interface.
+
+Heavy backends (torch, transformers, openai) load inside the runner that needs them (STYLE 6).
+Entry points: `core.runners.engine.run(sink, settings)` and `run_from_args(store, args)`;
+`core.runners.cli.add_arguments(parser)` for the `run` subcommand.
+"""

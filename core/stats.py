@@ -1,0 +1,297 @@
+"""Statistics used by every family, vectorised with numpy (SPEC §5 "Statistics").
+
+- Percentile cluster bootstrap of ratio-of-sums rates (paper 000 App. A "GPT cross-run stability" and
+  App. D: whole clusters resampled with replacement, 20,000 draws, item-weighted ratios, 95% percentile
+  interval), for one rate, several rates at once, and the paired difference of two runs over the same
+  resampled clusters.
+- Exact binomial references (scipy.stats.binom).
+- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression.
+
+Undefined values come back as None with a stated reason, never as a silent 0 (STYLE 5). scipy and sklearn
+are imported inside the functions that need them so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.errors import MetricUndefined
+from core.schema import Rate
+
+DEFAULT_DRAWS = 20_000
+DEFAULT_SEED = 20261010  # the seed of paper 000's bootstrap
+_BLOCK_CELLS = 131_072  # draws x clusters cells per block: bounds memory and keeps the counts in cache
+
+
+# --------------------------------------------------------------------------- cluster bootstrap
+
+
+@dataclass(slots=True)
+class ClusterArrays:
+    """Per-cluster success counts `k` and denominators `n` (clusters x metrics) and the cluster keys."""
+
+    keys: list[Any]
+    k: np.ndarray
+    n: np.ndarray
+    columns: list[str]
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Column sums of k and n (the point estimate is their ratio)."""
+        return self.k.sum(axis=0), self.n.sum(axis=0)
+
+
+def cluster_key(df: Any, by: str) -> Any:
+    """The cluster column of `df`: a column name, or "meta.<field>" for a field of the `meta` dict column."""
+    if by.startswith("meta."):
+        field = by[len("meta."):]
+        return df["meta"].map(lambda m: m.get(field) if isinstance(m, dict) else None)
+    if by not in df.columns:
+        raise MetricUndefined(f"no cluster column {by!r}")
+    return df[by]
+
+
+def cluster_arrays(df: Any, by: str, columns: Sequence[str]) -> ClusterArrays:
+    """Per-cluster sums of each success column (bool or 0/1, NaN = not counted) and their non-NaN counts.
+
+    Each row is one observation (an item, or a group for joint metrics); a row whose value in a column is
+    NaN / None does not belong to that metric's denominator. Rows without a cluster value are refused
+    (MetricUndefined) rather than dropped.
+    """
+    import pandas as pd
+
+    keys = cluster_key(df, by)
+    if keys.isna().any():
+        raise MetricUndefined(f"{int(keys.isna().sum())} rows have no value for cluster {by!r}")
+    values = pd.DataFrame({c: pd.to_numeric(df[c].astype("object"), errors="coerce") for c in columns},
+                          index=df.index).astype(float)
+    grouped = values.groupby(keys.to_numpy(), sort=True)
+    sums = grouped.sum()
+    n = grouped.count().to_numpy(dtype=float)
+    return ClusterArrays(list(sums.index), sums.to_numpy(dtype=float), n, list(columns))
+
+
+def _resample_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """How often each cluster is drawn in each bootstrap draw (draws x clusters), all draws at once.
+
+    Each draw picks `n_clusters` cluster indices with replacement; the indices are counted per draw with
+    one offset bincount, so no Python loop runs per draw.
+    """
+    idx = rng.integers(0, n_clusters, size=(draws, n_clusters))
+    idx += (np.arange(draws) * n_clusters)[:, None]
+    return np.bincount(idx.ravel(), minlength=draws * n_clusters).reshape(draws, n_clusters).astype(float)
+
+
+def _draw_blocks(n_clusters: int, draws: int, seed: int | None):
+    """Yield resample-count blocks of at most _BLOCK_CELLS cells, deterministic for the seed."""
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_CELLS // max(n_clusters, 1))
+    done = 0
+    while done < draws:
+        size = min(block, draws - done)
+        yield _resample_counts(n_clusters, size, rng)
+        done += size
+
+
+def _as_2d(a: Any) -> tuple[np.ndarray, bool]:
+    arr = np.asarray(a, dtype=float)
+    if arr.ndim == 1:
+        return arr[:, None], True
+    if arr.ndim != 2:
+        raise ValueError("per-cluster arrays must be 1-D (clusters) or 2-D (clusters x metrics)")
+    return arr, False
+
+
+def _percentiles(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column, ignoring draws where the ratio is undefined (NaN)."""
+    alpha = (1.0 - level) / 2.0
+    with np.errstate(all="ignore"):
+        lo, hi = np.nanpercentile(stats, [100 * alpha, 100 * (1 - alpha)], axis=0)
+    return lo, hi
+
+
+def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | None) -> np.ndarray:
+    """Resampled statistics: `combine(*[W @ a for a in arrays])` over all draws (draws x metrics)."""
+    n_clusters = arrays[0].shape[0]
+    if n_clusters == 0:
+        raise MetricUndefined("no clusters to resample")
+    out = []
+    for weights in _draw_blocks(n_clusters, draws, seed):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(combine(*[weights @ a for a in arrays]))
+    return np.vstack(out)
+
+
+def cluster_bootstrap_many(k_per_cluster: Any, n_per_cluster: Any, draws: int = DEFAULT_DRAWS,
+                           seed: int | None = DEFAULT_SEED, level: float = 0.95
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals for several ratio-of-sums rates sharing the same resampled clusters.
+
+    `k_per_cluster` is clusters x metrics; `n_per_cluster` is clusters x metrics or clusters (one
+    denominator for all metrics). Each draw resamples whole clusters with replacement and computes
+    sum(k) / sum(n) over the drawn clusters (item-weighted ratio). Draws whose denominator is 0 are
+    left out of the percentiles. Returns (lo, hi), one entry per metric.
+    """
+    k, _ = _as_2d(k_per_cluster)
+    n, _ = _as_2d(n_per_cluster)
+    if n.shape[1] == 1 and k.shape[1] > 1:
+        n = np.repeat(n, k.shape[1], axis=1)
+    if k.shape != n.shape:
+        raise ValueError(f"k and n shapes differ: {k.shape} vs {n.shape}")
+    stats = _bootstrap_stats([k, n], lambda kk, nn: kk / nn, draws, seed)
+    return _percentiles(stats, level)
+
+
+def cluster_bootstrap(k_per_cluster: Any, n_per_cluster: Any, draws: int = DEFAULT_DRAWS,
+                      seed: int | None = DEFAULT_SEED, level: float = 0.95) -> tuple[float, float]:
+    """Percentile cluster-bootstrap interval (lo, hi) of the rate sum(k) / sum(n)."""
+    k = np.asarray(k_per_cluster, dtype=float).reshape(-1)
+    n = np.asarray(n_per_cluster, dtype=float).reshape(-1)
+    lo, hi = cluster_bootstrap_many(k, n, draws=draws, seed=seed, level=level)
+    return float(lo[0]), float(hi[0])
+
+
+def cluster_bootstrap_diff(k_a: Any, n_a: Any, k_b: Any, n_b: Any, draws: int = DEFAULT_DRAWS,
+                           seed: int | None = DEFAULT_SEED, level: float = 0.95) -> tuple[Any, Any]:
+    """Percentile interval of rate_a - rate_b, both runs resampled with the same clusters in each draw.
+
+    Arrays are per cluster (1-D) or clusters x metrics (2-D), aligned on the same cluster order.
+    Returns floats for 1-D input, arrays for 2-D input.
+    """
+    ka, one = _as_2d(k_a)
+    na, _ = _as_2d(n_a)
+    kb, _ = _as_2d(k_b)
+    nb, _ = _as_2d(n_b)
+    if not (ka.shape == na.shape == kb.shape == nb.shape):
+        raise ValueError("paired arrays must have the same clusters x metrics shape")
+    stats = _bootstrap_stats([ka, na, kb, nb], lambda a, b, c, d: a / b - c / d, draws, seed)
+    lo, hi = _percentiles(stats, level)
+    return (float(lo[0]), float(hi[0])) if one else (lo, hi)
+
+
+def rate_with_ci(k_per_cluster: Any, n_per_cluster: Any, what: str = "items", draws: int = DEFAULT_DRAWS,
+                 seed: int | None = DEFAULT_SEED, level: float = 0.95) -> Rate:
+    """Rate.of(sum k, sum n) with its percentile cluster-bootstrap interval in `ci`."""
+    k = np.asarray(k_per_cluster, dtype=float)
+    n = np.asarray(n_per_cluster, dtype=float)
+    rate = Rate.of(int(round(k.sum())), int(round(n.sum())), what)
+    if rate.value is not None:
+        rate.ci = cluster_bootstrap(k, n, draws=draws, seed=seed, level=level)
+    return rate
+
+
+# --------------------------------------------------------------------------- exact binomial references
+
+
+def uniform_guess_rate(n_options: int = 4, joint: int = 1) -> float:
+    """Expected rate under independent uniform guessing: (1 / n_options) ** joint (joint answers per unit)."""
+    if n_options < 1 or joint < 1:
+        raise ValueError("n_options and joint must be positive")
+    return (1.0 / n_options) ** joint
+
+
+def binom_distribution(n: int, p: float) -> np.ndarray:
+    """Exact pmf of the number of successes in n independent trials: entry k is P(X = k)."""
+    from scipy.stats import binom
+
+    return binom.pmf(np.arange(n + 1), n, p)
+
+
+def binom_expected_rate(n: int, p: float) -> float:
+    """Expected rate X / n of a Binomial(n, p) count (= p for n > 0)."""
+    if n <= 0:
+        raise MetricUndefined("no trials")
+    return float((np.arange(n + 1) * binom_distribution(n, p)).sum() / n)
+
+
+def binom_interval(n: int, p: float, level: float = 0.95) -> tuple[float, float]:
+    """Central interval of the rate X / n under Binomial(n, p), from exact quantiles (as rates)."""
+    from scipy.stats import binom
+
+    if n <= 0:
+        raise MetricUndefined("no trials")
+    lo, hi = binom.interval(level, n, p)
+    return float(lo) / n, float(hi) / n
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(X >= k) under Binomial(n, p): how often pure guessing reaches k successes."""
+    from scipy.stats import binom
+
+    return float(binom.sf(k - 1, n, p))
+
+
+# --------------------------------------------------------------------------- agreement and correlation
+
+
+def raw_agreement(a: Sequence[Any], b: Sequence[Any]) -> Rate:
+    """Share of positions where the two label sequences agree (k agreeing / n pairs)."""
+    if len(a) != len(b):
+        raise ValueError(f"label sequences differ in length: {len(a)} vs {len(b)}")
+    k = sum(1 for x, y in zip(a, b, strict=True) if x == y)
+    return Rate.of(k, len(a), "paired labels")
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float | None, str | None]:
+    """Cohen's kappa of two raters (unweighted), equal to sklearn.metrics.cohen_kappa_score.
+
+    kappa = (p_o - p_e) / (1 - p_e) with p_o the observed agreement and p_e the agreement expected from
+    the two raters' marginal label shares. Returns (None, reason) when there are no pairs or p_e = 1
+    (both raters use one and the same class only).
+    """
+    if len(a) != len(b):
+        raise ValueError(f"label sequences differ in length: {len(a)} vs {len(b)}")
+    n = len(a)
+    if n == 0:
+        return None, "no paired labels"
+    labels = sorted(set(a) | set(b), key=repr)
+    index = {label: i for i, label in enumerate(labels)}
+    ia = np.fromiter((index[x] for x in a), dtype=int, count=n)
+    ib = np.fromiter((index[x] for x in b), dtype=int, count=n)
+    table = np.zeros((len(labels), len(labels)))
+    np.add.at(table, (ia, ib), 1.0)
+    p_o = np.trace(table) / n
+    p_e = float(table.sum(axis=1) @ table.sum(axis=0)) / n**2
+    if np.isclose(p_e, 1.0):
+        return None, "expected agreement is 1: both raters use a single class only"
+    return float((p_o - p_e) / (1.0 - p_e)), None
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, str | None]:
+    """Spearman rho (average ranks for ties), equal to scipy.stats.spearmanr; (None, reason) if undefined."""
+    xa = np.asarray(x, dtype=float)
+    ya = np.asarray(y, dtype=float)
+    if xa.shape != ya.shape or xa.ndim != 1:
+        raise ValueError("x and y must be 1-D sequences of the same length")
+    if len(xa) < 2:
+        return None, "fewer than 2 paired values"
+    if np.isnan(xa).any() or np.isnan(ya).any():
+        return None, "input contains NaN"
+    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
+        return None, "constant input: rank correlation undefined"
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(xa, ya).statistic), None
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float | None, float | None, str | None]:
+    """Mean and sample standard deviation (ddof = 1); the SD is None with a reason below 2 values."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return None, None, "no values"
+    if arr.size == 1:
+        return float(arr[0]), None, "fewer than 2 values: sample SD undefined"
+    return float(arr.mean()), float(arr.std(ddof=1)), None
+
+
+def isotonic_fit(x: Sequence[float], y: Sequence[float], sample_weight: Sequence[float] | None = None
+                 ) -> np.ndarray:
+    """Increasing isotonic regression of y on x (sklearn IsotonicRegression); fitted values at x."""
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(increasing=True, out_of_bounds="clip")
+    return np.asarray(model.fit_transform(np.asarray(x, dtype=float), np.asarray(y, dtype=float),
+                                          sample_weight=sample_weight), dtype=float)

@@ -1,0 +1,113 @@
+"""The store's schema as an ordered list of sqlite-utils migrations, applied on open (STYLE 7).
+
+Each migration runs once, inside the write transaction that records it in `_migrations`. Add new ones at
+the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def _m001_initial(db: sqlite_utils.Database) -> None:
+    db["benchmarks"].create(
+        {"id": int, "name": str, "family": str, "source": str, "source_sha256": str, "n_items": int,
+         "created": str},
+        pk="id", not_null={"name", "family", "created"},
+    )
+    db["benchmarks"].create_index(["name"], unique=True)
+    db["images"].create(
+        {"hash": str, "ext": str, "width": int, "height": int, "bytes": int},
+        pk="hash", not_null={"ext"},
+    )
+    db["items"].create(
+        {"id": int, "benchmark_id": int, "item_id": str, "group_id": str, "split": str, "kind": str,
+         "variant": str, "question": str, "options": str, "letters": str, "answer": str, "images": str,
+         "image_names": str, "meta": str, "stages": str, "line": int},
+        pk="id", foreign_keys=[("benchmark_id", "benchmarks", "id")],
+        not_null={"benchmark_id", "item_id", "group_id", "split", "options", "letters", "answer"},
+    )
+    db["items"].create_index(["benchmark_id", "item_id"], unique=True)
+    db["items"].create_index(["benchmark_id", "group_id"])
+    db["runs"].create(
+        {"id": int, "name": str, "benchmark_id": int, "runner": str, "model": str, "config": str,
+         "config_hash": str, "status": str, "synthetic": int, "created": str, "updated": str, "note": str},
+        pk="id", foreign_keys=[("benchmark_id", "benchmarks", "id")],
+        not_null={"name", "benchmark_id", "runner", "config", "config_hash", "status", "created"},
+        defaults={"synthetic": 0},
+    )
+    db["runs"].create_index(["name"], unique=True)
+    # One B-tree keyed by the prediction key: bulk inserts stay fast and lookups by run are a prefix scan.
+    db.execute(
+        """CREATE TABLE predictions (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_pk INTEGER NOT NULL REFERENCES items(id),
+            rotation INTEGER NOT NULL DEFAULT 0,
+            repeat INTEGER NOT NULL DEFAULT 0,
+            response TEXT,
+            shown TEXT,
+            answer TEXT,
+            status TEXT NOT NULL,
+            error TEXT,
+            input_mode TEXT NOT NULL DEFAULT 'all',
+            trace TEXT,
+            tokens INTEGER,
+            latency REAL,
+            probs TEXT,
+            PRIMARY KEY (run_id, item_pk, rotation, repeat)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE judgements (
+            judge_run_id INTEGER NOT NULL REFERENCES runs(id),
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_pk INTEGER NOT NULL REFERENCES items(id),
+            rotation INTEGER NOT NULL DEFAULT 0,
+            repeat INTEGER NOT NULL DEFAULT 0,
+            S1 INTEGER, S2 INTEGER, S3 INTEGER, S4 INTEGER,
+            first_failure TEXT,
+            status TEXT NOT NULL,
+            raw TEXT,
+            created TEXT NOT NULL,
+            PRIMARY KEY (judge_run_id, run_id, item_pk, rotation, repeat)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE labels (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_pk INTEGER NOT NULL REFERENCES items(id),
+            rotation INTEGER NOT NULL DEFAULT 0,
+            repeat INTEGER NOT NULL DEFAULT 0,
+            labeler TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('human', 'judge')),
+            S1 INTEGER, S2 INTEGER, S3 INTEGER, S4 INTEGER,
+            first_failure TEXT,
+            category TEXT,
+            note TEXT,
+            updated TEXT NOT NULL,
+            UNIQUE (run_id, item_pk, rotation, repeat, labeler)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE label_audit (
+            id INTEGER PRIMARY KEY,
+            label_id INTEGER NOT NULL REFERENCES labels(id),
+            labeler TEXT NOT NULL,
+            changed_by TEXT NOT NULL,
+            at TEXT NOT NULL,
+            old TEXT,
+            new TEXT NOT NULL
+        )"""
+    )
+    db["imports"].create(
+        {"id": int, "kind": str, "file": str, "sha256": str, "target": str, "rows": int, "created": str},
+        pk="id", not_null={"kind", "file", "sha256", "target", "created"},
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
+    ("001_initial", _m001_initial),
+]

@@ -1,0 +1,354 @@
+"""The store: one SQLite file (WAL, busy timeout, foreign keys) plus a content-addressed image folder.
+
+Every write goes through `Store.write()`, a `BEGIN IMMEDIATE` transaction, so a killed process leaves either
+all of a write or none of it. Connections are per thread (the UI serves requests from a thread pool).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from core.errors import CrosscheckError, NotFound
+from core.schema import Item, Prediction, RunData
+from db.schema import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class RunConflict(CrosscheckError, ValueError):
+    """A run name already exists with another benchmark or configuration."""
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def default_db_path() -> Path:
+    """`CROSSCHECK_DB`, else crosscheck.db in the user's data folder (XDG_DATA_HOME or ~/.local/share)."""
+    env = os.environ.get("CROSSCHECK_DB")
+    if env:
+        return Path(env).expanduser()
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "crosscheck" / "crosscheck.db"
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _objects(col: pd.Series) -> pd.Series:
+    """A text column as Python objects with None (not NaN) for SQL NULL."""
+    return pd.Series([None if v is None or (isinstance(v, float) and v != v) else v for v in col],
+                     index=col.index, dtype=object)
+
+
+def _loads(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+class Store:
+    """The product's one store. `Store(path)` creates the file and applies migrations when needed."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser().resolve()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.images_dir = self.path.parent / f"{self.path.stem}.images"
+        self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
+        self._local = threading.local()
+        self._migrate()
+
+    # ---- connections and the write path -------------------------------------------------------------
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+        return conn
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        return sqlite_utils.Database(self.conn)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _migrate(self) -> None:
+        conn = self.conn
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
+        done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+        for name, fn in MIGRATIONS:
+            if name in done:
+                continue
+            with self.write():
+                if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
+                fn(sqlite_utils.Database(conn))
+                conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now()))
+
+    # ---- images ---------------------------------------------------------------------------------------
+
+    def image_path(self, digest: str) -> Path:
+        row = self.conn.execute("SELECT ext FROM images WHERE hash = ?", (digest,)).fetchone()
+        if row is None:
+            raise NotFound(f"no image {digest} in the store")
+        return self.images_dir / digest[:2] / f"{digest}.{row[0]}"
+
+    def put_image_file(self, digest: str, ext: str, data: bytes) -> Path:
+        """Write image bytes under their content hash (atomic rename; an existing file is kept)."""
+        target = self.images_dir / digest[:2] / f"{digest}.{ext}"
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        return target
+
+    def thumbnail(self, digest: str, size: int = 320) -> Path:
+        """A cached PNG thumbnail (longest side `size`) of a stored image."""
+        target = self.thumbs_dir / f"{digest}_{size}.png"
+        if target.exists():
+            return target
+        from PIL import Image
+
+        with Image.open(self.image_path(digest)) as im:
+            im = im.convert("RGB") if im.mode not in ("RGB", "RGBA", "L") else im.copy()
+            im.thumbnail((size, size))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}.png")
+            im.save(tmp, format="PNG")
+            os.replace(tmp, target)
+        return target
+
+    # ---- benchmarks and items ---------------------------------------------------------------------------
+
+    def benchmarks(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute("SELECT id, name, family, source, n_items, created FROM benchmarks ORDER BY name")
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r, strict=True)) for r in cur]
+
+    def benchmark(self, name: str) -> dict[str, Any]:
+        cur = self.conn.execute("SELECT * FROM benchmarks WHERE name = ?", (name,))
+        row = cur.fetchone()
+        if row is None:
+            known = ", ".join(b["name"] for b in self.benchmarks()) or "none yet"
+            raise NotFound(f"no benchmark named {name!r} (known: {known})")
+        return dict(zip([c[0] for c in cur.description], row, strict=True))
+
+    def benchmark_family(self, name: str) -> str:
+        return str(self.benchmark(name)["family"])
+
+    def item_keys(self, benchmark_id: int) -> dict[str, tuple[int, str, str]]:
+        """item_id -> (item pk, option letters, kind) for one benchmark."""
+        cur = self.conn.execute("SELECT item_id, id, letters, kind FROM items WHERE benchmark_id = ?", (benchmark_id,))
+        return {r[0]: (r[1], r[2], r[3]) for r in cur}
+
+    def item_options(self, benchmark_id: int) -> dict[int, dict[str, str]]:
+        """item pk -> options (letter -> text) for one benchmark."""
+        cur = self.conn.execute("SELECT id, options FROM items WHERE benchmark_id = ?", (benchmark_id,))
+        return {r[0]: json.loads(r[1]) for r in cur}
+
+    def insert_benchmark(self, name: str, family: str, source: str, sha256: str, items: list[Item],
+                         images: Iterable[tuple[str, str, int, int, int]]) -> int:
+        """Insert a benchmark with its items and image rows in one transaction; returns its id."""
+        with self.write() as conn:
+            conn.executemany("INSERT OR IGNORE INTO images (hash, ext, width, height, bytes) VALUES (?, ?, ?, ?, ?)",
+                             list(images))
+            cur = conn.execute(
+                "INSERT INTO benchmarks (name, family, source, source_sha256, n_items, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (name, family, source, sha256, len(items), now()),
+            )
+            bid = int(cur.lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO items (benchmark_id, item_id, group_id, split, kind, variant, question, options, letters,"
+                " answer, images, image_names, meta, stages, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(bid, it.item_id, it.group_id, it.split, it.kind, it.variant, it.question, _dumps(it.options),
+                  "".join(it.options), it.answer, _dumps(it.images), _dumps(it.image_names), _dumps(it.meta),
+                  _dumps(it.stages), it.line) for it in items],
+            )
+            conn.execute(
+                "INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES ('items', ?, ?, ?, ?, ?)",
+                (source, sha256, name, len(items), now()),
+            )
+        return bid
+
+    def items(self, benchmark: str) -> list[Item]:
+        b = self.benchmark(benchmark)
+        cur = self.conn.execute(
+            "SELECT item_id, group_id, split, kind, variant, question, options, answer, images, image_names, meta,"
+            " stages, line FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],))
+        return [Item(benchmark=b["family"], item_id=r[0], group_id=r[1], split=r[2], kind=r[3], variant=r[4],
+                     question=r[5], options=json.loads(r[6]), answer=r[7], images=json.loads(r[8] or "[]"),
+                     image_names=json.loads(r[9] or "[]"), meta=json.loads(r[10] or "{}"),
+                     stages=_loads(r[11]), line=r[12]) for r in cur]
+
+    def items_frame(self, benchmark: str) -> pd.DataFrame:
+        """Items as the DataFrame of docs/ARCHITECTURE.md (one row per item)."""
+        b = self.benchmark(benchmark)
+        df = pd.read_sql_query(
+            "SELECT item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
+            " stages FROM items WHERE benchmark_id = ? ORDER BY id", self.conn, params=(b["id"],))
+        for col in ("options", "images", "meta"):
+            df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
+        df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
+        df["n_images"] = [len(v) for v in df["images"]]
+        for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
+            df[col] = _objects(df[col])
+        return df
+
+    # ---- runs and predictions ---------------------------------------------------------------------------
+
+    def runs(self, benchmark: str | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status,"
+               " r.synthetic, r.created, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id)"
+               " AS n_predictions FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
+        params: tuple[Any, ...] = ()
+        if benchmark is not None:
+            sql += " WHERE b.name = ?"
+            params = (benchmark,)
+        cur = self.conn.execute(sql + " ORDER BY r.id", params)
+        cols = [c[0] for c in cur.description]
+        out = []
+        for r in cur:
+            d = dict(zip(cols, r, strict=True))
+            d["config"] = json.loads(d["config"])
+            d["synthetic"] = bool(d["synthetic"])
+            out.append(d)
+        return out
+
+    def run(self, name: str) -> dict[str, Any]:
+        for r in self.runs_named([name]):
+            return r
+        known = ", ".join(r["name"] for r in self.runs()) or "none yet"
+        raise NotFound(f"no run named {name!r} (known: {known})")
+
+    def runs_named(self, names: list[str]) -> list[dict[str, Any]]:
+        wanted = set(names)
+        return [r for r in self.runs() if r["name"] in wanted]
+
+    def ensure_run(self, name: str, benchmark: str, config: dict[str, Any]) -> int:
+        """The id of run `name`, created with `config` if new; an existing run must match benchmark and config."""
+        b = self.benchmark(benchmark)
+        digest = config_hash(config)
+        with self.write() as conn:
+            row = conn.execute("SELECT id, benchmark_id, config_hash, config FROM runs WHERE name = ?",
+                               (name,)).fetchone()
+            if row is not None:
+                if row[1] != b["id"]:
+                    raise RunConflict(f"run {name!r} belongs to another benchmark; choose another --run name")
+                if row[2] != digest:
+                    old = json.loads(row[3])
+                    diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                    raise RunConflict(
+                        f"run {name!r} exists with other settings ({', '.join(diff)}); a different model or setting "
+                        "is a different run: choose another --run name")
+                return int(row[0])
+            cur = conn.execute(
+                "INSERT INTO runs (name, benchmark_id, runner, model, config, config_hash, status, synthetic, created,"
+                " updated) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                (name, b["id"], str(config.get("runner", "")), str(config.get("model", "")), _dumps(config), digest,
+                 int(bool(config.get("synthetic"))), now(), now()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def set_run_status(self, run: str, status: str) -> None:
+        with self.write() as conn:
+            conn.execute("UPDATE runs SET status = ?, updated = ? WHERE name = ?", (status, now(), run))
+
+    def _run_ids(self, run: str) -> tuple[int, int]:
+        row = self.conn.execute("SELECT id, benchmark_id FROM runs WHERE name = ?", (run,)).fetchone()
+        if row is None:
+            raise NotFound(f"no run named {run!r}")
+        return int(row[0]), int(row[1])
+
+    def done_keys(self, run: str, statuses: tuple[str, ...] = ("ok", "invalid")) -> set[tuple[str, int, int]]:
+        """Keys (item_id, rotation, repeat) already answered by `run` with one of `statuses`."""
+        rid, _ = self._run_ids(run)
+        marks = ",".join("?" * len(statuses))
+        cur = self.conn.execute(
+            f"SELECT i.item_id, p.rotation, p.repeat FROM predictions p JOIN items i ON i.id = p.item_pk"
+            f" WHERE p.run_id = ? AND p.status IN ({marks})", (rid, *statuses))
+        return {(r[0], r[1], r[2]) for r in cur}
+
+    @staticmethod
+    def prediction_row(run_id: int, item_pk: int, p: Prediction) -> tuple[Any, ...]:
+        return (run_id, item_pk, p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
+                p.input_mode, p.trace, p.tokens, p.latency, _dumps(p.probs))
+
+    PRED_INSERT = ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+                   " input_mode, trace, tokens, latency, probs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+    def add_predictions(self, run: str, predictions: Iterable[Prediction]) -> int:
+        """Upsert predictions of `run` by key in one transaction (committed at once); returns how many."""
+        rid, bid = self._run_ids(run)
+        keys = self.item_keys(bid)
+        rows = []
+        for p in predictions:
+            if p.item_id not in keys:
+                raise NotFound(f"run {run!r}: no item {p.item_id!r} in its benchmark")
+            rows.append(self.prediction_row(rid, keys[p.item_id][0], p))
+        if not rows:
+            return 0
+        with self.write() as conn:
+            conn.executemany(self.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
+            conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), rid))
+        return len(rows)
+
+    def predictions_frame(self, run: str) -> pd.DataFrame:
+        rid, _ = self._run_ids(run)
+        df = pd.read_sql_query(
+            "SELECT i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode, p.trace,"
+            " p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+            " WHERE p.run_id = ? ORDER BY p.item_pk, p.rotation, p.repeat", self.conn, params=(rid,))
+        df["tokens"] = df["tokens"].astype(float)
+        for col in ("status", "answer", "shown", "response", "input_mode", "trace", "error", "item_id"):
+            df[col] = _objects(df[col])
+        df["probs"] = [json.loads(v) if v else None for v in df["probs"]]
+        return df
+
+    def run_data(self, run: str) -> RunData:
+        r = self.run(run)
+        return RunData(name=r["name"], benchmark=r["benchmark"], family=r["family"],
+                       config={**r["config"], "synthetic": r["synthetic"]}, preds=self.predictions_frame(run))
+
+    def counts(self) -> dict[str, int]:
+        return {t: self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("benchmarks", "items", "images", "runs", "predictions", "judgements", "labels")}

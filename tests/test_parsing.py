@@ -1,0 +1,213 @@
+"""Answer parsers (SPEC §4; 000 App. A, 002 App. C.2) and the rotation convention (SPEC §3)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.errors import InvalidPrediction
+from core.parsing import parse_answer, rotate_options, unrotate
+
+FE_OPTIONS = {"A": "左", "B": "前", "C": "后", "D": "右"}
+EN_OPTIONS = {"A": "left", "B": "front", "C": "behind", "D": "right"}
+
+OK = "ok"
+INV = "invalid"
+ERR = "api_error"
+
+LETTER_CASES = [
+    # bare forms
+    ("B", OK, "B"),
+    (" B \n", OK, "B"),
+    ("(B)", OK, "B"),
+    ("（Ｂ）", OK, "B"),
+    ("B.", OK, "B"),
+    ("B。", OK, "B"),
+    ("B)", OK, "B"),
+    ("[C]", OK, "C"),
+    ("**B**", OK, "B"),
+    ("`D`", OK, "D"),
+    ("b", OK, "B"),
+    ("Ｄ", OK, "D"),
+    ("选项B", OK, "B"),
+    ("选B", OK, "B"),
+    ("Option C", OK, "C"),
+    ("B. 前", OK, "B"),
+    ("B 前", OK, "B"),
+    ("(B) 前。", OK, "B"),
+    ("B. 左", INV, None),  # letter B with option A's text: conflicting
+    # answer markers
+    ("答案：B", OK, "B"),
+    ("答案:B", OK, "B"),
+    ("答案是B", OK, "B"),
+    ("答案为（C）", OK, "C"),
+    ("答案应该是D。", OK, "D"),
+    ("最终答案：**A**", OK, "A"),
+    ("答：C", OK, "C"),
+    ("Answer: B", OK, "B"),
+    ("answer: b", OK, "B"),
+    ("The answer is B", OK, "B"),
+    ("The answer is B.", OK, "B"),
+    ("The correct answer is (B).", OK, "B"),
+    ("The answer is: C", OK, "C"),
+    ("Final answer - D", OK, "D"),
+    ("The answer is A because the camera faces the chair.", OK, "A"),
+    ("A cat sits on the left, so the answer is B.", OK, "B"),
+    ("\\boxed{C}", OK, "C"),
+    ("$\\boxed{D}$", OK, "D"),
+    ("<answer>B</answer>", OK, "B"),
+    ("分析：选项A是左，选项B是前。答案：B", OK, "B"),
+    ("答案：A。最终答案：B", INV, None),  # two answer markers disagree
+    # choice verbs
+    ("我选B", OK, "B"),
+    ("应选C。", OK, "C"),
+    ("选择D", OK, "D"),
+    ("I choose C", OK, "C"),
+    ("I would pick option A.", OK, "A"),
+    ("选项A和选项B都有可能", INV, None),
+    ("选项A错误，选项C错误，所以选B", OK, "B"),
+    ("Option A is wrong and option C is wrong, so I choose B.", OK, "B"),
+    ("选项A错误，选项C错误。", INV, None),
+    # option text
+    ("前", OK, "B"),
+    ("前。", OK, "B"),
+    ("答案是前", OK, "B"),
+    ("答案：右", OK, "D"),
+    ("前面", INV, None),  # not exactly an option text
+    # standalone letters
+    ("I think it is C", OK, "C"),
+    ("It should be D, since the lamp is on the right", OK, "D"),
+    ("A cat, so D", OK, "D"),
+    ("B because the camera is behind the table", OK, "B"),
+    # conflicting letters
+    ("A or B", INV, None),
+    ("A和B", INV, None),
+    ("A或B", INV, None),
+    ("A/B", INV, None),
+    ("The answer is A or B.", INV, None),
+    ("答案是A或B", INV, None),
+    ("Answer: A, C", INV, None),
+    ("A is wrong. B is right.", INV, None),
+    # no allowed letter
+    ("E", INV, None),
+    ("The answer is E", INV, None),
+    ("A cat is on the left", INV, None),  # "A" as an English article
+    ("I don't know", INV, None),
+    ("the answer is a bit unclear", INV, None),
+    ("无法判断", INV, None),
+    ("...", INV, None),
+    # empty output of a failed call
+    ("", ERR, None),
+    ("   \n\t", ERR, None),
+    (None, ERR, None),
+]
+
+
+@pytest.mark.parametrize(("response", "status", "letter"), LETTER_CASES)
+def test_letter_style(response, status, letter):
+    assert parse_answer(response, "ABCD", "letter", FE_OPTIONS) == (status, letter)
+
+
+@pytest.mark.parametrize(("response", "letters", "options", "expected"), [
+    ("E", "ABCDE", None, (OK, "E")),
+    ("E", "ABCD", None, (INV, None)),
+    ("The answer is front", "ABCD", EN_OPTIONS, (OK, "B")),
+    ("Right.", "ABCD", EN_OPTIONS, (OK, "D")),
+    ("A left", "ABCD", EN_OPTIONS, (OK, "A")),  # "A" followed by option A's own text
+    ("前", "ABCD", None, (INV, None)),  # option text needs the options
+    ("same", "AB", {"A": "same", "B": "same"}, (INV, None)),  # two options share the text
+    ("H", "ABCDEFGH", None, (OK, "H")),
+])
+def test_letter_style_letters_and_options(response, letters, options, expected):
+    assert parse_answer(response, letters, "letter", options) == expected
+
+
+TAG_CASES = [
+    ("<ANSWER>B</ANSWER>", OK, "B"),
+    ("<answer>c</answer>", OK, "C"),
+    ("<Answer> (D) </Answer>", OK, "D"),
+    ("<ANSWER>**A**</ANSWER>", OK, "A"),
+    ("Reasoning about A and C first.\n<ANSWER>B</ANSWER>", OK, "B"),
+    ("<ANSWER>B</ANSWER> and again <ANSWER>B</ANSWER>", OK, "B"),
+    ("<ANSWER>A</ANSWER> no wait <ANSWER>B</ANSWER>", INV, None),
+    ("<ANSWER>B", INV, None),  # unclosed tag: malformed
+    ("B</ANSWER>", INV, None),
+    ("<ANSWER></ANSWER>", INV, None),
+    ("<ANSWER>X</ANSWER>", INV, None),
+    ("<ANSWER>A or B</ANSWER>", INV, None),
+    ("<ANSWER>E</ANSWER>", INV, None),
+    # fallback: a unique letter in the final response
+    ("The rule is a rotation.\nSo the answer is C.", OK, "C"),
+    ("Step 1: shapes.\nFinal: D", OK, "D"),
+    ("A is ruled out. So B.", OK, "B"),
+    ("B", OK, "B"),
+    ("Answer: (A)", OK, "A"),
+    ("Option A fails and option C fails.\nThe answer is B", OK, "B"),
+    # several letters, no final choice, malformed
+    ("A and B are both possible.", INV, None),
+    ("The answer is A or B", INV, None),
+    ("The answer is D\nHope this helps!", INV, None),
+    ("I cannot tell from the image.", INV, None),
+    ("", ERR, None),
+    (None, ERR, None),
+]
+
+
+@pytest.mark.parametrize(("response", "status", "letter"), TAG_CASES)
+def test_tag_style(response, status, letter):
+    assert parse_answer(response, "ABCD", "tag") == (status, letter)
+
+
+def test_unknown_style_is_refused():
+    with pytest.raises(ValueError):
+        parse_answer("B", style="json")
+
+
+@pytest.mark.parametrize(("rotation", "expected"), [
+    (0, {"A": "a", "B": "b", "C": "c", "D": "d"}),
+    (1, {"A": "d", "B": "a", "C": "b", "D": "c"}),
+    (2, {"A": "c", "B": "d", "C": "a", "D": "b"}),
+    (3, {"A": "b", "B": "c", "C": "d", "D": "a"}),
+    (4, {"A": "a", "B": "b", "C": "c", "D": "d"}),
+])
+def test_rotate_options(rotation, expected):
+    rotated = rotate_options({"A": "a", "B": "b", "C": "c", "D": "d"}, rotation)
+    assert rotated == expected
+    assert list(rotated) == ["A", "B", "C", "D"]
+
+
+@pytest.mark.parametrize(("shown", "letters", "rotation", "original"), [
+    ("A", "ABCD", 0, "A"),
+    ("B", "ABCD", 1, "A"),
+    ("A", "ABCD", 1, "D"),
+    ("C", "ABCD", 2, "A"),
+    ("A", "ABCD", 3, "B"),
+    ("B", "ABC", 2, "C"),
+])
+def test_unrotate(shown, letters, rotation, original):
+    assert unrotate(shown, letters, rotation) == original
+
+
+@pytest.mark.parametrize("rotation", range(4))
+def test_rotation_round_trip(rotation):
+    options = {"A": "左", "B": "前", "C": "后", "D": "右"}
+    shown = rotate_options(options, rotation)
+    for letter, text in shown.items():
+        assert options[unrotate(letter, "ABCD", rotation)] == text
+
+
+def test_unrotate_refuses_unknown_letter():
+    with pytest.raises(InvalidPrediction):
+        unrotate("E", "ABCD", 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ABCDEabcde ()<>/:：.。,，和或选项答案是 \n*ANSWERanswer前后左右")), max_size=60),
+       style=st.sampled_from(["letter", "tag"]))
+def test_parser_total_and_consistent(text, style):
+    """Any text gives a known status; ok always carries an allowed letter and the others none."""
+    status, letter = parse_answer(text, "ABCD", style, FE_OPTIONS)
+    assert status in ("ok", "invalid", "api_error")
+    assert (letter in "ABCD" and len(letter) == 1) if status == "ok" else letter is None
+    assert (status == "api_error") == (not text.strip())

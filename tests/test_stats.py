@@ -1,0 +1,270 @@
+"""core.stats against sklearn / scipy references and hand-checked degenerate cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binom, spearmanr
+from sklearn.isotonic import IsotonicRegression
+from sklearn.metrics import cohen_kappa_score
+
+from core import stats
+from core.errors import MetricUndefined
+
+# --------------------------------------------------------------------------- agreement
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cohen_kappa_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    n_classes = int(rng.integers(2, 5))
+    a = rng.integers(0, n_classes, n).tolist()
+    b = [x if rng.random() < 0.6 else int(rng.integers(0, n_classes)) for x in a]
+    value, reason = stats.cohen_kappa(a, b)
+    expected = cohen_kappa_score(a, b)
+    if np.isnan(expected):
+        assert value is None and reason
+    else:
+        assert reason is None
+        assert value == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(("a", "b", "kappa"), [
+    ([True, False, True, True], [True, False, False, True], 0.5),
+    (["x", "y"], ["y", "x"], -1.0),
+    ([1, 1, 0, 0], [1, 1, 0, 0], 1.0),
+    ([1, 1, 1, 1], [1, 1, 1, 0], 0.0),  # one rater constant: p_e = p_o
+])
+def test_cohen_kappa_hand_values(a, b, kappa):
+    assert stats.cohen_kappa(a, b) == (pytest.approx(kappa), None)
+
+
+@pytest.mark.parametrize(("a", "b", "reason_part"), [
+    ([], [], "no paired labels"),
+    ([1, 1, 1], [1, 1, 1], "expected agreement is 1"),
+    (["s"], ["s"], "expected agreement is 1"),
+])
+def test_cohen_kappa_degenerate(a, b, reason_part):
+    value, reason = stats.cohen_kappa(a, b)
+    assert value is None
+    assert reason_part in reason
+
+
+def test_cohen_kappa_length_mismatch():
+    with pytest.raises(ValueError):
+        stats.cohen_kappa([1, 0], [1])
+
+
+@pytest.mark.parametrize(("a", "b", "k", "n"), [
+    ([1, 0, 1], [1, 1, 1], 2, 3),
+    (["A"], ["A"], 1, 1),
+])
+def test_raw_agreement(a, b, k, n):
+    rate = stats.raw_agreement(a, b)
+    assert (rate.k, rate.n) == (k, n)
+    assert rate.value == pytest.approx(k / n)
+
+
+def test_raw_agreement_empty_has_reason():
+    rate = stats.raw_agreement([], [])
+    assert rate.value is None and rate.reason
+
+
+# --------------------------------------------------------------------------- correlation, mean, isotonic
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_spearman_matches_scipy(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(3, 40))
+    x = rng.integers(0, 6, n).astype(float)  # ties on purpose
+    y = x + rng.normal(0, 2, n)
+    if np.all(x == x[0]):
+        x[0] += 1
+    value, reason = stats.spearman(x, y)
+    assert reason is None
+    assert value == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize(("x", "y", "reason_part"), [
+    ([], [], "fewer than 2"),
+    ([1.0], [2.0], "fewer than 2"),
+    ([1, 1, 1], [1, 2, 3], "constant"),
+    ([1, 2, 3], [5, 5, 5], "constant"),
+    ([1, 2, float("nan")], [1, 2, 3], "NaN"),
+])
+def test_spearman_degenerate(x, y, reason_part):
+    value, reason = stats.spearman(x, y)
+    assert value is None and reason_part in reason
+
+
+@pytest.mark.parametrize(("values", "mean", "sd", "has_reason"), [
+    ([36.00, 34.72, 37.50], 36.073333, 1.391450, False),
+    ([1.0, 1.0], 1.0, 0.0, False),
+    ([5.0], 5.0, None, True),
+    ([], None, None, True),
+])
+def test_mean_sd(values, mean, sd, has_reason):
+    m, s, reason = stats.mean_sd(values)
+    assert (reason is not None) == has_reason
+    assert m == (pytest.approx(mean, abs=1e-6) if mean is not None else None)
+    assert s == (pytest.approx(sd, abs=1e-6) if sd is not None else None)
+
+
+def test_mean_sd_is_sample_sd():
+    values = [0.3576, 0.3472, 0.3750]
+    assert stats.mean_sd(values)[1] == pytest.approx(np.std(values, ddof=1))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_isotonic_matches_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    x = np.arange(5, dtype=float)
+    y = rng.random(5)
+    w = rng.integers(1, 10, 5).astype(float)
+    expected = IsotonicRegression(increasing=True).fit_transform(x, y, sample_weight=w)
+    fitted = stats.isotonic_fit(x, y, w)
+    np.testing.assert_allclose(fitted, expected)
+    assert np.all(np.diff(fitted) >= -1e-12)
+
+
+def test_isotonic_pools_violators():
+    np.testing.assert_allclose(stats.isotonic_fit([0, 1, 2], [0.5, 0.3, 0.9]), [0.4, 0.4, 0.9])
+
+
+# --------------------------------------------------------------------------- binomial references
+
+
+@pytest.mark.parametrize(("n_options", "joint", "expected"), [
+    (4, 1, 0.25), (4, 2, 0.0625), (4, 3, 0.015625), (5, 1, 0.2),
+])
+def test_uniform_guess_rate(n_options, joint, expected):
+    assert stats.uniform_guess_rate(n_options, joint) == pytest.approx(expected)
+
+
+def test_binom_helpers():
+    pmf = stats.binom_distribution(288, 0.25)
+    assert pmf.sum() == pytest.approx(1.0)
+    assert stats.binom_expected_rate(288, 0.25) == pytest.approx(0.25)
+    lo, hi = stats.binom_interval(288, 0.25)
+    qlo, qhi = binom.interval(0.95, 288, 0.25)
+    assert (lo, hi) == (pytest.approx(qlo / 288), pytest.approx(qhi / 288))
+    assert lo < 0.25 < hi
+    assert stats.binom_sf(0, 10, 0.25) == pytest.approx(1.0)
+    assert stats.binom_sf(10, 10, 0.25) == pytest.approx(0.25**10)
+
+
+def test_binom_no_trials():
+    with pytest.raises(MetricUndefined):
+        stats.binom_expected_rate(0, 0.25)
+
+
+# --------------------------------------------------------------------------- cluster bootstrap
+
+
+def _clusters(seed: int = 0, n_clusters: int = 48):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, 7, n_clusters)
+    k = rng.binomial(n, 0.4)
+    return k, n
+
+
+def test_bootstrap_contains_point_and_is_deterministic():
+    k, n = _clusters()
+    point = k.sum() / n.sum()
+    lo, hi = stats.cluster_bootstrap(k, n, draws=5000, seed=7)
+    assert 0 <= lo < point < hi <= 1
+    assert stats.cluster_bootstrap(k, n, draws=5000, seed=7) == (lo, hi)
+    assert stats.cluster_bootstrap(k, n, draws=5000, seed=8) != (lo, hi)
+
+
+def test_bootstrap_matches_per_draw_loop():
+    """The vectorised draws equal a plain loop over the same resampled index matrix."""
+    k, n = _clusters(3)
+    draws, seed = 2000, 11
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(k), size=(draws, len(k)))
+    ratios = np.array([k[row].sum() / n[row].sum() for row in idx])
+    expected = np.percentile(ratios, [2.5, 97.5])
+    assert stats.cluster_bootstrap(k, n, draws=draws, seed=seed) == pytest.approx(tuple(expected))
+
+
+def test_bootstrap_blocks_do_not_change_the_stream(monkeypatch):
+    """Drawing in memory-bounded blocks gives the same interval as one block (same random stream)."""
+    k, n = _clusters(4)
+    whole = stats.cluster_bootstrap(k, n, draws=3000, seed=5)
+    monkeypatch.setattr(stats, "_BLOCK_CELLS", 48 * 7)  # blocks of 7 draws
+    assert stats.cluster_bootstrap(k, n, draws=3000, seed=5) == pytest.approx(whole)
+
+
+def test_bootstrap_constant_rate_has_zero_width():
+    k = np.array([2, 3, 1])
+    assert stats.cluster_bootstrap(k, k, draws=500) == (1.0, 1.0)
+
+
+def test_bootstrap_many_equals_single():
+    k1, n = _clusters(5)
+    k2 = np.minimum(n, k1 + 1)
+    lo, hi = stats.cluster_bootstrap_many(np.column_stack([k1, k2]), n, draws=3000, seed=3)
+    assert (lo[0], hi[0]) == pytest.approx(stats.cluster_bootstrap(k1, n, draws=3000, seed=3))
+    assert (lo[1], hi[1]) == pytest.approx(stats.cluster_bootstrap(k2, n, draws=3000, seed=3))
+
+
+def test_bootstrap_diff_uses_the_same_clusters():
+    k, n = _clusters(6)
+    # identical runs: every draw's difference is exactly 0
+    assert stats.cluster_bootstrap_diff(k, n, k, n, draws=1000) == (0.0, 0.0)
+    kb = np.maximum(0, k - 1)
+    lo, hi = stats.cluster_bootstrap_diff(k, n, kb, n, draws=3000, seed=2)
+    point = k.sum() / n.sum() - kb.sum() / n.sum()
+    assert 0 < lo <= point <= hi
+
+
+def test_bootstrap_diff_two_dimensional():
+    k, n = _clusters(8)
+    ka = np.column_stack([k, k])
+    na = np.column_stack([n, n])
+    lo, hi = stats.cluster_bootstrap_diff(ka, na, ka, na, draws=200)
+    np.testing.assert_array_equal(lo, [0.0, 0.0])
+    np.testing.assert_array_equal(hi, [0.0, 0.0])
+
+
+def test_bootstrap_without_clusters():
+    with pytest.raises(MetricUndefined):
+        stats.cluster_bootstrap([], [])
+
+
+def test_rate_with_ci():
+    k, n = _clusters(9)
+    rate = stats.rate_with_ci(k, n, draws=1000)
+    assert (rate.k, rate.n) == (int(k.sum()), int(n.sum()))
+    assert rate.ci[0] <= rate.value <= rate.ci[1]
+    empty = stats.rate_with_ci([0], [0], draws=10)
+    assert empty.value is None and empty.reason and empty.ci is None
+
+
+def test_cluster_arrays_from_frame():
+    df = pd.DataFrame({
+        "group_id": ["g2", "g1", "g1", "g2", "g3"],
+        "meta": [{"scene": "s1"}, {"scene": "s1"}, {"scene": "s1"}, {"scene": "s2"}, {"scene": "s2"}],
+        "correct": [True, False, True, True, False],
+        "joint": [1.0, None, None, 0.0, 1.0],
+    })
+    arrays = stats.cluster_arrays(df, "group_id", ["correct", "joint"])
+    assert arrays.keys == ["g1", "g2", "g3"]
+    np.testing.assert_array_equal(arrays.k, [[1, 0], [2, 1], [0, 1]])
+    np.testing.assert_array_equal(arrays.n, [[2, 0], [2, 2], [1, 1]])
+    by_scene = stats.cluster_arrays(df, "meta.scene", ["correct"])
+    assert by_scene.keys == ["s1", "s2"]
+    np.testing.assert_array_equal(by_scene.k[:, 0], [2, 1])
+    k_tot, n_tot = arrays.totals()
+    np.testing.assert_array_equal(k_tot, [3, 2])
+    np.testing.assert_array_equal(n_tot, [5, 3])
+
+
+def test_cluster_arrays_refuses_missing_cluster():
+    df = pd.DataFrame({"meta": [{"scene": "s1"}, {}], "correct": [True, False]})
+    with pytest.raises(MetricUndefined, match="1 rows"):
+        stats.cluster_arrays(df, "meta.scene", ["correct"])

@@ -1,0 +1,500 @@
+"""StemBind metrics (paper 002) on hand-computed tables and the paper's own rebuildable numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.metrics import stembind as sb
+from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
+
+# --------------------------------------------------------------------------- builders
+
+
+def _item(item_id: str, stem: str, kind: str, op: str, load: str = "mixed") -> dict:
+    return {
+        "item_id": item_id, "group_id": stem, "split": "test", "kind": kind, "variant": "", "question": "q",
+        "options": {"A": "a", "B": "b"}, "letters": "AB", "answer": "A", "n_images": 1, "images": [],
+        "meta": {"operation": op, "perception_load": load}, "stages": {"S1": "s"} if kind == "F" else None,
+    }
+
+
+def make_items(stems: list[tuple[str, str, int]], load: str = "mixed") -> pd.DataFrame:
+    """stems: (stem id, operation, number of P probes); each stem also gets one R and one F item."""
+    rows = []
+    for stem, op, n_p in stems:
+        rows += [_item(f"{stem}-P{i}", stem, "P", op, load) for i in range(n_p)]
+        rows += [_item(f"{stem}-R", stem, "R", op, load), _item(f"{stem}-F", stem, "F", op, load)]
+    return pd.DataFrame(rows)
+
+
+def make_run(name: str, correct: dict[str, bool], tokens: dict[str, float] | None = None, **config) -> RunData:
+    """A run answering each item of `correct` with the gold letter A (True) or B (False)."""
+    rows = [{
+        "item_id": item_id, "rotation": 0, "repeat": 0, "status": "ok", "answer": "A" if ok else "B",
+        "shown": None, "response": "", "input_mode": config.get("input_mode", "all"), "trace": "trace",
+        "tokens": (tokens or {}).get(item_id, float("nan")), "latency": None, "probs": None, "error": None,
+    } for item_id, ok in correct.items()]
+    cfg = {"model": "m", "strategy": "direct", "input_mode": "all", **config}
+    return RunData(name, "sb", "stembind", cfg, pd.DataFrame(rows, columns=list(PRED_COLUMNS)))
+
+
+def stem_correct(stem: str, p: list[bool], r: bool, f: bool) -> dict[str, bool]:
+    out = {f"{stem}-P{i}": ok for i, ok in enumerate(p)}
+    out[f"{stem}-R"] = r
+    out[f"{stem}-F"] = f
+    return out
+
+
+def pattern_run(patterns: list[tuple[list[bool], bool, bool]], op: str = "RI-Pos", **config):
+    stems = [(f"s{i}", op, len(p)) for i, (p, _, _) in enumerate(patterns)]
+    correct: dict[str, bool] = {}
+    for i, (p, r, f) in enumerate(patterns):
+        correct |= stem_correct(f"s{i}", p, r, f)
+    return make_items(stems), make_run("run", correct, **config)
+
+
+# --------------------------------------------------------------------------- P / R / F accuracies
+
+
+def test_accuracies_overall_per_operation_and_family():
+    items = make_items([("a", "RI-Pos", 2), ("b", "VP-Fold", 3), ("c", "RI-Qty", 1)])
+    correct = {i: True for i in items["item_id"]}
+    correct |= {"a-F": False, "b-P0": False, "c-R": False}
+    out = sb.score(items, make_run("r", correct), seed=None)
+    assert (out["p_accuracy"].k, out["p_accuracy"].n) == (5, 6)
+    assert (out["r_accuracy"].k, out["r_accuracy"].n) == (2, 3)
+    assert (out["f_accuracy"].k, out["f_accuracy"].n) == (2, 3)
+    assert out["rf_gap"].value == pytest.approx(0.0)
+    assert (out["by_operation"]["RI-Pos"]["f"].k, out["by_operation"]["RI-Pos"]["f"].n) == (0, 1)
+    assert out["by_operation"]["RI-Pos"]["rf_gap"].value == pytest.approx(1.0)
+    assert out["by_operation"]["RI-Qty"]["rf_gap"].value == pytest.approx(-1.0)
+    assert (out["by_family"]["RI"]["p"].k, out["by_family"]["RI"]["p"].n) == (3, 3)
+    assert (out["by_family"]["VP"]["p"].k, out["by_family"]["VP"]["p"].n) == (2, 3)
+    assert list(out["by_operation"]) == ["RI-Pos", "RI-Qty", "VP-Fold"]  # paper order, present ones
+
+
+def test_rf_gap_sign_is_r_minus_f():
+    items, run = pattern_run([([True], True, False), ([True], True, False), ([True], True, True), ([True], False, True)])
+    out = sb.score(items, run, seed=None)
+    assert out["r_accuracy"].value == pytest.approx(0.75)
+    assert out["f_accuracy"].value == pytest.approx(0.5)
+    assert out["rf_gap"].value == pytest.approx(0.25)
+
+
+def test_invalid_and_api_error_are_wrong_and_repeats_need_all_correct():
+    items = make_items([("a", "RI-Pos", 1)])
+    preds = pd.DataFrame([
+        {"item_id": "a-P0", "rotation": 0, "repeat": 0, "status": "invalid", "answer": None},
+        {"item_id": "a-R", "rotation": 0, "repeat": 0, "status": "ok", "answer": "A"},
+        {"item_id": "a-R", "rotation": 1, "repeat": 0, "status": "ok", "answer": "B"},
+        {"item_id": "a-F", "rotation": 0, "repeat": 0, "status": "api_error", "answer": None},
+    ])
+    out = sb.score(items, RunData("r", "sb", "stembind", {"model": "m"}, preds), seed=None)
+    assert out["p_accuracy"].k == 0 and out["r_accuracy"].k == 0 and out["f_accuracy"].k == 0
+    assert out["decomposition"]["cant_see"].k == 1
+
+
+def test_missing_predictions_make_a_stem_incomplete():
+    items = make_items([("a", "RI-Pos", 2), ("b", "RI-Pos", 1)])
+    correct = stem_correct("a", [True, True], True, True) | {"b-P0": True, "b-R": True}  # b-F unanswered
+    out = sb.score(items, make_run("r", correct), seed=None)
+    assert out["decomposition"]["n_stems"] == 1
+    assert out["decomposition"]["n_incomplete"] == 1
+    assert out["f_accuracy"].n == 1
+
+
+# --------------------------------------------------------------------------- decomposition (§4.3 (ii))
+
+DECOMPOSITION_CASES = [
+    # P probes,            R,     F,     category
+    ([True, True, True], True, True, "solved"),
+    ([False, False], False, True, "solved"),  # F correct is solved whatever P / R say
+    ([True, False, False], True, False, "cant_bind"),  # at least one P (not all) suffices
+    ([True, True], True, False, "cant_bind"),
+    ([True, False], False, False, "cant_reason"),
+    ([False, False, False], True, False, "cant_see"),  # no P correct, R correct: still can't see
+    ([False], False, False, "cant_see"),
+]
+
+
+@pytest.mark.parametrize(("p", "r", "f", "category"), DECOMPOSITION_CASES)
+def test_decomposition_rows(p, r, f, category):
+    items, run = pattern_run([(p, r, f)])
+    out = sb.score(items, run, seed=None)
+    shares = {c: out["decomposition"][c].k for c in sb.DECOMPOSITION}
+    assert shares == {c: int(c == category) for c in sb.DECOMPOSITION}
+
+
+def test_decomposition_table_counts():
+    items, run = pattern_run([case[:3] for case in DECOMPOSITION_CASES])
+    dec = sb.score(items, run, seed=None)["decomposition"]
+    assert {c: (dec[c].k, dec[c].n) for c in sb.DECOMPOSITION} == {
+        "solved": (2, 7), "cant_bind": (2, 7), "cant_reason": (1, 7), "cant_see": (2, 7)}
+    # Among the 5 F-wrong stems, R is correct on 3 (the two can't-bind and one can't-see stem).
+    assert (dec["r_correct_given_f_wrong"].k, dec["r_correct_given_f_wrong"].n) == (3, 5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.booleans(), min_size=1, max_size=8), st.booleans(), st.booleans()),
+                min_size=1, max_size=25))
+def test_decomposition_is_an_exhaustive_partition(patterns):
+    p_any = np.array([any(p) for p, _, _ in patterns])
+    r = np.array([r for _, r, _ in patterns])
+    f = np.array([f for _, _, f in patterns])
+    cats = sb.decompose(p_any, r, f)
+    assert set(cats) <= set(sb.DECOMPOSITION)
+    # each stem in exactly one category, and that category follows the paper's definition
+    for (p, rr, ff), cat in zip(patterns, cats, strict=True):
+        member = {
+            "solved": ff,
+            "cant_bind": (not ff) and any(p) and rr,
+            "cant_reason": (not ff) and any(p) and not rr,
+            "cant_see": (not ff) and not any(p),
+        }
+        assert sum(member.values()) == 1
+        assert member[cat]
+    # the same partition through the DataFrame path used by score()
+    table = sb.stem_table(*_items_and_outcomes(patterns))
+    assert table["complete"].all()
+    assert list(table["category"]) == list(cats)
+
+
+def _items_and_outcomes(patterns):
+    items, run = pattern_run(patterns)
+    return items, sb.item_outcomes(items, run)
+
+
+# --------------------------------------------------------------------------- binding gap (§4.3 (iii), D.2)
+
+
+def test_binding_gap_strict_denominator():
+    patterns = [
+        ([True, True], True, False),  # in stratum, F wrong
+        ([True, True], True, True),  # in stratum, F right
+        ([True, True, True], True, False),  # in stratum, F wrong
+        ([True, False], True, False),  # not all P: can't bind, but outside the strict stratum
+        ([True, True], False, True),  # R wrong: outside
+    ]
+    items, run = pattern_run(patterns)
+    out = sb.score(items, run)
+    bg = out["binding_gap"]
+    assert (bg.k, bg.n) == (2, 3)
+    assert bg.value == pytest.approx(2 / 3)
+    assert bg.ci is not None and bg.ci[0] <= bg.value <= bg.ci[1]
+    assert (out["f_given_pr"].k, out["f_given_pr"].n) == (1, 3)
+    assert out["decomposition"]["cant_bind"].k == 3  # looser than the stratum: 3 vs 2
+
+
+def test_binding_gap_undefined_without_stratum():
+    items, run = pattern_run([([False, True], True, False), ([True], False, True)])
+    out = sb.score(items, run)
+    assert out["binding_gap"].value is None and out["binding_gap"].n == 0
+    assert "every P probe" in out["binding_gap"].reason
+
+
+def test_paper_pooled_binding_gap_d2():
+    """§4.3 (iii): F solved 48.8% of the time on n = 1,385 stems, BG = 0.512."""
+    n, solved = 1385, 676
+    f = np.arange(n) < solved
+    out = sb.binding_gap_from_flags(np.ones(n, bool), np.ones(n, bool), f, seed=None)
+    assert out["binding_gap"].n == 1385
+    assert round(out["binding_gap"].value, 3) == 0.512
+    assert round(out["f_given_pr"].value, 3) == 0.488
+
+
+def test_paper_derivation_checked_binding_gap_ci_d2():
+    """D.2: 1,100 pooled observations, F wrong 48% of the time, 95% CI [0.45, 0.51]."""
+    n, wrong = 1100, 528
+    f = np.arange(n) >= wrong
+    bg = sb.binding_gap_from_flags(np.ones(n, bool), np.ones(n, bool), f)["binding_gap"]
+    assert round(bg.value, 2) == 0.48
+    assert (round(bg.ci[0], 2), round(bg.ci[1], 2)) == (0.45, 0.51)
+
+
+# --------------------------------------------------------------------------- StemCoherent, lucky guesses
+
+
+def test_stem_coherent_and_lucky_guess():
+    patterns = [
+        ([True, True], True, True),  # coherent
+        ([True, False], True, True),  # F right, a P wrong: lucky
+        ([True, True], False, True),  # F right, R wrong: lucky
+        ([True, True], True, False),
+    ]
+    items, run = pattern_run(patterns)
+    out = sb.score(items, run, seed=None)
+    assert (out["stem_coherent"].k, out["stem_coherent"].n) == (1, 4)
+    assert (out["lucky_guess"].k, out["lucky_guess"].n) == (2, 3)
+
+
+def test_lucky_guess_undefined_without_solved_stems():
+    items, run = pattern_run([([True], True, False)])
+    out = sb.score(items, run, seed=None)
+    assert out["lucky_guess"].value is None and out["lucky_guess"].reason
+
+
+# --------------------------------------------------------------------------- VG, ThinkGain
+
+
+def _three_stems():
+    return make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1)])
+
+
+def test_vg_against_text_partner_in_others():
+    items = _three_stems()
+    full = make_run("full", {i: True for i in items["item_id"]})
+    text = make_run("text", {i: i.endswith("P0") for i in items["item_id"]}, input_mode="text")
+    other_model = make_run("x", {i: True for i in items["item_id"]}, input_mode="text", model="other")
+    out = sb.score(items, full, [other_model, text])
+    vg = out["vg"]
+    assert vg["partner"] == "text"
+    assert vg["overall"].value == pytest.approx(1 - 2 / 6)
+    assert vg["P"].value == pytest.approx(0.0)
+    assert vg["R"].value == pytest.approx(1.0) and vg["F"].value == pytest.approx(1.0)
+    assert vg["overall"].ci is not None
+
+
+@pytest.mark.parametrize(("others", "reason"), [
+    ([], "no text-only run"),
+    ([make_run("t", {}, input_mode="text", strategy="thinking")], "no text-only run"),
+])
+def test_vg_reason_without_partner(others, reason):
+    items = _three_stems()
+    out = sb.score(items, make_run("full", {i: True for i in items["item_id"]}), others, seed=None)
+    assert isinstance(out["vg"], Rate) and out["vg"].value is None and reason in out["vg"].reason
+
+
+def test_think_gain_is_thinking_minus_direct_either_way():
+    items = _three_stems()
+    direct = make_run("d", {i: not i.endswith("P0") for i in items["item_id"]})
+    thinking = make_run("t", {i: not i.endswith("-F") for i in items["item_id"]}, strategy="thinking")
+    for run, others in ((direct, [thinking]), (thinking, [direct])):
+        tg = sb.score(items, run, others, seed=None)["think_gain"]
+        assert tg["at_P"].value == pytest.approx(1.0)
+        assert tg["at_R"].value == pytest.approx(0.0)
+        assert tg["at_F"].value == pytest.approx(-1.0)
+        assert (tg["direct"], tg["thinking"]) == ("d", "t")
+    explicit = sb.think_gain(items, direct, thinking, seed=None)
+    assert explicit["at_F"].value == pytest.approx(-1.0)
+
+
+def test_think_gain_reason_without_pair():
+    items = _three_stems()
+    out = sb.score(items, make_run("d", {i: True for i in items["item_id"]}), seed=None)
+    assert out["think_gain"].value is None and "paired" in out["think_gain"].reason
+
+
+# --------------------------------------------------------------------------- SSA
+
+
+def _f_run(name: str, n_correct: int, n: int = 10, **config) -> RunData:
+    return make_run(name, {f"s{i}-F": i < n_correct for i in range(n)}, **config)
+
+
+def test_ssa_curve_raw_deltas_isotonic_gains_and_control():
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(10)])
+    acc = {"H0": 6, "H1": 4, "H2": 5, "H3": 8, "H4": 9, "irrelevant": 5}
+    runs = {lv: _f_run(lv, k, ssa_level=lv) for lv, k in acc.items()}
+    out = sb.ssa_curve(items, runs)
+    assert out["n_items"] == 10
+    assert {lv: out["accuracy"][lv].k for lv in acc} == acc
+    raw = {k: round(v.value, 10) for k, v in out["raw_deltas"].items()}
+    assert raw == {"H1-H0": -0.2, "H2-H1": 0.1, "H3-H2": 0.3, "H4-H3": 0.1}
+    assert out["vs_h0"]["H4"].value == pytest.approx(0.3)
+    # isotonic fit pools H0..H2 to their mean 0.5
+    assert out["isotonic"] == pytest.approx({"H0": 0.5, "H1": 0.5, "H2": 0.5, "H3": 0.8, "H4": 0.9})
+    gains = {k: round(v.value, 10) for k, v in out["isotonic_gains"].items()}
+    assert gains == {"H1-H0": 0.0, "H2-H1": 0.0, "H3-H2": 0.3, "H4-H3": 0.1}
+    assert out["largest_raw_jump"] == "H3-H2" and out["largest_isotonic_jump"] == "H3-H2"
+    assert out["irrelevant_minus_h0"].value == pytest.approx(-0.1)
+
+
+def test_ssa_common_items_only_and_found_by_score():
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(4)])
+    base = make_run("base", {f"s{i}-F": i < 1 for i in range(4)})  # no ssa_level: stands for H0
+    h3 = make_run("h3", {f"s{i}-F": True for i in range(3)}, ssa_level="H3")  # s3-F missing
+    out = sb.score(items, base, [h3], seed=None)["ssa"]
+    assert out["runs"] == {"H0": "base", "H3": "h3"}
+    assert out["n_items"] == 3
+    assert out["raw_deltas"]["H3-H0"].value == pytest.approx(2 / 3)
+
+
+def test_ssa_reasons():
+    items = make_items([("s0", "RI-Pos", 1)])
+    run = make_run("r", {"s0-F": True})
+    assert "no SSA runs" in sb.score(items, run, seed=None)["ssa"].reason
+    only_h2 = make_run("h2", {"s0-F": True}, ssa_level="H2", strategy="thinking")
+    assert "no H0" in sb.ssa_curve(items, {"H2": only_h2})["reason"]
+
+
+# --------------------------------------------------------------------------- L2 / L3
+
+FLAG_CASES = [
+    # S1..S4,                 first failure, inconsistent
+    ((1, 1, 1, 1), "none", False),
+    ((0, 0, 0, 0), "S1", False),
+    ((1, 0, 0, 0), "S2", False),
+    ((1, 1, 0, 1), "S3", True),
+    ((0, 1, 1, 1), "S1", True),
+    ((1, None, 0, 1), "S3", True),  # unknown stages are stepped over
+    ((None, None, None, None), "none", False),
+]
+
+
+@pytest.mark.parametrize(("flags", "first", "incons"), FLAG_CASES)
+def test_first_failure_and_inconsistency(flags, first, incons):
+    norm = [sb._flag(v) for v in flags]
+    assert sb.first_failure(norm) == first
+    assert sb.inconsistent(norm) is incons
+
+
+def test_l2_profile_step_acc_histograms_and_attr_tag():
+    items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1), ("c", "VP-Rot", 1), ("d", "VP-Rot", 1)])
+    items.loc[items["item_id"].isin(["c-F", "d-F"]), "meta"] = [
+        {"operation": "VP-Rot", "perception_load": "perception-heavy"}] * 2
+    run = make_run("r", {"a-F": True, "b-F": False, "c-F": False, "d-F": False})
+    judgements = pd.DataFrame([
+        {"item_id": "a-F", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "first_failure": None, "status": "ok"},
+        {"item_id": "b-F", "S1": 1, "S2": 1, "S3": 0, "S4": 1, "first_failure": "S3", "status": "ok"},
+        {"item_id": "c-F", "S1": 0, "S2": 1, "S3": 0, "S4": None, "first_failure": "S1", "status": "ok"},
+        {"item_id": "d-F", "S1": 1, "S2": 0, "S3": 0, "S4": 0, "first_failure": "S3", "status": "ok"},
+        {"item_id": "d-F", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "first_failure": None, "status": "invalid",
+         "rotation": 1},
+        {"item_id": "a-P0", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "first_failure": None, "status": "ok"},
+    ])
+    out = sb.score(items, run, judgements=judgements, seed=None)
+    l2 = out["l2"]
+    assert l2["n_traces"] == 4
+    assert {s: (r.k, r.n) for s, r in l2["step_acc"].items()} == {
+        "S1": (3, 4), "S2": (3, 4), "S3": (1, 4), "S4": (2, 3)}
+    assert {s: r.k for s, r in l2["first_failure"].items()} == {"S1": 1, "S2": 1, "S3": 1, "S4": 0, "none": 1}
+    assert {s: (r.k, r.n) for s, r in l2["first_failure_f_wrong"].items()} == {
+        "S1": (1, 3), "S2": (1, 3), "S3": (1, 3), "S4": (0, 3)}
+    assert (l2["inconsistent"].k, l2["inconsistent"].n) == (2, 4)
+    assert l2["first_failure_disagreements"] == 1  # d-F: the judge said S3, the rule gives S2
+    assert out["l3_attr_tag"] == {
+        "mixed": {"S1": 0, "S2": 0, "S3": 1, "S4": 0, "none": 1},
+        "perception-heavy": {"S1": 1, "S2": 1, "S3": 0, "S4": 0, "none": 0},
+    }
+
+
+def test_l2_reason_without_judgements():
+    items, run = pattern_run([([True], True, True)])
+    out = sb.score(items, run, seed=None)
+    assert out["l2"].value is None and "no trace judgements" in out["l2"].reason
+    assert out["l3_attr_tag"].value is None
+
+
+def test_paper_inconsistent_share_s44():
+    """§4.4: 23.8%-26.9% of the 2,298 judged traces carry inconsistent flags (547 and 618 of 2,298)."""
+    n = 2298
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(n)])
+    run = make_run("r", {f"s{i}-F": False for i in range(n)})
+    for k, share in ((547, 0.238), (618, 0.269)):
+        flags = [(0, 1, 1, 1) if i < k else (1, 1, 0, 0) for i in range(n)]
+        judgements = pd.DataFrame([{"item_id": f"s{i}-F", "S1": a, "S2": b, "S3": c, "S4": d}
+                                   for i, (a, b, c, d) in enumerate(flags)])
+        l2 = sb.l2_profile(items, run, judgements)
+        assert round(l2["inconsistent"].value, 3) == share
+
+
+def test_paper_first_failure_share_c3():
+    """C.3: on the 115 F-wrong traces of the 180-trace sample, S3 leads at 48% under the judge (55 / 115)."""
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(180)])
+    run = make_run("r", {f"s{i}-F": i >= 115 for i in range(180)})
+    judgements = pd.DataFrame([
+        {"item_id": f"s{i}-F", "S1": 1, "S2": 1, "S3": 0 if i < 55 else 1, "S4": 0 if 55 <= i < 115 else 1}
+        for i in range(180)])
+    l2 = sb.l2_profile(items, run, judgements)
+    s3 = l2["first_failure_f_wrong"]["S3"]
+    assert (s3.k, s3.n) == (55, 115) and round(s3.value, 2) == 0.48
+
+
+# --------------------------------------------------------------------------- tokens and error audit
+
+
+def test_token_stats_mean_p95_cap_hit():
+    items = make_items([("a", "RI-Pos", 3)])
+    ids = list(items["item_id"])
+    tokens = dict(zip(ids, [10.0, 20.0, 30.0, 40.0, 100.0], strict=True))
+    out = sb.score(items, make_run("r", {i: True for i in ids}, tokens, max_tokens=100), seed=None)["tokens"]
+    assert out["n"] == 5 and out["mean"] == pytest.approx(40.0)
+    assert out["p95"] == pytest.approx(88.0)  # linear interpolation: 40 + 0.8 * 60
+    assert (out["cap_hit"].k, out["cap_hit"].n) == (1, 5)
+
+
+def test_token_stats_reasons():
+    items = make_items([("a", "RI-Pos", 1)])
+    run = make_run("r", {"a-P0": True})
+    assert "no output-token" in sb.score(items, run, seed=None)["tokens"].reason
+    out = sb.token_stats(items, make_run("r", {"a-P0": True}, {"a-P0": 5.0}))
+    assert out["cap_hit"].value is None and "max_tokens" in out["cap_hit"].reason
+
+
+def test_error_audit_per_100_and_terciles():
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(6)])
+    lengths = [50.0, 10.0, 60.0, 20.0, 40.0, 30.0]
+    run = make_run("r", {f"s{i}-F": False for i in range(6)}, {f"s{i}-F": t for i, t in enumerate(lengths)})
+    cats = ["correspondence_drift", None, "correspondence_drift", "perception_error", "rule_mutation", ""]
+    labels = pd.DataFrame({"item_id": [f"s{i}-F" for i in range(6)], "category": cats})
+    out = sb.error_audit(items, run, labels)
+    assert out["n_items"] == 6
+    assert out["per_100"]["correspondence_drift"] == pytest.approx(100 * 2 / 6)
+    assert out["per_100"]["rule_absent"] == 0.0
+    assert (out["no_error"].k, out["no_error"].n) == (2, 6)
+    # ranks by length: s1 (10), s3 (20) short; s5 (30), s4 (40) middle; s0 (50), s2 (60) long
+    ter = out["by_tercile"]
+    assert ter["short"]["per_100"]["perception_error"] == pytest.approx(50.0)
+    assert ter["middle"]["per_100"]["rule_mutation"] == pytest.approx(50.0)
+    assert ter["long"]["per_100"]["correspondence_drift"] == pytest.approx(100.0)
+    assert {t: ter[t]["n_items"] for t in ter} == {"short": 2, "middle": 2, "long": 2}
+    in_score = sb.score(items, run, labels=labels, seed=None)["error_audit"]
+    assert in_score["per_100"] == out["per_100"]
+
+
+def test_paper_error_audit_direct_rates_d4():
+    """D.4: correspondence drift 13.8 (direct) and 22.4 (thinking) per 100 of 1,800 F items (248 and 403)."""
+    n = 1800
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(n)])
+    for k, per_100 in ((248, 13.8), (403, 22.4)):
+        labels = pd.DataFrame({"item_id": [f"s{i}-F" for i in range(n)],
+                               "category": ["correspondence_drift" if i < k else None for i in range(n)]})
+        assert round(sb.error_audit(items, None, labels)["per_100"]["correspondence_drift"], 1) == per_100
+
+
+def test_error_audit_reasons():
+    items = make_items([("a", "RI-Pos", 1)])
+    assert "reason" in sb.error_audit(items, None, pd.DataFrame({"item_id": ["a-F"]}))
+    dup = pd.DataFrame({"item_id": ["a-F", "a-F"], "category": ["rule_absent", None]})
+    assert "several labels" in sb.error_audit(items, None, dup)["reason"]
+
+
+# --------------------------------------------------------------------------- score as a whole
+
+
+def test_score_keys_and_json():
+    items, run = pattern_run([([True, True], True, False), ([True], True, True)])
+    out = sb.score(items, run, [])
+    for key in ("p_accuracy", "r_accuracy", "f_accuracy", "by_operation", "by_family", "rf_gap", "decomposition",
+                "binding_gap", "f_given_pr", "stem_coherent", "lucky_guess", "vg", "think_gain", "ssa", "l2",
+                "l3_attr_tag", "tokens"):
+        assert key in out
+    js = to_jsonable(out)
+    assert js["binding_gap"]["k"] == 1 and js["binding_gap"]["n"] == 2
+    assert "reason" in js["vg"] and "reason" in js["think_gain"] and "reason" in js["ssa"]
+    assert js["p_accuracy"]["ci"][0] <= js["p_accuracy"]["value"] <= js["p_accuracy"]["ci"][1]
+
+
+def test_empty_run_gives_reasons_not_zeros():
+    items = make_items([("a", "RI-Pos", 1)])
+    out = sb.score(items, make_run("r", {}), seed=None)
+    assert out["p_accuracy"].value is None and out["p_accuracy"].reason
+    assert out["decomposition"]["solved"].value is None
+    assert out["binding_gap"].value is None
+    assert not any(isinstance(v, float) and math.isnan(v) for v in to_jsonable(out).values())
