@@ -80,3 +80,31 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False, timeout: in
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    """The full embedded demo store, built once per test session (read-only for tests: copy before writing)."""
+    from db.demo import build_demo_store
+    from db.store import Store
+
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    s = Store(db)
+    build_demo_store(s, progress=lambda m: None)
+    s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    s.close()
+    return db
+
+
+def copy_store(src: Path, dst_dir: Path) -> Path:
+    """A writable copy of a store (database file plus its image and thumbnail folders)."""
+    import shutil
+
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    dst = dst_dir / src.name
+    shutil.copy2(src, dst)
+    for suffix in (".images", ".thumbs"):
+        folder = src.parent / f"{src.stem}{suffix}"
+        if folder.exists():
+            shutil.copytree(folder, dst_dir / f"{src.stem}{suffix}")
+    return dst

@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer, request_images, request_text
 from PIL import Image
+from tiny_models import write_benchmark
 
 import app
-from chat_server import ChatServer, request_images, request_text
 from db.importers import import_items
 from db.store import Store
-from tiny_models import write_benchmark
 
 KEY = "sk-test-" + "7f3a9c" * 6
 

@@ -171,7 +171,7 @@ def test_ssa_levels_are_cumulative_and_never_downstream(level, shown, hidden):
     texts, _ = _ssa_prompt(sb_items(), level)
     text = texts["sb1-F"]
     for s in shown:
-        assert f"{s} ({prompts.STAGE_NAMES[s]})" in text and f"#1" in text
+        assert f"{s} ({prompts.STAGE_NAMES[s]})" in text and "#1" in text
     for s in hidden:
         assert f"{s} (" not in text and LEAKY[s].split(":")[0] + ":" not in text
 

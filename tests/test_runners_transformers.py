@@ -6,10 +6,11 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from tiny_models import BUILDERS, write_benchmark  # noqa: E402
+
 import app  # noqa: E402
 from db.importers import import_items  # noqa: E402
 from db.store import Store  # noqa: E402
-from tiny_models import BUILDERS, write_benchmark  # noqa: E402
 
 
 @pytest.fixture(scope="module")

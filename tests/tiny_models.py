@@ -94,7 +94,12 @@ GEMMA_TEMPLATE = (
 def build_gemma3(path: Path, seed: int = 0) -> Path:
     """A Gemma 3 checkpoint: SigLIP tower (16 px, 8 px patches, pooled to 4 tokens) + 1-layer Gemma 3 text."""
     import torch
-    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessor,
+        Gemma3Processor,
+    )
 
     specials = ["<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
                 "<end_of_image>", "<image_soft_token>"]

@@ -15,6 +15,7 @@ answers; a different one under the same run name is refused by the store.
 from __future__ import annotations
 
 import asyncio
+import queue
 import sys
 import threading
 import time
@@ -252,6 +253,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     sink.set_run_status(s.run, "running")
     bar = _Progress(len(pending), s.progress, progress)
     status = "done"
+    t_send = time.perf_counter()
     try:
         if s.runner == "baseline":
             _run_baseline(sink, s, runner, pending, bar, cancel)
@@ -273,12 +275,14 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
         raise
     finally:
         bar.close()
+    send_seconds = time.perf_counter() - t_send
     left = sink.done_keys(s.run, statuses=("api_error",))
     sink.set_run_status(s.run, status)
     summary = {
         "run": s.run, "benchmark": s.benchmark, "runner": s.runner, "model": model_id, "status": status,
         "tasks": len(tasks), "skipped": len(tasks) - len(pending), "sent": bar.done, **bar.counts,
         "api_error_stored": len(left), "seconds": round(time.perf_counter() - t0, 3),
+        "send_seconds": round(send_seconds, 3),
     }
     rate = f", {bar.done / summary['seconds']:.1f}/s" if summary["seconds"] > 0 and bar.done else ""
     summary["line"] = (
@@ -351,42 +355,65 @@ def _run_batched(sink: Any, s: RunSettings, runner: Any, pending: list[Task], ma
 
 
 class _Committer:
-    """Commits predictions from the event loop; answers that arrive in the same loop turn share a transaction.
+    """Commits predictions from one writer thread, so the event loop never blocks on SQLite; answers that
+    arrive while a transaction is running share the next one. A worker awaits its commit before taking the next
+    task, so sent-but-uncommitted keys never exceed the concurrency bound."""
 
-    A worker awaits its commit before taking the next task, so sent-but-uncommitted keys never exceed the
-    concurrency bound."""
-
-    def __init__(self, sink: Any, run: str, bar: _Progress) -> None:
-        self.sink, self.run, self.bar = sink, run, bar
-        self.pending: list[tuple[Prediction, asyncio.Future[None]]] = []
-        self.scheduled = False
+    def __init__(self, sink: Any, run: str, bar: _Progress, loop: asyncio.AbstractEventLoop) -> None:
+        self.sink, self.run, self.bar, self.loop = sink, run, bar, loop
+        self.queue: queue.SimpleQueue[tuple[Prediction, asyncio.Future[None]] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._write, name="crosscheck-commit", daemon=True)
+        self.thread.start()
 
     def submit(self, pred: Prediction) -> asyncio.Future[None]:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        self.pending.append((pred, fut))
-        if not self.scheduled:
-            self.scheduled = True
-            loop.call_soon(self.flush)
+        fut: asyncio.Future[None] = self.loop.create_future()
+        self.queue.put((pred, fut))
         return fut
 
-    def flush(self) -> None:
-        batch, self.pending, self.scheduled = self.pending, [], False
-        try:
-            self.sink.add_predictions(self.run, [p for p, _ in batch])
-        except BaseException as exc:  # noqa: BLE001 - handed to every waiting worker
-            for _, fut in batch:
-                fut.set_exception(exc)
-            return
-        self.bar.add(p for p, _ in batch)
+    def _write(self) -> None:
+        stop = False
+        while not stop:
+            first = self.queue.get()
+            batch = []
+            item = first
+            while True:
+                if item is None:
+                    stop = True
+                else:
+                    batch.append(item)
+                try:
+                    item = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+            if not batch:
+                continue
+            try:
+                self.sink.add_predictions(self.run, [p for p, _ in batch])
+            except BaseException as exc:  # noqa: BLE001 - handed to every waiting worker
+                self.loop.call_soon_threadsafe(self._resolve, batch, exc)
+            else:
+                self.loop.call_soon_threadsafe(self._resolve, batch, None)
+
+    def _resolve(self, batch: list[tuple[Prediction, asyncio.Future[None]]], exc: BaseException | None) -> None:
+        if exc is None:
+            self.bar.add(p for p, _ in batch)
         for _, fut in batch:
-            fut.set_result(None)
+            if fut.done():
+                continue
+            if exc is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(exc)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
 
 
 async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task],
                      make_dialog: Callable[[Task], Dialog], style: str, keep: bool, bar: _Progress,
                      cancel: threading.Event | None) -> None:
-    committer = _Committer(sink, s.run, bar)
+    committer = _Committer(sink, s.run, bar, asyncio.get_running_loop())
     queue = iter(pending)
 
     async def worker() -> None:
@@ -402,6 +429,7 @@ async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task]
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(s.concurrency, len(pending) or 1)))))
     finally:
+        await asyncio.to_thread(committer.close)
         if hasattr(runner, "aclose"):
             await runner.aclose()
 

@@ -1,0 +1,68 @@
+"""Real-app UI test support: launch `python app.py serve` on a free port and drive Debian chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CROSSCHECK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_app(db: Path, *extra: str, timeout: float = 120.0) -> Iterator[str]:
+    """Start the real app on `db` in a subprocess; yields its base URL; stops it afterwards."""
+    port = free_port()
+    log = open(db.parent / f"app-{port}.log", "w")  # noqa: SIM115 - closed below
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
+                             "--no-demo", *extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app exited ({proc.returncode}): {(db.parent / f'app-{port}.log').read_text()}")
+            try:
+                with urllib.request.urlopen(url + "/config", timeout=2):
+                    break
+            except Exception:  # noqa: BLE001 - still starting
+                if time.time() > deadline:
+                    raise RuntimeError("app did not start in time") from None
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[object]:
+    """A Playwright chromium browser (Debian's binary; Playwright's own download is not used)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()

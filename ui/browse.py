@@ -1,0 +1,11 @@
+"""The Browse tab (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.context import Ctx
+
+
+def build_browse(ctx: Ctx) -> None:
+    gr.Markdown("The Browse tab is coming in a later release.")

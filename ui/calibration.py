@@ -1,0 +1,11 @@
+"""The Calibration tab (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.context import Ctx
+
+
+def build_calibration(ctx: Ctx) -> None:
+    gr.Markdown("The Calibration tab is coming in a later release.")

@@ -1,0 +1,11 @@
+"""The Judge tab (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.context import Ctx
+
+
+def build_judge(ctx: Ctx) -> None:
+    gr.Markdown("The Judge tab is coming in a later release.")

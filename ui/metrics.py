@@ -1,0 +1,11 @@
+"""The Metrics tab (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.context import Ctx
+
+
+def build_metrics(ctx: Ctx) -> None:
+    gr.Markdown("The Metrics tab is coming in a later release.")

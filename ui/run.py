@@ -1,0 +1,11 @@
+"""The Run tab (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ui.context import Ctx
+
+
+def build_run(ctx: Ctx) -> None:
+    gr.Markdown("The Run tab is coming in a later release.")
