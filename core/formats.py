@@ -108,6 +108,38 @@ def _int_field(obj: dict[str, Any], key: str, file: str, line: int, report: Repo
     return as_int
 
 
+_FAST_PRED_KEYS = frozenset({"item_id", "response", "answer", "status", "rotation", "repeat", "input_mode", "trace",
+                             "tokens", "error"})
+
+
+def fast_prediction(obj: Any, line: int) -> Prediction | None:
+    """The common well-formed predictions line, checked with plain type tests; None sends the line through
+    `parse_prediction_fields`, which accepts or rejects it with the precise error (same rules)."""
+    if type(obj) is not dict or not obj.keys() <= _FAST_PRED_KEYS:
+        return None
+    item_id = obj.get("item_id")
+    response = obj.get("response")
+    if type(item_id) is not str or not item_id or type(response) is not str:
+        return None
+    status = obj.get("status") or None
+    rotation = obj.get("rotation", 0)
+    repeat = obj.get("repeat", 0)
+    input_mode = obj.get("input_mode") or "all"
+    answer = obj.get("answer") or None
+    trace = obj.get("trace") or None
+    tokens = obj.get("tokens")
+    error = obj.get("error") or None
+    if (status is not None and status not in STATUSES) or type(rotation) is not int or not 0 <= rotation <= 7 \
+            or type(repeat) is not int or not 0 <= repeat <= 10_000 or input_mode not in INPUT_MODES \
+            or (answer is not None and (type(answer) is not str or len(answer) != 1 or answer not in LETTERS)) \
+            or (trace is not None and type(trace) is not str) \
+            or (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= 10_000_000)) \
+            or (error is not None and type(error) is not str):
+        return None
+    return Prediction(item_id=item_id, response=response, status=status or "", shown=answer, rotation=rotation,
+                      repeat=repeat, input_mode=input_mode, trace=trace, tokens=tokens, error=error, line=line)
+
+
 def parse_prediction_fields(obj: Any, file: str, line: int, report: Report) -> Prediction | None:
     """The format-level checks of one predictions line; letters and parsing are resolved by the importer."""
     if not isinstance(obj, dict):
@@ -135,7 +167,7 @@ def parse_prediction_fields(obj: Any, file: str, line: int, report: Report) -> P
     if tokens_raw not in (None, ""):
         tokens = _int_field(obj, "tokens", file, line, report, 0, 0, 10_000_000)
     answer = obj.get("answer") or None
-    if answer is not None and (not isinstance(answer, str) or answer not in LETTERS):
+    if answer is not None and (not isinstance(answer, str) or len(answer) != 1 or answer not in LETTERS):
         report.error(file, line, "answer", f"expected an option letter A-H, got {answer!r:.40}")
     trace = obj.get("trace") or None
     if trace is not None and not isinstance(trace, str):

@@ -34,12 +34,47 @@ Letters outside ``letters`` never count.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
 from core.errors import InvalidPrediction
 
 OK, INVALID, API_ERROR = "ok", "invalid", "api_error"
+
+
+@functools.lru_cache(maxsize=512)
+def _rx(pattern: str, flags: int) -> re.Pattern[str]:
+    """Compiled patterns, cached by (pattern, flags): the parser runs once per imported response."""
+    return re.compile(pattern, flags)
+
+
+def _re_match(p: str, s: str, flags: int = 0) -> re.Match[str] | None:
+    return _rx(p, flags).match(s)
+
+
+def _re_fullmatch(p: str, s: str, flags: int = 0) -> re.Match[str] | None:
+    return _rx(p, flags).fullmatch(s)
+
+
+def _re_search(p: str, s: str, flags: int = 0) -> re.Match[str] | None:
+    return _rx(p, flags).search(s)
+
+
+def _re_finditer(p: str, s: str, flags: int = 0):  # noqa: ANN202
+    return _rx(p, flags).finditer(s)
+
+
+def _re_findall(p: str, s: str, flags: int = 0) -> list:
+    return _rx(p, flags).findall(s)
+
+
+def _re_split(p: str, s: str, maxsplit: int = 0, flags: int = 0) -> list[str]:
+    return _rx(p, flags).split(s, maxsplit)
+
+
+def _re_sub(p: str, repl: str, s: str, flags: int = 0) -> str:
+    return _rx(p, flags).sub(repl, s)
 
 # Words after a capital "A" that mean the "A" is an option letter, not the English article.
 _CONNECTIVES = {
@@ -65,14 +100,14 @@ _OPTION_MARKERS = (r"选项", r"\b(?:option|choice)\b")
 def _normalize(text: str) -> str:
     """NFKC (full-width letters and punctuation to ASCII), markdown emphasis and code marks removed."""
     text = unicodedata.normalize("NFKC", text)
-    text = re.sub(r"\*\*|__|`|\*", "", text)
+    text = _re_sub(r"\*\*|__|`|\*", "", text)
     return text.strip()
 
 
 def _norm_text(text: str) -> str:
     """Option text for comparison: casefolded, spaces and surrounding punctuation removed."""
     text = _normalize(text).casefold()
-    text = re.sub(r"\s+", " ", text)
+    text = _re_sub(r"\s+", " ", text)
     return text.strip(" \t\"'“”‘’「」『』()[]{}<>.。,，、;；:!！?？")
 
 
@@ -84,7 +119,7 @@ def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None
     """True when the capital A ending at `end` reads as the English article ("A cat")."""
     if letter != "A":
         return False
-    m = re.match(r"\s+([a-z][a-z']*)", text[end:])
+    m = _re_match(r"\s+([a-z][a-z']*)", text[end:])
     if not m or m.group(1) in _CONNECTIVES:
         return False
     if options and "A" in options:  # "A left" where option A is "left" names the option
@@ -97,7 +132,7 @@ def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None
 def _standalone_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
     """Allowed capital letters that stand alone (not inside a Latin word or number), articles excluded."""
     found = []
-    for m in re.finditer(r"(?<![A-Za-z0-9])(" + _letter_class(letters) + r")(?![A-Za-z0-9])", text):
+    for m in _re_finditer(r"(?<![A-Za-z0-9])(" + _letter_class(letters) + r")(?![A-Za-z0-9])", text):
         if not _is_article(text, m.end(), m.group(1), options):
             found.append(m.group(1))
     return found
@@ -105,7 +140,7 @@ def _standalone_letters(text: str, letters: str, options: dict[str, str] | None)
 
 def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[str] | None:
     """Level 1: the whole response is one decorated letter, optionally followed by option text."""
-    m = re.fullmatch(
+    m = _re_fullmatch(
         r"[\s\"'“”‘’「」『』]*(?:(?:option|choice|选项|选)\s*)?[(\[{<]?\s*(" + _letter_class(letters.lower() + letters)
         + r")\s*[)\]}>]?\s*[.。:;,、!)]*\s*(.*?)[\s.。!！\"'“”’」』]*",
         text,
@@ -129,22 +164,22 @@ def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[
 def _letter_list_after(text: str, start: int, letters: str, options: dict[str, str] | None) -> list[str]:
     """The letter or letter list that directly follows a marker ending at `start`."""
     rest = text[start:]
-    lead = re.match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=re.IGNORECASE)
+    lead = _re_match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=re.IGNORECASE)
     pos = lead.end() if lead else 0
     letter_re = r"(" + _letter_class(letters + letters.lower()) + r")(?![A-Za-z0-9])"
     found: list[str] = []
     while True:
-        m = re.match(letter_re, rest[pos:])
+        m = _re_match(letter_re, rest[pos:])
         if not m:
             break
         letter = m.group(1)
         after = pos + m.end()
-        if letter.islower() and re.match(r"\s+[A-Za-z]", rest[after:]):
+        if letter.islower() and _re_match(r"\s+[A-Za-z]", rest[after:]):
             break  # "the answer is a bit unclear"
         if letter.isupper() and _is_article(rest, after, letter, options):
             break
         found.append(letter.upper())
-        sep = re.match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], re.IGNORECASE)
+        sep = _re_match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], re.IGNORECASE)
         if not sep:
             break
         pos = after + sep.end()
@@ -155,7 +190,7 @@ def _marker_letters(text: str, patterns: tuple[str, ...], letters: str, options:
     """Levels 2-4: every letter named right after any of the markers."""
     found: list[str] = []
     for pattern in patterns:
-        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+        for m in _re_finditer(pattern, text, flags=re.IGNORECASE):
             found.extend(_letter_list_after(text, m.end(), letters, options))
     return found
 
@@ -180,12 +215,12 @@ def _option_text_letters(text: str, letters: str, options: dict[str, str] | None
         return whole
     last = None
     for pattern in _ANSWER_MARKERS + _CHOICE_MARKERS + _OPTION_MARKERS:
-        for m in re.finditer(pattern, text, flags=re.IGNORECASE):
+        for m in _re_finditer(pattern, text, flags=re.IGNORECASE):
             if last is None or m.end() > last:
                 last = m.end()
     if last is None:
         return []
-    clause = re.split(r"[。.!！?？\n;；]", text[last:].lstrip(" :=是为"), maxsplit=1)[0]
+    clause = _re_split(r"[。.!！?？\n;；]", text[last:].lstrip(" :=是为"), maxsplit=1)[0]
     return _option_matches(clause, allowed)
 
 
@@ -221,15 +256,15 @@ def _final_response(text: str) -> tuple[str, str]:
     """The final non-empty line of a response and the final sentence of that line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last_line = lines[-1] if lines else ""
-    sentences = [s.strip() for s in re.split(r"(?<=[。!！?？])|(?<=\.)\s+", last_line) if s and s.strip()]
+    sentences = [s.strip() for s in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", last_line) if s and s.strip()]
     return last_line, (sentences[-1] if sentences else last_line)
 
 
 def _parse_tag(text: str, letters: str, options: dict[str, str] | None) -> tuple[str, str | None]:
     """StemBind style (002 App. C.2)."""
-    opens = len(re.findall(r"<\s*answer\s*>", text, flags=re.IGNORECASE))
-    tags = re.findall(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", text, flags=re.IGNORECASE | re.DOTALL)
-    if opens or tags or re.search(r"<\s*/\s*answer\s*>", text, flags=re.IGNORECASE):
+    opens = len(_re_findall(r"<\s*answer\s*>", text, flags=re.IGNORECASE))
+    tags = _re_findall(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", text, flags=re.IGNORECASE | re.DOTALL)
+    if opens or tags or _re_search(r"<\s*/\s*answer\s*>", text, flags=re.IGNORECASE):
         if not tags or opens != len(tags):
             return INVALID, None  # an unclosed or stray tag is malformed output
         chosen = []
@@ -256,6 +291,43 @@ def parse_answer(response: str | None, letters: str = "ABCD", style: str = "lett
     """
     if response is None or not str(response).strip():
         return API_ERROR, None
+    fast = _fast_path(response, letters, style)
+    if fast is not None:
+        return fast
+    return _parse_slow(response, letters, style, options)
+
+
+_FAST_TAG = re.compile(r"<ANSWER>([A-H])</ANSWER>")
+
+
+def fast_parse(response: str | None, letters: str = "ABCD", style: str = "letter") -> tuple[str, str | None] | None:
+    """`parse_answer` for the common clean cases without option texts; None when the full rules must decide."""
+    if response is None or not response.strip():
+        return API_ERROR, None
+    return _fast_path(response, letters, style)
+
+
+def _fast_path(response: str, letters: str, style: str) -> tuple[str, str | None] | None:
+    """The common clean cases, decided without the full rule cascade (same result, tested against it).
+
+    letter: the response is exactly one allowed letter. tag: a plain-ASCII response (so normalisation
+    changes nothing) with exactly one well-formed <ANSWER>X</ANSWER> tag and no other tag marks.
+    """
+    if style == "letter":
+        stripped = response.strip()
+        if len(stripped) == 1 and stripped in letters:
+            return OK, stripped
+        return None
+    if style == "tag" and response.isascii() and response.lower().count("answer") == 2 \
+            and "*" not in response and "`" not in response and "__" not in response:
+        # "answer" occurs exactly twice, both inside the one well-formed tag: there is no other tag mark
+        m = _FAST_TAG.search(response)
+        if m and m.group(1) in letters:
+            return OK, m.group(1)
+    return None
+
+
+def _parse_slow(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:
     text = _normalize(str(response))
     if not text:
         return INVALID, None

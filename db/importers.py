@@ -16,14 +16,17 @@ import shutil
 import stat
 import tempfile
 import zipfile
+
+import orjson
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from core import families
 from core.errors import ImportRefused, NotFound
-from core.formats import parse_item, parse_label, parse_prediction_fields
-from core.parsing import parse_answer, rotate_options, unrotate
+from core.formats import fast_prediction, parse_item, parse_label, parse_prediction_fields
+from core.parsing import OK, fast_parse, parse_answer, rotate_options, unrotate
 from core.report import Report
 from core.schema import Item, Prediction
 from db.store import Store, config_hash, now
@@ -68,13 +71,17 @@ def _read_text(path: Path, report: Report) -> str | None:
 
 def _json_lines(text: str, name: str, report: Report) -> list[tuple[int, Any]]:
     out = []
-    for no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue  # blank lines are allowed and skipped
+    loads = orjson.loads
+    for no, line in enumerate(text.split("\n"), start=1):
         try:
-            out.append((no, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            report.error(name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+            out.append((no, loads(line)))
+        except orjson.JSONDecodeError:
+            if not line.strip():
+                continue  # blank lines are allowed and skipped
+            try:
+                out.append((no, json.loads(line)))  # orjson is stricter about a few forms; json decides
+            except json.JSONDecodeError as exc:
+                report.error(name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
     return out
 
 
@@ -286,10 +293,12 @@ def _read_prediction_objects(path: Path, report: Report) -> list[tuple[int, Any]
 
 def _resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item: str | None,
                        report: Report, name: str) -> str | None:
-    try:
-        return str(store.run(run)["benchmark"]) if benchmark is None else benchmark
-    except NotFound:
-        pass
+    if benchmark is not None:
+        return benchmark
+    row = store.conn.execute("SELECT b.name FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id WHERE r.name = ?",
+                             (run,)).fetchone()
+    if row is not None:
+        return str(row[0])
     if first_item is None:
         return None
     hits = store.conn.execute(
@@ -306,8 +315,12 @@ def _resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item
 
 
 def resolve_prediction(p: Prediction, letters: str, parser: str, name: str, report: Report,
-                       options: dict[str, str] | None = None) -> None:
-    """Fill status / answer of one prediction: given letter (as shown) or the family's parser, then unrotate."""
+                       options: Callable[[], dict[str, str] | None] | dict[str, str] | None = None) -> None:
+    """Fill status / answer of one prediction: given letter (as shown) or the family's parser, then unrotate.
+
+    `options` (the item's option texts, or a function returning them) is only consulted when the response
+    needs the full parsing rules (option-text answers); clean answers are decided without it.
+    """
     if p.rotation >= len(letters):
         report.error(name, p.line, "rotation", f"rotation {p.rotation} needs more than the item's {len(letters)} options")
         return
@@ -322,17 +335,24 @@ def resolve_prediction(p: Prediction, letters: str, parser: str, name: str, repo
         if p.shown not in letters:
             report.error(name, p.line, "answer", f"{p.shown!r} is not an option letter of this item (expected one of {letters})")
             return
-        status, letter = "ok", p.shown
+        status, letter = OK, p.shown
     else:
-        shown_options = rotate_options(options, p.rotation) if options else None
-        status, letter = parse_answer(p.response, letters, parser, shown_options)
-        if given == "ok" and status != "ok":
+        decided = fast_parse(p.response, letters, parser)
+        if decided is None:
+            opts = options() if callable(options) else options
+            shown_options = rotate_options(opts, p.rotation) if opts else None
+            decided = parse_answer(p.response, letters, parser, shown_options)
+        status, letter = decided
+        if given == "ok" and status != OK:
             report.error(name, p.line, "status", f"says ok but the response has no readable answer ({status}); "
                          "give the letter in `answer` or drop `status`")
             return
     p.status = status
     p.shown = letter
-    p.answer = unrotate(letter, letters, p.rotation) if letter is not None else None
+    if letter is None or p.rotation == 0:
+        p.answer = letter
+    else:
+        p.answer = unrotate(letter, letters, p.rotation)
 
 
 def import_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
@@ -345,7 +365,7 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
     objs = _read_prediction_objects(path, report)
     preds: list[Prediction] = []
     for no, obj in objs:
-        p = parse_prediction_fields(obj, name, no, report)
+        p = fast_prediction(obj, no) or parse_prediction_fields(obj, name, no, report)
         if p is not None:
             preds.append(p)
     if not preds and report.ok:
@@ -356,7 +376,15 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
     b = store.benchmark(bench)
     parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
     keys = store.item_keys(int(b["id"]))
-    option_texts = store.item_options(int(b["id"])) if any(p.shown is None for p in preds) else {}
+    option_cache: dict[int, dict[str, str]] = {}
+
+    def options_of(pk: int) -> Callable[[], dict[str, str] | None]:
+        def load() -> dict[str, str] | None:
+            if not option_cache:
+                option_cache.update(store.item_options(int(b["id"])))
+            return option_cache.get(pk)
+        return load
+
     seen: dict[tuple[str, int, int], int] = {}
     for p in preds:
         info = keys.get(p.item_id)
@@ -369,10 +397,13 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
                          f"repeat {p.repeat} (first on line {seen[key]})")
             continue
         seen[key] = p.line
-        options = None
-        if p.shown is None and p.status not in ("invalid", "api_error"):
-            options = option_texts.get(info[0])
-        resolve_prediction(p, info[1], parser, name, report, options)
+        if not p.status and p.shown is None and p.rotation == 0:
+            decided = fast_parse(p.response, info[1], parser)  # the common clean answer, decided inline
+            if decided is not None:
+                p.status, p.shown = decided
+                p.answer = p.shown
+                continue
+        resolve_prediction(p, info[1], parser, name, report, options_of(info[0]))
     _refuse(report)
     cfg = {"runner": "import", "model": model, **(config or {})}
     digest = config_hash(cfg)
@@ -411,7 +442,10 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
                  int(bool(cfg.get("synthetic"))), now(), now()))
             run_id = int(cur.lastrowid or 0)
         conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1),
-                         [store.prediction_row(run_id, pk, p) for p, pk in rows])
+                         [(run_id, pk, p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
+                           p.input_mode, p.trace, p.tokens, p.latency,
+                           None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True))
+                          for p, pk in rows])
         if rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, len(rows), now()))

@@ -72,6 +72,8 @@ class Store:
         self.images_dir = self.path.parent / f"{self.path.stem}.images"
         self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
         self._local = threading.local()
+        self._item_keys_cache: dict[int, dict[str, tuple[int, str, str]]] = {}
+        self._item_options_cache: dict[int, dict[int, dict[str, str]]] = {}
         self._migrate()
 
     # ---- connections and the write path -------------------------------------------------------------
@@ -177,14 +179,22 @@ class Store:
         return str(self.benchmark(name)["family"])
 
     def item_keys(self, benchmark_id: int) -> dict[str, tuple[int, str, str]]:
-        """item_id -> (item pk, option letters, kind) for one benchmark."""
-        cur = self.conn.execute("SELECT item_id, id, letters, kind FROM items WHERE benchmark_id = ?", (benchmark_id,))
-        return {r[0]: (r[1], r[2], r[3]) for r in cur}
+        """item_id -> (item pk, option letters, kind) for one benchmark (cached: a benchmark's items never change
+        after its import)."""
+        cache = self._item_keys_cache
+        if benchmark_id not in cache:
+            cur = self.conn.execute("SELECT item_id, id, letters, kind FROM items WHERE benchmark_id = ?",
+                                    (benchmark_id,))
+            cache[benchmark_id] = {r[0]: (r[1], r[2], r[3]) for r in cur}
+        return cache[benchmark_id]
 
     def item_options(self, benchmark_id: int) -> dict[int, dict[str, str]]:
-        """item pk -> options (letter -> text) for one benchmark."""
-        cur = self.conn.execute("SELECT id, options FROM items WHERE benchmark_id = ?", (benchmark_id,))
-        return {r[0]: json.loads(r[1]) for r in cur}
+        """item pk -> options (letter -> text) for one benchmark (cached like item_keys)."""
+        cache = self._item_options_cache
+        if benchmark_id not in cache:
+            cur = self.conn.execute("SELECT id, options FROM items WHERE benchmark_id = ?", (benchmark_id,))
+            cache[benchmark_id] = {r[0]: json.loads(r[1]) for r in cur}
+        return cache[benchmark_id]
 
     def insert_benchmark(self, name: str, family: str, source: str, sha256: str, items: list[Item],
                          images: Iterable[tuple[str, str, int, int, int]]) -> int:

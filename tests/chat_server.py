@@ -138,11 +138,16 @@ class ChatServer:
     def stop(self) -> None:
         async def close() -> None:
             self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(close(), self.loop).result(5)
+        asyncio.run_coroutine_threadsafe(close(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self.thread is not None:
             self.thread.join(5)
+            self.loop.close()
 
     def __enter__(self) -> ChatServer:
         return self.start()

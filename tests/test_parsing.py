@@ -211,3 +211,31 @@ def test_parser_total_and_consistent(text, style):
     assert status in ("ok", "invalid", "api_error")
     assert (letter in "ABCD" and len(letter) == 1) if status == "ok" else letter is None
     assert (status == "api_error") == (not text.strip())
+
+
+# The fast path must decide exactly as the full rule cascade does.
+FAST_CASES = [
+    ("B", "ABCD", "letter"), (" C ", "ABCD", "letter"), ("E", "ABCD", "letter"), ("b", "ABCD", "letter"),
+    ("<ANSWER>B</ANSWER>", "ABCD", "tag"), ("trace... <ANSWER>C</ANSWER>", "ABCDEFGH", "tag"),
+    ("<ANSWER>B</ANSWER> <answer>C</answer>", "ABCD", "tag"), ("<ANSWER>B</ANSWER> </answer>", "ABCD", "tag"),
+    ("<ANSWER>E</ANSWER>", "ABCD", "tag"), ("<ANSWER>B</ANSWER> < answer >C", "ABCD", "tag"),
+    ("**<ANSWER>B</ANSWER>**", "ABCD", "tag"), ("<ANS**WER>B</ANSWER>", "ABCD", "tag"),
+    ("＜ANSWER＞A＜/ANSWER＞ <ANSWER>B</ANSWER>", "ABCD", "tag"),
+]
+
+
+@pytest.mark.parametrize("response,letters,style", FAST_CASES)
+def test_fast_path_agrees_with_full_rules(response, letters, style):
+    from core.parsing import _parse_slow
+
+    assert parse_answer(response, letters, style) == _parse_slow(response, letters, style, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ABCDabc <>/ANSWERanswer*`_.")), max_size=40),
+       st.sampled_from(["letter", "tag"]))
+def test_fast_path_agrees_on_random_text(text, style):
+    from core.parsing import _parse_slow
+
+    if text.strip():
+        assert parse_answer(text, "ABCD", style) == _parse_slow(text, "ABCD", style, None)

@@ -1,11 +1,167 @@
-"""The Metrics tab (placeholder until its issue lands)."""
+"""The Metrics tab: every table and figure of SPEC §5 for the runs picked in the header (SPEC §8).
+
+Values come from `core.scoring.score_run` called exactly as `python app.py score --run NAME --json` calls
+it (same items, same `others`), so the screen equals the CLI. Tables are `core.report_tables.Table`s shown as
+sortable HTML (k / n and 95% intervals on hover, reasons for n/a cells) with CSV and booktabs LaTeX
+downloads; figures are plotly (ui/charts.py) with an HTML download (and the chart's own camera button for PNG).
+"""
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import gradio as gr
 
+from core.errors import CrosscheckError
+from core.report_tables import RunScore, Table, tables_for
+from core.scoring import score_run
+from db.store import Store
+from ui import charts
 from ui.context import Ctx
+from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
+
+# (section title, [table keys], [chart keys]) per family, in display order. Keys missing for a selection
+# (a table with no rows) are skipped.
+SECTIONS: dict[str, list[tuple[str, list[str], list[str]]]] = {
+    "frameevidence": [
+        ("Overview", ["fe_table4", "fe_independence", "fe_variants"], ["fe_table4"]),
+        ("Figure 5 · transitions", ["fe_figure5", "fe_pairwise"], ["fe_figure5"]),
+        ("Input controls", ["fe_delta_text", "fe_delta_first", "fe_decomposition"], ["fe_delta_text"]),
+        ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_seeds"], ["fe_rotations"]),
+        ("Insufficiency", ["fe_insufficiency"], ["fe_insufficiency"]),
+        ("Strata", ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
+                    "fe_strata_ordinal_change"],
+         ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
+          "fe_strata_ordinal_change"]),
+        ("Metadata controls", ["fe_controls"], ["fe_controls"]),
+    ],
+    "stembind": [
+        ("Leaderboard", ["sb_leaderboard", "sb_operations"], ["sb_leaderboard", "sb_chasm"]),
+        ("Binding", ["sb_decomposition", "sb_binding_gap"], ["sb_decomposition", "sb_binding_gap"]),
+        ("Stages · SSA", ["sb_stepacc", "sb_ssa"], ["sb_ssa", "sb_stepacc"]),
+        ("Paired runs", ["sb_thinkgain", "sb_vg"], ["sb_thinkgain", "sb_vg"]),
+        ("Tokens", ["sb_tokens"], []),
+    ],
+    "spur": [
+        ("Table 3", ["spur_table3"], ["spur_table3"]),
+        ("Breakdowns", ["spur_staining", "spur_relations", "spur_paradigm"],
+         ["spur_staining", "spur_relations", "spur_paradigm"]),
+        ("MCoT · Table 5", ["spur_mcot", "spur_table5"], ["spur_mcot", "spur_table5"]),
+        ("Shortcuts", ["spur_shortcut"], []),
+    ],
+    "generic": [("Overview", ["generic_main", "generic_kinds"], ["generic_main"])],
+}
+
+
+class ScoreCache:
+    """Scores per run, recomputed when any run of the benchmark changes (name, updated, prediction count):
+    a finished live run or an import shows up without a restart."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state: dict[str, tuple[Any, ...]] = {}
+        self.scores: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def scores_for(self, store: Store, benchmark: str, names: list[str]) -> dict[str, dict[str, Any]]:
+        runs = store.runs(benchmark)
+        state = tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs)
+        with self.lock:
+            if self.state.get(benchmark) != state:
+                self.scores = {k: v for k, v in self.scores.items() if k[0] != benchmark}
+                self.state[benchmark] = state
+            missing = [n for n in names if (benchmark, n) not in self.scores]
+            if missing:
+                items = store.items_frame(benchmark)
+                data = {r["name"]: store.run_data(r["name"]) for r in runs}
+                for name in missing:
+                    if name not in data:
+                        continue
+                    run = data[name]
+                    others = [d for n, d in data.items() if n != name]
+                    self.scores[(benchmark, name)] = score_run(items, run, others)
+            return {n: self.scores[(benchmark, n)] for n in names if (benchmark, n) in self.scores}
+
+
+CACHE = ScoreCache()
+
+
+def run_scores(store: Store, benchmark: str, names: list[str]) -> tuple[str, list[RunScore], list[RunScore]]:
+    """(family, selected runs' scores, baseline control runs' scores) for the Metrics tab."""
+    family = store.benchmark_family(benchmark)
+    meta = {r["name"]: r for r in store.runs(benchmark)}
+    names = [n for n in names if n in meta]
+    controls = [n for n, r in meta.items() if r["runner"] == "baseline"] if family == "frameevidence" else []
+    scores = CACHE.scores_for(store, benchmark, list(dict.fromkeys([*names, *controls])))
+
+    def rs(name: str) -> RunScore:
+        r = meta[name]
+        return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"])
+
+    return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]
+
+
+def _table_block(table: Table, prefix: str) -> None:
+    gr.HTML(table_html(table), js_on_load=SORT_JS, elem_classes=["cc-metric-table"])
+    csv_path, tex_path = table_files(table, prefix)
+    with gr.Row(elem_classes=["cc-exports"]):
+        gr.DownloadButton("CSV", value=str(csv_path), size="sm", scale=0, min_width=70,
+                          elem_classes=["cc-dl-csv"])
+        gr.DownloadButton("LaTeX", value=str(tex_path), size="sm", scale=0, min_width=70,
+                          elem_classes=["cc-dl-tex"])
+
+
+def _chart_block(fig: Any, prefix: str, key: str) -> None:
+    gr.Plot(fig, show_label=False, elem_classes=["cc-chart"])
+    gr.DownloadButton("Chart (HTML)", value=str(chart_file(charts.figure_html(fig), prefix, key)), size="sm",
+                      scale=0, min_width=120, elem_classes=["cc-dl-chart"])
 
 
 def build_metrics(ctx: Ctx) -> None:
-    gr.Markdown("The Metrics tab is coming in a later release.")
+    store = ctx.store
+    gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css")
+
+    @gr.render(inputs=[ctx.benchmark, ctx.runs], triggers=[ctx.benchmark.change, ctx.runs.change,
+                                                          ctx.refresh.click], concurrency_limit=4,
+               concurrency_id="metrics")
+    def render(benchmark: str | None, selected: list[str] | None) -> None:
+        if not benchmark:
+            gr.Markdown("No benchmark in the store yet: import one in the **Data** tab.")
+            return
+        if not selected:
+            gr.Markdown("Pick one or more runs in the **Runs** box above to see their metrics.",
+                        elem_id="cc-metrics-empty")
+            return
+        try:
+            family, runs, controls = run_scores(store, benchmark, list(selected))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        if not runs:
+            gr.Markdown("None of the picked runs exists any more: press **Refresh**.")
+            return
+        tables = {t.key: t for t in tables_for(family, runs, controls)}
+        figs = charts.charts_for(family, runs, tables)
+        n_synth = sum(r.synthetic for r in runs)
+        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(runs)} runs are generated demo data"
+                 if n_synth else "")
+        gr.Markdown(f"**{benchmark}** ({family}) · {len(runs)} run{'s' if len(runs) != 1 else ''} · split *test*"
+                    f"{synth}  \nRates in %. Hover a value for k / n and its 95% interval; click a column header "
+                    "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary")
+        prefix = f"{benchmark}"
+        with gr.Tabs(elem_id="cc-metrics-sections"):
+            for title, table_keys, chart_keys in SECTIONS.get(family, SECTIONS["generic"]):
+                present = [k for k in table_keys if k in tables]
+                plots = [k for k in chart_keys if k in figs]
+                if not present and not plots:
+                    continue
+                with gr.Tab(title):
+                    if len(plots) >= 2:
+                        for i in range(0, len(plots), 2):
+                            with gr.Row():
+                                for key in plots[i:i + 2]:
+                                    with gr.Column(min_width=380):
+                                        _chart_block(figs[key], prefix, key)
+                    elif plots:
+                        _chart_block(figs[plots[0]], prefix, plots[0])
+                    for key in present:
+                        _table_block(tables[key], prefix)

@@ -58,7 +58,7 @@ class Baseline:
         train = items[items["split"] == "train"]
         if name != "random" and train.empty:
             raise RunnerError(f"baseline {name!r} is fitted on the train split, and this benchmark has no train items")
-        self.fitted: dict[str, Any] = {}
+        self.fitted: dict[Any, str] = {}
         if name == "random":
             return
         self.global_majority = _majority([str(a) for a in train["answer"]])

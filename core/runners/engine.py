@@ -165,7 +165,7 @@ def to_prediction(task: Task, dialog: Dialog | None, style: str, s: RunSettings,
         r.tokens is not None for r in replies) else None
     latency = sum(r.latency for r in replies if r.latency is not None) if replies else None
     letters = task.view.letters
-    base = dict(item_id=task.view.item_id, rotation=task.rotation, repeat=task.repeat, input_mode=s.input_mode,
+    base: dict[str, Any] = dict(item_id=task.view.item_id, rotation=task.rotation, repeat=task.repeat, input_mode=s.input_mode,
                 tokens=tokens, latency=latency)
     if dialog.error is not None:
         partial = dialog.trace()
@@ -278,13 +278,14 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     send_seconds = time.perf_counter() - t_send
     left = sink.done_keys(s.run, statuses=("api_error",))
     sink.set_run_status(s.run, status)
-    summary = {
+    seconds = time.perf_counter() - t0
+    summary: dict[str, Any] = {
         "run": s.run, "benchmark": s.benchmark, "runner": s.runner, "model": model_id, "status": status,
         "tasks": len(tasks), "skipped": len(tasks) - len(pending), "sent": bar.done, **bar.counts,
         "api_error_stored": len(left), "seconds": round(time.perf_counter() - t0, 3),
         "send_seconds": round(send_seconds, 3),
     }
-    rate = f", {bar.done / summary['seconds']:.1f}/s" if summary["seconds"] > 0 and bar.done else ""
+    rate = f", {bar.done / seconds:.1f}/s" if seconds > 0 and bar.done else ""
     summary["line"] = (
         f"run {s.run!r} {status}: {bar.done} answered now ({bar.counts['ok']} ok, {bar.counts['invalid']} invalid, "
         f"{bar.counts['api_error']} api_error), {summary['skipped']} already done, {len(tasks)} keys in all, "

@@ -31,9 +31,9 @@ def data_url(path: Path) -> str:
 
 def to_openai_messages(request: Request) -> list[dict[str, Any]]:
     """Chat-completions messages: text parts as text, image parts as data URLs, order preserved."""
-    out = []
+    out: list[dict[str, Any]] = []
     for m in request.messages:
-        parts = []
+        parts: list[dict[str, Any]] = []
         for p in m["content"]:
             if p["type"] == "image":
                 parts.append({"type": "image_url", "image_url": {"url": data_url(p["path"])}})
@@ -85,7 +85,7 @@ class OpenAIRunner:
             try:
                 import httpx2 as _http  # the transport of openai >= 3
             except ImportError:  # pragma: no cover - older openai releases use httpx
-                import httpx as _http
+                import httpx as _http  # type: ignore[no-redef]
             self._raw = _http.Response
             self._client = self.openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
                                                    timeout=self.timeout)

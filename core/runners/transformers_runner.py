@@ -54,7 +54,7 @@ class TransformersRunner:
                                                                      dtype=self.dtype)
         except (OSError, ValueError, KeyError) as exc:
             raise RunnerError(f"cannot load an image-text-to-text model from {self.path}: {exc}") from exc
-        self.model.to(self.device).eval()
+        self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:

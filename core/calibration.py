@@ -1,0 +1,432 @@
+"""Judge calibration (paper 002 App. C.3, C.4, D.4): the frozen stratified sample, judge-human agreement,
+the human ceiling, first-failure attribution under judge vs human consensus, second-judge robustness, and
+error-audit summaries. Pure: frames in, dicts of Rates / numbers out; see docs/JUDGE.md for every rule.
+
+Label frames handed in ("long" form): labeler, kind (judge | human), item_id, rotation, repeat, S1..S4 with
+1 / 0 / None (None = not labeled at that stage). A trace key is (item_id, rotation, repeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core import stats
+from core.metrics.common import join
+from core.metrics.stembind import NO_FAILURE, error_audit, first_failure, inconsistent, item_outcomes
+from core.schema import STAGES, Rate, RunData
+
+KEY = ["item_id", "rotation", "repeat"]
+OUTCOME_BINS = ("F correct", "F wrong, R correct", "F wrong, R wrong")
+UNDECIDED = "undecided"
+DEFAULT_PER_OPERATION = 20
+
+
+# --------------------------------------------------------------------------- strata and the sample (C.3)
+
+
+def trace_strata(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """One row per F-item prediction of `run`: item_id, rotation, repeat, group_id, operation, f_correct,
+    r_correct, outcome. r_correct: the stem's R probe(s) all answered correctly by the same run (an R probe
+    never answered, invalid or api_error counts as not correct); outcome: one of OUTCOME_BINS."""
+    cols = [*KEY, "group_id", "operation", "f_correct", "r_correct", "outcome"]
+    f_items = items[items["kind"] == "F"]
+    joined = join(f_items, run.preds) if len(f_items) else None
+    if joined is None or len(joined) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    outcomes = item_outcomes(items[items["kind"] == "R"], run)
+    r_by_stem = outcomes.groupby("group_id")["correct"].all() if len(outcomes) else pd.Series(dtype=bool)
+    out = joined[["item_id", "rotation", "repeat", "group_id", "meta", "correct"]].copy()
+    out["operation"] = [m.get("operation") if isinstance(m, Mapping) else None for m in out["meta"]]
+    out["f_correct"] = out["correct"].astype(bool)
+    out["r_correct"] = [bool(r_by_stem.get(g, False)) for g in out["group_id"]]
+    out["outcome"] = [OUTCOME_BINS[0] if f else (OUTCOME_BINS[1] if r else OUTCOME_BINS[2])
+                      for f, r in zip(out["f_correct"], out["r_correct"], strict=True)]
+    out["rotation"] = out["rotation"].astype(int)
+    out["repeat"] = out["repeat"].astype(int)
+    return out[cols].sort_values(KEY).reset_index(drop=True)
+
+
+def _allocate(sizes: list[int], total: int) -> list[int]:
+    """Spread `total` draws over bins as evenly as their sizes allow (a short bin's share goes to the others)."""
+    take = [0] * len(sizes)
+    left = min(total, sum(sizes))
+    while left > 0:
+        open_bins = [i for i, s in enumerate(sizes) if take[i] < s]
+        share, extra = divmod(left, len(open_bins))
+        for rank, i in enumerate(open_bins):
+            add = min(sizes[i] - take[i], share + (1 if rank < extra else 0))
+            take[i] += add
+            left -= add
+    return take
+
+
+def draw_sample(strata: pd.DataFrame, per_operation: int = DEFAULT_PER_OPERATION, seed: int = 0) -> pd.DataFrame:
+    """A seeded stratified sample: `per_operation` traces per operation, spread evenly over the three outcome
+    bins (C.3: 20 per operation over F correct / F wrong with R correct / F wrong with R wrong). An operation
+    with fewer traces gives all it has. Deterministic for a given seed and input (keys are sorted first); the
+    result is shuffled once (seeded) so annotators do not see the strata in blocks. Adds `position` (0..)."""
+    if per_operation < 1:
+        raise ValueError("per_operation must be at least 1")
+    rng = np.random.default_rng(seed)
+    frame = strata.sort_values(KEY).reset_index(drop=True)
+    picked = []
+    ops = sorted({str(o) for o in frame["operation"].fillna("(none)")})
+    for op in ops:
+        sub = frame[frame["operation"].fillna("(none)").astype(str) == op]
+        pools = [sub[sub["outcome"] == b] for b in OUTCOME_BINS]
+        take = _allocate([len(p) for p in pools], per_operation)
+        for pool, k in zip(pools, take, strict=True):
+            if k:
+                picked.append(pool.iloc[np.sort(rng.permutation(len(pool))[:k])])
+    if not picked:
+        return frame.iloc[0:0].assign(position=pd.Series(dtype=int))
+    sample = pd.concat(picked, ignore_index=True)
+    sample = sample.iloc[rng.permutation(len(sample))].reset_index(drop=True)
+    sample["position"] = np.arange(len(sample))
+    return sample
+
+
+def sample_summary(sample: pd.DataFrame) -> pd.DataFrame:
+    """Counts per operation x outcome bin (rows: operations; columns: bins and total)."""
+    if len(sample) == 0:
+        return pd.DataFrame(columns=["operation", *OUTCOME_BINS, "total"])
+    tab = pd.crosstab(sample["operation"].fillna("(none)"), sample["outcome"]).reindex(columns=list(OUTCOME_BINS),
+                                                                                        fill_value=0)
+    tab["total"] = tab.sum(axis=1)
+    return tab.reset_index().rename(columns={"index": "operation"})
+
+
+# --------------------------------------------------------------------------- label sets
+
+
+def judge_labels(judgements: pd.DataFrame) -> pd.DataFrame:
+    """Judgements (judge, item_id, rotation, repeat, S1..S4, status) as long labels of kind judge; only
+    status ok counts (a malformed judgement is no label)."""
+    if judgements is None or len(judgements) == 0:
+        return pd.DataFrame(columns=["labeler", "kind", *KEY, *STAGES])
+    j = judgements[judgements["status"] == "ok"] if "status" in judgements else judgements
+    return pd.DataFrame({"labeler": j["judge"].astype(str), "kind": "judge", "item_id": j["item_id"],
+                         "rotation": j["rotation"].astype(int), "repeat": j["repeat"].astype(int),
+                         **{s: list(j[s]) for s in STAGES}})
+
+
+def long_labels(*frames: pd.DataFrame | None) -> pd.DataFrame:
+    """Stack label frames (labeler, kind, item_id, rotation, repeat, S1..S4) into one; keys as ints."""
+    cols = ["labeler", "kind", *KEY, *STAGES]
+    parts = [f[cols] for f in frames if f is not None and len(f)]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)
+    out["rotation"] = out["rotation"].astype(int)
+    out["repeat"] = out["repeat"].astype(int)
+    for s in STAGES:
+        out[s] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v) for v in out[s]]
+    if out.duplicated(["labeler", *KEY]).any():
+        raise ValueError("one labeler has several labels for one trace (a judge name clashes with a label name?)")
+    return out
+
+
+def restrict(labels: pd.DataFrame, keys: Iterable[tuple[str, int, int]] | None) -> pd.DataFrame:
+    """Only the traces in `keys` (None keeps all)."""
+    if keys is None:
+        return labels
+    want = {(str(a), int(b), int(c)) for a, b, c in keys}
+    mask = [(i, int(r), int(p)) in want for i, r, p in zip(labels["item_id"], labels["rotation"], labels["repeat"],
+                                                              strict=True)]
+    return labels[mask]
+
+
+# --------------------------------------------------------------------------- agreement (C.3, C.4)
+
+
+def _order(labelers: pd.DataFrame) -> list[tuple[str, str]]:
+    """(name, kind) with judges first, then humans, each alphabetical."""
+    pairs = {(str(n), str(k)) for n, k in zip(labelers["labeler"], labelers["kind"], strict=True)}
+    return sorted(pairs, key=lambda p: (p[1] != "judge", p[0]))
+
+
+def pair_kind(a_kind: str, b_kind: str) -> str:
+    return "-".join(sorted((a_kind, b_kind), key=lambda k: k != "judge"))
+
+
+def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
+    """Cohen's kappa (equal to sklearn's) and raw agreement of two label sequences, n, and the reason kappa is
+    undefined (no overlap, or both raters use one and the same class only)."""
+    xa, xb = list(a), list(b)
+    kappa, reason = stats.cohen_kappa(xa, xb)
+    raw = stats.raw_agreement(xa, xb)
+    return {"kappa": kappa, "agreement": raw.value, "k": raw.k, "n": len(xa),
+            "reason": reason if kappa is None else None}
+
+
+def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per stage, every pair of labelers over the traces both labeled at that stage:
+    {a, b, a_kind, b_kind, pair_kind, stage, kappa, agreement, k, n, reason}."""
+    out = []
+    order = _order(labels)
+    by = {name: df.set_index(KEY) for name, df in labels.groupby("labeler")}
+    for (a, ak), (b, bk) in combinations(order, 2):
+        both = by[a][list(STAGES)].join(by[b][list(STAGES)], how="inner", lsuffix="_a", rsuffix="_b")
+        for s in STAGES:
+            pair = both[[f"{s}_a", f"{s}_b"]].dropna()
+            res = agreement(pair[f"{s}_a"].astype(int), pair[f"{s}_b"].astype(int))
+            if res["n"] == 0:
+                res["reason"] = "no trace labeled at this stage by both"
+            out.append({"a": a, "b": b, "a_kind": ak, "b_kind": bk, "pair_kind": pair_kind(ak, bk), "stage": s,
+                        **res})
+    return out
+
+
+def human_ceiling(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per stage, the annotator-pair kappa (the mean over human-human pairs with a defined kappa) as the
+    human ceiling (C.3: the A2-A3 pair)."""
+    out: dict[str, Any] = {}
+    for s in STAGES:
+        hh = [p for p in pairs if p["pair_kind"] == "human-human" and p["stage"] == s]
+        defined = [p["kappa"] for p in hh if p["kappa"] is not None]
+        if not hh:
+            out[s] = {"kappa": None, "n_pairs": 0, "reason": "fewer than two annotators labeled the same traces"}
+        elif not defined:
+            out[s] = {"kappa": None, "n_pairs": len(hh), "reason": "; ".join(sorted({p["reason"] for p in hh}))}
+        else:
+            out[s] = {"kappa": float(np.mean(defined)), "n_pairs": len(defined), "reason": None,
+                      "min": float(min(defined)), "max": float(max(defined))}
+    return out
+
+
+def judge_vs_ceiling(pairs: list[dict[str, Any]], ceiling: dict[str, Any]) -> dict[str, Any]:
+    """For each judge and stage: mean kappa against the annotators, and its gap to the human ceiling."""
+    judges = sorted({p["a"] if p["a_kind"] == "judge" else p["b"] for p in pairs if p["pair_kind"] == "judge-human"})
+    out: dict[str, Any] = {}
+    for j in judges:
+        row = {}
+        for s in STAGES:
+            ks = [p["kappa"] for p in pairs if p["pair_kind"] == "judge-human" and p["stage"] == s
+                  and j in (p["a"], p["b"]) and p["kappa"] is not None]
+            mean = float(np.mean(ks)) if ks else None
+            ceil = ceiling.get(s, {}).get("kappa")
+            row[s] = {"kappa_vs_humans": mean, "ceiling": ceil,
+                      "gap": None if mean is None or ceil is None else float(ceil - mean),
+                      "reason": None if ks else "no defined judge-annotator kappa at this stage"}
+        out[j] = row
+    return out
+
+
+# --------------------------------------------------------------------------- consensus and first failure
+
+
+def consensus(labels: pd.DataFrame) -> pd.DataFrame:
+    """Human consensus per trace and stage: the majority flag of the annotators who labeled it; a tie is None.
+    Columns: item_id, rotation, repeat, S1..S4, n_annotators."""
+    humans = labels[labels["kind"] == "human"]
+    cols = [*KEY, *STAGES, "n_annotators"]
+    if len(humans) == 0:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for key, g in humans.groupby(KEY, sort=True):
+        row: dict[str, Any] = dict(zip(KEY, key, strict=True))
+        for s in STAGES:
+            vals = [v for v in g[s] if v is not None and v == v]
+            ones = sum(int(v) for v in vals)
+            zeros = len(vals) - ones
+            row[s] = None if ones == zeros else int(ones > zeros)
+        row["n_annotators"] = len(g)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
+
+
+def first_failure_of(flags: Iterable[Any]) -> str:
+    """First failure walking S1 -> S4; a stage left undecided (None) before the first failure makes the
+    whole attribution `undecided` (a consensus tie must not move the first failure later)."""
+    for s, v in zip(STAGES, flags, strict=False):
+        if v is None or (isinstance(v, float) and v != v):
+            return UNDECIDED
+        if not v:
+            return s
+    return NO_FAILURE
+
+
+def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata: pd.DataFrame | None = None
+                               ) -> dict[str, Any]:
+    """First-failure shares under one judge vs the human consensus on the same traces (C.3), on the F-wrong
+    traces when `strata` says which are wrong (else on all traces both labeled)."""
+    j = judge.set_index(KEY)[list(STAGES)]
+    h = human.set_index(KEY)[list(STAGES)]
+    both = j.join(h, how="inner", lsuffix="_j", rsuffix="_h")
+    scope = "traces labeled by the judge and the annotators"
+    if strata is not None and len(strata):
+        wrong = strata.loc[~strata["f_correct"].astype(bool), KEY]
+        wrong_keys = {(str(a), int(b), int(c)) for a, b, c in wrong.itertuples(index=False)}
+        both = both[[k in wrong_keys for k in both.index]]
+        scope = "F-wrong " + scope
+    n = len(both)
+    names = [*STAGES, NO_FAILURE, UNDECIDED]
+    jf = [first_failure(bool(v) if v is not None and v == v else None for v in row)
+          for row in both[[f"{s}_j" for s in STAGES]].itertuples(index=False)]
+    hf = [first_failure_of(row) for row in both[[f"{s}_h" for s in STAGES]].itertuples(index=False)]
+    out: dict[str, Any] = {"scope": scope, "n": n,
+                           "judge": {s: Rate.of(jf.count(s), n, "traces") for s in names if s != UNDECIDED},
+                           "human": {s: Rate.of(hf.count(s), n, "traces") for s in names}}
+    known = [(a, b) for a, b in zip(jf, hf, strict=True) if b != UNDECIDED]
+    out["same_first_failure"] = Rate.of(sum(a == b for a, b in known), len(known), "traces with a decided consensus")
+    if n:
+        out["leading"] = {"judge": max(STAGES, key=lambda s: jf.count(s)),
+                          "human": max(STAGES, key=lambda s: hf.count(s))}
+    return out
+
+
+def inconsistency(labels: pd.DataFrame) -> dict[str, Rate]:
+    """Per labeler, the share of its labels whose flags put a true stage after a false one."""
+    out = {}
+    for name, g in labels.groupby("labeler"):
+        flags = [[None if v is None or v != v else bool(v) for v in row] for row in
+                 g[list(STAGES)].itertuples(index=False)]
+        out[str(name)] = Rate.of(sum(inconsistent(f) for f in flags), len(flags), "labels")
+    return out
+
+
+# --------------------------------------------------------------------------- second judge (C.4)
+
+
+def stage_accuracy(labels: pd.DataFrame) -> dict[str, Rate]:
+    """L2 StepAcc per stage: share of traces marked correct among those with a known flag."""
+    out = {}
+    for s in STAGES:
+        known = [int(v) for v in labels[s] if v is not None and v == v]
+        out[s] = Rate.of(sum(known), len(known), f"traces with a known {s} flag")
+    return out
+
+
+def weakest_stage(acc: Mapping[str, Rate]) -> str | None:
+    vals = {s: r.value for s, r in acc.items() if r.value is not None}
+    return min(vals, key=lambda s: (vals[s], STAGES.index(s))) if vals else None
+
+
+def second_judge(first: str, second: str, labels: pd.DataFrame,
+                 by_run: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, Any]:
+    """Second judge vs first (C.4): per-stage kappa / agreement on the traces both judged in `labels`; per
+    model run, stage accuracies under each judge; Spearman rho of the model ranking by each stage's accuracy
+    (needs >= 2 runs); whether each run's weakest stage is the same under both judges (k of n runs)."""
+    sub = labels[labels["labeler"].isin([first, second])]
+    pairs = [p for p in pairwise(sub) if {p["a"], p["b"]} == {first, second}]
+    for p in pairs:  # report as first (a) vs second (b)
+        if p["a"] != first:
+            p["a"], p["b"], p["a_kind"], p["b_kind"] = first, second, p["b_kind"], p["a_kind"]
+    runs: dict[str, Any] = {}
+    for run, (fa, fb) in sorted(by_run.items()):
+        acc_a, acc_b = stage_accuracy(fa), stage_accuracy(fb)
+        wa, wb = weakest_stage(acc_a), weakest_stage(acc_b)
+        runs[run] = {"first": acc_a, "second": acc_b, "weakest_first": wa, "weakest_second": wb,
+                     "weakest_preserved": None if wa is None or wb is None else wa == wb}
+    decided = [r for r in runs.values() if r["weakest_preserved"] is not None]
+    out: dict[str, Any] = {"first": first, "second": second, "pairs": pairs, "runs": runs,
+                           "weakest_preserved": Rate.of(sum(r["weakest_preserved"] for r in decided), len(decided),
+                                                        "runs judged by both")}
+    rho: dict[str, Any] = {}
+    shift: dict[str, Any] = {}
+    for s in STAGES:
+        xs = [(r["first"][s].value, r["second"][s].value) for r in runs.values()]
+        xs = [x for x in xs if x[0] is not None and x[1] is not None]
+        value, reason = stats.spearman([x[0] for x in xs], [x[1] for x in xs]) if len(xs) >= 2 else (
+            None, "fewer than 2 model runs judged by both judges")
+        rho[s] = {"rho": value, "n_runs": len(xs), "reason": reason}
+        shift[s] = (float(np.mean([x[1] - x[0] for x in xs])) if xs else None)
+    out["spearman"] = rho
+    out["mean_shift"] = shift
+    return out
+
+
+# --------------------------------------------------------------------------- error audit (D.4)
+
+
+def audit_categories(human: pd.DataFrame) -> pd.DataFrame:
+    """One error-audit category per trace from the annotators' labels: the most frequent category (None =
+    no error counts as a value); ties go to the alphabetically first annotator's category."""
+    rows = []
+    for key, g in human.sort_values("labeler").groupby(KEY, sort=True):
+        cats = [c if isinstance(c, str) and c else None for c in g["category"]]
+        counts: dict[Any, int] = {}
+        for c in cats:
+            counts[c] = counts.get(c, 0) + 1
+        top = max(counts.values())
+        pick = next(c for c in cats if counts[c] == top)
+        rows.append({**dict(zip(KEY, key, strict=True)), "category": pick})
+    return pd.DataFrame(rows, columns=[*KEY, "category"])
+
+
+def _strategy(run: RunData) -> str:
+    return str((run.config or {}).get("strategy") or "direct")
+
+
+def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
+                        labels: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
+    """Error-audit categories per 100 F items (D.4, Table 25) and by trace-length tercile: per run, and
+    pooled per strategy (direct vs thinking; terciles within the pooled strategy, as in D.4). `labels` maps
+    a run name to its human labels with a category column."""
+    per_run: dict[str, Any] = {}
+    pooled_items, pooled_preds, pooled_labels = {}, {}, {}
+    for name, run in sorted(runs.items()):
+        lab = labels.get(name)
+        if lab is None or len(lab) == 0:
+            continue
+        cats = audit_categories(lab)
+        res = error_audit(items, run, cats)
+        per_run[name] = {"strategy": _strategy(run), **res}
+        if "reason" in res and len(res) == 1:
+            continue
+        strat = _strategy(run)
+        tag = name + "\x1f"
+        pooled_items.setdefault(strat, []).append(items.assign(item_id=tag + items["item_id"]))
+        pooled_preds.setdefault(strat, []).append(run.preds.assign(item_id=tag + run.preds["item_id"]))
+        pooled_labels.setdefault(strat, []).append(cats.assign(item_id=tag + cats["item_id"]))
+    by_strategy: dict[str, Any] = {}
+    for strat in sorted(pooled_items):
+        pitems = pd.concat(pooled_items[strat], ignore_index=True)
+        prun = RunData(name=f"pooled {strat}", benchmark="", family="stembind", config={"strategy": strat},
+                       preds=pd.concat(pooled_preds[strat], ignore_index=True))
+        res = error_audit(pitems, prun, pd.concat(pooled_labels[strat], ignore_index=True))
+        by_strategy[strat] = {"runs": sorted(n for n, r in per_run.items() if r["strategy"] == strat), **res}
+    if not per_run:
+        return {"reason": "no annotator label with an error-audit category on these runs"}
+    return {"by_run": per_run, "by_strategy": by_strategy}
+
+
+# --------------------------------------------------------------------------- the whole report
+
+
+def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_judge: str | None = None,
+           second: tuple[str, Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]] | None = None) -> dict[str, Any]:
+    """The Calibration tab and `calibration --json` in one dict: labelers, pairs, human ceiling, judge gaps,
+    first-failure distribution (primary judge vs human consensus), inconsistency, second judge."""
+    names = labels.groupby(["labeler", "kind"]).size().reset_index(name="n") if len(labels) else None
+    out: dict[str, Any] = {
+        "labelers": [] if names is None else [{"name": r.labeler, "kind": r.kind, "n": int(r.n)}
+                                              for r in names.itertuples(index=False)],
+        "n_traces": int(labels[KEY].drop_duplicates().shape[0]) if len(labels) else 0,
+    }
+    pairs = pairwise(labels) if len(labels) else []
+    out["pairs"] = pairs
+    ceiling = human_ceiling(pairs)
+    out["human_ceiling"] = ceiling
+    out["judge_vs_ceiling"] = judge_vs_ceiling(pairs, ceiling)
+    out["inconsistent"] = inconsistency(labels) if len(labels) else {}
+    judges = [n for n, k in _order(labels) if k == "judge"] if len(labels) else []
+    humans = labels[labels["kind"] == "human"] if len(labels) else labels
+    primary = primary_judge or (judges[0] if judges else None)
+    if primary is None:
+        out["first_failure"] = {"reason": "no judge labels on these traces"}
+    elif len(humans) == 0:
+        out["first_failure"] = {"reason": "no annotator labels on these traces"}
+    else:
+        jl = labels[labels["labeler"] == primary]
+        out["first_failure"] = {"judge_name": primary, **first_failure_distribution(jl, consensus(labels), strata)}
+    if second is None:
+        out["second_judge"] = {"reason": "needs two judges on these traces (choose a second judge)"}
+    else:
+        out["second_judge"] = second_judge(primary or "", second[0], labels, second[1])
+    return out

@@ -1,0 +1,183 @@
+"""Reads for the Browse / Compare tabs and the group views: one group's items and predictions, image sizes,
+trace judgements and labels, and the invalid predictions of a run (SQL lives here, never in ui/).
+
+Group reads go through the (benchmark_id, group_id) index and the predictions primary key, so opening one
+group costs a few small queries whatever the size of the store.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from core.schema import RunData
+from db.store import Store, _objects
+
+_ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
+             " stages FROM items WHERE benchmark_id = ? AND group_id = ? ORDER BY id")
+
+
+def group_items(store: Store, benchmark: str, group_id: str) -> pd.DataFrame:
+    """The items of one group as the items DataFrame of docs/ARCHITECTURE.md, plus `pk` (the row id)."""
+    b = store.benchmark(benchmark)
+    df = pd.read_sql_query(_ITEM_SQL, store.conn, params=(b["id"], group_id)).rename(columns={"id": "pk"})
+    for col in ("options", "images", "meta"):
+        df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
+    df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
+    df["n_images"] = [len(v) for v in df["images"]]
+    for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
+        df[col] = _objects(df[col])
+    return df
+
+
+def group_predictions(store: Store, runs: list[str], item_pks: list[int]) -> dict[str, pd.DataFrame]:
+    """run name -> its predictions of the given items (the columns of Store.predictions_frame)."""
+    out: dict[str, pd.DataFrame] = {}
+    if not runs:
+        return out
+    marks_r = ",".join("?" * len(runs))
+    ids = dict(store.conn.execute(f"SELECT name, id FROM runs WHERE name IN ({marks_r})", runs).fetchall())
+    if not item_pks or not ids:
+        return {r: _empty_preds() for r in runs}
+    marks_i = ",".join("?" * len(item_pks))
+    marks_id = ",".join("?" * len(ids))
+    df = pd.read_sql_query(
+        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
+        " p.trace, p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" WHERE p.run_id IN ({marks_id}) AND p.item_pk IN ({marks_i}) ORDER BY p.run_id, p.item_pk, p.rotation,"
+        " p.repeat", store.conn, params=(*ids.values(), *item_pks))
+    df["tokens"] = df["tokens"].astype(float)
+    for col in ("status", "answer", "shown", "response", "input_mode", "trace", "error", "item_id"):
+        df[col] = _objects(df[col])
+    df["probs"] = [json.loads(v) if v else None for v in df["probs"]]
+    by_id = {rid: part.drop(columns="run_id").reset_index(drop=True) for rid, part in df.groupby("run_id")}
+    for name in runs:
+        out[name] = by_id.get(ids.get(name), _empty_preds())
+    return out
+
+
+def _empty_preds() -> pd.DataFrame:
+    cols = ("item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",
+            "tokens", "latency", "probs", "error")
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def group_run_data(store: Store, runs: list[dict[str, Any]], item_pks: list[int]) -> dict[str, RunData]:
+    """RunData restricted to one group's items for each run record of Store.runs()."""
+    preds = group_predictions(store, [r["name"] for r in runs], item_pks)
+    return {r["name"]: RunData(name=r["name"], benchmark=r["benchmark"], family=r["family"],
+                               config={**r["config"], "synthetic": r["synthetic"]}, preds=preds[r["name"]])
+            for r in runs}
+
+
+def image_sizes(store: Store, hashes: list[str]) -> dict[str, tuple[int, int]]:
+    """hash -> (width, height) of stored images."""
+    if not hashes:
+        return {}
+    marks = ",".join("?" * len(hashes))
+    cur = store.conn.execute(f"SELECT hash, width, height FROM images WHERE hash IN ({marks})", list(hashes))
+    return {h: (int(w or 0), int(hh or 0)) for h, w, hh in cur}
+
+
+def trace_flags(store: Store, run: str, item_pks: list[int]) -> list[dict[str, Any]]:
+    """Stage flags on `run`'s traces of these items: judge judgements and labels (human or judge).
+
+    Each record: item_id, rotation, repeat, source ("judge" / "human"), who, S1..S4 (1 / 0 / None),
+    first_failure. Empty when the run has no judged or labelled trace.
+    """
+    if not item_pks:
+        return []
+    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
+    if row is None:
+        return []
+    marks = ",".join("?" * len(item_pks))
+    out = []
+    cur = store.conn.execute(
+        "SELECT i.item_id, j.rotation, j.repeat, r.name, j.S1, j.S2, j.S3, j.S4, j.first_failure FROM judgements j"
+        " JOIN items i ON i.id = j.item_pk JOIN runs r ON r.id = j.judge_run_id"
+        f" WHERE j.run_id = ? AND j.item_pk IN ({marks})", (row[0], *item_pks))
+    for r in cur:
+        out.append({"item_id": r[0], "rotation": r[1], "repeat": r[2], "source": "judge", "who": r[3],
+                    "S1": r[4], "S2": r[5], "S3": r[6], "S4": r[7], "first_failure": r[8]})
+    cur = store.conn.execute(
+        "SELECT i.item_id, l.rotation, l.repeat, l.kind, l.labeler, l.S1, l.S2, l.S3, l.S4, l.first_failure"
+        f" FROM labels l JOIN items i ON i.id = l.item_pk WHERE l.run_id = ? AND l.item_pk IN ({marks})",
+        (row[0], *item_pks))
+    for r in cur:
+        out.append({"item_id": r[0], "rotation": r[1], "repeat": r[2], "source": r[3], "who": r[4],
+                    "S1": r[5], "S2": r[6], "S3": r[7], "S4": r[8], "first_failure": r[9]})
+    return out
+
+
+def problem_predictions(store: Store, run: str, statuses: tuple[str, ...] = ("invalid",),
+                        limit: int = 500) -> pd.DataFrame:
+    """Predictions of `run` with one of `statuses`: item_id, group_id, kind, rotation, repeat, status,
+    response, letters, options (dict), answer (gold), in item order (at most `limit` rows)."""
+    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
+    if row is None:
+        return pd.DataFrame(columns=["item_id", "group_id", "kind", "rotation", "repeat", "status", "response",
+                                     "letters", "options", "gold"])
+    marks = ",".join("?" * len(statuses))
+    df = pd.read_sql_query(
+        "SELECT i.item_id, i.group_id, i.kind, p.rotation, p.repeat, p.status, p.response, i.letters, i.options,"
+        " i.answer AS gold FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" WHERE p.run_id = ? AND p.status IN ({marks}) ORDER BY p.item_pk, p.rotation, p.repeat LIMIT ?",
+        store.conn, params=(row[0], *statuses, limit))
+    df["options"] = [json.loads(v) if v else {} for v in df["options"]]
+    for col in ("item_id", "group_id", "kind", "status", "response", "letters", "gold"):
+        df[col] = _objects(df[col])
+    return df
+
+
+def count_statuses(store: Store, run: str) -> dict[str, int]:
+    """Predictions of `run` per status."""
+    cur = store.conn.execute("SELECT p.status, COUNT(*) FROM predictions p JOIN runs r ON r.id = p.run_id"
+                             " WHERE r.name = ? GROUP BY p.status", (run,))
+    return {s: int(n) for s, n in cur}
+
+
+def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
+    """The runs of `benchmark` like Store.runs() but without the prediction counts (cheap on large stores)."""
+    cur = store.conn.execute(
+        "SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status, r.synthetic,"
+        " r.created, r.updated FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id",
+        (benchmark,))
+    cols = [c[0] for c in cur.description]
+    out = []
+    for r in cur:
+        d = dict(zip(cols, r, strict=True))
+        d["config"] = json.loads(d["config"])
+        d["synthetic"] = bool(d["synthetic"])
+        out.append(d)
+    return out
+
+
+def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
+    """run name -> a version string that changes whenever its predictions change (updated time, row count)."""
+    if not runs:
+        return {}
+    marks = ",".join("?" * len(runs))
+    cur = store.conn.execute(
+        "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
+        f" WHERE r.name IN ({marks})", list(runs))
+    return {name: f"{upd}|{n}" for name, upd, n in cur}
+
+
+def group_prediction_records(store: Store, runs: list[int], item_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """run id -> its predictions of the given items as plain dicts (probs decoded), in key order."""
+    out: dict[int, list[dict[str, Any]]] = {r: [] for r in runs}
+    if not runs or not item_pks:
+        return out
+    cur = store.conn.execute(
+        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
+        " p.trace, p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" WHERE p.run_id IN ({','.join('?' * len(runs))}) AND p.item_pk IN ({','.join('?' * len(item_pks))})"
+        " ORDER BY p.run_id, p.item_pk, p.rotation, p.repeat", (*runs, *item_pks))
+    cols = [c[0] for c in cur.description][1:]
+    for row in cur:
+        d = dict(zip(cols, row[1:], strict=True))
+        d["probs"] = json.loads(d["probs"]) if d["probs"] else None
+        out.setdefault(row[0], []).append(d)
+    return out

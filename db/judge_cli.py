@@ -1,0 +1,174 @@
+"""CLI handlers of `python app.py judge ...` and `python app.py calibration ...` (wired by app.py).
+
+judge: judge the F traces of a run with the lexical judge, an OpenAI-compatible model or a local
+transformers model; the judgements are their own run (`--judge-run NAME`, config = the judge's identity);
+each judgement is committed as soon as it exists, and a rerun resumes (ok and malformed judgements are kept,
+api errors are retried).
+
+calibration: draw a frozen stratified sample (`--draw-sample NAME`), or report judge-human agreement
+(`--json` prints {"run", "pairs": [{"a", "b", "stage", "kappa", "agreement", "n", ...}], ...}).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from core.errors import CrosscheckError
+from core.schema import STAGES, to_jsonable
+from db import judging
+from db.store import Store
+
+
+def add_judge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, help="the run whose F-item traces are judged")
+    p.add_argument("--judge-runner", required=True, choices=("lexical", "openai", "transformers"))
+    p.add_argument("--judge-run", required=True, help="name of the judge's own run (its judgements)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    p.add_argument("--model", help="judge model id (openai) or local checkpoint directory (transformers)")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="name of the environment variable holding the API key (the key is never stored)")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--batch-size", type=int, default=8, help="transformers batch size")
+    p.add_argument("--threshold", type=float, default=0.5, help="lexical judge: token-recall threshold")
+    p.add_argument("--sample", help="judge only the traces of this calibration sample")
+    p.add_argument("--limit", type=int, help="judge at most this many traces (the first by item order)")
+    p.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
+    p.add_argument("--max-retries", type=int, default=5, help="openai: retries of 429 / 5xx / timeouts")
+
+
+def make_judge(args: argparse.Namespace) -> Any:
+    from core.judge import LexicalJudge, ModelJudge
+
+    if args.judge_runner == "lexical":
+        return LexicalJudge(threshold=args.threshold)
+    if args.judge_runner == "openai":
+        from core.runners.openai_runner import OpenAIRunner
+
+        runner = OpenAIRunner(args.base_url, args.model, api_key_env=args.api_key_env,
+                              concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries)
+        return ModelJudge(runner, max_tokens=args.max_tokens)
+    if not args.model:
+        raise CrosscheckError("--judge-runner transformers needs --model CHECKPOINT_DIR")
+    from core.runners.transformers_runner import TransformersRunner
+
+    return ModelJudge(TransformersRunner(args.model), max_tokens=args.max_tokens, batch_size=args.batch_size)
+
+
+def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sample: str | None = None,
+              limit: int | None = None, progress: Any = None) -> dict[str, Any]:
+    """Judge every not-yet-judged F trace of `traces_run`; returns counts (see core.judge.summarize)."""
+    from core.judge import summarize
+
+    frame = judging.trace_records(store, traces_run)
+    if sample:
+        sf = judging.sample_frame(store, sample)
+        if set(sf["run"]) != {traces_run}:
+            raise CrosscheckError(f"calibration sample {sample!r} belongs to run {sf['run'].iloc[0]!r}")
+        frame = judging.trace_records(store, traces_run, zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True))
+    if len(frame) == 0:
+        raise CrosscheckError(f"run {traces_run!r} has no F-item traces with S1-S4 targets to judge")
+    jid = judging.ensure_judge_run(store, judge_run_name, traces_run, judge.identity())
+    rid = store.run(traces_run)["id"]
+    done = judging.judged_keys(store, judge_run_name, traces_run)
+    todo = frame[[(i, int(r), int(p)) not in done for i, r, p in zip(frame["item_id"], frame["rotation"],
+                                                                        frame["repeat"], strict=True)]]
+    already = len(frame) - len(todo)
+    if limit is not None:
+        todo = todo.head(max(0, limit))
+    pks = {(r.item_id, int(r.rotation), int(r.repeat)): int(r.item_pk) for r in todo.itertuples(index=False)}
+    results = []
+    store.set_run_status(judge_run_name, "running")
+
+    def on_result(inp: Any, j: Any) -> None:
+        judging.write_judgement(store, jid, rid, pks[inp.key], inp.rotation, inp.repeat, j)
+        results.append(j)
+        if progress is not None:
+            progress(len(results), len(todo))
+
+    try:
+        judge.judge_many(judging.judge_inputs(todo), on_result)
+    finally:
+        store.set_run_status(judge_run_name, "done" if len(results) == len(todo) else "failed")
+    summary = summarize(results)
+    summary.update({"judge_run": judge_run_name, "run": traces_run, "skipped_already_judged": already})
+    return summary
+
+
+def run_judge(store: Store, args: argparse.Namespace) -> int:
+    judge = make_judge(args)
+    t0 = time.perf_counter()
+    s = judge_run(store, args.run, args.judge_run, judge, sample=args.sample, limit=args.limit)
+    print(f"judge run {args.judge_run!r} on {args.run!r}: {s['n']} traces judged in {time.perf_counter() - t0:.1f} s "
+          f"({s['ok']} ok, {s['malformed']} malformed, {s['api_error']} api_error; {s['inconsistent']} with "
+          f"inconsistent flags), {s['skipped_already_judged']} already judged")
+    ff = ", ".join(f"{k} {v}" for k, v in s["first_failure"].items())
+    print(f"first failure: {ff}")
+    return 0 if s["api_error"] == 0 else 1
+
+
+def add_calibration_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True, help="the run whose traces were judged and labeled")
+    p.add_argument("--sample", help="restrict to this calibration sample")
+    p.add_argument("--judge", help="the primary judge run (default: the first judge of the run)")
+    p.add_argument("--second-judge", help="a second judge run: kappa vs the first, Spearman rho, weakest stage")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--draw-sample", metavar="NAME", help="draw and freeze a stratified sample of the run's F traces")
+    p.add_argument("--per-operation", type=int, default=20, help="traces per operation when drawing (002 C.3: 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample draw")
+
+
+def draw(store: Store, run: str, name: str, per_operation: int = 20, seed: int = 0) -> dict[str, Any]:
+    """Draw and freeze a calibration sample of `run`'s F traces; returns {status, name, n, table}."""
+    from core import calibration as cal
+
+    r = store.run(run)
+    strata = cal.trace_strata(store.items_frame(r["benchmark"]), store.run_data(run))
+    sample = cal.draw_sample(strata, per_operation=per_operation, seed=seed)
+    res = judging.save_sample(store, name, run, sample, seed=seed, per_operation=per_operation)
+    res["table"] = cal.sample_summary(sample).to_dict(orient="records")
+    return res
+
+
+def run_calibration(store: Store, args: argparse.Namespace) -> int:
+    if args.draw_sample:
+        res = draw(store, args.run, args.draw_sample, args.per_operation, args.seed)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False, indent=2))
+        else:
+            verb = "already frozen with the same traces" if res["status"] == "unchanged" else "drawn and frozen"
+            print(f"calibration sample {res['name']!r}: {res['n']} traces {verb}")
+            for row in res["table"]:
+                print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+        return 0
+    rep = to_jsonable(judging.calibration_report(store, args.run, sample=args.sample, judge=args.judge,
+                                                 second=args.second_judge))
+    if args.json:
+        print(json.dumps(rep, ensure_ascii=False, indent=2))
+        return 0
+    print(f"run {rep['run']!r}" + (f", sample {rep['sample']!r} ({rep['n_sample']} traces)" if rep["sample"] else "")
+          + f": {rep['n_traces']} labeled traces")
+    for lab in rep["labelers"]:
+        print(f"  {lab['kind']:<6} {lab['name']}: {lab['n']} labels")
+    print(f"{'pair':<44} {'stage':<5} {'kappa':>7} {'agree':>7} {'n':>5}")
+    for p in rep["pairs"]:
+        k = "n/a" if p["kappa"] is None else f"{p['kappa']:.3f}"
+        a = "n/a" if p["agreement"] is None else f"{p['agreement']:.3f}"
+        why = f"  ({p['reason']})" if p["reason"] else ""
+        print(f"{p['a'] + ' vs ' + p['b']:<44.44} {p['stage']:<5} {k:>7} {a:>7} {p['n']:>5}{why}")
+    ceil = rep["human_ceiling"]
+    print("human ceiling: " + ", ".join(
+        f"{s} {'n/a' if ceil[s]['kappa'] is None else format(ceil[s]['kappa'], '.3f')}" for s in STAGES))
+    ff = rep["first_failure"]
+    if "reason" in ff:
+        print(f"first failure: n/a ({ff['reason']})")
+    else:
+        print(f"first failure ({ff['scope']}, n={ff['n']}): judge {ff['judge_name']}: " + ", ".join(
+            f"{k} {v['k']}" for k, v in ff["judge"].items()) + " | consensus: " + ", ".join(
+            f"{k} {v['k']}" for k, v in ff["human"].items()))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,481 @@
+"""All SQL of judging and calibration: traces to judge, judgements, labels saved from the UI with their audit
+rows, and frozen calibration samples (SPEC §7, issue 8).
+
+Write rules (SPEC §11, "concurrent annotators never overwrite each other"):
+
+- every label save is one `BEGIN IMMEDIATE` transaction through `Store.write()`: read the current row, write
+  the new values, append one `label_audit` row (who, when, old, new) — or nothing at all when unchanged;
+- an annotator can only write labels under their own name (`changed_by` must equal `labeler`), and never
+  over a judge's labels; the UPDATE itself is keyed by (id, labeler) so a row of another labeler is never
+  touched whatever the caller passes;
+- a calibration sample is frozen: saving a sample under an existing name with other contents is refused.
+
+The `calibration_samples` table is created here with CREATE TABLE IF NOT EXISTS (inside a write
+transaction) until db/schema.py carries it as a migration (same DDL, see `CALIBRATION_DDL`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from core.errors import CrosscheckError, NotFound
+from core.judge import JudgeInput, Judgement
+from core.metrics.stembind import first_failure
+from core.schema import STAGES
+from db.store import Store, now
+
+ERROR_CATEGORIES = (
+    "correspondence_drift", "rule_mutation", "distractor_capture", "late_answer_switching",
+    "perception_error", "rule_absent",
+)
+MAX_LABELER = 64
+MAX_NOTE = 4000
+
+CALIBRATION_DDL = """CREATE TABLE IF NOT EXISTS calibration_samples (
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    item_pk INTEGER NOT NULL REFERENCES items(id),
+    rotation INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    operation TEXT,
+    outcome TEXT,
+    seed INTEGER NOT NULL,
+    per_operation INTEGER NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (name, position),
+    UNIQUE (name, run_id, item_pk, rotation, repeat)
+)"""
+
+
+class LabelForbidden(CrosscheckError, PermissionError):
+    """A label write that would change another labeler's labels."""
+
+
+class SampleFrozen(CrosscheckError, ValueError):
+    """A calibration sample of that name exists with other contents (samples never change once drawn)."""
+
+
+class InvalidLabelValue(CrosscheckError, ValueError):
+    """A label value from the UI is out of range (stage flag, category, note, labeler name)."""
+
+
+_ready: set[str] = set()
+
+
+def ensure_tables(store: Store) -> None:
+    """Create `calibration_samples` when the store's migrations do not have it yet."""
+    key = str(store.path)
+    if key in _ready:
+        return
+    with store.write() as conn:
+        conn.execute(CALIBRATION_DDL)
+    _ready.add(key)
+
+
+# --------------------------------------------------------------------------- traces
+
+
+def _run_row(store: Store, run: str) -> dict[str, Any]:
+    return store.run(run)
+
+
+def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] | None = None) -> pd.DataFrame:
+    """The F-item traces of `run` (items with S1-S4 targets): one row per prediction with item_id, item_pk,
+    group_id, rotation, repeat, status, answer (original-order letter or None), gold, response, trace (the
+    trace field, else the raw response), tokens, question, options, stages, meta, images."""
+    r = _run_row(store, run)
+    df = pd.read_sql_query(
+        "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
+        " p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM predictions p"
+        " JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.kind = 'F' AND i.stages IS NOT NULL"
+        " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(r["id"],))
+    for col in ("options", "stages", "meta"):
+        df[col] = [json.loads(v) if v else {} for v in df[col]]
+    df["images"] = [json.loads(v) if v else [] for v in df["images"]]
+    df["trace"] = [t if isinstance(t, str) and t.strip() else (resp or "") for t, resp in zip(
+        df["trace"], df["response"], strict=True)]
+    df["answer"] = [a if isinstance(a, str) else None for a in df["answer"]]
+    df["tokens"] = df["tokens"].astype(float)
+    if keys is not None:
+        want = {(str(k[0]), int(k[1]), int(k[2])) for k in keys}
+        mask = [(i, int(ro), int(re)) in want for i, ro, re in zip(df["item_id"], df["rotation"], df["repeat"],
+                                                                    strict=True)]
+        df = df[mask].reset_index(drop=True)
+    return df
+
+
+def trace_record(store: Store, run: str, key: tuple[str, int, int]) -> dict[str, Any]:
+    df = trace_records(store, run, [key])
+    if len(df) == 0:
+        raise NotFound(f"run {run!r} has no F trace for {key[0]!r} rotation {key[1]} repeat {key[2]}")
+    return df.iloc[0].to_dict()
+
+
+def judge_inputs(frame: pd.DataFrame) -> list[JudgeInput]:
+    return [JudgeInput(item_id=r.item_id, rotation=int(r.rotation), repeat=int(r.repeat), trace=r.trace or "",
+                       final_answer=r.answer if isinstance(r.answer, str) else None, stages=r.stages, question=r.question or "", options=r.options,
+                       meta=r.meta) for r in frame.itertuples(index=False)]
+
+
+def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any]]:
+    """Runs holding F-item traces (StemBind), with their synthetic flag; judge runs are left out."""
+    sql = ("SELECT DISTINCT r.name FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r ON r.id = p.run_id"
+           " WHERE i.kind = 'F' AND i.stages IS NOT NULL")
+    names = {row[0] for row in store.conn.execute(sql)}
+    return [r for r in store.runs(benchmark) if r["name"] in names and r["config"].get("role") != "judge"]
+
+
+# --------------------------------------------------------------------------- judgements
+
+
+def ensure_judge_run(store: Store, judge_run: str, traces_run: str, identity: dict[str, Any]) -> int:
+    """The judge's own run (same benchmark as the traces it judges); the config is the judge's identity, so
+    another judge model or setting under the same name is refused (store.RunConflict)."""
+    bench = store.run(traces_run)["benchmark"]
+    config = {"role": "judge", **identity, "runner": f"judge:{identity.get('judge_runner', 'model')}"}
+    config.setdefault("model", identity.get("judge_runner", "judge"))
+    rid = store.ensure_run(judge_run, bench, config)
+    return rid
+
+
+def judged_keys(store: Store, judge_run: str, traces_run: str,
+                statuses: tuple[str, ...] = ("ok", "malformed")) -> set[tuple[str, int, int]]:
+    """Keys already judged by `judge_run` on `traces_run` with one of `statuses` (api_error is retried)."""
+    jid, rid = store.run(judge_run)["id"], store.run(traces_run)["id"]
+    marks = ",".join("?" * len(statuses))
+    cur = store.conn.execute(
+        f"SELECT i.item_id, j.rotation, j.repeat FROM judgements j JOIN items i ON i.id = j.item_pk"
+        f" WHERE j.judge_run_id = ? AND j.run_id = ? AND j.status IN ({marks})", (jid, rid, *statuses))
+    return {(r[0], r[1], r[2]) for r in cur}
+
+
+def write_judgement(store: Store, judge_run_id: int, run_id: int, item_pk: int, rotation: int, repeat: int,
+                    j: Judgement) -> None:
+    """Store one judgement at once (upsert by key); the stored first failure is the S1 -> S4 rule's."""
+    raw = j.raw if j.status != "api_error" else json.dumps({"error": j.reason})
+    if j.status == "malformed" and j.reason:
+        raw = json.dumps({"malformed": j.reason, "reply": j.raw}, ensure_ascii=False)
+    with store.write() as conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO judgements (judge_run_id, run_id, item_pk, rotation, repeat, S1, S2, S3, S4,"
+            " first_failure, status, raw, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (judge_run_id, run_id, item_pk, rotation, repeat, *j.flag_values(), j.first_failure, j.status, raw,
+             now()))
+        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), judge_run_id))
+
+
+def judgements_frame(store: Store, traces_run: str, judge_runs: Iterable[str] | None = None,
+                     ok_only: bool = False) -> pd.DataFrame:
+    """Judgements of `traces_run`'s traces: judge, item_id, rotation, repeat, S1..S4 (1/0/None),
+    first_failure, status, raw, created."""
+    rid = store.run(traces_run)["id"]
+    sql = ("SELECT jr.name AS judge, i.item_id, j.rotation, j.repeat, j.S1, j.S2, j.S3, j.S4, j.first_failure,"
+           " j.status, j.raw, j.created FROM judgements j JOIN runs jr ON jr.id = j.judge_run_id JOIN items i"
+           " ON i.id = j.item_pk WHERE j.run_id = ?")
+    params: list[Any] = [rid]
+    if judge_runs is not None:
+        names = list(judge_runs)
+        if not names:
+            return pd.DataFrame(columns=["judge", "item_id", "rotation", "repeat", *STAGES, "first_failure",
+                                         "status", "raw", "created"])
+        sql += f" AND jr.name IN ({','.join('?' * len(names))})"
+        params += names
+    if ok_only:
+        sql += " AND j.status = 'ok'"
+    df = pd.read_sql_query(sql + " ORDER BY jr.name, j.item_pk, j.rotation, j.repeat", store.conn, params=params)
+    for s in STAGES:
+        df[s] = [None if v is None or v != v else int(v) for v in df[s]]
+    return df
+
+
+def judge_runs_of(store: Store, traces_run: str) -> list[str]:
+    """Names of the judge runs that judged `traces_run`, in creation order."""
+    rid = store.run(traces_run)["id"]
+    cur = store.conn.execute(
+        "SELECT r.name FROM runs r WHERE r.id IN (SELECT DISTINCT judge_run_id FROM judgements WHERE run_id = ?)"
+        " ORDER BY r.id", (rid,))
+    return [row[0] for row in cur]
+
+
+def judge_run_names(store: Store, benchmark: str | None = None) -> list[str]:
+    return [r["name"] for r in store.runs(benchmark) if r["config"].get("role") == "judge"]
+
+
+# --------------------------------------------------------------------------- labels
+
+_LABEL_FIELDS = ("S1", "S2", "S3", "S4", "first_failure", "category", "note", "kind")
+
+
+def _clean_labeler(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise InvalidLabelValue("an annotator name is needed to save a label")
+    if len(name) > MAX_LABELER or any(ord(c) < 32 for c in name):
+        raise InvalidLabelValue(f"annotator names are at most {MAX_LABELER} printable characters")
+    return name
+
+
+def _flag(v: Any) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or v in (0, 1):
+        return int(bool(v))
+    raise InvalidLabelValue(f"a stage flag is 0, 1 or empty, got {v!r:.20}")
+
+
+def save_label(store: Store, run: str, key: tuple[str, int, int], labeler: str, flags: dict[str, Any],
+               category: str | None = None, note: str | None = None, changed_by: str | None = None
+               ) -> dict[str, Any]:
+    """Write one human label at once, with one audit row when it changes anything.
+
+    Returns {"status": "saved" | "unchanged", "label_id", "first_failure"}. Raises LabelForbidden when
+    `changed_by` is not `labeler` or the row belongs to a judge; NotFound for a trace the run does not have.
+    All four flags None clears the label (it then counts as unlabeled everywhere); the audit keeps it all.
+    """
+    labeler = _clean_labeler(labeler)
+    changed_by = _clean_labeler(changed_by if changed_by is not None else labeler)
+    if changed_by != labeler:
+        raise LabelForbidden(f"{changed_by!r} cannot change the labels of {labeler!r}")
+    vals = [_flag(flags.get(s)) for s in STAGES]
+    category = (category or "").strip() or None
+    if category is not None and category not in ERROR_CATEGORIES:
+        raise InvalidLabelValue(f"unknown error-audit category {category!r:.40} (one of {', '.join(ERROR_CATEGORIES)})")
+    note = (note or "").strip() or None
+    if note is not None and len(note) > MAX_NOTE:
+        raise InvalidLabelValue(f"a note is at most {MAX_NOTE} characters")
+    ff = None if all(v is None for v in vals) else first_failure(None if v is None else bool(v) for v in vals)
+    new = {"S1": vals[0], "S2": vals[1], "S3": vals[2], "S4": vals[3], "first_failure": ff, "category": category,
+           "note": note, "kind": "human"}
+    item_id, rotation, repeat = str(key[0]), int(key[1]), int(key[2])
+    r = store.run(run)
+    with store.write() as conn:
+        row = conn.execute(
+            "SELECT i.id FROM predictions p JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.item_id = ?"
+            " AND p.rotation = ? AND p.repeat = ?", (r["id"], item_id, rotation, repeat)).fetchone()
+        if row is None:
+            raise NotFound(f"run {run!r} has no trace for {item_id!r} rotation {rotation} repeat {repeat}")
+        pk = row[0]
+        cur = conn.execute(
+            "SELECT id, S1, S2, S3, S4, first_failure, category, note, kind, labeler FROM labels WHERE run_id = ?"
+            " AND item_pk = ? AND rotation = ? AND repeat = ? AND labeler = ?",
+            (r["id"], pk, rotation, repeat, labeler)).fetchone()
+        if cur is not None:
+            if cur[9] != labeler:  # pragma: no cover - the WHERE clause already guarantees it
+                raise LabelForbidden("label row of another labeler")
+            old = dict(zip(_LABEL_FIELDS, cur[1:9], strict=True))
+            if old["kind"] != "human":
+                raise LabelForbidden(f"{labeler!r} names a judge's labels here; annotators cannot change them")
+            if old == new:
+                return {"status": "unchanged", "label_id": cur[0], "first_failure": ff}
+            n = conn.execute(
+                "UPDATE labels SET S1=?, S2=?, S3=?, S4=?, first_failure=?, category=?, note=?, updated=?"
+                " WHERE id = ? AND labeler = ? AND kind = 'human'", (*vals, ff, category, note, now(), cur[0], labeler)
+            ).rowcount
+            if n != 1:  # pragma: no cover - guarded above
+                raise LabelForbidden("the label row changed owner")
+            label_id = cur[0]
+        else:
+            old = None
+            label_id = conn.execute(
+                "INSERT INTO labels (run_id, item_pk, rotation, repeat, labeler, kind, S1, S2, S3, S4, first_failure,"
+                " category, note, updated) VALUES (?, ?, ?, ?, ?, 'human', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r["id"], pk, rotation, repeat, labeler, *vals, ff, category, note, now())).lastrowid
+        conn.execute("INSERT INTO label_audit (label_id, labeler, changed_by, at, old, new) VALUES (?, ?, ?, ?, ?, ?)",
+                     (label_id, labeler, changed_by, now(), None if old is None else json.dumps(old, sort_keys=True),
+                      json.dumps(new, sort_keys=True)))
+    return {"status": "saved", "label_id": label_id, "first_failure": ff}
+
+
+def labels_frame(store: Store, run: str, kind: str | None = None, labelers: Iterable[str] | None = None,
+                 include_cleared: bool = False) -> pd.DataFrame:
+    """Labels of `run`'s traces: labeler, kind, item_id, rotation, repeat, S1..S4, first_failure, category,
+    note, updated. Cleared labels (all four flags empty) are left out unless asked for."""
+    rid = store.run(run)["id"]
+    sql = ("SELECT l.id AS label_id, l.labeler, l.kind, i.item_id, l.rotation, l.repeat, l.S1, l.S2, l.S3, l.S4,"
+           " l.first_failure, l.category, l.note, l.updated FROM labels l JOIN items i ON i.id = l.item_pk"
+           " WHERE l.run_id = ?")
+    params: list[Any] = [rid]
+    if kind is not None:
+        sql += " AND l.kind = ?"
+        params.append(kind)
+    if labelers is not None:
+        names = list(labelers)
+        sql += f" AND l.labeler IN ({','.join('?' * len(names)) or 'NULL'})"
+        params += names
+    if not include_cleared:
+        sql += " AND NOT (l.S1 IS NULL AND l.S2 IS NULL AND l.S3 IS NULL AND l.S4 IS NULL)"
+    df = pd.read_sql_query(sql + " ORDER BY l.labeler, l.item_pk, l.rotation, l.repeat", store.conn, params=params)
+    for s in STAGES:
+        df[s] = [None if v is None or v != v else int(v) for v in df[s]]
+    for col in ("category", "note", "first_failure"):
+        df[col] = [v if isinstance(v, str) else None for v in df[col]]
+    return df
+
+
+def label_of(store: Store, run: str, key: tuple[str, int, int], labeler: str) -> dict[str, Any] | None:
+    """`labeler`'s label of one trace (cleared labels included), or None."""
+    rid = store.run(run)["id"]
+    cur = store.conn.execute(
+        "SELECT l.S1, l.S2, l.S3, l.S4, l.first_failure, l.category, l.note, l.kind, l.updated FROM labels l JOIN"
+        " items i ON i.id = l.item_pk WHERE l.run_id = ? AND i.item_id = ? AND l.rotation = ? AND l.repeat = ?"
+        " AND l.labeler = ?", (rid, key[0], int(key[1]), int(key[2]), labeler))
+    row = cur.fetchone()
+    return None if row is None else dict(zip((*_LABEL_FIELDS, "updated"), row, strict=True))
+
+
+def labeled_keys(store: Store, run: str, labeler: str) -> set[tuple[str, int, int]]:
+    """Traces `labeler` has a (not cleared) label on."""
+    df = labels_frame(store, run, labelers=[labeler])
+    return {(i, int(ro), int(re)) for i, ro, re in zip(df["item_id"], df["rotation"], df["repeat"], strict=True)}
+
+
+def labelers(store: Store, run: str) -> list[dict[str, Any]]:
+    """Every labeler of `run` with kind and count of (not cleared) labels."""
+    df = labels_frame(store, run)
+    if len(df) == 0:
+        return []
+    g = df.groupby(["labeler", "kind"]).size().reset_index(name="n")
+    return [{"labeler": r.labeler, "kind": r.kind, "n": int(r.n)} for r in g.itertuples(index=False)]
+
+
+def audit_frame(store: Store, run: str | None = None, labeler: str | None = None) -> pd.DataFrame:
+    """The label audit trail (oldest first): id, label_id, labeler, changed_by, at, old, new (parsed JSON),
+    run, item_id, rotation, repeat."""
+    sql = ("SELECT a.id, a.label_id, a.labeler, a.changed_by, a.at, a.old, a.new, r.name AS run, i.item_id,"
+           " l.rotation, l.repeat, l.labeler AS row_labeler FROM label_audit a JOIN labels l ON l.id = a.label_id"
+           " JOIN runs r ON r.id = l.run_id JOIN items i ON i.id = l.item_pk WHERE 1=1")
+    params: list[Any] = []
+    if run is not None:
+        sql += " AND r.name = ?"
+        params.append(run)
+    if labeler is not None:
+        sql += " AND a.labeler = ?"
+        params.append(labeler)
+    df = pd.read_sql_query(sql + " ORDER BY a.id", store.conn, params=params)
+    df["old"] = [json.loads(v) if isinstance(v, str) else None for v in df["old"]]
+    df["new"] = [json.loads(v) for v in df["new"]]
+    return df
+
+
+def last_audit_entry(store: Store, run: str, labeler: str) -> dict[str, Any] | None:
+    """`labeler`'s most recent own change on `run` (for undo): item_id, rotation, repeat, old, new."""
+    df = audit_frame(store, run, labeler)
+    df = df[df["changed_by"] == labeler]
+    return None if len(df) == 0 else df.iloc[-1].to_dict()
+
+
+# --------------------------------------------------------------------------- calibration samples
+
+
+def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: int, per_operation: int
+                ) -> dict[str, Any]:
+    """Freeze a drawn sample (columns item_id, rotation, repeat, operation, outcome, position) under `name`.
+    Saving the same contents again changes nothing; other contents under an existing name are refused."""
+    ensure_tables(store)
+    name = (name or "").strip()
+    if not name:
+        raise InvalidLabelValue("a calibration sample needs a name")
+    if len(sample) == 0:
+        raise SampleFrozen("the drawn sample is empty: the run has no F traces")
+    r = store.run(run)
+    keys = store.item_keys(int(store.benchmark(r["benchmark"])["id"]))
+    rows = [(name, int(s.position), r["id"], keys[s.item_id][0], int(s.rotation), int(s.repeat), s.operation,
+             s.outcome, int(seed), int(per_operation), now()) for s in sample.itertuples(index=False)]
+    with store.write() as conn:
+        old = conn.execute("SELECT position, run_id, item_pk, rotation, repeat FROM calibration_samples WHERE name = ?"
+                           " ORDER BY position", (name,)).fetchall()
+        if old:
+            if [tuple(o) for o in old] == [row[1:6] for row in sorted(rows, key=lambda x: x[1])]:
+                return {"status": "unchanged", "name": name, "n": len(old)}
+            raise SampleFrozen(f"calibration sample {name!r} exists with other traces; samples are frozen once drawn "
+                               "(choose another name)")
+        conn.executemany(
+            "INSERT INTO calibration_samples (name, position, run_id, item_pk, rotation, repeat, operation, outcome,"
+            " seed, per_operation, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return {"status": "saved", "name": name, "n": len(rows)}
+
+
+def samples(store: Store, run: str | None = None) -> list[dict[str, Any]]:
+    """Stored samples: name, run, n, seed, per_operation, created."""
+    ensure_tables(store)
+    sql = ("SELECT c.name, r.name, COUNT(*), MIN(c.seed), MIN(c.per_operation), MIN(c.created) FROM calibration_samples c"
+           " JOIN runs r ON r.id = c.run_id")
+    params: tuple[Any, ...] = ()
+    if run is not None:
+        sql += " WHERE r.name = ?"
+        params = (run,)
+    cur = store.conn.execute(sql + " GROUP BY c.name, r.name ORDER BY MIN(c.created), c.name", params)
+    return [dict(zip(("name", "run", "n", "seed", "per_operation", "created"), row, strict=True)) for row in cur]
+
+
+def sample_frame(store: Store, name: str) -> pd.DataFrame:
+    """One stored sample in its frozen order: position, run, item_id, rotation, repeat, operation, outcome."""
+    ensure_tables(store)
+    df = pd.read_sql_query(
+        "SELECT c.position, r.name AS run, i.item_id, c.rotation, c.repeat, c.operation, c.outcome, c.seed"
+        " FROM calibration_samples c JOIN runs r ON r.id = c.run_id JOIN items i ON i.id = c.item_pk"
+        " WHERE c.name = ? ORDER BY c.position", store.conn, params=(name,))
+    if len(df) == 0:
+        known = ", ".join(s["name"] for s in samples(store)) or "none yet"
+        raise NotFound(f"no calibration sample named {name!r} (known: {known})")
+    return df
+
+
+# --------------------------------------------------------------------------- the calibration report
+
+
+def calibration_report(store: Store, run: str, sample: str | None = None, judge: str | None = None,
+                       second: str | None = None, audit: bool = True) -> dict[str, Any]:
+    """Everything the Calibration tab and `calibration --json` show for the traces of `run` (restricted to
+    calibration sample `sample` when given): see core.calibration.report; adds `error_audit` (every trace run
+    of the benchmark with annotator categories) and the scope."""
+    from core import calibration as cal
+
+    r = store.run(run)
+    keys = None
+    if sample:
+        sf = sample_frame(store, sample)
+        if set(sf["run"]) != {run}:
+            raise NotFound(f"calibration sample {sample!r} was drawn from run {sf['run'].iloc[0]!r}, not {run!r}")
+        keys = list(zip(sf["item_id"], sf["rotation"].astype(int), sf["repeat"].astype(int), strict=True))
+    hum = labels_frame(store, run)
+    jud = judgements_frame(store, run, ok_only=True)
+    labels = cal.restrict(cal.long_labels(cal.judge_labels(jud), hum), keys)
+    items = store.items_frame(r["benchmark"])
+    run_data = store.run_data(run)
+    strata = cal.trace_strata(items, run_data)
+    judges = judge_runs_of(store, run)
+    primary = judge or (judges[0] if judges else None)
+    if judge and judge not in set(labels["labeler"]):
+        raise NotFound(f"judge {judge!r} has no usable judgement on these traces")
+    second_arg = None
+    if second:
+        if primary is None:
+            raise NotFound("a second judge needs a first judge on these traces")
+        by_run = {}
+        for tr in trace_runs(store, r["benchmark"]):
+            jj = judgements_frame(store, tr["name"], [primary, second], ok_only=True)
+            if set(jj["judge"]) == {primary, second}:
+                ja = cal.judge_labels(jj[jj["judge"] == primary])
+                jb = cal.judge_labels(jj[jj["judge"] == second])
+                by_run[tr["name"]] = (ja, jb)
+        second_arg = (second, by_run)
+    out = cal.report(labels, strata, primary_judge=primary, second=second_arg)
+    out = {"run": run, "benchmark": r["benchmark"], "sample": sample,
+           "n_sample": None if keys is None else len(keys), **out}
+    out["judges"] = judges
+    if audit:
+        runs = {}
+        labs = {}
+        for tr in trace_runs(store, r["benchmark"]):
+            lab = labels_frame(store, tr["name"], kind="human")
+            if len(lab):
+                runs[tr["name"]] = store.run_data(tr["name"])
+                labs[tr["name"]] = lab
+        out["error_audit"] = cal.error_audit_summary(items, runs, labs)
+    return out

@@ -1,0 +1,128 @@
+"""Metric tables as sortable HTML (k / n and intervals on hover) and their CSV / LaTeX / chart export files.
+
+Pure formatting lives in core.report_tables; this module only turns it into HTML and files. Every label and
+value is escaped (run names are user input)."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import tempfile
+from pathlib import Path
+
+from core.report_tables import Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
+
+# Attached once per table container (gr.HTML js_on_load): click a header to sort by it, again to reverse;
+# reference rows stay at the bottom; undefined cells sort last.
+SORT_JS = """
+element.addEventListener('click', (e) => {
+  const th = e.target.closest('th[data-col]'); if (!th) return;
+  const table = th.closest('table'); const body = table.tBodies[0]; const col = +th.dataset.col;
+  const asc = th.dataset.dir !== 'asc';
+  table.querySelectorAll('th').forEach(h => { delete h.dataset.dir; });
+  th.dataset.dir = asc ? 'asc' : 'desc';
+  const all = [...body.rows]; const refs = all.filter(r => r.classList.contains('cc-ref'));
+  const rows = all.filter(r => !r.classList.contains('cc-ref'));
+  const key = r => { const s = r.cells[col].dataset.sort; if (s === undefined || s === '') return null;
+                     const n = Number(s); return Number.isNaN(n) ? s.toLowerCase() : n; };
+  rows.sort((a, b) => { const x = key(a), y = key(b); if (x === null && y === null) return 0;
+    if (x === null) return 1; if (y === null) return -1; return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1); });
+  [...rows, ...refs].forEach(r => body.appendChild(r));
+});
+"""
+
+SYNTH_BADGE = "<span class='cc-synth' title='synthetic run: generated demo data, not a real model'>synthetic</span>"
+
+
+def table_html(table: Table) -> str:
+    """One table: title, sortable header, rows (data-run / data-path / data-value for tests), notes."""
+    esc = html.escape
+    head = "".join(f"<th data-col='{i}' title='sort'>{esc(h)}</th>"
+                   for i, h in enumerate([*table.index, *table.columns]))
+    body = []
+    for row in table.rows:
+        tds = []
+        for label in row.labels:
+            badge = f" {SYNTH_BADGE}" if row.synthetic and label == row.run else ""
+            tds.append(f"<td class='cc-label' data-sort='{esc(str(label).lower())}'>{esc(str(label))}{badge}</td>")
+        for cell in row.cells:
+            attrs = [f"data-sort='{esc(str(sort_key(cell)))}'"]
+            tip = tooltip(cell)
+            if tip:
+                attrs.append(f"title='{esc(tip)}'")
+            if cell.run is not None and cell.path is not None:
+                v = value_of(cell.node)
+                attrs.append(f"data-run='{esc(cell.run)}'")
+                attrs.append(f"data-path='{esc(json.dumps(list(cell.path), ensure_ascii=False))}'")
+                attrs.append(f"data-value='{esc(json.dumps(v))}'")
+            text = display(cell)
+            cls = "cc-na" if text == "n/a" else "cc-num"
+            tds.append(f"<td class='{cls}' {' '.join(attrs)}>{esc(text)}</td>")
+        body.append(f"<tr class='{'cc-ref' if row.reference else ''}'>{''.join(tds)}</tr>")
+    notes = []
+    if table.note:
+        notes.append(f"<div class='cc-note'>{esc(table.note)}</div>")
+    why = reasons(table)
+    if why:
+        items = "".join(f"<li>{esc(w)}</li>" for w in why[:8])
+        more = f"<li>… and {len(why) - 8} more</li>" if len(why) > 8 else ""
+        notes.append(f"<div class='cc-why'><b>n/a</b> (not computed):<ul>{items}{more}</ul></div>")
+    return (f"<div class='cc-mtable' data-table='{esc(table.key)}'>"
+            f"<div class='cc-mtitle'>{esc(table.title)}</div>"
+            f"<div class='cc-scroll'><table class='cc-sortable'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>{''.join(notes)}</div>")
+
+
+def export_dir() -> Path:
+    d = Path(tempfile.gettempdir()) / "crosscheck-exports"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _write(name: str, text: str) -> Path:
+    """Write `text` under a content-addressed folder (same content, same path; no clashes between users)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    folder = export_dir() / digest
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def safe_name(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:80] or "table"
+
+
+def table_files(table: Table, prefix: str) -> tuple[Path, Path]:
+    """(CSV path, LaTeX path) of one table."""
+    base = safe_name(f"{prefix}_{table.key}")
+    return _write(f"{base}.csv", to_csv(table)), _write(f"{base}.tex", to_latex(table))
+
+
+def chart_file(html_text: str, prefix: str, key: str) -> Path:
+    return _write(f"{safe_name(prefix + '_' + key)}.html", html_text)
+
+
+CSS = """
+.cc-mtable { margin: 4px 0 2px 0; }
+.cc-mtitle { font-weight: 600; font-size: 0.95rem; margin: 2px 0 6px 0; }
+.cc-scroll { overflow-x: auto; }
+table.cc-sortable { border-collapse: collapse; font-size: 0.86rem; font-variant-numeric: tabular-nums; width: auto; }
+table.cc-sortable th { cursor: pointer; user-select: none; border-bottom: 2px solid #444; padding: 4px 10px;
+  text-align: right; white-space: nowrap; background: transparent; }
+table.cc-sortable th:first-child, table.cc-sortable td.cc-label { text-align: left; }
+table.cc-sortable th[data-dir='asc']::after { content: ' ▲'; font-size: 0.7em; }
+table.cc-sortable th[data-dir='desc']::after { content: ' ▼'; font-size: 0.7em; }
+table.cc-sortable td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; white-space: nowrap; }
+table.cc-sortable td.cc-num[title] { cursor: help; }
+table.cc-sortable td.cc-na { color: #999; cursor: help; }
+table.cc-sortable tr.cc-ref td { border-top: 1.5px solid #444; font-style: italic; color: #555; }
+table.cc-sortable tbody tr:hover { background: rgba(47, 109, 181, 0.07); }
+.cc-synth { display: inline-block; font-size: 0.68rem; padding: 0 5px; border-radius: 7px; background: #f3e3c3;
+  color: #7a4b00; border: 1px solid #e0c48f; margin-left: 4px; vertical-align: 1px; font-style: normal; }
+.cc-note { font-size: 0.78rem; color: #666; margin-top: 4px; max-width: 980px; }
+.cc-why { font-size: 0.78rem; color: #8a5a00; margin-top: 3px; }
+.cc-why ul { margin: 0 0 0 18px; padding: 0; }
+"""

@@ -1,0 +1,147 @@
+"""The trace view (SPEC §8): S1-S4 targets beside the trace, the trace split into steps, judge and human flags
+per stage, the first failure highlighted, the stem image and the final answer.
+
+`render(...)` returns HTML. Every text that comes from a model, a benchmark file or an annotator is escaped
+with html.escape before it enters the HTML; images are the store's thumbnails served through Gradio's file
+route (full size on click).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from core.judge import STAGE_NAMES, split_steps
+from core.metrics.stembind import NO_FAILURE, first_failure
+from core.schema import STAGES
+
+CSS = """
+<style>
+.jt-wrap{display:grid;grid-template-columns:minmax(220px,300px) 1fr;gap:16px;align-items:start;font-size:14px}
+.jt-side img{width:100%;border:1px solid var(--border-color-primary);border-radius:6px;background:#fff}
+.jt-side .jt-q{margin:8px 0 4px 0;font-weight:600}
+.jt-opts{margin:0;padding-left:0;list-style:none}
+.jt-opts li{padding:1px 4px;border-radius:4px}
+.jt-opts li.gold{background:rgba(34,197,94,.15)}
+.jt-opts li.chosen{outline:2px solid #3b82f6}
+.jt-final{margin-top:8px;padding:6px 8px;border-radius:6px;background:var(--background-fill-secondary)}
+.jt-ok{color:#15803d;font-weight:600}.jt-bad{color:#b91c1c;font-weight:600}
+.jt-badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background:#fde68a;color:#713f12;
+ margin-left:6px;vertical-align:middle}
+.jt-stages{width:100%;border-collapse:collapse;margin-bottom:10px}
+.jt-stages th,.jt-stages td{border-bottom:1px solid var(--border-color-primary);padding:5px 6px;vertical-align:top;
+ text-align:left}
+.jt-stages td.jt-target{width:55%;white-space:normal}
+.jt-stages tr.jt-ff td{background:rgba(239,68,68,.12)}
+.jt-stages tr.jt-ff td:first-child{border-left:4px solid #dc2626}
+.jt-flag{display:inline-block;min-width:22px;text-align:center;border-radius:4px;font-weight:700}
+.jt-flag.t{color:#15803d}.jt-flag.f{color:#b91c1c;background:rgba(239,68,68,.12)}.jt-flag.u{color:#6b7280}
+.jt-hidden{color:#6b7280;font-style:italic}
+.jt-steps{margin:0;padding-left:26px;max-height:420px;overflow:auto;border:1px solid var(--border-color-primary);
+ border-radius:6px;padding-top:6px;padding-bottom:6px}
+.jt-steps li{margin:2px 0 6px 0;white-space:pre-wrap;line-height:1.4}
+.jt-h{font-weight:600;margin:10px 0 4px 0}
+.jt-ffnote{font-weight:600}
+</style>
+"""
+
+
+def _flag_html(v: Any) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "<span class='jt-flag u' title='not labeled'>·</span>"
+    return ("<span class='jt-flag t' title='correct'>✓</span>" if int(v) else
+            "<span class='jt-flag f' title='incorrect'>✗</span>")
+
+
+def _ff(flags: Mapping[str, Any] | None) -> str | None:
+    if not flags or all(flags.get(s) is None for s in STAGES):
+        return None
+    return first_failure(None if flags.get(s) is None else bool(flags.get(s)) for s in STAGES)
+
+
+def file_url(path: Any) -> str:
+    return "/gradio_api/file=" + html.escape(str(path), quote=True)
+
+
+def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = None, own_name: str = "you",
+           judges: Mapping[str, Mapping[str, Any]] | None = None, humans: Mapping[str, Mapping[str, Any]] | None = None,
+           blind: bool = True, image: tuple[Any, Any] | None = None, synthetic: bool = False,
+           header: str | None = None) -> str:
+    """One trace. `rec`: a trace record (db.judging.trace_record); `own`: the current annotator's flags
+    (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
+    judges and other annotators; `image`: (thumbnail path, full-size path) of the stem image."""
+    if rec is None:
+        return CSS + "<div class='jt-hidden'>No trace selected.</div>"
+    esc = html.escape
+    stages = rec.get("stages") or {}
+    options = rec.get("options") or {}
+    gold = rec.get("gold")
+    answer = rec.get("answer") if isinstance(rec.get("answer"), str) else None
+    side = []
+    if image is not None:
+        thumb, full = image
+        side.append(f"<a href='{file_url(full)}' target='_blank' title='open full size'>"
+                     f"<img src='{file_url(thumb)}' alt='stem image'></a>")
+    side.append(f"<div class='jt-q'>{esc(str(rec.get('item_id', '')))}"
+                + ("<span class='jt-badge'>synthetic</span>" if synthetic else "") + "</div>")
+    side.append(f"<div>{esc(str(rec.get('question') or ''))}</div>")
+    opts = "".join(
+        f"<li class='{'gold' if k == gold else ''} {'chosen' if k == answer else ''}'><b>{esc(k)}.</b> {esc(str(v))}"
+        f"{' <span title=gold>★</span>' if k == gold else ''}</li>" for k, v in options.items())
+    side.append(f"<ul class='jt-opts'>{opts}</ul>")
+    status = rec.get("status")
+    verdict = ("<span class='jt-ok'>correct</span>" if answer is not None and answer == gold and status == "ok"
+               else "<span class='jt-bad'>wrong</span>")
+    side.append(f"<div class='jt-final'>Final answer: <b>{esc(answer or '—')}</b> ({esc(str(status))}) · {verdict}"
+                f"<br>Gold: <b>{esc(str(gold))}</b></div>")
+    meta = rec.get("meta") or {}
+    if meta.get("operation"):
+        side.append(f"<div style='margin-top:6px;color:#6b7280'>operation {esc(str(meta['operation']))}"
+                    + (f" · perception load {esc(str(meta['perception_load']))}" if meta.get("perception_load") else "")
+                    + "</div>")
+
+    cols: list[tuple[str, Mapping[str, Any] | None, str]] = [(own_name, own, "own")]
+    for name, flags in (judges or {}).items():
+        cols.append((f"judge {name}", flags, "judge"))
+    for name, flags in (humans or {}).items():
+        cols.append((name, flags, "human"))
+    own_ff = _ff(own)
+    head = "".join(
+        f"<th>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
+    if blind:
+        head += "<th class='jt-hidden'>judge / others</th>"
+    rows = []
+    for s in STAGES:
+        cells = []
+        for _label, flags, kind in cols:
+            if blind and kind != "own":
+                continue
+            if flags is not None and flags.get("status") not in (None, "ok"):
+                cells.append(f"<td class='jt-hidden'>{esc(str(flags.get('status')))}</td>")
+            else:
+                cells.append(f"<td>{_flag_html(None if flags is None else flags.get(s))}</td>")
+        if blind:
+            cells.append("<td class='jt-hidden'>hidden</td>")
+        cls = " class='jt-ff'" if own_ff == s else ""
+        rows.append(f"<tr{cls} data-stage='{s}'><td><b>{s}</b> {STAGE_NAMES[s]}</td>"
+                    f"<td class='jt-target'>{esc(str(stages.get(s, '—')))}</td>{''.join(cells)}</tr>")
+    ff_text = ("not labeled yet" if own_ff is None else
+               ("none (every stage correct)" if own_ff == NO_FAILURE else f"{own_ff} {STAGE_NAMES[own_ff]}"))
+    others = []
+    if not blind:
+        for label, flags, kind in cols[1:]:
+            if flags is not None and flags.get("status") in (None, "ok"):
+                f = _ff(flags)
+                if f is not None:
+                    others.append(f"{esc(label)}: {esc(f)}")
+    steps = split_steps(rec.get("trace"))
+    step_html = "".join(f"<li>{esc(s)}</li>" for s in steps) or "<li class='jt-hidden'>(empty trace)</li>"
+    main = (f"<table class='jt-stages'><thead><tr><th>Stage</th><th>Target</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
+            + (f" <span style='font-weight:400;color:#6b7280'>· {'; '.join(others)}</span>" if others else "")
+            + "</div>"
+            f"<div class='jt-h'>Trace ({len(steps)} steps)</div><ol class='jt-steps'>{step_html}</ol>")
+    top = f"<div class='jt-h'>{esc(header)}</div>" if header else ""
+    return CSS + top + f"<div class='jt-wrap'><div class='jt-side'>{''.join(side)}</div><div>{main}</div></div>"

@@ -1,0 +1,85 @@
+"""Group views (SPEC §8): one module per family, all built from `load_group` and the helpers in common.
+
+`render_group(store, benchmark, group_id, selected, detail, boxes)` is the one entry point the tabs call;
+it reads only the group's rows (db.browse), so it stays fast on large stores.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from core import groups as core_groups
+from core.errors import CrosscheckError
+from db import browse as dbb
+from ui.views.common import RunView, message
+
+VIEW_MODULES = {"frameevidence": "frameevidence", "stembind": "stembind", "spur": "spur", "generic": "generic"}
+
+
+@dataclass
+class Group:
+    """Everything a family view needs about one group."""
+
+    benchmark: str
+    family: str
+    group_id: str
+    items: pd.DataFrame
+    runs: list[RunView]              # every run of the benchmark, in store order
+    selected: list[RunView]          # the runs picked in the header (answers beside each question)
+    detail: RunView | None           # the run shown in detail
+    flags: list[dict[str, Any]] = field(default_factory=list)  # trace flags of the detail run
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def records(self) -> list[dict[str, Any]]:
+        return self.items.to_dict("records")
+
+
+def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | None = None,
+               detail: str | None = None) -> Group | None:
+    items = dbb.group_items(store, benchmark, group_id)
+    if items.empty:
+        return None
+    family = store.benchmark_family(benchmark)
+    records = dbb.run_records(store, benchmark)
+    data = dbb.group_run_data(store, records, [int(p) for p in items["pk"]])
+    scoped = items.drop(columns="pk")
+    views = []
+    for rec in records:
+        rd = data[rec["name"]]
+        rv = RunView(record=rec, preds=rd.preds)
+        if len(rd.preds):
+            out = core_groups.item_outcomes(family, scoped, rd)
+            rv.answered = dict(zip(out["item_id"], out["answered"], strict=True))
+            rv.correct = dict(zip(out["item_id"], out["correct"], strict=True))
+            if family == "stembind":
+                summ = core_groups.group_summary(family, scoped, rd)
+                rv.summary = summ.iloc[0].to_dict() if len(summ) else {}
+        views.append(rv)
+    by_name = {v.name: v for v in views}
+    chosen = [by_name[n] for n in (selected or []) if n in by_name]
+    det = by_name.get(detail) if detail else None
+    if det is None:
+        det = chosen[0] if chosen else next((v for v in views if v.answered_items()), None)
+    flags = dbb.trace_flags(store, det.name, [int(p) for p in items["pk"]]) if det is not None else []
+    hashes = sorted({h for imgs in items["images"] for h in imgs})
+    return Group(benchmark=benchmark, family=family, group_id=group_id, items=scoped, runs=views, selected=chosen,
+                 detail=det, flags=flags, sizes=dbb.image_sizes(store, hashes))
+
+
+def render_group(store: Any, benchmark: str | None, group_id: str | None, selected: list[str] | None = None,
+                 detail: str | None = None, boxes: bool = True) -> str:
+    """The HTML of one group's view (a short message when nothing is chosen or the group is unknown)."""
+    if not benchmark or not group_id:
+        return message("Click a group in the list to open it here.")
+    try:
+        g = load_group(store, benchmark, group_id, selected, detail)
+    except CrosscheckError as exc:
+        return message(str(exc))
+    if g is None:
+        return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
+    mod = importlib.import_module(f"ui.views.{VIEW_MODULES.get(g.family, 'generic')}")
+    return mod.render(store, g, boxes=boxes)

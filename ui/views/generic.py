@@ -1,0 +1,42 @@
+"""Generic group view: the group's images once, then its items side by side (any family, any kind)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui.views.common import answers_table, chips, detail_html, esc, options_html, run_answers, section, thumb_html
+
+
+def image_labels(records: list[dict[str, Any]]) -> dict[str, str]:
+    """hash -> I1..In in order of first appearance across the group's items."""
+    out: dict[str, str] = {}
+    for r in records:
+        for h in r["images"]:
+            out.setdefault(h, f"I{len(out) + 1}")
+    return out
+
+
+def item_card(it: dict[str, Any], selected: list[Any], labels: dict[str, str], title: str | None = None) -> str:
+    shows = ", ".join(labels[h] for h in it["images"] if h in labels)
+    shows_html = f'<div class="cc-muted">shows {esc(shows)}</div>' if shows and len(labels) > 1 else ""
+    head = title or f'{it["kind"]} · {it["variant"]}'
+    return (f'<div class="cc-col"><div class="cc-col-title">{esc(head)} <span class="cc-muted">{esc(it["item_id"])}'
+            f'</span></div>{shows_html}<div class="cc-question">{esc(it["question"])}</div>'
+            f'{options_html(it["options"], it["answer"])}{run_answers(selected, it["item_id"])}</div>')
+
+
+def render(store: Any, g: Any, boxes: bool = True) -> str:
+    recs = g.records()
+    labels = image_labels(recs)
+    imgs = "".join(thumb_html(store, h, lab) for h, lab in labels.items())
+    first = recs[0]
+    kinds = sorted({r["kind"] for r in recs})
+    head = (f'<div class="cc-view-head"><div class="cc-view-title">Group <span class="cc-gid">{esc(g.group_id)}</span>'
+            f'</div>{chips([("family", g.family), ("split", first.get("split")), ("items", len(recs)), ("kinds", " ".join(kinds))])}</div>')
+    cards = "".join(item_card(it, g.selected, labels) for it in recs)
+    body = (head + (f'<div class="cc-images">{imgs}</div>' if imgs else "")
+            + f'<div class="cc-cols cc-cols-auto">{cards}</div>'
+            + section("All runs", answers_table(recs, g.runs, [r.name for r in g.selected],
+                                                col_label=lambda it: it["variant"] or it["kind"]))
+            + section("One run in detail", detail_html(recs, g.detail, g.flags)))
+    return f'<div class="cc-view cc-view-generic">{body}</div>'
