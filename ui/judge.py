@@ -1,11 +1,384 @@
-"""The Judge tab (placeholder until its issue lands)."""
+"""The Judge tab: annotators label F-item traces stage by stage (SPEC §7, issue 8).
+
+- Identity: the signed-in user (`gr.Request.username`) when the app runs with --auth; otherwise the annotator
+  types a name once (kept in the browser's localStorage) and the tab says it runs in unauthenticated mode.
+- Queue: a frozen calibration sample or a filter over the run's F traces, with "trace i of N" and
+  "k of N labeled by you".
+- Blind mode (on by default) hides the judge's flags and other annotators' labels.
+- Keyboard: 1-4 toggle S1-S4, Enter saves and moves on, S skips, U undoes the last save or skip (Escape leaves
+  the note field). A small keydown listener clicks the tab's own buttons / checkboxes.
+- Every save is written at once by db.judging.save_label (one transaction with its audit row); the save
+  handler is also the API endpoint `/save_label` (annotator, run, item_id, rotation, repeat, S1..S4,
+  category, note).
+"""
 
 from __future__ import annotations
 
+import html
+from typing import Any
+
 import gradio as gr
 
+from core.errors import CrosscheckError
+from core.judge import STAGE_NAMES
+from core.metrics.stembind import NO_FAILURE, first_failure
+from core.schema import STAGES
+from db import judging
+from ui import trace_view
 from ui.context import Ctx
+
+CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
+    (c.replace("_", " "), c) for c in judging.ERROR_CATEGORIES]
+
+KEYS_JS = r"""
+if (!window.__ccJudgeKeys) {
+  window.__ccJudgeKeys = true;
+  document.addEventListener('keydown', function (e) {
+    var root = document.getElementById('jd-root');
+    if (!root || root.offsetParent === null) return;            // the Judge tab is not on screen
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    var t = e.target, tag = ((t && t.tagName) || '').toLowerCase();
+    var typing = tag === 'textarea' || tag === 'select' || (t && t.isContentEditable) ||
+      (tag === 'input' && ['checkbox', 'radio', 'button', 'submit'].indexOf((t.type || '').toLowerCase()) < 0);
+    if (typing) { if (e.key === 'Escape') t.blur(); return; }
+    var clickId = function (id) { var el = document.getElementById(id); if (el) { el.click(); return true; } return false; };
+    var k = e.key;
+    if (k === '1' || k === '2' || k === '3' || k === '4') {
+      var box = document.querySelector('#jd-s' + k + ' input[type=checkbox]');
+      if (box) { box.click(); e.preventDefault(); }
+    } else if (k === 'Enter') {
+      if (clickId('jd-save')) e.preventDefault();
+    } else if (k === 's' || k === 'S') {
+      if (clickId('jd-skip')) e.preventDefault();
+    } else if (k === 'u' || k === 'U') {
+      if (clickId('jd-undo')) e.preventDefault();
+    }
+  }, true);
+}
+"""
+
+STYLE = """
+<style>
+#jd-root .jd-mode{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px}
+#jd-root .jd-unauth{background:#fde68a;color:#713f12}
+#jd-root .jd-auth{background:#dcfce7;color:#14532d}
+#jd-progress{font-size:15px}
+#jd-progress .jd-bar{height:6px;background:var(--background-fill-secondary);border-radius:3px;margin-top:4px}
+#jd-progress .jd-bar>div{height:6px;background:#3b82f6;border-radius:3px}
+#jd-ff .jd-ffbox{padding:6px 8px;border-radius:6px;font-weight:600}
+#jd-ff .jd-ffbad{background:rgba(239,68,68,.14);color:#991b1b}
+#jd-ff .jd-ffok{background:rgba(34,197,94,.14);color:#14532d}
+#jd-keys{font-size:12px;color:#6b7280}
+#jd-keys kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
+ background:#f9fafb;color:#111}
+</style>
+"""
+
+KEYS_HELP = ("<div id='jd-keys'><kbd>1</kbd>–<kbd>4</kbd> toggle S1–S4 · <kbd>Enter</kbd> save &amp; next · "
+             "<kbd>S</kbd> skip · <kbd>U</kbd> undo · <kbd>Esc</kbd> leave the note field</div>")
+
+
+def _err(exc: Exception) -> gr.Error:
+    return gr.Error(str(exc))
+
+
+def _flags_of(values: list[Any]) -> dict[str, int | None]:
+    return {s: (None if v is None else int(bool(v))) for s, v in zip(STAGES, values, strict=True)}
+
+
+def ff_html(values: list[Any]) -> str:
+    ff = first_failure(bool(v) for v in values)
+    if ff == NO_FAILURE:
+        return "<div class='jd-ffbox jd-ffok'>First failure: none (every stage correct)</div>"
+    return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {STAGE_NAMES[ff]}</div>"
+
+
+def _first_source(choices: list[tuple[str, str]]) -> str:
+    return next((v for _, v in choices if v.startswith("sample:")), "filter:all")
 
 
 def build_judge(ctx: Ctx) -> None:
-    gr.Markdown("The Judge tab is coming in a later release.")
+    store = ctx.store
+    judging.ensure_tables(store)
+
+    def run_choices(bench: str | None = None) -> list[tuple[str, str]]:
+        """Trace runs of every benchmark (only families with S1-S4 targets have them); the header's first."""
+        runs = judging.trace_runs(store)
+        runs.sort(key=lambda r: (r["benchmark"] != bench, r["benchmark"], r["id"]))
+        several = len({r["benchmark"] for r in runs}) > 1
+        return [(("[synthetic] " if r["synthetic"] else "") + r["name"]
+                 + (f" ({r['benchmark']})" if several else ""), r["name"]) for r in runs]
+
+    def source_choices(run: str | None) -> list[tuple[str, str]]:
+        out = []
+        if run:
+            out += [(f"calibration sample {s['name']} ({s['n']} traces)", f"sample:{s['name']}")
+                    for s in judging.samples(store, run)]
+        out += [("all F traces", "filter:all"), ("F traces answered wrong", "filter:wrong"),
+                ("F traces I have not labeled", "filter:unlabeled")]
+        return out
+
+    with gr.Column(elem_id="jd-root"):
+        gr.HTML(STYLE, js_on_load=KEYS_JS, elem_id="jd-js")
+        with gr.Row(equal_height=True):
+            who = gr.Textbox(label="Annotator", placeholder="type your name once", scale=2, elem_id="jd-who",
+                             interactive=not ctx.auth_enabled, max_lines=1)
+            runs0 = run_choices()
+            run = gr.Dropdown(runs0, value=runs0[0][1] if runs0 else None, label="Traces run (F items)", scale=3,
+                              elem_id="jd-run")
+            src0 = source_choices(runs0[0][1] if runs0 else None)
+            source = gr.Dropdown(src0, value=_first_source(src0), label="Queue", scale=3, elem_id="jd-source")
+            start = gr.Button("Start queue", variant="primary", scale=1, elem_id="jd-start")
+        with gr.Row(equal_height=True):
+            gr.HTML(
+                "<span class='jd-mode jd-auth'>signed in: labels are saved under your login</span>"
+                if ctx.auth_enabled else
+                "<span class='jd-mode jd-unauth' title='the app runs without --auth'>unauthenticated mode: labels "
+                "are saved under the name you type (start the app with --auth for logins)</span>",
+                elem_id="jd-mode")
+            blind = gr.Checkbox(value=True, label="Blind mode: hide the judge and other annotators", scale=0,
+                                min_width=360, elem_id="jd-blind")
+        progress = gr.HTML("<span style='color:#6b7280'>Choose a traces run and a queue, then Start.</span>",
+                           elem_id="jd-progress")
+        with gr.Row():
+            with gr.Column(scale=4):
+                view = gr.HTML(trace_view.render(None), elem_id="jd-view")
+            with gr.Column(scale=1, min_width=260, elem_id="jd-panel"):
+                boxes = [gr.Checkbox(value=True, label=f"{s} {STAGE_NAMES[s]} correct  [{i + 1}]",
+                                     elem_id=f"jd-s{i + 1}") for i, s in enumerate(STAGES)]
+                ff = gr.HTML(ff_html([True] * 4), elem_id="jd-ff")
+                category = gr.Dropdown(CATEGORY_CHOICES, value="", label="Error-audit category (002 D.4)",
+                                       elem_id="jd-category")
+                note = gr.Textbox(label="Note", lines=2, max_lines=6, elem_id="jd-note")
+                with gr.Row():
+                    save = gr.Button("Save & next [Enter]", variant="primary", elem_id="jd-save")
+                with gr.Row():
+                    skip = gr.Button("Skip [S]", size="sm", elem_id="jd-skip")
+                    undo = gr.Button("Undo [U]", size="sm", elem_id="jd-undo")
+                status = gr.Markdown("", elem_id="jd-status")
+                gr.HTML(KEYS_HELP)
+        item = gr.Textbox(visible=False, elem_id="jd-item")
+        rotation = gr.Number(value=0, precision=0, visible=False)
+        repeat = gr.Number(value=0, precision=0, visible=False)
+        state = gr.State({"run": None, "queue": [], "pos": 0, "history": []})
+
+    # ---- helpers --------------------------------------------------------------------------------------
+
+    def identity(typed: str | None, request: gr.Request | None) -> str:
+        user = getattr(request, "username", None) if request is not None else None
+        if ctx.auth_enabled:
+            if not user:
+                raise gr.Error("not signed in")
+            if typed and typed.strip() and typed.strip() != user:
+                raise gr.Error(f"signed in as {user}: you can only save your own labels")
+            return str(user)
+        name = (typed or "").strip()
+        if not name:
+            raise gr.Error("type your annotator name first (unauthenticated mode)")
+        return name
+
+    def others_of(run_name: str, key: tuple[str, int, int], me: str) -> tuple[dict, dict]:
+        judges: dict[str, dict[str, Any]] = {}
+        jf = judging.judgements_frame(store, run_name)
+        jf = jf[(jf["item_id"] == key[0]) & (jf["rotation"] == key[1]) & (jf["repeat"] == key[2])]
+        for r in jf.itertuples(index=False):
+            judges[r.judge] = {"status": r.status, **{s: getattr(r, s) for s in STAGES}}
+        humans: dict[str, dict[str, Any]] = {}
+        lf = judging.labels_frame(store, run_name)
+        lf = lf[(lf["item_id"] == key[0]) & (lf["rotation"] == key[1]) & (lf["repeat"] == key[2])]
+        for r in lf.itertuples(index=False):
+            if r.labeler == me:
+                continue
+            target = judges if r.kind == "judge" else humans
+            target[r.labeler] = {s: getattr(r, s) for s in STAGES}
+        return judges, humans
+
+    def render_view(st: dict[str, Any], me: str, blind_on: bool, values: list[Any]) -> str:
+        queue = st.get("queue") or []
+        pos = st.get("pos", 0)
+        if not queue or pos >= len(queue):
+            return trace_view.render(None)
+        key = tuple(queue[pos])
+        rec = judging.trace_record(store, st["run"], key)
+        image = None
+        if rec.get("images"):
+            try:
+                image = (store.thumbnail(rec["images"][0], 480), store.image_path(rec["images"][0]))
+            except (CrosscheckError, OSError):
+                image = None
+        judges, humans = others_of(st["run"], key, me)
+        synthetic = bool(store.run(st["run"])["synthetic"])
+        return trace_view.render(rec, own=_flags_of(values), own_name=me or "you", judges=judges, humans=humans,
+                                 blind=blind_on, image=image, synthetic=synthetic)
+
+    def progress_html(st: dict[str, Any], me: str, saved: dict[str, Any] | None = None) -> str:
+        queue = st.get("queue") or []
+        n = len(queue)
+        if n == 0:
+            return "<span style='color:#6b7280'>The queue is empty.</span>"
+        mine = judging.labeled_keys(store, st["run"], me) if me else set()
+        done = sum(1 for k in queue if tuple(k) in mine)
+        pos = st.get("pos", 0)
+        where = (f"Trace <b>{pos + 1} of {n}</b>" if pos < n else f"<b>End of the queue</b> ({n} traces)")
+        state_note = ""
+        if pos < n:
+            state_note = (" · <span style='color:#15803d'>saved</span>" if saved is not None
+                          else " · <span style='color:#6b7280'>not saved yet</span>")
+        pct = int(100 * done / n)
+        return (f"<div>{where} · <b>{done} of {n}</b> labeled by {html.escape(me or 'you')}{state_note}</div>"
+                f"<div class='jd-bar'><div style='width:{pct}%'></div></div>")
+
+    def show(st: dict[str, Any], me: str, blind_on: bool, msg: str = "") -> list[Any]:
+        """Outputs: state, view, progress, S1..S4, ff, category, note, item, rotation, repeat, status."""
+        queue = st.get("queue") or []
+        pos = st.get("pos", 0)
+        if not queue or pos >= len(queue):
+            return [st, render_view(st, me, blind_on, [True] * 4), progress_html(st, me),
+                    *[gr.update(value=True)] * 4, ff_html([True] * 4), "", "", "", 0, 0, msg]
+        key = tuple(queue[pos])
+        saved = judging.label_of(store, st["run"], key, me) if me else None
+        if saved is not None and all(saved[s] is None for s in STAGES):
+            saved = None  # a cleared label counts as unlabeled
+        values = [True] * 4 if saved is None else [bool(saved[s]) if saved[s] is not None else True for s in STAGES]
+        return [st, render_view(st, me, blind_on, values), progress_html(st, me, saved), *values, ff_html(values),
+                (saved or {}).get("category") or "", (saved or {}).get("note") or "", key[0], key[1], key[2], msg]
+
+    outputs = [state, view, progress, *boxes, ff, category, note, item, rotation, repeat, status]
+
+    # ---- handlers -------------------------------------------------------------------------------------
+
+    def on_benchmark(bench: str | None, current: str | None) -> Any:
+        choices = run_choices(bench)
+        names = [v for _, v in choices]
+        return gr.update(choices=choices, value=current if current in names else (names[0] if names else None))
+
+    def on_run(run_name: str | None) -> Any:
+        choices = source_choices(run_name)
+        return gr.update(choices=choices, value=_first_source(choices))
+
+    def on_start(run_name: str | None, src: str | None, typed: str, blind_on: bool,
+                 request: gr.Request) -> list[Any]:
+        try:
+            me = identity(typed, request)
+        except gr.Error as exc:
+            return [gr.update()] * (len(outputs) - 1) + [f"**{html.escape(exc.message)}**"]
+        if not run_name:
+            return [gr.update()] * (len(outputs) - 1) + ["**Choose a traces run first.**"]
+        src = src or "filter:all"
+        try:
+            if src.startswith("sample:"):
+                sf = judging.sample_frame(store, src.split(":", 1)[1])
+                keys = [(i, int(r), int(p)) for i, r, p in zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True)]
+            else:
+                recs = judging.trace_records(store, run_name)
+                keys = [(i, int(r), int(p)) for i, r, p in zip(recs["item_id"], recs["rotation"], recs["repeat"],
+                                                                strict=True)]
+                if src == "filter:wrong":
+                    wrong = {(i, int(r), int(p)) for i, r, p, st_, a, g in zip(
+                        recs["item_id"], recs["rotation"], recs["repeat"], recs["status"], recs["answer"],
+                        recs["gold"], strict=True) if not (st_ == "ok" and a == g)}
+                    keys = [k for k in keys if k in wrong]
+                elif src == "filter:unlabeled":
+                    mine = judging.labeled_keys(store, run_name, me)
+                    keys = [k for k in keys if k not in mine]
+        except CrosscheckError as exc:
+            raise _err(exc) from exc
+        mine = judging.labeled_keys(store, run_name, me)
+        pos = next((i for i, k in enumerate(keys) if k not in mine), 0)
+        st = {"run": run_name, "queue": [list(k) for k in keys], "pos": pos, "history": []}
+        return show(st, me, blind_on, f"Queue of {len(keys)} traces loaded for **{html.escape(me)}**.")
+
+    def on_save(typed: str, run_name: str, item_id: str, rot: float, rep: float, s1: bool, s2: bool, s3: bool,
+                s4: bool, cat: str | None, note_text: str | None, request: gr.Request) -> str:
+        """Save one label at once (the API endpoint /save_label)."""
+        me = identity(typed, request)
+        if not run_name or not item_id:
+            raise gr.Error("no trace selected: start a queue first")
+        try:
+            res = judging.save_label(store, run_name, (item_id, int(rot or 0), int(rep or 0)), me,
+                                     _flags_of([s1, s2, s3, s4]), category=cat or None, note=note_text,
+                                     changed_by=me)
+        except CrosscheckError as exc:
+            raise _err(exc) from exc
+        word = "Saved" if res["status"] == "saved" else "Unchanged"
+        return f"{word}: {html.escape(item_id)} (first failure {res['first_failure']})."
+
+    def on_advance(st: dict[str, Any], typed: str, blind_on: bool, item_id: str, rot: float, rep: float,
+                   msg: str, request: gr.Request) -> list[Any]:
+        me = identity(typed, request)
+        queue = st.get("queue") or []
+        pos = st.get("pos", 0)
+        if pos < len(queue) and tuple(queue[pos]) == (item_id, int(rot or 0), int(rep or 0)):
+            st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "save", "pos": pos}]}
+        return show(st, me, blind_on, msg)
+
+    def on_skip(st: dict[str, Any], typed: str, blind_on: bool, request: gr.Request) -> list[Any]:
+        me = identity(typed, request)
+        queue = st.get("queue") or []
+        pos = st.get("pos", 0)
+        if pos >= len(queue):
+            return show(st, me, blind_on, "End of the queue.")
+        st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "skip", "pos": pos}]}
+        return show(st, me, blind_on, f"Skipped {html.escape(str(queue[pos][0]))}.")
+
+    def on_undo(st: dict[str, Any], typed: str, blind_on: bool, request: gr.Request) -> list[Any]:
+        me = identity(typed, request)
+        history = list(st.get("history") or [])
+        if not history:
+            return show(st, me, blind_on, "Nothing to undo.")
+        last = history.pop()
+        pos = int(last["pos"])
+        key = tuple(st["queue"][pos])
+        msg = f"Back to {html.escape(str(key[0]))}."
+        if last["action"] == "save":
+            audit = judging.audit_frame(store, st["run"], me)
+            audit = audit[(audit["item_id"] == key[0]) & (audit["rotation"] == key[1]) & (audit["repeat"] == key[2])
+                          & (audit["changed_by"] == me)]
+            if len(audit):
+                old = audit.iloc[-1]["old"] or {}
+                try:
+                    judging.save_label(store, st["run"], key, me, {s: old.get(s) for s in STAGES},
+                                       category=old.get("category"), note=old.get("note"), changed_by=me)
+                except CrosscheckError as exc:
+                    raise _err(exc) from exc
+                msg = f"Undid the save of {html.escape(str(key[0]))} (the audit keeps both versions)."
+        return show({**st, "pos": pos, "history": history}, me, blind_on, msg)
+
+    def on_toggle(st: dict[str, Any], typed: str, blind_on: bool, s1: bool, s2: bool, s3: bool, s4: bool,
+                  request: gr.Request) -> tuple[str, str]:
+        values = [s1, s2, s3, s4]
+        try:
+            me = identity(typed, request)
+        except gr.Error:
+            me = ""
+        return render_view(st, me, blind_on, values), ff_html(values)
+
+    # ---- wiring ---------------------------------------------------------------------------------------
+
+    ctx.refresh.click(on_benchmark, [ctx.benchmark, run], run, api_visibility="private")
+    ctx.refresh.click(on_run, run, source, api_visibility="private")
+    run.change(on_run, run, source, api_visibility="private")
+    start.click(on_start, [run, source, who, blind], outputs)
+    save.click(on_save, [who, run, item, rotation, repeat, *boxes, category, note], status,
+               api_name="save_label", trigger_mode="once").success(
+        on_advance, [state, who, blind, item, rotation, repeat, status], outputs, api_visibility="private")
+    skip.click(on_skip, [state, who, blind], outputs, api_visibility="private", trigger_mode="once")
+    undo.click(on_undo, [state, who, blind], outputs, api_visibility="private", trigger_mode="once")
+    for box in boxes:
+        box.input(on_toggle, [state, who, blind, *boxes], [view, ff], api_visibility="private",
+                  show_progress="hidden")
+    blind.change(on_toggle, [state, who, blind, *boxes], [view, ff], api_visibility="private",
+                 show_progress="hidden")
+
+    root = gr.context.Context.root_block
+    if root is not None:
+        if ctx.auth_enabled:
+            def fill_user(request: gr.Request) -> str:
+                return str(getattr(request, "username", "") or "")
+
+            root.load(fill_user, None, who, api_visibility="private")
+        else:
+            root.load(None, None, who, js="() => { try { return localStorage.getItem('cc-annotator') || ''; }"
+                                          " catch (e) { return ''; } }")
+            who.change(None, who, None, js="(v) => { try { localStorage.setItem('cc-annotator', v || ''); }"
+                                           " catch (e) {} }")

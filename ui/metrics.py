@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import gradio as gr
+from gradio.context import get_blocks_context
 
 from core.errors import CrosscheckError
 from core.report_tables import RunScore, Table, tables_for
@@ -121,7 +122,9 @@ def build_metrics(ctx: Ctx) -> None:
     store = ctx.store
     gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css")
 
-    @gr.render(inputs=[ctx.benchmark, ctx.runs], triggers=[ctx.benchmark.change, ctx.runs.change,
+    root = get_blocks_context().root_block  # page load is a trigger too (explicit triggers drop it)
+
+    @gr.render(inputs=[ctx.benchmark, ctx.runs], triggers=[root.load, ctx.benchmark.change, ctx.runs.change,
                                                           ctx.refresh.click], concurrency_limit=4,
                concurrency_id="metrics")
     def render(benchmark: str | None, selected: list[str] | None) -> None:

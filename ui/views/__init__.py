@@ -45,26 +45,25 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
         return None
     family = store.benchmark_family(benchmark)
     records = dbb.run_records(store, benchmark)
-    data = dbb.group_run_data(store, records, [int(p) for p in items["pk"]])
+    pks = [int(p) for p in items["pk"]]
     scoped = items.drop(columns="pk")
+    recs = scoped.to_dict("records")
+    preds = dbb.group_prediction_records(store, [r["id"] for r in records], pks)
     views = []
     for rec in records:
-        rd = data[rec["name"]]
-        rv = RunView(record=rec, preds=rd.preds)
-        if len(rd.preds):
-            out = core_groups.item_outcomes(family, scoped, rd)
-            rv.answered = dict(zip(out["item_id"], out["answered"], strict=True))
-            rv.correct = dict(zip(out["item_id"], out["correct"], strict=True))
-            if family == "stembind":
-                summ = core_groups.group_summary(family, scoped, rd)
-                rv.summary = summ.iloc[0].to_dict() if len(summ) else {}
+        rv = RunView(record=rec, preds=preds.get(rec["id"], []))
+        out = core_groups.group_outcomes(family, recs, rv.preds)
+        rv.answered = {k: a for k, (a, _) in out.items()}
+        rv.correct = {k: c for k, (_, c) in out.items()}
+        if family == "stembind":
+            rv.summary = {"category": core_groups.stem_category(recs, out)}
         views.append(rv)
     by_name = {v.name: v for v in views}
     chosen = [by_name[n] for n in (selected or []) if n in by_name]
     det = by_name.get(detail) if detail else None
     if det is None:
         det = chosen[0] if chosen else next((v for v in views if v.answered_items()), None)
-    flags = dbb.trace_flags(store, det.name, [int(p) for p in items["pk"]]) if det is not None else []
+    flags = dbb.trace_flags(store, det.name, pks) if det is not None else []
     hashes = sorted({h for imgs in items["images"] for h in imgs})
     return Group(benchmark=benchmark, family=family, group_id=group_id, items=scoped, runs=views, selected=chosen,
                  detail=det, flags=flags, sizes=dbb.image_sizes(store, hashes))

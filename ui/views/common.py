@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-import pandas as pd
-
 STAGES = ("S1", "S2", "S3", "S4")
 STAGE_NAMES = {"S1": "perceive", "S2": "rule", "S3": "bind", "S4": "answer"}
 OUTCOME_MARK = {
@@ -76,10 +74,10 @@ def thumb_html(store: Any, digest: str, label: str = "", size: int = 320, extra_
 
 @dataclass
 class RunView:
-    """One run as a group view shows it: its record, predictions of the group and item outcomes."""
+    """One run as a group view shows it: its record, predictions of the group (dicts) and item outcomes."""
 
     record: dict[str, Any]
-    preds: pd.DataFrame
+    preds: list[dict[str, Any]]
     answered: dict[str, bool] = field(default_factory=dict)
     correct: dict[str, bool] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
@@ -88,22 +86,16 @@ class RunView:
     def name(self) -> str:
         return str(self.record["name"])
 
+    def all_preds(self, item_id: str) -> list[dict[str, Any]]:
+        return [p for p in self.preds if p["item_id"] == item_id]
+
     def primary(self, item_id: str) -> dict[str, Any] | None:
         """The prediction shown for an item: rotation 0 / repeat 0, else the first one stored."""
-        p = self.preds
-        if p is None or len(p) == 0:
+        sub = self.all_preds(item_id)
+        if not sub:
             return None
-        sub = p[p["item_id"] == item_id]
-        if sub.empty:
-            return None
-        main = sub[(sub["rotation"] == 0) & (sub["repeat"] == 0)]
-        return (main if len(main) else sub).iloc[0].to_dict()
-
-    def all_preds(self, item_id: str) -> list[dict[str, Any]]:
-        p = self.preds
-        if p is None or len(p) == 0:
-            return []
-        return p[p["item_id"] == item_id].to_dict("records")
+        main = [p for p in sub if int(p.get("rotation") or 0) == 0 and int(p.get("repeat") or 0) == 0]
+        return (main or sub)[0]
 
     def outcome(self, item_id: str) -> str:
         """correct / wrong / invalid / api_error / missing, as the family's metrics count it."""

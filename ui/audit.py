@@ -1,0 +1,168 @@
+"""Extraction audit (issue 6): list a run's invalid parses with their raw text, re-parse one with the other
+parser or set a letter by hand. The change is recorded as such (db/overrides.py) and updates every score
+computed from the store, without rerunning the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from core.errors import CrosscheckError
+from db import browse as dbb
+from db import overrides as dbo
+from ui.context import Ctx
+from ui.views.common import esc, mark, synthetic_badge
+
+METHOD_CHOICES = [("Letter parser (FrameEvidence style)", "parser:letter"),
+                  ("Tag parser (StemBind <ANSWER> style)", "parser:tag"),
+                  ("Manual letter", "manual")]
+STATUS_CHOICES = [("invalid", "invalid"), ("api_error", "api_error"), ("invalid and api_error", "both")]
+
+
+def _statuses(which: str | None) -> tuple[str, ...]:
+    return ("invalid", "api_error") if which == "both" else ((which,) if which else ("invalid",))
+
+
+def key_of(row: dict[str, Any]) -> str:
+    return f"{row['item_id']} · r{int(row['rotation'])}/rep{int(row['repeat'])}"
+
+
+def parse_key(key: str) -> tuple[str, int, int]:
+    item, _, rest = key.rpartition(" · ")
+    r, _, rep = rest.partition("/")
+    return item, int(r.lstrip("r")), int(rep.replace("rep", ""))
+
+
+def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, list[str]]:
+    """The audit list (escaped raw text) and the prediction keys it holds."""
+    if not run:
+        return '<div class="cc-muted">pick a run</div>', []
+    df = dbb.problem_predictions(store, run, _statuses(which))
+    counts = dbb.count_statuses(store, run)
+    head = (f'<div class="cc-summary">{sum(counts.values())} predictions: {counts.get("ok", 0)} ok, '
+            f'{counts.get("invalid", 0)} invalid, {counts.get("api_error", 0)} api_error</div>')
+    if df.empty:
+        return head + '<div class="cc-muted">nothing to audit for this status</div>', []
+    rows = []
+    keys = []
+    for r in df.to_dict("records"):
+        keys.append(key_of(r))
+        rows.append(f'<tr><td>{esc(r["item_id"])}</td><td>{esc(r["group_id"])}</td><td>{int(r["rotation"])}/'
+                    f'{int(r["repeat"])}</td><td>{mark(r["status"])} {esc(r["status"])}</td>'
+                    f'<td class="cc-resp">{esc(r["response"]) or "<span class=cc-muted>(empty)</span>"}</td>'
+                    f'<td><b class="cc-letter">{esc(r["gold"])}</b></td></tr>')
+    table = ('<div class="cc-table-wrap"><table class="cc-answers-table cc-audit-table"><thead><tr><th>item</th>'
+             '<th>group</th><th>rot/rep</th><th>status</th><th>raw response</th><th>gold</th></tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return head + table, keys
+
+
+def history_html(store: Any, run: str | None) -> str:
+    if not run:
+        return ""
+    recs = dbo.overrides(store, run)
+    if not recs:
+        return '<div class="cc-muted">no re-parse or manual answer recorded for this run</div>'
+    rows = "".join(
+        f'<tr><td>{int(o["id"])}</td><td>{esc(o["item_id"])}</td><td>{int(o["rotation"])}/{int(o["repeat"])}</td>'
+        f'<td>{esc(o["method"])}</td><td>{esc(o["old_status"])} {esc(o["old_answer"] or "")}</td>'
+        f'<td>{esc(o["new_status"])} {esc(o["new_answer"] or "")}</td><td>{esc(o["by"])}</td><td>{esc(o["created"])}</td>'
+        f'<td>{"reverted " + esc(o["reverted"]) if o["reverted"] else ""}</td></tr>' for o in recs)
+    return ('<div class="cc-table-wrap"><table class="cc-answers-table"><thead><tr><th>id</th><th>item</th>'
+            '<th>rot/rep</th><th>method</th><th>was</th><th>now</th><th>by</th><th>when</th><th></th></tr></thead>'
+            f'<tbody>{rows}</tbody></table></div>')
+
+
+def build_audit(ctx: Ctx) -> None:
+    store = ctx.store
+    gr.Markdown("A response the parser could not read stays **invalid** (never a guess). Here you can re-read it "
+                "with the other parser or set the letter by hand; the change is recorded with its method and "
+                "author, scores follow at once, and it can be reverted. The raw response is never changed.",
+                elem_classes=["cc-muted"])
+    with gr.Row(equal_height=True):
+        run = gr.Dropdown(label="Run", choices=[], scale=3, elem_id="cc-audit-run")
+        which = gr.Dropdown(label="Status", choices=STATUS_CHOICES, value="invalid", scale=1,
+                            elem_id="cc-audit-status")
+        list_btn = gr.Button("List", scale=0, elem_id="cc-audit-list-btn")
+    listing = gr.HTML(elem_id="cc-audit-list")
+    with gr.Row(equal_height=True):
+        key = gr.Dropdown(label="Prediction", choices=[], scale=3, elem_id="cc-audit-key")
+        method = gr.Dropdown(label="Method", choices=METHOD_CHOICES, value="parser:letter", scale=2,
+                             elem_id="cc-audit-method")
+        letter = gr.Textbox(label="Manual letter", max_lines=1, scale=1, elem_id="cc-audit-letter")
+        preview_btn = gr.Button("Preview", scale=0, elem_id="cc-audit-preview")
+        apply_btn = gr.Button("Apply", variant="primary", scale=0, elem_id="cc-audit-apply")
+    result = gr.HTML(elem_id="cc-audit-result")
+    with gr.Row(equal_height=True):
+        revert_id = gr.Number(label="Override id to revert", precision=0, scale=1, elem_id="cc-audit-revert-id")
+        revert_btn = gr.Button("Revert", scale=0, elem_id="cc-audit-revert")
+    history = gr.HTML(elem_id="cc-audit-history")
+
+    def on_bench(bench, runs):
+        recs = dbb.run_records(store, bench) if bench else []
+        choices = [(r["name"] + (" (synthetic)" if r["synthetic"] else ""), r["name"]) for r in recs]
+        names = [r["name"] for r in recs]
+        first = next((r for r in (runs or []) if r in names), names[0] if names else None)
+        return gr.update(choices=choices, value=first)
+
+    def do_list(run_v, which_v):
+        html, keys = problems_html(store, run_v, which_v)
+        return html, gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run_v)
+
+    def describe(run_v: str, res: dict[str, Any], applied: bool) -> str:
+        rec = next((r for r in dbb.run_records(store, store.run(run_v)["benchmark"]) if r["name"] == run_v), {})
+        verb = "Applied" if applied else "Preview"
+        new = f"{res['status']} {res['answer'] or ''}"
+        old = f"{res['old_status']} {res['old_answer'] or ''}"
+        tail = f" (override #{res['id']})" if applied else " (nothing written yet)"
+        return (f'<div class="cc-callout">{verb}: {esc(run_v)}{synthetic_badge(bool(rec.get("synthetic")))} '
+                f'was <b>{esc(old)}</b>, now <b>{esc(new)}</b>{esc(tail)}</div>')
+
+    def do_preview(run_v, key_v, method_v, letter_v):
+        if not run_v or not key_v:
+            raise gr.Error("pick a run and a prediction first")
+        item, rot, rep = parse_key(key_v)
+        try:
+            res = dbo.preview(store, run_v, item, rot, rep, method_v, letter_v)
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        return describe(run_v, res, applied=False)
+
+    def do_apply(run_v, key_v, method_v, letter_v, which_v, request: gr.Request):
+        if not run_v or not key_v:
+            raise gr.Error("pick a run and a prediction first")
+        item, rot, rep = parse_key(key_v)
+        who = getattr(request, "username", None) or "local"
+        try:
+            res = dbo.apply(store, run_v, item, rot, rep, method_v, letter_v, by=who)
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        html, keys = problems_html(store, run_v, which_v)
+        return (describe(run_v, res, applied=True), html, gr.update(choices=keys, value=keys[0] if keys else None),
+                history_html(store, run_v))
+
+    def do_revert(run_v, rid, which_v, request: gr.Request):
+        if not rid:
+            raise gr.Error("enter the id of an override (see the history below)")
+        who = getattr(request, "username", None) or "local"
+        try:
+            dbo.revert(store, int(rid), by=who)
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        html, keys = problems_html(store, run_v, which_v)
+        return (f'<div class="cc-callout">Reverted override #{int(rid)}.</div>', html,
+                gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run_v))
+
+    ctx.benchmark.change(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
+    ctx.refresh.click(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
+    list_btn.click(do_list, [run, which], [listing, key, history], api_name="audit_list")
+    run.input(do_list, [run, which], [listing, key, history], api_visibility="private")
+    which.input(do_list, [run, which], [listing, key, history], api_visibility="private")
+    preview_btn.click(do_preview, [run, key, method, letter], result, api_visibility="private")
+    apply_btn.click(do_apply, [run, key, method, letter, which], [result, listing, key, history],
+                    api_name="audit_apply")
+    revert_btn.click(do_revert, [run, revert_id, which], [result, listing, key, history], api_visibility="private")
