@@ -125,7 +125,8 @@ def long_labels(*frames: pd.DataFrame | None) -> pd.DataFrame:
     out["rotation"] = out["rotation"].astype(int)
     out["repeat"] = out["repeat"].astype(int)
     for s in STAGES:
-        out[s] = [None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v) for v in out[s]]
+        out[s] = pd.Series([None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v) for v in out[s]],
+                           index=out.index, dtype=object)
     if out.duplicated(["labeler", *KEY]).any():
         raise ValueError("one labeler has several labels for one trace (a judge name clashes with a label name?)")
     return out
@@ -171,7 +172,8 @@ def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
     order = _order(labels)
     by = {name: df.set_index(KEY) for name, df in labels.groupby("labeler")}
     for (a, ak), (b, bk) in combinations(order, 2):
-        both = by[a][list(STAGES)].join(by[b][list(STAGES)], how="inner", lsuffix="_a", rsuffix="_b")
+        both = pd.merge(by[a][list(STAGES)], by[b][list(STAGES)], how="inner", left_index=True, right_index=True,
+                        suffixes=("_a", "_b"))
         for s in STAGES:
             pair = both[[f"{s}_a", f"{s}_b"]].dropna()
             res = agreement(pair[f"{s}_a"].astype(int), pair[f"{s}_b"].astype(int))
@@ -237,7 +239,10 @@ def consensus(labels: pd.DataFrame) -> pd.DataFrame:
             row[s] = None if ones == zeros else int(ones > zeros)
         row["n_annotators"] = len(g)
         rows.append(row)
-    return pd.DataFrame(rows, columns=cols)
+    out = pd.DataFrame(rows, columns=cols)
+    for s in STAGES:
+        out[s] = pd.Series([None if v is None or v != v else int(v) for v in out[s]], index=out.index, dtype=object)
+    return out
 
 
 def first_failure_of(flags: Iterable[Any]) -> str:
@@ -257,7 +262,7 @@ def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata:
     traces when `strata` says which are wrong (else on all traces both labeled)."""
     j = judge.set_index(KEY)[list(STAGES)]
     h = human.set_index(KEY)[list(STAGES)]
-    both = j.join(h, how="inner", lsuffix="_j", rsuffix="_h")
+    both = pd.merge(j, h, how="inner", left_index=True, right_index=True, suffixes=("_j", "_h"))
     scope = "traces labeled by the judge and the annotators"
     if strata is not None and len(strata):
         wrong = strata.loc[~strata["f_correct"].astype(bool), KEY]

@@ -139,7 +139,8 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     elif family == "stembind":
         outcomes = sb.item_outcomes(items, run)
         table = sb.stem_table(items, outcomes).reindex(idx)
-        summ["category"] = table["category"].where(table["category"].notna(), None)
+        summ["category"] = pd.Series([c if isinstance(c, str) else None for c in table["category"]],
+                                     index=idx, dtype=object)
         for cat in sb.DECOMPOSITION:
             pats[f"cat_{cat}"] = (table["category"] == cat).fillna(False).astype(bool)
     elif family == "spur":

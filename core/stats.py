@@ -14,6 +14,7 @@ are imported inside the functions that need them so that importing this module s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,15 +115,139 @@ def _percentiles(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarra
 
 
 def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | None) -> np.ndarray:
-    """Resampled statistics: `combine(*[W @ a for a in arrays])` over all draws (draws x metrics)."""
+    """Resampled statistics: `combine(*[W @ a for a in arrays])` over all draws (draws x metrics).
+
+    Inside `shared_draws()` the resampled sums come from its cache (the same draws, the same numbers).
+    """
     n_clusters = arrays[0].shape[0]
     if n_clusters == 0:
         raise MetricUndefined("no clusters to resample")
+    cache = _ACTIVE[-1] if _ACTIVE else None
+    if cache is not None and seed is not None:
+        sums = cache.sums(arrays, draws, seed)
+        if sums is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return combine(*sums)
     out = []
     for weights in _draw_blocks(n_clusters, draws, seed):
         with np.errstate(invalid="ignore", divide="ignore"):
             out.append(combine(*[weights @ a for a in arrays]))
     return np.vstack(out)
+
+
+# --------------------------------------------------------------------------- shared draws (many runs at once)
+
+
+_ACTIVE: list["DrawCache"] = []
+_EXACT_F32 = 2**24  # integers up to this magnitude are exact in float32, whatever the summation order
+
+
+class DrawCache:
+    """Resample counts and resampled column sums shared by every bootstrap inside one `shared_draws()` block.
+
+    The resample counts W (draws x clusters) depend only on (clusters, draws, seed), so every rate bootstrapped
+    over the same clusters with the same seed uses the same W. This cache builds W once (the same random stream
+    as `_draw_blocks`) and keeps `W @ a` per distinct per-cluster column `a`, so a column used by several
+    metrics or runs (a partner run's counts, the item counts per stem) is resampled once, and `prefetch` lets a
+    caller resample many columns in one pass over W. W is held in float32 and used only for columns of
+    integers whose resampled sums stay below 2**24 (every count-based rate), where float32 sums are exact, so
+    the numbers equal those of the block-wise path; other columns take that path.
+    """
+
+    def __init__(self, max_cells: int = 64_000_000) -> None:
+        self.max_cells = max_cells
+        self._weights: dict[tuple[int, int, int], np.ndarray] = {}
+        self._sums: dict[tuple[int, int, int, bytes], np.ndarray] = {}
+
+    def weights(self, n_clusters: int, draws: int, seed: int) -> np.ndarray:
+        key = (n_clusters, draws, seed)
+        w = self._weights.get(key)
+        if w is None:
+            w = np.empty((draws, n_clusters), dtype=np.float32)
+            done = 0
+            for block in _draw_blocks(n_clusters, draws, seed):
+                w[done:done + len(block)] = block
+                done += len(block)
+            self._weights[key] = w
+        return w
+
+    def _usable(self, columns: np.ndarray, draws: int) -> bool:
+        n_clusters = columns.shape[0]
+        if n_clusters * draws > self.max_cells or not np.isfinite(columns).all():
+            return False
+        return bool(np.array_equal(columns, np.round(columns))
+                    and n_clusters * float(np.abs(columns).max(initial=0.0)) < _EXACT_F32)
+
+    def prefetch(self, columns: np.ndarray, draws: int, seed: int) -> None:
+        """Resample the columns of `columns` (clusters x k) in one pass over W (ignored when not exact)."""
+        columns = np.asarray(columns, dtype=float)
+        if columns.ndim == 1:
+            columns = columns[:, None]
+        if columns.shape[0] and self._usable(columns, draws):
+            self._fill(columns, draws, seed)
+
+    def _fill(self, columns: np.ndarray, draws: int, seed: int) -> list[np.ndarray]:
+        n_clusters = columns.shape[0]
+        keys = [(n_clusters, draws, seed, np.ascontiguousarray(columns[:, j]).tobytes())
+                for j in range(columns.shape[1])]
+        missing = list(dict.fromkeys(j for j, key in enumerate(keys) if key not in self._sums))
+        if missing:
+            unique = {keys[j]: j for j in missing}
+            block = np.ascontiguousarray(columns[:, list(unique.values())], dtype=np.float32)
+            product = self.weights(n_clusters, draws, seed) @ block
+            for i, key in enumerate(unique):
+                self._sums[key] = product[:, i].astype(float)
+        return [self._sums[key] for key in keys]
+
+    def sums(self, arrays: list[np.ndarray], draws: int, seed: int) -> list[np.ndarray] | None:
+        """`[W @ a for a in arrays]` from the cache, or None when the columns are not exact in float32."""
+        widths = [a.shape[1] for a in arrays]
+        columns = np.hstack(arrays)
+        if not self._usable(columns, draws):
+            return None
+        flat = self._fill(columns, draws, seed)
+        out, start = [], 0
+        for width in widths:
+            out.append(np.column_stack(flat[start:start + width]))
+            start += width
+        return out
+
+
+@contextmanager
+def shared_draws(max_cells: int = 64_000_000):
+    """Share resample counts and resampled sums between every bootstrap in the block (see DrawCache).
+
+    Results are identical to those outside the block; only the work is shared. W is kept for clusters x draws
+    up to `max_cells` cells (256 MB in float32 at the default).
+    """
+    cache = DrawCache(max_cells)
+    _ACTIVE.append(cache)
+    try:
+        yield cache
+    finally:
+        _ACTIVE.remove(cache)
+
+
+def active_draws() -> DrawCache | None:
+    """The DrawCache of the innermost `shared_draws()` block, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def proportion_bootstrap(k: int, n: int, draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED,
+                         level: float = 0.95) -> tuple[float, float]:
+    """Percentile cluster-bootstrap interval of k / n when each of the n clusters holds one 0/1 observation.
+
+    Resampling n such clusters with replacement draws each one's outcome independently with P(1) = k / n, so
+    the resampled successes are exactly Binomial(n, k / n): they are drawn as such (O(draws) work instead of
+    O(draws x n)), a seeded stream of its own. Same distribution and percentiles as `cluster_bootstrap` on the
+    n single-observation clusters; the draws themselves differ.
+    """
+    if n <= 0:
+        raise MetricUndefined("no clusters to resample")
+    rng = np.random.default_rng(seed)
+    ratios = rng.binomial(int(n), k / n, size=draws) / n
+    lo, hi = _percentiles(ratios[:, None], level)
+    return float(lo[0]), float(hi[0])
 
 
 def cluster_bootstrap_many(k_per_cluster: Any, n_per_cluster: Any, draws: int = DEFAULT_DRAWS,

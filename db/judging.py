@@ -99,7 +99,7 @@ def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] |
     df["images"] = [json.loads(v) if v else [] for v in df["images"]]
     df["trace"] = [t if isinstance(t, str) and t.strip() else (resp or "") for t, resp in zip(
         df["trace"], df["response"], strict=True)]
-    df["answer"] = [a if isinstance(a, str) else None for a in df["answer"]]
+    df["answer"] = pd.Series([a if isinstance(a, str) else None for a in df["answer"]], index=df.index, dtype=object)
     df["tokens"] = df["tokens"].astype(float)
     if keys is not None:
         want = {(str(k[0]), int(k[1]), int(k[2])) for k in keys}
@@ -188,8 +188,10 @@ def judgements_frame(store: Store, traces_run: str, judge_runs: Iterable[str] | 
     if ok_only:
         sql += " AND j.status = 'ok'"
     df = pd.read_sql_query(sql + " ORDER BY jr.name, j.item_pk, j.rotation, j.repeat", store.conn, params=params)
+    for col in ("first_failure", "raw"):
+        df[col] = pd.Series([v if isinstance(v, str) else None for v in df[col]], index=df.index, dtype=object)
     for s in STAGES:
-        df[s] = [None if v is None or v != v else int(v) for v in df[s]]
+        df[s] = pd.Series([None if v is None or v != v else int(v) for v in df[s]], index=df.index, dtype=object)
     return df
 
 
@@ -311,9 +313,9 @@ def labels_frame(store: Store, run: str, kind: str | None = None, labelers: Iter
         sql += " AND NOT (l.S1 IS NULL AND l.S2 IS NULL AND l.S3 IS NULL AND l.S4 IS NULL)"
     df = pd.read_sql_query(sql + " ORDER BY l.labeler, l.item_pk, l.rotation, l.repeat", store.conn, params=params)
     for s in STAGES:
-        df[s] = [None if v is None or v != v else int(v) for v in df[s]]
+        df[s] = pd.Series([None if v is None or v != v else int(v) for v in df[s]], index=df.index, dtype=object)
     for col in ("category", "note", "first_failure"):
-        df[col] = [v if isinstance(v, str) else None for v in df[col]]
+        df[col] = pd.Series([v if isinstance(v, str) else None for v in df[col]], index=df.index, dtype=object)
     return df
 
 

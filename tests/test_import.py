@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fe_lines, run_cli, write_benchmark, write_png
+from conftest import ROOT, copy_store, fe_lines, run_cli, write_benchmark, write_png
 
 
 def counts(db: Path) -> dict[str, int]:
@@ -26,16 +26,30 @@ def counts(db: Path) -> dict[str, int]:
         s.close()
 
 
-@pytest.fixture
-def seeded_db(tmp_path):
+@pytest.fixture(scope="module")
+def seeded_source(tmp_path_factory):
     """A store that already holds one benchmark and one run, so 'unchanged' means more than 'empty'."""
-    db = tmp_path / "s.db"
-    bench = write_benchmark(tmp_path / "base", fe_lines(prefix="base"))
+    root = tmp_path_factory.mktemp("seeded")
+    db = root / "s.db"
+    bench = write_benchmark(root / "base", fe_lines(prefix="base"))
     run_cli("import", str(bench), "--name", "base", db=db, check=True)
-    preds = tmp_path / "base_preds.jsonl"
+    preds = root / "base_preds.jsonl"
     preds.write_text("".join(json.dumps({"item_id": line["item_id"], "response": line["answer"]}) + "\n"
                              for line in fe_lines(prefix="base")), encoding="utf-8")
     run_cli("import-predictions", str(preds), "--run", "base-run", db=db, check=True)
+    from db.store import Store
+
+    s = Store(db)
+    s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    s.close()
+    return db
+
+
+@pytest.fixture
+def seeded_db(seeded_source, tmp_path):
+    """A private copy of the seeded store for one test."""
+    db = copy_store(seeded_source, tmp_path / "seeded")
+    (tmp_path / "base_preds.jsonl").write_bytes((seeded_source.parent / "base_preds.jsonl").read_bytes())
     return db
 
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from tiny_models import BUILDERS, write_benchmark
 
-pytest.importorskip("transformers")
-
-from tiny_models import BUILDERS, write_benchmark  # noqa: E402
-
-import app  # noqa: E402
-from db.importers import import_items  # noqa: E402
-from db.store import Store  # noqa: E402
+import app
+from db.importers import import_items
+from db.store import Store
 
 
 @pytest.fixture(scope="module")

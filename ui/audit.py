@@ -52,7 +52,7 @@ def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, 
                     f'{int(r["repeat"])}</td><td>{mark(r["status"])} {esc(r["status"])}</td>'
                     f'<td class="cc-resp">{esc(r["response"]) or "<span class=cc-muted>(empty)</span>"}</td>'
                     f'<td><b class="cc-letter">{esc(r["gold"])}</b></td></tr>')
-    table = ('<div class="cc-table-wrap"><table class="cc-answers-table cc-audit-table"><thead><tr><th>item</th>'
+    table = ('<div class="cc-table-wrap cc-scroll"><table class="cc-answers-table cc-audit-table"><thead><tr><th>item</th>'
              '<th>group</th><th>rot/rep</th><th>status</th><th>raw response</th><th>gold</th></tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table></div>')
     return head + table, keys
@@ -80,13 +80,13 @@ def build_audit(ctx: Ctx) -> None:
                 "with the other parser or set the letter by hand; the change is recorded with its method and "
                 "author, scores follow at once, and it can be reverted. The raw response is never changed.",
                 elem_classes=["cc-muted"])
-    with gr.Row(equal_height=True):
+    with gr.Row():
         run = gr.Dropdown(label="Run", choices=[], scale=3, elem_id="cc-audit-run")
         which = gr.Dropdown(label="Status", choices=STATUS_CHOICES, value="invalid", scale=1,
                             elem_id="cc-audit-status")
         list_btn = gr.Button("List", scale=0, elem_id="cc-audit-list-btn")
     listing = gr.HTML(elem_id="cc-audit-list")
-    with gr.Row(equal_height=True):
+    with gr.Row():
         key = gr.Dropdown(label="Prediction", choices=[], scale=3, elem_id="cc-audit-key")
         method = gr.Dropdown(label="Method", choices=METHOD_CHOICES, value="parser:letter", scale=2,
                              elem_id="cc-audit-method")
@@ -94,7 +94,7 @@ def build_audit(ctx: Ctx) -> None:
         preview_btn = gr.Button("Preview", scale=0, elem_id="cc-audit-preview")
         apply_btn = gr.Button("Apply", variant="primary", scale=0, elem_id="cc-audit-apply")
     result = gr.HTML(elem_id="cc-audit-result")
-    with gr.Row(equal_height=True):
+    with gr.Row():
         revert_id = gr.Number(label="Override id to revert", precision=0, scale=1, elem_id="cc-audit-revert-id")
         revert_btn = gr.Button("Revert", scale=0, elem_id="cc-audit-revert")
     history = gr.HTML(elem_id="cc-audit-history")

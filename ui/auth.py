@@ -1,4 +1,10 @@
-"""Login for a hosted lab: a file of `user:password-hash` lines (see README, "Host it for your lab")."""
+"""Login for a hosted lab: a file of `user:password-hash` lines (docs/HOSTING.md, "Host it for your lab").
+
+Make a line with `python app.py hash-password USER` (or `python -m ui.auth USER` before that subcommand
+exists): it asks for the password twice without echo (or reads one line from stdin with --stdin) and prints
+`USER:pbkdf2_sha256$...`; append it to the auth file and start `python app.py serve --auth FILE`. The
+signed-in name reaches handlers as `gr.Request.username`; no form field ever asks for it.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +37,31 @@ def check_password(password: str, encoded: str) -> bool:
     return hmac.compare_digest(again, digest)
 
 
+def auth_line(user: str, password: str) -> str:
+    """One auth-file line; the user name may not hold ':' or whitespace, the password may not be empty."""
+    user = user.strip()
+    if not user or ":" in user or any(ch.isspace() for ch in user):
+        raise CrosscheckError(f"user name {user!r}: expected a non-empty name without ':' or spaces")
+    if not password:
+        raise CrosscheckError("the password is empty")
+    return f"{user}:{hash_password(password)}"
+
+
+def hash_password_main(user: str, from_stdin: bool = False) -> int:
+    """The `hash-password` command: prompt (twice, no echo) or read stdin, print the auth-file line."""
+    import getpass
+    import sys
+
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(f"password for {user}: ")
+        if getpass.getpass("again: ") != password:
+            raise CrosscheckError("the two passwords differ")
+    print(auth_line(user, password))
+    return 0
+
+
 def load_auth(path: Path) -> Callable[[str, str], bool]:
     """A Gradio auth function over the users in `path`; a bad line is a clear error naming it."""
     users: dict[str, str] = {}
@@ -50,3 +81,18 @@ def load_auth(path: Path) -> Callable[[str, str], bool]:
         return encoded is not None and check_password(password, encoded)
 
     return auth
+
+
+if __name__ == "__main__":  # python -m ui.auth USER [--stdin]
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m ui.auth", description="print a user:password-hash line")
+    parser.add_argument("user")
+    parser.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
+    ns = parser.parse_args()
+    try:
+        sys.exit(hash_password_main(ns.user, ns.stdin))
+    except CrosscheckError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

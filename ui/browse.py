@@ -87,7 +87,8 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     scope = f" matching “{esc(label)}” in any selected run" if label else ""
     no_runs = " · pick runs in the header to see their answers and failure patterns" if not names else ""
     summary = (f'<div class="cc-summary"><b>{total}</b> of {len(bd.index.frame)} groups{scope} · showing {shown} · '
-               f'page {page_n} of {pages}{no_runs}</div>')
+               f'page {page_n} of {pages}{no_runs}</div><div class="cc-muted">run columns: ✓ every item right, ✗ some '
+               'item wrong, k/n items right, ⚠n invalid or api_error responses (any rotation or repeat)</div>')
     return {"table": table, "summary": summary, "page": page_n, "pages": pages, "counts": counts, "total": total,
             "n_groups": len(bd.index.frame)}
 
@@ -104,7 +105,7 @@ def build_browse(ctx: Ctx) -> None:
     store = ctx.store
     gr.Markdown("Pick a benchmark and runs in the header; filter the groups, then click a row to open the group "
                 "with every run's answers.", elem_classes=["cc-muted"])
-    with gr.Row(equal_height=True):
+    with gr.Row():
         split = gr.Dropdown(label="Split", choices=[("All", ALL)], value=ALL, scale=1, elem_id="cc-browse-split")
         kind = gr.Dropdown(label="Kind", choices=[("All", ALL)], value=ALL, scale=1, elem_id="cc-browse-kind")
         field = gr.Dropdown(label="Stratum (meta)", choices=[("None", ALL)], value=ALL, scale=1,
@@ -114,14 +115,14 @@ def build_browse(ctx: Ctx) -> None:
                               scale=3, elem_id="cc-browse-pattern")
         search = gr.Textbox(label="Search", placeholder="group id, item id or question words", scale=2,
                             elem_id="cc-browse-search")
-    with gr.Row(equal_height=True):
-        summary = gr.HTML(elem_id="cc-browse-summary")
-        prev_btn = gr.Button("◀ Previous", size="sm", scale=0, elem_id="cc-browse-prev")
+    with gr.Row():
+        summary = gr.HTML(elem_id="cc-browse-summary", elem_classes=["cc-grow"])
+        prev_btn = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id="cc-browse-prev")
         page = gr.Number(value=1, label="Page", precision=0, minimum=1, scale=0, min_width=90, elem_id="cc-browse-page")
-        next_btn = gr.Button("Next ▶", size="sm", scale=0, elem_id="cc-browse-next")
+        next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=110, elem_id="cc-browse-next")
     table = gr.Dataframe(interactive=False, max_height=360, wrap=False, elem_id="cc-browse-list",
                          show_label=False)
-    with gr.Row(equal_height=True):
+    with gr.Row():
         group = gr.Textbox(label="Group", placeholder="click a row above, or type a group id and press Enter",
                            scale=2, elem_id="cc-browse-group")
         detail = gr.Dropdown(label="Run in detail", choices=[], scale=3, elem_id="cc-browse-detail")

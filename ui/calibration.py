@@ -1,11 +1,265 @@
-"""The Calibration tab (placeholder until its issue lands)."""
+"""The Calibration tab (paper 002 App. C.3, C.4, D.4): draw a frozen stratified sample; Cohen's kappa and raw
+agreement per stage for every pair of labelers, the annotator-pair kappa as the human ceiling, the
+first-failure distribution under the judge vs the human consensus, the second judge, and error-audit
+summaries. The numbers come from db.judging.calibration_report (core.calibration); this module only lays
+them out. An undefined kappa shows its reason, never 0.
+"""
 
 from __future__ import annotations
 
-import gradio as gr
+import html
+from typing import Any
 
+import gradio as gr
+import plotly.graph_objects as go
+
+from core.errors import CrosscheckError
+from core.judge import STAGE_NAMES
+from core.schema import STAGES, to_jsonable
+from db import judging
+from db.judge_cli import draw
 from ui.context import Ctx
+
+STYLE = """
+<style>
+.cb-table{border-collapse:collapse;width:100%;font-size:13px;margin:4px 0 12px 0;table-layout:fixed}
+.cb-table th:first-child,.cb-table td:first-child{width:260px}
+.cb-table th,.cb-table td{border-bottom:1px solid var(--border-color-primary);padding:4px 8px;text-align:left;
+ vertical-align:top}
+.cb-table td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:anywhere}
+.cb-table tr.cb-ceiling td{font-weight:600;background:rgba(59,130,246,.08)}
+.cb-na{color:#6b7280;font-style:italic}
+.cb-kind{font-size:11px;color:#6b7280}
+.cb-k{display:inline-block;min-width:46px;padding:0 4px;border-radius:4px}
+.cb-sub{color:#6b7280;font-size:12px}
+.cb-h{font-weight:600;font-size:15px;margin:14px 0 4px 0}
+</style>
+"""
+
+
+def _kappa_cell(p: dict[str, Any]) -> str:
+    if p.get("kappa") is None:
+        return (f"<td class='num cb-na' title='{html.escape(str(p.get('reason') or ''), quote=True)}'>n/a"
+                f"<div class='cb-sub'>{html.escape(str(p.get('reason') or ''))}</div></td>")
+    k = float(p["kappa"])
+    shade = max(0.0, min(1.0, k))
+    bg = f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)"
+    agree = "" if p.get("agreement") is None else f"{100 * p['agreement']:.0f}%"
+    return (f"<td class='num'><span class='cb-k' style='background:{bg}'><b>{k:.3f}</b></span>"
+            f"<div class='cb-sub'>agree {agree} · n={p['n']}</div></td>")
+
+
+def pairs_table(rep: dict[str, Any]) -> str:
+    pairs = rep.get("pairs") or []
+    if not pairs:
+        return ("<div class='cb-na'>No pair of labelers on these traces yet: run a judge (`python app.py judge`) and "
+                "label traces in the Judge tab, or import labels (`python app.py import-labels`).</div>")
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in pairs:
+        rows.setdefault((p["a"], p["b"]), {"kind": p["pair_kind"]})[p["stage"]] = p
+    order = sorted(rows, key=lambda ab: (["judge-human", "human-human", "judge-judge"].index(rows[ab]["kind"])
+                                         if rows[ab]["kind"] in ("judge-human", "human-human", "judge-judge") else 9,
+                                         ab))
+    head = "".join(f"<th>{s} {STAGE_NAMES[s]}</th>" for s in STAGES)
+    body = []
+    for ab in order:
+        r = rows[ab]
+        body.append(f"<tr><td>{html.escape(ab[0])} <span class='cb-kind'>vs</span> {html.escape(ab[1])}"
+                    f"<div class='cb-kind'>{html.escape(r['kind'])}</div></td>"
+                    + "".join(_kappa_cell(r[s]) for s in STAGES) + "</tr>")
+    ceil = rep.get("human_ceiling") or {}
+    cells = []
+    for s in STAGES:
+        c = ceil.get(s) or {}
+        cells.append(_kappa_cell({"kappa": c.get("kappa"), "reason": c.get("reason"), "agreement": None,
+                                  "n": f"{c.get('n_pairs', 0)} pair(s)"}))
+    body.append("<tr class='cb-ceiling'><td>human ceiling<div class='cb-kind'>mean annotator-pair kappa</div></td>"
+                + "".join(cells) + "</tr>")
+    for judge, row in (rep.get("judge_vs_ceiling") or {}).items():
+        tds = []
+        for s in STAGES:
+            g = row[s]
+            tds.append("<td class='num cb-na'>n/a</td>" if g["gap"] is None else
+                       f"<td class='num'>{g['gap']:+.3f}<div class='cb-sub'>vs humans {g['kappa_vs_humans']:.3f}"
+                       "</div></td>")
+        body.append(f"<tr><td>gap to ceiling: {html.escape(judge)}<div class='cb-kind'>ceiling − mean judge-annotator "
+                    "kappa</div></td>" + "".join(tds) + "</tr>")
+    return (f"<table class='cb-table'><thead><tr><th>pair</th>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+            "</table>")
+
+
+def summary_md(rep: dict[str, Any]) -> str:
+    labs = rep.get("labelers") or []
+    who = ", ".join(f"{html.escape(x['name'])} ({x['kind']}, {x['n']})" for x in labs) or "none yet"
+    scope = (f"calibration sample **{html.escape(str(rep['sample']))}** ({rep['n_sample']} traces)" if rep.get("sample")
+             else "all F traces of the run")
+    inc = rep.get("inconsistent") or {}
+    inc_txt = ", ".join(f"{html.escape(n)} {100 * r['value']:.0f}% ({r['k']}/{r['n']})" for n, r in inc.items()
+                        if r.get("value") is not None)
+    return (f"**Run** {html.escape(rep['run'])} · scope: {scope} · labeled traces: **{rep['n_traces']}**\n\n"
+            f"**Labelers:** {who}\n\n"
+            + (f"**Inconsistent flag patterns** (a correct stage after a failed one): {inc_txt}" if inc_txt else ""))
+
+
+def ff_figure(rep: dict[str, Any]) -> go.Figure:
+    ff = rep.get("first_failure") or {}
+    fig = go.Figure()
+    if "reason" in ff or not ff.get("n"):
+        fig.add_annotation(text=html.escape(ff.get("reason", "no trace labeled by both the judge and annotators")),
+                           showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+        fig.update_layout(height=260, xaxis={"visible": False}, yaxis={"visible": False},
+                          margin={"l": 20, "r": 20, "t": 30, "b": 20})
+        return fig
+    cats = [*STAGES, "none", "undecided"]
+    for who, key, color in ((f"judge {ff['judge_name']}", "judge", "#6366f1"), ("human consensus", "human", "#f59e0b")):
+        vals = [ff[key].get(c, {}).get("value") for c in cats]
+        ks = [ff[key].get(c, {}).get("k") for c in cats]
+        fig.add_bar(name=who, x=cats, y=[None if v is None else 100 * v for v in vals], marker_color=color,
+                    text=[f"{k}" if k is not None else "" for k in ks], textposition="outside",
+                    hovertemplate="%{x}: %{y:.1f}% (%{text} traces)<extra>" + html.escape(who) + "</extra>")
+    fig.update_layout(barmode="group", height=320, title=f"First failure on {ff['scope']} (n={ff['n']})",
+                      yaxis_title="% of traces", margin={"l": 50, "r": 20, "t": 50, "b": 40},
+                      legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def second_html(rep: dict[str, Any]) -> str:
+    sj = rep.get("second_judge") or {}
+    if "reason" in sj:
+        return f"<div class='cb-na'>{html.escape(sj['reason'])}</div>"
+    esc = html.escape
+    pairs = {p["stage"]: p for p in sj.get("pairs", [])}
+    head = "".join(f"<th>{s}</th>" for s in STAGES)
+    kap = "".join(_kappa_cell(pairs[s]) if s in pairs else "<td class='cb-na'>n/a</td>" for s in STAGES)
+    rho = "".join(
+        f"<td class='num'>{r['rho']:.3f}<div class='cb-sub'>{r['n_runs']} runs</div></td>" if r["rho"] is not None
+        else f"<td class='num cb-na'>n/a<div class='cb-sub'>{esc(r['reason'] or '')}</div></td>"
+        for r in (sj["spearman"][s] for s in STAGES))
+    shift = "".join("<td class='num cb-na'>n/a</td>" if sj["mean_shift"][s] is None
+                    else f"<td class='num'>{100 * sj['mean_shift'][s]:+.1f} pp</td>" for s in STAGES)
+    wp = sj["weakest_preserved"]
+    wp_txt = (f"{wp['k']} of {wp['n']} runs" if wp.get("value") is not None else f"n/a ({esc(wp.get('reason') or '')})")
+    def pct(rate: dict[str, Any]) -> str:
+        return "n/a" if rate.get("value") is None else f"{100 * rate['value']:.1f}"
+
+    rows = []
+    for run_name, r in sj["runs"].items():
+        cells = "".join(f"<td class='num'>{pct(r['first'][s])} / {pct(r['second'][s])}</td>" for s in STAGES)
+        mark = "✓" if r["weakest_preserved"] else "✗"
+        rows.append(f"<tr><td>{esc(run_name)}</td>{cells}<td>{esc(str(r['weakest_first']))} / "
+                    f"{esc(str(r['weakest_second']))} {mark}</td></tr>")
+    runs = "".join(rows)
+    return (f"<div class='cb-h'>Second judge {esc(sj['second'])} vs first {esc(sj['first'])}</div>"
+            f"<table class='cb-table'><thead><tr><th></th>{head}</tr></thead><tbody>"
+            f"<tr><td>kappa (same traces)</td>{kap}</tr><tr><td>Spearman rho of the model ranking by stage "
+            f"accuracy</td>{rho}</tr><tr><td>mean StepAcc shift (second − first)</td>{shift}</tr></tbody></table>"
+            f"<div>Weakest stage preserved: <b>{wp_txt}</b></div>"
+            f"<table class='cb-table'><thead><tr><th>run (StepAcc % first / second)</th>{head}<th>weakest</th></tr>"
+            f"</thead><tbody>{runs}</tbody></table>")
+
+
+def audit_html(rep: dict[str, Any]) -> str:
+    ea = rep.get("error_audit") or {}
+    if "reason" in ea:
+        return f"<div class='cb-na'>{html.escape(ea['reason'])}</div>"
+    esc = html.escape
+    blocks = []
+    for title, group in (("by strategy (pooled)", ea.get("by_strategy", {})), ("by run", ea.get("by_run", {}))):
+        for name, res in group.items():
+            if "per_100" not in res:
+                blocks.append(f"<div class='cb-sub'>{esc(name)}: {esc(str(res.get('reason', '')))}</div>")
+                continue
+            cats = list(res["per_100"])
+            cols = [("all", res)]
+            terc = res.get("by_tercile") or {}
+            cols += [(f"{t} third", v) for t, v in terc.items() if isinstance(v, dict) and "per_100" in v]
+            head = "".join(f"<th>{esc(c)}<div class='cb-sub'>n={v['n_items']}</div></th>" for c, v in cols)
+            body = "".join(f"<tr><td>{esc(c.replace('_', ' '))}</td>" + "".join(
+                f"<td class='num'>{v['per_100'].get(c, 0):.1f}</td>" for _, v in cols) + "</tr>" for c in cats)
+            blocks.append(f"<div class='cb-h'>{esc(name)} <span class='cb-sub'>{esc(title)}</span></div>"
+                          f"<table class='cb-table'><thead><tr><th>per 100 F items</th>{head}</tr></thead>"
+                          f"<tbody>{body}</tbody></table>")
+    return "".join(blocks)
 
 
 def build_calibration(ctx: Ctx) -> None:
-    gr.Markdown("The Calibration tab is coming in a later release.")
+    store = ctx.store
+    judging.ensure_tables(store)
+
+    def run_choices() -> list[tuple[str, str]]:
+        return [(("[synthetic] " if r["synthetic"] else "") + r["name"], r["name"]) for r in judging.trace_runs(store)]
+
+    def sample_choices(run: str | None) -> list[tuple[str, str]]:
+        return [("all F traces", "")] + ([(f"{s['name']} ({s['n']} traces, seed {s['seed']})", s["name"])
+                                         for s in judging.samples(store, run)] if run else [])
+
+    def judge_choices(run: str | None) -> list[tuple[str, str]]:
+        return [("(first judge)", "")] + ([(j, j) for j in judging.judge_runs_of(store, run)] if run else [])
+
+    runs0 = run_choices()
+    run0 = runs0[0][1] if runs0 else None
+    gr.HTML(STYLE)
+    with gr.Row(equal_height=True):
+        run = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
+        sample = gr.Dropdown(sample_choices(run0), value="", label="Scope", scale=3, elem_id="cb-sample")
+        judge = gr.Dropdown(judge_choices(run0), value="", label="Judge", scale=2, elem_id="cb-judge")
+        second = gr.Dropdown([("(none)", "")] + judge_choices(run0)[1:], value="", label="Second judge", scale=2,
+                             elem_id="cb-second")
+        compute = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
+    with gr.Accordion("Draw a calibration sample (frozen, seeded, stratified by operation x outcome bin)",
+                      open=False):
+        with gr.Row(equal_height=True):
+            name = gr.Textbox(label="Sample name", value="calibration", scale=2, max_lines=1, elem_id="cb-name")
+            per_op = gr.Number(label="Traces per operation", value=20, precision=0, minimum=1, scale=1)
+            seed = gr.Number(label="Seed", value=0, precision=0, scale=1)
+            draw_btn = gr.Button("Draw and freeze", scale=1, elem_id="cb-draw")
+        draw_out = gr.Markdown()
+        draw_table = gr.Dataframe(visible=False, interactive=False)
+    summary = gr.Markdown(elem_id="cb-summary")
+    gr.Markdown("#### Cohen's kappa per stage (raw agreement and n below each)")
+    table = gr.HTML(elem_id="cb-table")
+    chart = gr.Plot(label="First-failure distribution: judge vs human consensus (002 C.3)", elem_id="cb-ff")
+    gr.Markdown("#### Second judge (002 C.4)")
+    second_out = gr.HTML(elem_id="cb-second-out")
+    with gr.Accordion("Error audit: first decisive error per 100 F items (002 D.4)", open=True):
+        audit_out = gr.HTML(elem_id="cb-audit")
+    raw_json = gr.JSON(label="calibration --json", visible=False)
+
+    def on_run(r: str | None) -> tuple[Any, Any, Any]:
+        js = judge_choices(r)
+        return (gr.update(choices=sample_choices(r), value=""), gr.update(choices=js, value=""),
+                gr.update(choices=[("(none)", "")] + js[1:], value=""))
+
+    def on_compute(r: str | None, s: str | None, j: str | None, j2: str | None) -> list[Any]:
+        if not r:
+            return ["No traces run in this store (StemBind F items with S1-S4 targets).", "", go.Figure(), "", "",
+                    None]
+        try:
+            rep = to_jsonable(judging.calibration_report(store, r, sample=s or None, judge=j or None,
+                                                         second=j2 or None))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
+
+    def on_draw(r: str | None, n: str, k: float, sd: float) -> tuple[str, Any, Any]:
+        if not r:
+            raise gr.Error("choose a traces run first")
+        try:
+            res = draw(store, r, n, int(k or 20), int(sd or 0))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        import pandas as pd
+
+        verb = "already frozen with the same traces (unchanged)" if res["status"] == "unchanged" else "drawn and frozen"
+        return (f"Sample **{html.escape(res['name'])}**: {res['n']} traces {verb}. Annotators find it in the Judge "
+                "tab's Queue list.", gr.update(value=pd.DataFrame(res["table"]), visible=True),
+                gr.update(choices=sample_choices(r), value=res["name"]))
+
+    outs = [summary, table, chart, second_out, audit_out, raw_json]
+    run.change(on_run, run, [sample, judge, second], api_visibility="private")
+    compute.click(on_compute, [run, sample, judge, second], outs, api_name="calibration")
+    draw_btn.click(on_draw, [run, name, per_op, seed], [draw_out, draw_table, sample], api_visibility="private")
+    ctx.refresh.click(on_run, run, [sample, judge, second], api_visibility="private")
+    tab = gr.context.Context.block
+    if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
+        tab.select(on_compute, [run, sample, judge, second], outs, api_visibility="private")

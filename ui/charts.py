@@ -13,8 +13,8 @@ from core.report_tables import Cell, RunScore, Table, get, reason_of, tooltip, v
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
            "#2aa3b5")
-LAYOUT = dict(template="plotly_white", height=360, margin=dict(l=56, r=16, t=48, b=48),
-              legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, font=dict(size=11)),
+LAYOUT = dict(template="plotly_white", height=380, margin=dict(l=56, r=16, t=44, b=40),
+              legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0, font=dict(size=11)),
               font=dict(size=12))
 
 
@@ -24,7 +24,14 @@ def _label(name: str, synthetic: bool) -> str:
 
 def _pct(cell: Cell) -> float | None:
     v = value_of(cell.node)
-    return None if reason_of(cell.node) is not None or v is None else 100 * float(v)
+    if reason_of(cell.node) is not None or not isinstance(v, (int, float)):
+        return None
+    return 100 * float(v)
+
+
+def rate_columns(table: Table) -> list[str]:
+    """Columns holding rates (dicts with a value) in at least one row."""
+    return [c for j, c in enumerate(table.columns) if any(isinstance(r.cells[j].node, dict) for r in table.rows)]
 
 
 def _err(cells: Sequence[Cell]) -> dict[str, Any] | None:
@@ -60,7 +67,7 @@ def empty(title: str, why: str) -> go.Figure:
 def grouped_bars(table: Table, title: str, columns: Sequence[str] | None = None, y_title: str = "%",
                  reference: bool = True) -> go.Figure:
     """Runs as colours, the table's columns (rates) on the x axis; a reference row becomes dashed markers."""
-    cols = [c for c in (columns or table.columns)]
+    cols = list(columns or rate_columns(table))
     idx = [table.columns.index(c) for c in cols]
     fig = go.Figure()
     runs = [r for r in table.rows if not r.reference]
@@ -190,7 +197,7 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
                         hovertemplate="%{customdata}<extra>%{fullData.name}</extra>")
     fig.update_layout(**LAYOUT, title=title, xaxis_title="R accuracy (%)", yaxis_title="F accuracy (%)")
     fig.update_xaxes(range=[0, 102])
-    fig.update_yaxes(range=[0, 102], scaleanchor="x", scaleratio=1)
+    fig.update_yaxes(range=[0, 102])
     return fig
 
 

@@ -133,13 +133,13 @@ def build_compare(ctx: Ctx) -> None:
     store = ctx.store
     gr.Markdown("Two runs of the benchmark picked in the header: what turned right, what turned wrong, and whether "
                 "the metric differences are larger than resampling noise.", elem_classes=["cc-muted"])
-    with gr.Row(equal_height=True):
+    with gr.Row():
         run_a = gr.Dropdown(label="Run A (before)", choices=[], scale=3, elem_id="cc-compare-a")
         run_b = gr.Dropdown(label="Run B (after)", choices=[], scale=3, elem_id="cc-compare-b")
         split = gr.Dropdown(label="Split", choices=[], scale=1, elem_id="cc-compare-split")
         go = gr.Button("Compare", variant="primary", scale=0, elem_id="cc-compare-go")
     out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")
-    with gr.Row(equal_height=True):
+    with gr.Row():
         which = gr.Dropdown(label="Changed groups", choices=CHANGE_FILTERS, value="changed", scale=1,
                             elem_id="cc-compare-filter")
         gr.HTML('<div class="cc-muted">Click a row to open the group with both runs\' answers.</div>')

@@ -1,11 +1,236 @@
-"""The Data tab (placeholder until its issue lands)."""
+"""The Data tab: upload items / predictions / labels, read the validation report, then commit; export
+items, predictions, metrics and labels (SPEC §3, §8, §11).
+
+Validate runs the real importer as a dry run (db/validate.py: the same rules, rolled back), so the report
+names every bad line before anything is written; Import runs the importer for real, which re-checks the
+file and writes all of it or nothing. Upload size is capped by `max_file_size` in ui/shell.py.
+"""
 
 from __future__ import annotations
 
+import html
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import gradio as gr
 
+from core.errors import CrosscheckError, ImportRefused
+from core.report import Report
+from core.scoring import score_run
+from db import importers, validate
+from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
+from db.store import Store
 from ui.context import Ctx
+from ui.shell import benchmark_choices, run_choices
+from ui.tables import safe_name
+
+KINDS = [("Items (benchmark JSONL or zip)", "items"), ("Predictions (JSONL or CSV) into a run", "predictions"),
+         ("Stage labels (JSONL) for a run's traces", "labels")]
+EXPORTS = [("Items (JSONL)", "items-jsonl"), ("Items (CSV)", "items-csv"), ("Predictions of a run (JSONL)",
+           "predictions-jsonl"), ("Predictions of a run (CSV)", "predictions-csv"),
+           ("Metrics of a run (score --json)", "metrics"), ("Stage labels of a run (JSONL)", "labels")]
+
+CSS = """
+.cc-report { font-size: 0.88rem; }
+.cc-report .cc-ok { color: #2d7a45; font-weight: 600; }
+.cc-report .cc-bad { color: #b8423a; font-weight: 600; }
+.cc-report table { border-collapse: collapse; margin-top: 6px; }
+.cc-report td, .cc-report th { padding: 2px 10px; border-bottom: 1px solid #e4e4e4; text-align: left;
+  vertical-align: top; }
+.cc-report td.cc-line { font-variant-numeric: tabular-nums; text-align: right; }
+.cc-report tr.cc-error td:first-child { color: #b8423a; }
+.cc-report tr.cc-warning td:first-child { color: #a07a1f; }
+"""
+
+
+def report_html(report: Report, title: str, committed: bool = False, limit: int = 200) -> str:
+    """The validation report: a verdict line, counts, then every error and warning with its line number."""
+    esc = html.escape
+    errs = sorted(report.errors, key=lambda i: i.line)
+    warns = sorted(report.warnings, key=lambda i: i.line)
+    if errs:
+        verdict = (f"<div class='cc-bad' id='cc-data-verdict' data-ok='0'>{len(errs)} error"
+                   f"{'s' if len(errs) != 1 else ''}: nothing {'was' if committed else 'will be'} written. Fix the "
+                   "lines below and validate again.</div>")
+    elif committed:
+        verdict = "<div class='cc-ok' id='cc-data-verdict' data-ok='1'>Imported.</div>"
+    else:
+        verdict = ("<div class='cc-ok' id='cc-data-verdict' data-ok='1'>Valid: press <b>Import</b> to commit it "
+                   "(one transaction).</div>")
+    counts = ", ".join(f"{esc(str(k))}: {v}" for k, v in (report.counts or {}).items())
+    rows = []
+    for issue in [*errs, *warns][:limit]:
+        rows.append(f"<tr class='cc-{issue.severity}'><td>{issue.severity}</td><td class='cc-line'>"
+                    f"{issue.line or '—'}</td><td>{esc(issue.field)}</td><td>{esc(issue.message)}</td>"
+                    f"<td>{esc(issue.file)}</td></tr>")
+    more = len(errs) + len(warns) - limit
+    table = ("<table><thead><tr><th></th><th>Line</th><th>Field</th><th>Problem</th><th>File</th></tr></thead><tbody>"
+             + "".join(rows) + "</tbody></table>") if rows else ""
+    tail = f"<div>… and {more} more</div>" if more > 0 else ""
+    return (f"<div class='cc-report'><div><b>{esc(title)}</b></div>{verdict}"
+            f"{'<div>' + counts + '</div>' if counts else ''}{table}{tail}</div>")
+
+
+def _path(upload: Any) -> Path:
+    if upload is None:
+        raise CrosscheckError("choose a file to upload first")
+    return Path(upload if isinstance(upload, str) else getattr(upload, "name", upload))
+
+
+def _config(text: str | None) -> dict[str, Any] | None:
+    if not text or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CrosscheckError(f"run settings: not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise CrosscheckError("run settings: expected a JSON object, e.g. {\"input_mode\": \"text\"}")
+    return value
+
+
+def dry_run(store: Store, kind: str, path: Path, name: str, run: str, model: str, bench: str | None,
+            config: str) -> Report:
+    if kind == "items":
+        return validate.validate_items(store, path, name.strip() or None)
+    if not run.strip():
+        raise CrosscheckError("name the run the file belongs to")
+    if kind == "predictions":
+        return validate.validate_predictions(store, path, run.strip(), model=model.strip() or None,
+                                             config=_config(config), benchmark=bench or None)
+    return validate.validate_labels(store, path, run.strip())
+
+
+def commit(store: Store, kind: str, path: Path, name: str, run: str, model: str, bench: str | None,
+           config: str) -> tuple[Report, str]:
+    """Import for real; returns the report and the benchmark the header should show."""
+    if kind == "items":
+        result = importers.import_items(store, path, name=name.strip() or None)
+        return result.report, result.target
+    if kind == "predictions":
+        result = importers.import_predictions(store, path, run.strip(), model=model.strip() or None,
+                                              config=_config(config), benchmark=bench or None)
+        return result.report, store.run(run.strip())["benchmark"]
+    result = importers.import_labels(store, path, run.strip())
+    return result.report, store.run(run.strip())["benchmark"]
+
+
+def export_file(store: Store, what: str, bench: str | None, run: str | None) -> Path:
+    """Write one export to a fresh temporary file and return its path."""
+    out = Path(tempfile.mkdtemp(prefix="crosscheck-export-"))
+    buf = io.StringIO()
+    if what.startswith("items"):
+        if not bench:
+            raise CrosscheckError("pick a benchmark in the header first")
+        fmt = what.split("-")[1]
+        write_records(item_records(store, bench), buf, fmt)
+        target = out / f"{safe_name(bench)}_items.{fmt}"
+    else:
+        if not run:
+            raise CrosscheckError("pick the run to export")
+        if what.startswith("predictions"):
+            fmt = what.split("-")[1]
+            write_records(prediction_records(store, run), buf, fmt, PRED_EXPORT_FIELDS)
+            target = out / f"{safe_name(run)}_predictions.{fmt}"
+        elif what == "metrics":
+            rd = store.run_data(run)
+            items = store.items_frame(rd.benchmark)
+            others = [store.run_data(r["name"]) for r in store.runs(rd.benchmark) if r["name"] != run]
+            buf.write(json.dumps(score_run(items, rd, others), ensure_ascii=False, indent=2) + "\n")
+            target = out / f"{safe_name(run)}_metrics.json"
+        else:
+            recs = list(validate.label_records(store, run))
+            if not recs:
+                raise CrosscheckError(f"run {run!r} has no stage labels yet")
+            write_records(iter(recs), buf, "jsonl")
+            target = out / f"{safe_name(run)}_labels.jsonl"
+    target.write_text(buf.getvalue(), encoding="utf-8")
+    return target
 
 
 def build_data(ctx: Ctx) -> None:
-    gr.Markdown("The Data tab is coming in a later release.")
+    store = ctx.store
+    gr.HTML(f"<style>{CSS}</style>")
+    with gr.Row():
+        with gr.Column(scale=3):
+            gr.Markdown("### Import\nUpload a file, **Validate** to see every problem with its line number, then "
+                        "**Import**. A file with any bad line writes nothing; re-importing the same file changes "
+                        "nothing. Formats: docs/FORMATS.md.")
+            kind = gr.Radio(KINDS, value="items", label="What the file holds", elem_id="cc-data-kind")
+            upload = gr.File(label="File (.jsonl, .zip, .csv)", file_types=[".jsonl", ".zip", ".csv", ".json"],
+                             type="filepath", elem_id="cc-data-upload")
+            with gr.Row():
+                name = gr.Textbox(label="Benchmark name (items; default: the file name)", elem_id="cc-data-name")
+                run = gr.Textbox(label="Run name (predictions / labels)", visible=False, elem_id="cc-data-run")
+                model = gr.Textbox(label="Model id (predictions)", visible=False, elem_id="cc-data-model")
+            config = gr.Textbox(label="Run settings as JSON (predictions; optional)", visible=False,
+                                placeholder='{"input_mode": "text", "strategy": "thinking"}', elem_id="cc-data-config")
+            with gr.Row():
+                check = gr.Button("Validate", variant="secondary", elem_id="cc-data-validate")
+                do_import = gr.Button("Import", variant="primary", interactive=False, elem_id="cc-data-import")
+            report = gr.HTML("", elem_id="cc-data-report")
+        with gr.Column(scale=2):
+            gr.Markdown("### Export\nFiles in the import formats (an export re-imports unchanged); metrics as "
+                        "`score --json` prints them.")
+            what = gr.Radio(EXPORTS, value="items-jsonl", label="Export", elem_id="cc-data-export-what")
+            export_run = gr.Dropdown([], label="Run (predictions, metrics, labels)", elem_id="cc-data-export-run")
+            make = gr.Button("Prepare download", elem_id="cc-data-export")
+            download = gr.File(label="Download", interactive=False, height=110, elem_id="cc-data-download")
+    inputs = [kind, upload, name, run, model, ctx.benchmark, config]
+
+    def on_kind(k: str) -> Any:
+        return (gr.update(visible=k == "items"), gr.update(visible=k != "items"),
+                gr.update(visible=k == "predictions"), gr.update(visible=k == "predictions"),
+                gr.update(interactive=False), "")
+
+    kind.change(on_kind, kind, [name, run, model, config, do_import, report], queue=False)
+    upload.change(lambda: (gr.update(interactive=False), ""), None, [do_import, report], queue=False)
+
+    def on_validate(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str) -> Any:
+        try:
+            path = _path(up)
+            rep = dry_run(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        return report_html(rep, f"Validation of {path.name}"), gr.update(interactive=rep.ok)
+
+    check.click(on_validate, inputs, [report, do_import], concurrency_id="data", concurrency_limit=2)
+
+    def on_import(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str) -> Any:
+        try:
+            path = _path(up)
+            rep, target = commit(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
+        except ImportRefused as exc:
+            rep = exc.report if isinstance(exc.report, Report) else Report()
+            if not rep.errors:
+                rep.error("(import)", 0, "(file)", str(exc))
+            return (report_html(rep, "Import refused", committed=True), gr.update(interactive=False), gr.update(),
+                    gr.update())
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        runs = run_choices(store, target)
+        return (report_html(rep, f"Imported {path.name}", committed=True), gr.update(interactive=False),
+                gr.update(choices=benchmark_choices(store), value=target), gr.update(choices=runs))
+
+    do_import.click(on_import, inputs, [report, do_import, ctx.benchmark, ctx.runs], concurrency_id="data")
+
+    def on_export(w: str, bench: str | None, rn: str | None) -> Any:
+        try:
+            return str(export_file(store, w, bench, rn))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    make.click(on_export, [what, ctx.benchmark, export_run], download, concurrency_id="data")
+
+    def runs_of(bench: str | None) -> Any:
+        choices = run_choices(store, bench)
+        return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+    ctx.benchmark.change(runs_of, ctx.benchmark, export_run, queue=False)
+    ctx.refresh.click(runs_of, ctx.benchmark, export_run, queue=False)
+    from gradio.context import get_blocks_context
+
+    get_blocks_context().root_block.load(runs_of, ctx.benchmark, export_run, queue=False)

@@ -8,6 +8,8 @@ downloads; figures are plotly (ui/charts.py) with an HTML download (and the char
 
 from __future__ import annotations
 
+import html
+import logging
 import threading
 from typing import Any
 
@@ -85,6 +87,7 @@ class ScoreCache:
 
 
 CACHE = ScoreCache()
+log = logging.getLogger(__name__)
 
 
 def run_scores(store: Store, benchmark: str, names: list[str]) -> tuple[str, list[RunScore], list[RunScore]]:
@@ -143,7 +146,13 @@ def build_metrics(ctx: Ctx) -> None:
             gr.Markdown("None of the picked runs exists any more: press **Refresh**.")
             return
         tables = {t.key: t for t in tables_for(family, runs, controls)}
-        figs = charts.charts_for(family, runs, tables)
+        try:
+            figs = charts.charts_for(family, runs, tables)
+        except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
+            log.exception("charts failed for %s", benchmark)
+            figs = {}
+            gr.Markdown(f"Charts could not be drawn ({html.escape(type(exc).__name__)}); the tables below are "
+                        "complete.")
         n_synth = sum(r.synthetic for r in runs)
         synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(runs)} runs are generated demo data"
                  if n_synth else "")
@@ -151,13 +160,14 @@ def build_metrics(ctx: Ctx) -> None:
                     f"{synth}  \nRates in %. Hover a value for k / n and its 95% interval; click a column header "
                     "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary")
         prefix = f"{benchmark}"
-        with gr.Tabs(elem_id="cc-metrics-sections"):
-            for title, table_keys, chart_keys in SECTIONS.get(family, SECTIONS["generic"]):
-                present = [k for k in table_keys if k in tables]
-                plots = [k for k in chart_keys if k in figs]
-                if not present and not plots:
-                    continue
-                with gr.Tab(title):
+        sections = [(i, title, [k for k in tk if k in tables], [k for k in ck if k in figs])
+                    for i, (title, tk, ck) in enumerate(SECTIONS.get(family, SECTIONS["generic"]))]
+        sections = [s for s in sections if s[2] or s[3]]
+        # a fresh Tabs per family (key) opened on its first section: a re-render never keeps a stale selection
+        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{family}",
+                     selected=f"{family}-{sections[0][0]}" if sections else None):
+            for i, title, present, plots in sections:
+                with gr.Tab(title, id=f"{family}-{i}"):
                     if len(plots) >= 2:
                         for i in range(0, len(plots), 2):
                             with gr.Row():

@@ -1,11 +1,432 @@
-"""The Run tab (placeholder until its issue lands)."""
+"""The Run tab: pick a runner and settings, start, watch a live progress bar, cancel, resume (SPEC §6, §8).
+
+Runs execute in a worker thread owned by this server process (`JOBS`), not by the browser request: closing
+the tab leaves the run going, another browser sees it in the jobs table, and every prediction is committed as
+it is made (core.runners.engine), so a cancelled or killed run resumes where it stopped. The start / cancel
+handlers return at once and the progress display is a cheap poll of in-memory counters on its own queue
+(concurrency_id "run-poll"), so a long run never blocks anyone's browsing.
+"""
 
 from __future__ import annotations
 
+import html
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
 import gradio as gr
 
+from core import prompts
+from core.errors import CrosscheckError
+from core.runners.baselines import BASELINES
+from core.runners.engine import DEFAULT_SEED, RunSettings
+from core.runners.engine import run as engine_run
+from core.schema import INPUT_MODES
+from db.store import Store
 from ui.context import Ctx
+from ui.shell import run_choices
+
+RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
+                 ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
+
+
+class _CountingSink:
+    """The store as the engine's sink, counting the statuses of committed predictions for the progress bar."""
+
+    def __init__(self, store: Store, job: Job) -> None:
+        self._store, self._job = store, job
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def add_predictions(self, run: str, predictions: Any) -> int:
+        preds = list(predictions)
+        n = self._store.add_predictions(run, preds)
+        with self._job.lock:
+            for p in preds:
+                self._job.counts[p.status] = self._job.counts.get(p.status, 0) + 1
+        return n
+
+
+@dataclass
+class Job:
+    """One live run in this server process."""
+
+    settings: RunSettings
+    user: str | None
+    started: float = field(default_factory=time.time)
+    done: int = 0
+    total: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    status: str = "starting"  # starting | running | done | cancelled | failed
+    message: str = ""
+    finished: float | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    thread: threading.Thread | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.status in ("starting", "running")
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            end = self.finished or time.time()
+            elapsed = end - self.started
+            eta = None
+            if self.live and self.total and self.done:
+                eta = elapsed / self.done * (self.total - self.done)
+            return {"run": self.settings.run, "benchmark": self.settings.benchmark, "status": self.status,
+                    "done": self.done, "total": self.total, "errors": self.counts.get("api_error", 0),
+                    "invalid": self.counts.get("invalid", 0), "elapsed": elapsed, "eta": eta,
+                    "message": self.message, "user": self.user, "runner": self.settings.runner,
+                    "model": self.settings.model}
+
+
+class Jobs:
+    """Every run started from the GUI in this process, by run name."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: dict[str, Job] = {}
+
+    def start(self, store: Store, s: RunSettings, user: str | None) -> Job:
+        with self.lock:
+            old = self.jobs.get(s.run)
+            if old is not None and old.live:
+                raise CrosscheckError(f"run {s.run!r} is already running (started by {old.user or 'someone'})")
+            job = Job(settings=s, user=user)
+            self.jobs[s.run] = job
+        job.thread = threading.Thread(target=self._work, args=(store, job), name=f"crosscheck-run-{s.run}",
+                                      daemon=True)
+        job.thread.start()
+        return job
+
+    @staticmethod
+    def _work(store: Store, job: Job) -> None:
+        def progress(done: int, total: int) -> None:
+            with job.lock:
+                job.done, job.total, job.status = done, total, "running"
+
+        try:
+            summary = engine_run(_CountingSink(store, job), job.settings, progress=progress, cancel=job.cancel)
+        except Exception as exc:  # noqa: BLE001 - shown in the progress panel; the engine marked the run failed
+            with job.lock:
+                job.status, job.message = "failed", f"{type(exc).__name__}: {exc}"
+        else:
+            with job.lock:
+                job.status = summary.get("status", "done")
+                job.message = str(summary.get("line", ""))
+                if job.total is None:
+                    job.total = summary.get("tasks", 0) - summary.get("skipped", 0)
+                    job.done = summary.get("sent", 0)
+        finally:
+            with job.lock:
+                job.finished = time.time()
+            store.close()  # this thread's connection
+
+    def get(self, run: str | None) -> Job | None:
+        with self.lock:
+            return self.jobs.get(run) if run else None
+
+    def all(self) -> list[Job]:
+        with self.lock:
+            return sorted(self.jobs.values(), key=lambda j: j.started, reverse=True)
+
+    def any_live(self) -> bool:
+        return any(j.live for j in self.all())
+
+
+JOBS = Jobs()
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def progress_html(job: Job | None) -> str:
+    if job is None:
+        return ("<div class='cc-progress cc-idle' id='cc-run-progress' data-status='idle'>No run started from this "
+                "page yet. Pick settings and press <b>Start</b>; a run in the jobs table below can be followed by "
+                "choosing it in <i>Follow run</i>.</div>")
+    s = job.snapshot()
+    total = s["total"]
+    pct = 100.0 * s["done"] / total if total else (100.0 if s["status"] == "done" else 0.0)
+    esc = html.escape
+    colour = {"failed": "#b8423a", "cancelled": "#a07a1f", "done": "#3a9a5b"}.get(s["status"], "#2f6db5")
+    msg = f"<div class='cc-run-msg'>{esc(s['message'])}</div>" if s["message"] else ""
+    total_text = "…" if total is None else str(total)
+    return (
+        f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{s['done']}' "
+        f"data-total='{'' if total is None else total}' data-errors='{s['errors']}'>"
+        f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · {esc(s['benchmark'])} · {esc(s['runner'])} "
+        f"{esc(str(s['model'] or ''))} · <span class='cc-run-status' style='color:{colour}'>{esc(s['status'])}</span>"
+        f"{' · started by ' + esc(s['user']) if s['user'] else ''}</div>"
+        f"<div class='cc-bar'><div class='cc-bar-fill' style='width:{pct:.1f}%;background:{colour}'></div></div>"
+        f"<div class='cc-run-stats'><span>done <b class='cc-done'>{s['done']}</b> / <b class='cc-total'>"
+        f"{total_text}</b> ({pct:.0f}%)</span><span>errors <b class='cc-errors'>{s['errors']}</b></span>"
+        f"<span>invalid {s['invalid']}</span><span>elapsed {_clock(s['elapsed'])}</span>"
+        f"<span>ETA {_clock(s['eta']) if s['status'] in ('running', 'starting') else '—'}</span></div>{msg}</div>")
+
+
+def jobs_html() -> str:
+    jobs = JOBS.all()
+    if not jobs:
+        return "<div class='cc-note'>No run has been started from the GUI since the server started.</div>"
+    esc = html.escape
+    rows = []
+    for j in jobs:
+        s = j.snapshot()
+        total = "…" if s["total"] is None else s["total"]
+        rows.append(f"<tr><td>{esc(s['run'])}</td><td>{esc(s['benchmark'])}</td><td>{esc(s['status'])}</td>"
+                    f"<td>{s['done']} / {total}</td><td>{s['errors']}</td><td>{_clock(s['elapsed'])}</td>"
+                    f"<td>{esc(s['user'] or '—')}</td></tr>")
+    return ("<table class='cc-jobs'><thead><tr><th>Run</th><th>Benchmark</th><th>Status</th><th>Done</th>"
+            "<th>Errors</th><th>Elapsed</th><th>Started by</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")
+
+
+CSS = """
+.cc-progress { border: 1px solid #d8d8d8; border-radius: 8px; padding: 10px 12px; font-size: 0.9rem; }
+.cc-progress.cc-idle { color: #666; }
+.cc-run-head { margin-bottom: 6px; }
+.cc-bar { height: 14px; background: #eceff3; border-radius: 7px; overflow: hidden; }
+.cc-bar-fill { height: 100%; transition: width 0.4s ease; }
+.cc-run-stats { display: flex; gap: 18px; margin-top: 6px; flex-wrap: wrap; font-variant-numeric: tabular-nums; }
+.cc-run-msg { margin-top: 6px; color: #555; font-size: 0.82rem; }
+table.cc-jobs { border-collapse: collapse; font-size: 0.85rem; }
+table.cc-jobs th, table.cc-jobs td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
+"""
+
+
+# --------------------------------------------------------------------------- settings from the form
+
+
+def settings_from_form(benchmark: str, name: str, runner: str, baseline: str, model_path: str, base_url: str,
+                       api_model: str, key_env: str, strategy: str, ssa_level: str | None, shots: float,
+                       input_mode: str, rotations: float, repeats: float, split: str, max_tokens: float | None,
+                       temperature: float, limit: float | None, concurrency: float, seed: float) -> RunSettings:
+    model = {"baseline": baseline, "transformers": (model_path or "").strip(),
+             "openai": (api_model or "").strip()}.get(runner)
+    s = RunSettings(
+        benchmark=benchmark, run=(name or "").strip(), runner=runner, model=model or None,
+        strategy=strategy if runner != "baseline" else "direct", shots=int(shots or 0) if runner != "baseline" else 0,
+        input_mode=input_mode, rotations=int(rotations or 1), repeats=int(repeats or 1), seed=int(seed),
+        max_tokens=int(max_tokens) if max_tokens else None, temperature=float(temperature or 0.0),
+        split=(split or "test").strip(), ssa_level=(ssa_level or None) if strategy == "ssa" else None,
+        base_url=(base_url or "").strip() or None, api_key_env=(key_env or "").strip(),
+        concurrency=max(1, int(concurrency or 1)), limit=int(limit) if limit else None, progress=False)
+    if not s.run:
+        raise CrosscheckError("give the run a name (it is how you find it in Browse and Metrics, and how you resume it)")
+    if runner == "openai" and not s.base_url:
+        raise CrosscheckError("the OpenAI-compatible runner needs a base URL, e.g. http://127.0.0.1:8000/v1")
+    s.check()
+    return s
+
+
+def check_name(store: Store, s: RunSettings) -> None:
+    """Refuse at once what the worker would refuse later: a name used by another benchmark or settings."""
+    try:
+        existing = store.run(s.run)
+    except CrosscheckError:
+        return
+    if existing["benchmark"] != s.benchmark:
+        raise CrosscheckError(f"run {s.run!r} belongs to benchmark {existing['benchmark']!r}; choose another name")
+    if s.runner == "baseline":
+        mine = s.identity()
+        old = {k: v for k, v in existing["config"].items()}
+        diff = sorted(k for k in set(old) | set(mine) if old.get(k) != mine.get(k))
+        if diff:
+            raise CrosscheckError(f"run {s.run!r} exists with other settings ({', '.join(diff)}): choose another name, "
+                                  "or pick it under Resume to continue it with its own settings")
+
+
+def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Form values that reproduce a stored run's identity (for Resume)."""
+    runner = config.get("runner", "baseline")
+    return {
+        "runner": runner if runner in ("baseline", "transformers", "openai") else "baseline",
+        "baseline": config.get("model") if runner == "baseline" else None,
+        "model_path": config.get("model") if runner == "transformers" else None,
+        "api_model": config.get("model") if runner == "openai" else None,
+        "strategy": config.get("strategy") or "direct", "ssa_level": config.get("ssa_level"),
+        "shots": config.get("shots") or 0, "input_mode": config.get("input_mode") or "all",
+        "rotations": config.get("rotations") or 1, "repeats": config.get("repeats") or 1,
+        "split": config.get("split") or "test", "max_tokens": config.get("max_tokens"),
+        "temperature": config.get("temperature") or 0.0, "seed": config.get("seed", DEFAULT_SEED),
+    }
+
+
+def resumable(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
+    """Runs of the benchmark made by a runner (not imported) that did not finish."""
+    if not benchmark:
+        return []
+    out = []
+    for r in store.runs(benchmark):
+        if r["runner"] in ("baseline", "transformers", "openai") and r["status"] != "done":
+            job = JOBS.get(r["name"])
+            if job is not None and job.live:
+                continue
+            out.append((f"{r['name']} ({r['status']}, {r['n_predictions']} predictions)", r["name"]))
+    return out
+
+
+# --------------------------------------------------------------------------- the tab
 
 
 def build_run(ctx: Ctx) -> None:
-    gr.Markdown("The Run tab is coming in a later release.")
+    store = ctx.store
+    gr.HTML(f"<style>{CSS}</style>")
+    benches = [b["name"] for b in store.benchmarks()]
+    with gr.Row():
+        with gr.Column(scale=3):
+            with gr.Row():
+                bench = gr.Dropdown(benches, value=benches[0] if benches else None, label="Benchmark",
+                                    elem_id="cc-run-benchmark", scale=2)
+                name = gr.Textbox(label="Run name", placeholder="e.g. qwen2.5-vl-7b-direct", elem_id="cc-run-name",
+                                  scale=2, info="the same name and settings resume a run")
+                split = gr.Textbox(value="test", label="Split", elem_id="cc-run-split", scale=1)
+            runner = gr.Radio(RUNNER_LABELS, value="baseline", label="Runner", elem_id="cc-run-runner")
+            with gr.Group(visible=True) as g_base:
+                baseline = gr.Dropdown(list(BASELINES), value="random", label="Baseline",
+                                       info="random is seeded; the others are fitted on the train split",
+                                       elem_id="cc-run-baseline")
+            with gr.Group(visible=False) as g_tf:
+                model_path = gr.Textbox(label="Checkpoint folder", placeholder="/models/Qwen2.5-VL-7B-Instruct",
+                                        info="any image-text-to-text checkpoint on this machine",
+                                        elem_id="cc-run-model-path")
+            with gr.Group(visible=False) as g_api:
+                with gr.Row():
+                    base_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1",
+                                          elem_id="cc-run-base-url")
+                    api_model = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-7B-Instruct",
+                                           elem_id="cc-run-api-model")
+                    key_env = gr.Textbox(value="OPENAI_API_KEY", label="API key variable",
+                                         info="name of the server's environment variable; the key is never "
+                                              "stored (leave empty for a local vLLM without a key)",
+                                         elem_id="cc-run-key-env")
+            with gr.Row():
+                strategy = gr.Dropdown(list(prompts.STRATEGIES), value="direct", label="Strategy",
+                                       elem_id="cc-run-strategy", interactive=False)
+                ssa_level = gr.Dropdown(list(prompts.SSA_LEVELS), value=None, label="SSA level", visible=False,
+                                        elem_id="cc-run-ssa")
+                shots = gr.Slider(0, prompts.MAX_SHOTS, value=0, step=1, label="Shots", interactive=False,
+                                  elem_id="cc-run-shots")
+                input_mode = gr.Radio(list(INPUT_MODES), value="all", label="Input mode", elem_id="cc-run-input")
+            with gr.Row():
+                rotations = gr.Slider(1, 4, value=1, step=1, label="Rotations", elem_id="cc-run-rotations")
+                repeats = gr.Number(value=1, minimum=1, precision=0, label="Repeats", elem_id="cc-run-repeats")
+                limit = gr.Number(value=0, minimum=0, precision=0, label="Limit (first N items; 0 = all)",
+                                  elem_id="cc-run-limit")
+            with gr.Accordion("Decoding and execution", open=False):
+                with gr.Row():
+                    max_tokens = gr.Number(value=None, precision=0, label="Max tokens (empty = strategy default)")
+                    temperature = gr.Number(value=0.0, label="Temperature")
+                    seed = gr.Number(value=DEFAULT_SEED, precision=0, label="Seed")
+                    concurrency = gr.Number(value=8, minimum=1, precision=0, label="Requests in flight (OpenAI)",
+                                            elem_id="cc-run-concurrency")
+            with gr.Row():
+                start = gr.Button("Start", variant="primary", elem_id="cc-run-start")
+                cancel = gr.Button("Cancel", variant="stop", elem_id="cc-run-cancel")
+        with gr.Column(scale=2):
+            follow = gr.Dropdown([], value=None, label="Follow run", elem_id="cc-run-follow",
+                                 info="runs started from the GUI on this server")
+            progress = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
+            with gr.Row():
+                resume_pick = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
+                                          elem_id="cc-run-resume-pick")
+                resume = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
+            gr.Markdown("**Jobs on this server**")
+            jobs = gr.HTML(jobs_html(), elem_id="cc-run-jobs")
+    timer = gr.Timer(1.0, active=False)
+
+    form = [bench, name, runner, baseline, model_path, base_url, api_model, key_env, strategy, ssa_level, shots,
+            input_mode, rotations, repeats, split, max_tokens, temperature, limit, concurrency, seed]
+
+    def on_runner(kind: str) -> Any:
+        model = kind != "baseline"
+        return (gr.update(visible=kind == "baseline"), gr.update(visible=kind == "transformers"),
+                gr.update(visible=kind == "openai"), gr.update(interactive=model), gr.update(interactive=model))
+
+    runner.change(on_runner, runner, [g_base, g_tf, g_api, strategy, shots], queue=False)
+    strategy.change(lambda s: gr.update(visible=s == "ssa"), strategy, ssa_level, queue=False)
+
+    def follow_choices(selected: str | None) -> Any:
+        names = [j.settings.run for j in JOBS.all()]
+        return gr.update(choices=names, value=selected if selected in names else (names[0] if names else None))
+
+    def on_start(bench_v: str, name_v: str, runner_v: str, baseline_v: str, model_path_v: str, base_url_v: str,
+                 api_model_v: str, key_env_v: str, strategy_v: str, ssa_v: str | None, shots_v: float, input_v: str,
+                 rotations_v: float, repeats_v: float, split_v: str, max_tokens_v: float | None, temperature_v: float,
+                 limit_v: float | None, concurrency_v: float, seed_v: float, request: gr.Request) -> Any:
+        try:
+            s = settings_from_form(bench_v, name_v, runner_v, baseline_v, model_path_v, base_url_v, api_model_v,
+                                   key_env_v, strategy_v, ssa_v, shots_v, input_v, rotations_v, repeats_v, split_v,
+                                   max_tokens_v, temperature_v, limit_v, concurrency_v, seed_v)
+            check_name(store, s)
+            JOBS.start(store, s, getattr(request, "username", None))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        return follow_choices(s.run), gr.Timer(active=True)
+
+    start.click(on_start, form, [follow, timer], concurrency_id="run-control", concurrency_limit=4)
+
+    def on_cancel(run: str | None) -> Any:
+        job = JOBS.get(run)
+        if job is None or not job.live:
+            raise gr.Error("no running job selected under Follow run")
+        job.cancel.set()
+        return progress_html(job)
+
+    cancel.click(on_cancel, follow, progress, concurrency_id="run-control")
+
+    def on_tick(run: str | None, header_bench: str | None) -> Any:
+        job = JOBS.get(run)
+        live = JOBS.any_live()
+        # when the last job stops, the header's run picker learns the new run (Browse / Metrics follow it)
+        runs_update = gr.update() if live else gr.update(choices=run_choices(store, header_bench))
+        return progress_html(job), jobs_html(), gr.Timer(active=live), runs_update
+
+    timer.tick(on_tick, [follow, ctx.benchmark], [progress, jobs, timer, ctx.runs], concurrency_id="run-poll",
+               concurrency_limit=None, show_progress="hidden")
+    follow.change(on_tick, [follow, ctx.benchmark], [progress, jobs, timer, ctx.runs], concurrency_id="run-poll",
+                  concurrency_limit=None, show_progress="hidden")
+
+    def on_resume(run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float, limit_v: float | None,
+                  request: gr.Request) -> Any:
+        if not run:
+            raise gr.Error("pick an unfinished run to resume")
+        try:
+            r = store.run(run)
+            f = form_from_config(r["config"])
+            s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
+                                   base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
+                                   f["shots"], f["input_mode"], f["rotations"], f["repeats"], f["split"],
+                                   f["max_tokens"], f["temperature"], limit_v, concurrency_v, f["seed"])
+            JOBS.start(store, s, getattr(request, "username", None))
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+        return follow_choices(run), gr.Timer(active=True), gr.update(choices=resumable(store, r["benchmark"]),
+                                                                    value=None)
+
+    resume.click(on_resume, [resume_pick, key_env, base_url, concurrency, limit], [follow, timer, resume_pick],
+                 concurrency_id="run-control")
+
+    def on_load(header_bench: str | None, selected: str | None) -> Any:
+        b = header_bench if header_bench in [x["name"] for x in store.benchmarks()] else None
+        upd = follow_choices(selected)
+        return (gr.update(choices=[x["name"] for x in store.benchmarks()], value=b) if b else gr.update(),
+                upd, gr.Timer(active=JOBS.any_live()), jobs_html())
+
+    get_root = __import__("gradio.context", fromlist=["get_blocks_context"]).get_blocks_context
+    get_root().root_block.load(on_load, [ctx.benchmark, follow], [bench, follow, timer, jobs], queue=False)
+    ctx.benchmark.change(lambda b: gr.update(value=b), ctx.benchmark, bench, queue=False)
+    bench.change(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)
+    ctx.refresh.click(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)

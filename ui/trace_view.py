@@ -21,10 +21,10 @@ CSS = """
 .jt-wrap{display:grid;grid-template-columns:minmax(220px,300px) 1fr;gap:16px;align-items:start;font-size:14px}
 .jt-side img{width:100%;border:1px solid var(--border-color-primary);border-radius:6px;background:#fff}
 .jt-side .jt-q{margin:8px 0 4px 0;font-weight:600}
-.jt-opts{margin:0;padding-left:0;list-style:none}
-.jt-opts li{padding:1px 4px;border-radius:4px}
+.jt-opts{margin:0 !important;padding-left:0 !important;list-style:none !important}
+.jt-opts li{padding:1px 4px;border-radius:4px;list-style:none !important;margin:0 !important}
 .jt-opts li.gold{background:rgba(34,197,94,.15)}
-.jt-opts li.chosen{outline:2px solid #3b82f6}
+.jt-opts li .jt-model{color:#1d4ed8;font-size:12px;font-weight:600}
 .jt-final{margin-top:8px;padding:6px 8px;border-radius:6px;background:var(--background-fill-secondary)}
 .jt-ok{color:#15803d;font-weight:600}.jt-bad{color:#b91c1c;font-weight:600}
 .jt-badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background:#fde68a;color:#713f12;
@@ -87,8 +87,9 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
                 + ("<span class='jt-badge'>synthetic</span>" if synthetic else "") + "</div>")
     side.append(f"<div>{esc(str(rec.get('question') or ''))}</div>")
     opts = "".join(
-        f"<li class='{'gold' if k == gold else ''} {'chosen' if k == answer else ''}'><b>{esc(k)}.</b> {esc(str(v))}"
-        f"{' <span title=gold>★</span>' if k == gold else ''}</li>" for k, v in options.items())
+        f"<li class='{'gold' if k == gold else ''}'><b>{esc(k)}.</b> {esc(str(v))}"
+        f"{' <span title=gold>★ gold</span>' if k == gold else ''}"
+        f"{' <span class=jt-model>← model</span>' if k == answer else ''}</li>" for k, v in options.items())
     side.append(f"<ul class='jt-opts'>{opts}</ul>")
     status = rec.get("status")
     verdict = ("<span class='jt-ok'>correct</span>" if answer is not None and answer == gold and status == "ok"

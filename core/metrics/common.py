@@ -10,7 +10,11 @@ Paper references are to 000 (FrameEvidence): App. A "Decoding and invalid answer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -18,6 +22,59 @@ import pandas as pd
 from core.schema import Rate
 
 JOIN_ITEM_COLUMNS = ("group_id", "kind", "variant", "split", "letters", "options", "n_images", "meta")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --------------------------------------------------------------------------- shared work across runs
+
+
+_WORK: list[dict[Any, Any]] = []
+
+
+@contextmanager
+def shared_work() -> Iterator[dict[Any, Any]]:
+    """Within the block, functions marked `@memoized` compute each result once per set of arguments.
+
+    Scoring every run of a benchmark asks for the same intermediate results again and again (a partner run's
+    item outcomes, its joined frame, its groups); the block keeps them. Arguments are matched by identity for
+    frames and runs and by value otherwise, and are held until the block ends so that an identity is never
+    reused. Callers must treat memoized results as read-only (they are shared).
+    """
+    memo: dict[Any, Any] = {}
+    _WORK.append(memo)
+    try:
+        yield memo
+    finally:
+        _WORK.remove(memo)
+        memo.clear()
+
+
+def _memo_key(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_memo_key(v) for v in value)
+    return ("id", id(value))
+
+
+def memoized(fn: F) -> F:
+    """Cache `fn` inside `shared_work()` blocks (outside them it runs as usual)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if not _WORK:
+            return fn(*args, **kw)
+        memo = _WORK[-1]
+        bound = signature.bind(*args, **kw)
+        bound.apply_defaults()
+        key = (fn.__module__, fn.__qualname__, tuple((k, _memo_key(v)) for k, v in bound.arguments.items()))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (fn(*args, **kw), args, kw)  # args kept alive: their ids stay unique
+        return hit[0]
+
+    return wrapper  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- joining and selecting
@@ -178,7 +235,7 @@ def _item_rotation_table(df: pd.DataFrame, rotations: Sequence[int]) -> tuple[pd
         raise ValueError("several predictions for one item and rotation; select one repeat first")
     answers = frame.pivot(index="item_id", columns="rotation", values="_answer").reindex(columns=rotations)
     correct = frame.pivot(index="item_id", columns="rotation", values="correct").reindex(columns=rotations)
-    return answers, correct.fillna(False).astype(bool)
+    return answers, correct.eq(True)  # a missing rotation (NaN) is not correct
 
 
 def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) -> dict[str, object]:

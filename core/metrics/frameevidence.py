@@ -17,6 +17,7 @@ needs; two items of one variant in one group, or a variant outside the family, r
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -32,6 +33,7 @@ from core.metrics.common import (
     join,
     joint_random_reference,
     macro_prf,
+    memoized,
     pair_metrics,
     rotation_metrics,
     select,
@@ -65,6 +67,7 @@ def _meta(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
+@memoized
 def _scope(items: pd.DataFrame, split: str | None) -> pd.DataFrame:
     """Items of one split (None = every split)."""
     scope = items if split is None else items[items["split"] == split]
@@ -85,6 +88,7 @@ def _name(run: RunData | pd.DataFrame) -> str:
     return run.name if isinstance(run, RunData) else "predictions"
 
 
+@memoized
 def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = "test", rotation: int = 0,
           repeat: int = 0) -> pd.DataFrame:
     """One row per item of the split: its prediction at (rotation, repeat) joined with the item columns.
@@ -114,6 +118,7 @@ def coverage(df: pd.DataFrame) -> Rate:
     return Rate.of(int((df["status"] != MISSING).sum()), len(df), "items")
 
 
+@memoized
 def groups(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     """One row per group of `kind` (index group_id) with, per variant v, the columns
 
@@ -255,6 +260,11 @@ def uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
 
 def core_metrics(df: pd.DataFrame) -> dict[str, Rate]:
     """accuracy, macro P / R / F1 over A-D, fq1_gem, nts, dis of one joined frame."""
+    return {key: dataclasses.replace(rate) for key, rate in _core_metrics(df).items()}
+
+
+@memoized
+def _core_metrics(df: pd.DataFrame) -> dict[str, Rate]:
     return {"accuracy": accuracy(df) if len(df) else Rate.of(0, 0, "items"), **macro_prf(df, CLASSES),
             "fq1_gem": fq1_gem(df), "nts": nts(df), "dis": dis(df)}
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
-from core.metrics.common import join
+from core.metrics.common import join, memoized
 from core.schema import Rate, RunData
 
 TASKS = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
@@ -41,6 +41,7 @@ def _meta(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
+@memoized
 def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     """One row per answered item: group_id, kind (task), stage, correct (all of its predictions correct)."""
     joined = join(items, run.preds)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
-from core.metrics.common import join
+from core.metrics.common import join, memoized
 from core.schema import STAGES, Rate, RunData
 
 KINDS = ("P", "R", "F")
@@ -98,17 +98,18 @@ def _rate(k: int, n: int, what: str, reason: str | None = None) -> Rate:
     return Rate.of(int(k), int(n))
 
 
-def _bootstrap_rate(k_per_cluster: np.ndarray, n_per_cluster: np.ndarray, seed: int | None) -> Rate:
-    k, n = int(k_per_cluster.sum()), int(n_per_cluster.sum())
+def _proportion_rate(k: int, n: int, seed: int | None) -> Rate:
+    """k / n over n clusters of one 0/1 observation each, with its percentile cluster-bootstrap CI."""
     rate = Rate.of(k, n)
     if n and seed is not None:
-        rate.ci = stats.cluster_bootstrap(k_per_cluster, n_per_cluster, seed=seed)
+        rate.ci = stats.proportion_bootstrap(k, n, seed=seed)
     return rate
 
 
 # --------------------------------------------------------------------------- per-item outcomes
 
 
+@memoized
 def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     """One row per item of `items` that `run` answered: group_id, kind, operation, family, correct, n_preds.
 
@@ -240,7 +241,8 @@ def _stem_block(table: pd.DataFrame, seed: int | None) -> dict[str, Any]:
 def binding_gap_from_flags(p_all: np.ndarray, r: np.ndarray, f: np.ndarray, seed: int | None = DEFAULT_SEED) -> dict:
     """Strict Binding Gap (§4.3 (iii), D.2): BG = 1 - P(F=1 | P=1, R=1), P=1 only when every P probe of the
     stem is correct. k = stems of the stratum with F wrong, n = the stratum; percentile cluster bootstrap CI
-    over the stratum's stems (one observation per stem)."""
+    over the stratum's stems (one 0/1 observation per stem, so a resample's count of F-wrong stems is exactly
+    Binomial(n, BG) and is drawn as such: stats.proportion_bootstrap)."""
     p_all, r, f = (np.asarray(a, dtype=bool) for a in (p_all, r, f))
     cond = p_all & r
     n = int(cond.sum())
@@ -248,8 +250,7 @@ def binding_gap_from_flags(p_all: np.ndarray, r: np.ndarray, f: np.ndarray, seed
     if n == 0:
         return {"binding_gap": Rate(None, 0, 0, reason=reason), "f_given_pr": Rate(None, 0, 0, reason=reason)}
     wrong = (~f[cond]).astype(int)
-    ones = np.ones(n, dtype=int)
-    gap = _bootstrap_rate(wrong, ones, seed)
+    gap = _proportion_rate(int(wrong.sum()), n, seed)
     solved = Rate.of(n - int(wrong.sum()), n)
     if gap.ci is not None:
         solved.ci = (1.0 - gap.ci[1], 1.0 - gap.ci[0])
@@ -266,13 +267,19 @@ def _paired_outcomes(items: pd.DataFrame, a: RunData, b: RunData) -> pd.DataFram
     return both
 
 
+def _paired_arrays(both: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stem (in order of first appearance): correct items of a, of b, and items (ka, kb, n)."""
+    per = both.groupby("group_id", sort=False).agg(
+        ka=("correct_a", "sum"), kb=("correct_b", "sum"), n=("correct_a", "size"))
+    ka, kb, n = (per[c].to_numpy(dtype=int) for c in ("ka", "kb", "n"))
+    return ka, kb, n
+
+
 def _paired_diff(both: pd.DataFrame, seed: int | None, what: str) -> Rate:
     """Accuracy of b minus accuracy of a on the items both runs answered; paired cluster bootstrap by stem."""
     if len(both) == 0:
         return Rate.undefined(f"no {what} answered by both runs")
-    per = both.groupby("group_id", sort=False).agg(
-        ka=("correct_a", "sum"), kb=("correct_b", "sum"), n=("correct_a", "size"))
-    ka, kb, n = (per[c].to_numpy(dtype=int) for c in ("ka", "kb", "n"))
+    ka, kb, n = _paired_arrays(both)
     rate = Rate(kb.sum() / n.sum() - ka.sum() / n.sum(), n=int(n.sum()))
     if seed is not None:
         rate.ci = stats.cluster_bootstrap_diff(kb, n, ka, n, seed=seed)
@@ -563,19 +570,60 @@ def find_ssa_runs(run: RunData, others: Iterable[RunData]) -> dict[str, RunData]
     return by_level
 
 
+def _ci_arrays(outcomes: pd.DataFrame, masks: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
+    """Per stem (sorted): correct items and items under each mask (stems x masks)."""
+    correct = outcomes["correct"].astype(bool)
+    k = pd.DataFrame({i: (m & correct).astype(int) for i, m in enumerate(masks)})
+    n = pd.DataFrame({i: m.astype(int) for i, m in enumerate(masks)})
+    groups = outcomes["group_id"].to_numpy()
+    return k.groupby(groups).sum().to_numpy(), n.groupby(groups).sum().to_numpy()
+
+
 def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, pd.Series]], seed: int | None) -> None:
     """Percentile cluster-bootstrap CIs (clusters = stems, one shared resampling) for item-level rates."""
     pairs = [(rate, mask) for rate, mask in pairs if rate.value is not None]
     if seed is None or not pairs:
         return
-    correct = outcomes["correct"].astype(bool)
-    k = pd.DataFrame({i: (m & correct).astype(int) for i, (_, m) in enumerate(pairs)})
-    n = pd.DataFrame({i: m.astype(int) for i, (_, m) in enumerate(pairs)})
-    groups = outcomes["group_id"].to_numpy()
-    lo, hi = stats.cluster_bootstrap_many(k.groupby(groups).sum().to_numpy(), n.groupby(groups).sum().to_numpy(),
-                                          seed=seed)
+    k, n = _ci_arrays(outcomes, [m for _, m in pairs])
+    lo, hi = stats.cluster_bootstrap_many(k, n, seed=seed)
     for i, (rate, _) in enumerate(pairs):
         rate.ci = (float(lo[i]), float(hi[i]))
+
+
+def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DEFAULT_SEED) -> None:
+    """Resample, in one pass, the per-stem columns that `score` will bootstrap for each of `runs`.
+
+    Only useful inside `stats.shared_draws()` (scoring many runs at once); otherwise it does nothing. The
+    columns are built by the same helpers as the metrics (item-rate CIs by kind over sorted stems; paired
+    differences overall and by kind over stems in order of appearance), so each later request finds its
+    resampled sums in the cache. A request that differs (a partner that left items unanswered) is simply
+    computed when asked: the cache only ever returns the sums of the very columns asked for.
+    """
+    cache = stats.active_draws()
+    if cache is None or seed is None:
+        return
+    by_size: dict[int, list[np.ndarray]] = {}
+    for run in runs:
+        out = item_outcomes(items, run)
+        if not len(out):
+            continue
+        k, n = _ci_arrays(out, [out["kind"] == kind for kind in KINDS])
+        by_size.setdefault(k.shape[0], []).extend([k, n])
+        both = out.assign(correct_a=out["correct"], correct_b=out["correct"])
+        for part in [both, *(both[both["kind"] == kind] for kind in KINDS)]:
+            if len(part):
+                ka, _, nn = _paired_arrays(part)
+                by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
+    for columns in by_size.values():
+        stacked = np.hstack(columns).astype(float)
+        cache.prefetch(stacked[:, ~_duplicate_columns(stacked)], stats.DEFAULT_DRAWS, seed)
+
+
+def _duplicate_columns(a: np.ndarray) -> np.ndarray:
+    _, first = np.unique(a, axis=1, return_index=True)
+    dup = np.ones(a.shape[1], dtype=bool)
+    dup[first] = False
+    return dup
 
 
 def _or_reason(value: dict[str, Any]) -> Any:

@@ -15,7 +15,7 @@ import pandas as pd
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
-from ui.views.common import RunView, message
+from ui.views.common import RunView, esc, message
 
 VIEW_MODULES = {"frameevidence": "frameevidence", "stembind": "stembind", "spur": "spur", "generic": "generic"}
 
@@ -81,4 +81,4 @@ def render_group(store: Any, benchmark: str | None, group_id: str | None, select
     if g is None:
         return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
     mod = importlib.import_module(f"ui.views.{VIEW_MODULES.get(g.family, 'generic')}")
-    return mod.render(store, g, boxes=boxes)
+    return f'<div class="cc-group" data-group="{esc(group_id)}">{mod.render(store, g, boxes=boxes)}</div>'

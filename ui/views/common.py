@@ -135,7 +135,8 @@ def options_html(options: Mapping[str, str], gold: str, extra: Mapping[str, str]
         ins = '<span class="cc-ins-tag" title="the insufficient-information option">insufficient</span>' \
             if insufficient and letter == insufficient else ""
         rows.append(f'<li class="{cls}"><b>{esc(letter)}</b> {esc(text)}{gl}{tag}{ins}</li>')
-    return f'<ul class="cc-opts">{"".join(rows)}</ul>'
+    inline = len(options) > 4 and all(len(str(t)) <= 14 for t in options.values()) and not extra
+    return f'<ul class="cc-opts{" cc-opts-inline" if inline else ""}">{"".join(rows)}</ul>'
 
 
 def run_answers(runs: Sequence[RunView], item_id: str) -> str:
@@ -170,7 +171,7 @@ def answers_table(items: Sequence[Mapping[str, Any]], runs: Sequence[RunView], s
         rows.append(f'<tr{cls}><th>{run_label_html(rv.record, short=True)}</th>{cells}'
                     f'<td class="cc-kn">{k}/{n}</td>{extra}</tr>')
     note = f'<div class="cc-muted">{silent} run(s) of this benchmark did not answer this group.</div>' if silent else ""
-    return (f'<div class="cc-table-wrap"><table class="cc-answers-table"><thead><tr><th>run</th>{head}</tr></thead>'
+    return (f'<div class="cc-table-wrap"><table class="cc-answers-table cc-allruns"><thead><tr><th>run</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>{note}')
 
 
@@ -279,9 +280,11 @@ def detail_html(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: S
             more = f'<div class="cc-meta">all {len(preds)} predictions: {cells}</div>'
             extra = [p for p in preds if p is not main and (p["rotation"], p["repeat"]) != (main["rotation"], main["repeat"])]
             if extra:
-                more += "".join(f'<details class="cc-raw-details"><summary>raw response, rotation '
-                                f'{int(p["rotation"])} repeat {int(p["repeat"])}</summary><pre class="cc-raw">'
-                                f'{esc(p.get("response"))}</pre></details>' for p in extra)
+                body = "".join(f'<div class="cc-meta">rotation {int(p["rotation"])}, repeat {int(p["repeat"])}: '
+                               f'status {esc(p.get("status"))}</div><pre class="cc-raw">{esc(p.get("response"))}</pre>'
+                               for p in extra)
+                more += (f'<details class="cc-raw-details"><summary>raw responses of the other {len(extra)} '
+                         f'predictions</summary>{body}</details>')
         item_flags = [f for f in flags if f.get("item_id") == iid]
         trace = ""
         if main.get("trace") or (it.get("stages") and item_flags):

@@ -60,7 +60,8 @@ def _flag(rv: Any, recs: list[dict[str, Any]]) -> str:
 
 
 def render(store: Any, g: Any, boxes: bool = True) -> str:
-    recs = g.records()
+    order = [t for ts in STAGES.values() for t in ts]
+    recs = sorted(g.records(), key=lambda r: (order.index(r["kind"]) if r["kind"] in order else len(order)))
     first = recs[0]
     m = first.get("meta") or {}
     figs = list(dict.fromkeys(h for r in recs for h in r["images"]))
@@ -86,8 +87,9 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
         cls = ' class="cc-selected"' if rv.name in chosen else ""
         rows.append(f'<tr{cls}><th>{run_label_html(rv.record, short=True)}</th>'
                     + "".join(f"<td>{_stage_kn(rv, recs, s)}</td>" for s in STAGES) + f"<td>{_flag(rv, recs)}</td></tr>")
-    stage_table = ('<table class="cc-answers-table"><thead><tr><th>run</th><th>perception</th><th>understanding</th>'
-                   f'<th>reasoning</th><th></th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    stage_table = ('<table class="cc-answers-table"><thead><tr><th>run</th><th title="perception">percep.</th>'
+                   '<th title="understanding">underst.</th><th title="reasoning">reason.</th><th></th></tr></thead>'
+                   f'<tbody>{"".join(rows)}</tbody></table>')
     top = (f'<div class="cc-stem-top"><div class="cc-images">{"".join(pics)}{legend}</div>'
            f'<div class="cc-stem-side"><div class="cc-sub">per stage, per run</div>{stage_table}</div></div>')
     stages = []

@@ -1,0 +1,111 @@
+"""Bulk loading of a benchmark's items and all of its runs for scoring (docs/ARCHITECTURE.md frames).
+
+`Store.items_frame` and `Store.run_data` load one thing each; scoring every run of a benchmark with them reloads
+every other run's predictions for each run scored (the `others` of the paired metrics). Here one call reads the
+items once and each run once, straight through the sqlite3 cursor (no pandas SQL layer), and returns frames equal
+to the store's (same columns, dtypes, order and values; tests compare them).
+
+`columns` picks prediction columns: the default is every column of `Store.predictions_frame`; scoring passes
+`SCORING_COLUMNS`, the ones metric code reads, which skips the raw responses (the bulk of the bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from core.schema import RunData
+from db.store import Store
+
+PRED_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",
+                "tokens", "latency", "probs", "error")
+# What core/metrics reads from a run's predictions (no metric reads response, shown, latency, probs or error).
+SCORING_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens")
+_TEXT = {"status", "answer", "shown", "response", "input_mode", "trace", "error"}
+ITEM_TEXT = ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer")
+
+
+def _obj(values: Sequence[Any]) -> pd.Series:
+    """An object column (pandas 3 would otherwise infer its string dtype, with NaN for None)."""
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return pd.Series(arr, dtype=object, copy=False)
+
+
+def items_frame(store: Store, benchmark: str) -> tuple[pd.DataFrame, dict[int, str]]:
+    """`Store.items_frame(benchmark)` and the map item pk -> item_id."""
+    b = store.benchmark(benchmark)
+    rows = store.conn.execute(
+        "SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta, stages"
+        " FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],)).fetchall()
+    cols = list(zip(*rows, strict=True)) if rows else [()] * 13
+    loads = orjson.loads
+    data: dict[str, Any] = {}
+    for name, col in zip(("item_id", "group_id", "split", "kind", "variant", "question"), cols[1:7], strict=True):
+        data[name] = _obj(col)
+    data["options"] = _obj([loads(v) if v else {} for v in cols[7]])
+    data["letters"] = _obj(cols[8])
+    data["answer"] = _obj(cols[9])
+    images = [loads(v) if v else [] for v in cols[10]]
+    data["images"] = _obj(images)
+    data["meta"] = _obj([loads(v) if v else {} for v in cols[11]])
+    data["stages"] = _obj([loads(v) if isinstance(v, str) and v else None for v in cols[12]])
+    data["n_images"] = pd.Series(np.fromiter((len(v) for v in images), dtype=np.int64, count=len(images)))
+    df = pd.DataFrame(data)
+    return df, dict(zip(cols[0], cols[1], strict=True))
+
+
+def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[str, Any], bool]]:
+    cur = store.conn.execute(
+        "SELECT r.id, r.name, b.name, b.family, r.config, r.synthetic FROM runs r JOIN benchmarks b"
+        " ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id", (benchmark,))
+    return [(int(r[0]), r[1], r[2], r[3], orjson.loads(r[4]), bool(r[5])) for r in cur]
+
+
+def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str],
+                      columns: Sequence[str] = PRED_COLUMNS) -> pd.DataFrame:
+    """`Store.predictions_frame` of one run (by id), restricted to `columns` (in PRED_COLUMNS order)."""
+    unknown = [c for c in columns if c not in PRED_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown prediction columns {unknown}; expected some of {', '.join(PRED_COLUMNS)}")
+    wanted = [c for c in PRED_COLUMNS if c in columns]
+    sql_cols = ["item_pk" if c == "item_id" else c for c in wanted]
+    rows = store.conn.execute(f"SELECT {', '.join(sql_cols)} FROM predictions WHERE run_id = ?"
+                              " ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(wanted)
+    data: dict[str, Any] = {}
+    for name, col in zip(wanted, cols, strict=True):
+        if name == "item_id":
+            data[name] = _obj([item_ids[pk] for pk in col])
+        elif name in ("rotation", "repeat"):
+            data[name] = pd.Series(np.array(col, dtype=np.int64))
+        elif name == "tokens":
+            data[name] = pd.Series(np.array([np.nan if v is None else v for v in col], dtype=float))
+        elif name == "latency":
+            # as pandas' SQL reader: float64 when any value is known, else an object column of None
+            known = any(v is not None for v in col)
+            data[name] = (pd.Series(np.array([np.nan if v is None else v for v in col], dtype=float)) if known
+                          else _obj(col))
+        elif name == "probs":
+            data[name] = _obj([orjson.loads(v) if v else None for v in col])
+        else:
+            data[name] = _obj(col)
+    return pd.DataFrame(data)
+
+
+def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS
+                        ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    """(items frame, {run name: RunData}) for every run of `benchmark`, in run creation order.
+
+    Equal to `store.items_frame(benchmark)` and `store.run_data(name)` for each run (restricted to `columns`).
+    """
+    items, item_ids = items_frame(store, benchmark)
+    runs: dict[str, RunData] = {}
+    for run_id, name, bench, family, config, synthetic in _runs(store, benchmark):
+        runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
+                             preds=predictions_frame(store, run_id, item_ids, columns))
+    return items, runs

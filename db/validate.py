@@ -1,0 +1,102 @@
+"""Dry runs of the importers (the Data tab's validation report before committing) and label export.
+
+A dry run calls the real importer on a store whose single write path (`Store.write`, STYLE 7) opens the
+same `BEGIN IMMEDIATE` transaction and then rolls it back: every rule of db/importers.py runs, against the
+store's current contents (unknown items, duplicate keys, a run name taken with other settings, changed
+labels), and the report carries the same counts and warnings as the real import, yet nothing is committed.
+Items use `db.importers.validate_items_file` (no store needed) plus the name check of `import_items`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from core.errors import ImportRefused
+from core.report import Report
+from db import importers
+from db.store import Store
+
+
+class _DryRunStore:
+    """A store whose writes are rolled back. Reads and everything else go to the real store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._store.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        finally:
+            conn.execute("ROLLBACK")
+
+    def put_image_file(self, *_: Any, **__: Any) -> None:  # never reached by the importers validated here
+        raise RuntimeError("dry run: no image is written")
+
+
+def validate_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
+                         config: dict[str, Any] | None = None, benchmark: str | None = None,
+                         replace: bool = False) -> Report:
+    """The report `import_predictions` would give (counts included), with nothing written."""
+    try:
+        result = importers.import_predictions(_DryRunStore(store), path, run, model=model,  # type: ignore[arg-type]
+                                              config=config, benchmark=benchmark, replace=replace)
+    except ImportRefused as exc:
+        report = exc.report if isinstance(exc.report, Report) else Report()
+        if not report.errors:
+            report.error(Path(path).name, 0, "(file)", str(exc))
+        return report
+    return result.report
+
+
+def validate_labels(store: Store, path: str | os.PathLike[str], run: str) -> Report:
+    """The report `import_labels` would give (counts included), with nothing written."""
+    try:
+        result = importers.import_labels(_DryRunStore(store), path, run)  # type: ignore[arg-type]
+    except ImportRefused as exc:
+        report = exc.report if isinstance(exc.report, Report) else Report()
+        if not report.errors:
+            report.error(Path(path).name, 0, "(file)", str(exc))
+        return report
+    return result.report
+
+
+def validate_items(store: Store, path: str | os.PathLike[str], name: str | None = None) -> Report:
+    """`validate_items_file` plus the store-level rule of `import_items`: a taken name must hold identical items
+    (checked by the real import, which then reports "unchanged"); here a taken name is a warning."""
+    path = Path(path)
+    report = importers.validate_items_file(path)
+    bench = name or path.stem
+    if any(b["name"] == bench for b in store.benchmarks()):
+        report.warn(path.name, 0, "name", f"benchmark {bench!r} exists: the import changes nothing if the items are "
+                    "identical and is refused otherwise (choose another name)")
+    return report
+
+
+def label_records(store: Store, run: str) -> Iterator[dict[str, Any]]:
+    """Every stage label of a run's traces in the labels-JSONL format of SPEC §3 (re-imports unchanged)."""
+    r = store.run(run)
+    cur = store.conn.execute(
+        "SELECT i.item_id, l.rotation, l.repeat, l.labeler, l.kind, l.S1, l.S2, l.S3, l.S4, l.first_failure,"
+        " l.category, l.note FROM labels l JOIN items i ON i.id = l.item_pk WHERE l.run_id = ?"
+        " ORDER BY l.item_pk, l.rotation, l.repeat, l.labeler", (r["id"],))
+    for row in cur:
+        rec: dict[str, Any] = {"item_id": row[0], "rotation": row[1], "repeat": row[2], "annotator": row[3],
+                               "kind": row[4]}
+        for s, v in zip(("S1", "S2", "S3", "S4"), row[5:9], strict=True):
+            if v is not None:
+                rec[s] = int(v)
+        for k, v in zip(("first_failure", "category", "note"), row[9:12], strict=True):
+            if v is not None:
+                rec[k] = v
+        yield rec

@@ -1,0 +1,245 @@
+"""Calibration: kappa / agreement equal scikit-learn's (random sets and degenerate cases), pairwise tables over
+traces both labeled, the frozen stratified sample, consensus first failure, the second judge, and
+`calibration --json` over a real store with a judge run and imported labels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import copy_store
+from scipy.stats import spearmanr
+from sklearn.metrics import cohen_kappa_score
+
+from core import calibration as cal
+from core.judge import LexicalJudge
+from db import judge_cli, judging
+from db.importers import import_labels
+from db.store import Store
+
+RUN = "synth-sb-binder-weak"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kappa_and_agreement_equal_sklearn_on_random_sets(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    p = rng.uniform(0.1, 0.9)
+    a = (rng.random(n) < p).astype(int)
+    b = np.where(rng.random(n) < rng.uniform(0.5, 0.95), a, 1 - a)
+    res = cal.agreement(a, b)
+    want = cohen_kappa_score(a, b)
+    if math.isnan(want):
+        assert res["kappa"] is None and res["reason"]
+    else:
+        assert res["kappa"] == pytest.approx(want, abs=1e-12)
+    assert res["agreement"] == pytest.approx(float(np.mean(a == b)))
+    assert res["n"] == n
+
+
+@pytest.mark.parametrize("a, b", [
+    ([1, 1, 1], [1, 1, 1]),        # one class, both raters: undefined
+    ([0, 0], [0, 0]),
+    ([1, 1, 1, 1], [1, 0, 1, 1]),  # one rater constant: kappa 0
+    ([1, 0, 1, 0], [0, 1, 0, 1]),  # total disagreement: -1
+    ([1, 0], [1, 0]),              # perfect: 1
+    ([1], [0]),
+])
+def test_kappa_degenerate_cases_match_sklearn(a, b):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = cohen_kappa_score(a, b)
+    res = cal.agreement(a, b)
+    if math.isnan(want):
+        assert res["kappa"] is None and "single class" in res["reason"]
+    else:
+        assert res["kappa"] == pytest.approx(want) and res["reason"] is None
+
+
+def test_no_overlap_has_a_reason():
+    res = cal.agreement([], [])
+    assert res["kappa"] is None and res["n"] == 0 and res["reason"]
+
+
+def _long(rows):
+    return cal.long_labels(pd.DataFrame(rows, columns=["labeler", "kind", "item_id", "rotation", "repeat",
+                                                       "S1", "S2", "S3", "S4"]))
+
+
+def test_pairwise_uses_only_traces_both_labeled_and_known_stages():
+    rows = []
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 2, size=(30, 4))
+    for who, kind, keep, noise in (("J", "judge", range(30), 0.1), ("A1", "human", range(0, 20), 0.15),
+                                   ("A2", "human", range(10, 30), 0.15)):
+        for i in keep:
+            flags = [int(v) if rng.random() > noise else 1 - int(v) for v in truth[i]]
+            if who == "A2" and i == 15:
+                flags[2] = None  # A2 left S3 unlabeled on one trace
+            rows.append([who, kind, f"t{i}", 0, 0, *flags])
+    labels = _long(rows)
+    pairs = cal.pairwise(labels)
+    assert {(p["a"], p["b"]) for p in pairs} == {("J", "A1"), ("J", "A2"), ("A1", "A2")}
+    by = labels.set_index(["labeler", "item_id"])
+    for p in pairs:
+        both = sorted(set(by.loc[p["a"]].index) & set(by.loc[p["b"]].index))
+        xa = [by.loc[(p["a"], t), p["stage"]] for t in both]
+        xb = [by.loc[(p["b"], t), p["stage"]] for t in both]
+        keep = [i for i in range(len(both)) if xa[i] is not None and xb[i] is not None]
+        assert p["n"] == len(keep)
+        assert p["kappa"] == pytest.approx(cohen_kappa_score([xa[i] for i in keep], [xb[i] for i in keep]))
+    a1a2 = [p for p in pairs if p["pair_kind"] == "human-human"]
+    assert {p["n"] for p in a1a2 if p["stage"] != "S3"} == {10} and [p["n"] for p in a1a2 if p["stage"] == "S3"] == [9]
+    ceiling = cal.human_ceiling(pairs)
+    assert ceiling["S1"]["kappa"] == pytest.approx([p for p in a1a2 if p["stage"] == "S1"][0]["kappa"])
+    gaps = cal.judge_vs_ceiling(pairs, ceiling)["J"]
+    for s in ("S1", "S2", "S3", "S4"):
+        jh = [p["kappa"] for p in pairs if p["pair_kind"] == "judge-human" and p["stage"] == s]
+        assert gaps[s]["kappa_vs_humans"] == pytest.approx(np.mean(jh))
+
+
+def test_consensus_and_first_failure_distribution():
+    labels = _long([
+        ["J", "judge", "a", 0, 0, 1, 1, 0, 0], ["H1", "human", "a", 0, 0, 1, 1, 0, 0],
+        ["H2", "human", "a", 0, 0, 1, 0, 0, 0],                 # tie at S2 -> undecided
+        ["J", "judge", "b", 0, 0, 1, 0, 1, 1], ["H1", "human", "b", 0, 0, 1, 0, 0, 0],
+        ["H2", "human", "b", 0, 0, 1, 0, 1, 0],                 # both say S2 -> S2
+        ["J", "judge", "c", 0, 0, 1, 1, 1, 1], ["H1", "human", "c", 0, 0, 1, 1, 1, 1],
+        ["H2", "human", "c", 0, 0, 1, 1, 1, 1],
+    ])
+    cons = cal.consensus(labels).set_index("item_id")
+    assert cons.loc["a", "S2"] is None and cons.loc["b", "S2"] == 0 and cons.loc["c", "S4"] == 1
+    strata = pd.DataFrame({"item_id": ["a", "b", "c"], "rotation": 0, "repeat": 0, "f_correct": [False, False, True]})
+    ff = cal.first_failure_distribution(labels[labels["labeler"] == "J"], cons.reset_index(), strata)
+    assert ff["n"] == 2 and ff["scope"].startswith("F-wrong")
+    assert ff["judge"]["S3"].k == 1 and ff["judge"]["S2"].k == 1
+    assert ff["human"]["undecided"].k == 1 and ff["human"]["S2"].k == 1
+    assert ff["same_first_failure"].k == 1 and ff["same_first_failure"].n == 1
+
+
+def test_draw_sample_is_stratified_seeded_and_deterministic():
+    rows = []
+    for op in ("RI-Pos", "VP-Rot"):
+        for i in range(40):
+            outcome = cal.OUTCOME_BINS[0] if i < 30 else (cal.OUTCOME_BINS[1] if i < 38 else cal.OUTCOME_BINS[2])
+            rows.append({"item_id": f"{op}-{i}", "rotation": 0, "repeat": 0, "operation": op, "outcome": outcome,
+                         "f_correct": outcome == cal.OUTCOME_BINS[0]})
+    strata = pd.DataFrame(rows)
+    s1 = cal.draw_sample(strata, per_operation=12, seed=7)
+    s2 = cal.draw_sample(strata.sample(frac=1, random_state=1), per_operation=12, seed=7)
+    assert list(s1["item_id"]) == list(s2["item_id"])  # input order does not matter
+    assert list(s1["position"]) == list(range(24))
+    tab = cal.sample_summary(s1).set_index("operation")
+    # 12 over bins of sizes 30 / 8 / 2: 2 from the short bin, the rest shared evenly
+    assert list(tab.loc["RI-Pos", list(cal.OUTCOME_BINS)]) == [5, 5, 2]
+    assert set(cal.draw_sample(strata, per_operation=12, seed=8)["item_id"]) != set(s1["item_id"])
+    assert len(cal.draw_sample(strata, per_operation=100, seed=0)) == 80  # all there is
+
+
+def test_second_judge_rank_and_weakest_stage():
+    rng = np.random.default_rng(0)
+    by_run = {}
+    accs = {"m1": [0.9, 0.8, 0.4, 0.7], "m2": [0.7, 0.6, 0.3, 0.65], "m3": [0.5, 0.45, 0.2, 0.5]}
+    for run, acc in accs.items():
+        def frame(name, shift):
+            rows = [[name, "judge", f"{run}-{i}", 0, 0, *[int(rng.random() < a + shift) for a in acc]]
+                    for i in range(200)]
+            return _long(rows)
+        by_run[run] = (frame("J1", 0.0), frame("J2", 0.02))
+    labels = pd.concat([by_run["m1"][0], by_run["m1"][1]], ignore_index=True)
+    out = cal.second_judge("J1", "J2", labels, by_run)
+    assert {p["stage"] for p in out["pairs"]} == {"S1", "S2", "S3", "S4"} and all(p["a"] == "J1" for p in out["pairs"])
+    s3a = [out["runs"][r]["first"]["S3"].value for r in sorted(by_run)]
+    s3b = [out["runs"][r]["second"]["S3"].value for r in sorted(by_run)]
+    assert out["spearman"]["S3"]["rho"] == pytest.approx(spearmanr(s3a, s3b).statistic)
+    assert out["weakest_preserved"].k == 3 and all(r["weakest_first"] == "S3" for r in out["runs"].values())
+    one = cal.second_judge("J1", "J2", labels, {"m1": by_run["m1"]})
+    assert one["spearman"]["S1"]["rho"] is None and "fewer than 2" in one["spearman"]["S1"]["reason"]
+
+
+# ---------------------------------------------------------------------------- the store and the CLI
+
+
+@pytest.fixture
+def labeled_store(demo_db, tmp_path):
+    db = copy_store(demo_db, tmp_path / "s")
+    store = Store(db)
+    judge_cli.judge_run(store, RUN, "lex", LexicalJudge(0.5))
+    res = judge_cli.draw(store, RUN, "cal", per_operation=4, seed=0)
+    assert res["status"] == "saved"
+    sample = judging.sample_frame(store, "cal")
+    jf = judging.judgements_frame(store, RUN, ["lex"]).set_index("item_id")
+    rng = np.random.default_rng(5)
+    lines = []
+    for ann in ("A1", "A2", "A3"):
+        for item in sample["item_id"]:
+            flags = {s: int(jf.loc[item, s]) if rng.random() > 0.2 else 1 - int(jf.loc[item, s])
+                     for s in ("S1", "S2", "S3", "S4")}
+            lines.append({"item_id": item, "annotator": ann, "kind": "human", **flags,
+                          "category": str(rng.choice(judging.ERROR_CATEGORIES)) if rng.random() < 0.5 else None})
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    import_labels(store, path, RUN)
+    return store, sample, lines
+
+
+def test_sample_is_frozen_and_reusable(labeled_store):
+    store, sample, _ = labeled_store
+    again = judge_cli.draw(store, RUN, "cal", per_operation=4, seed=0)
+    assert again["status"] == "unchanged"
+    with pytest.raises(judging.SampleFrozen):
+        judge_cli.draw(store, RUN, "cal", per_operation=4, seed=1)
+    assert list(judging.sample_frame(store, "cal")["item_id"]) == list(sample["item_id"])
+    assert set(sample["outcome"]) <= set(cal.OUTCOME_BINS)
+    assert (sample.groupby("operation").size() <= 4).all()
+
+
+def test_calibration_json_equals_sklearn(labeled_store, capsys):
+    store, sample, lines = labeled_store
+    args = argparse.Namespace(run=RUN, sample="cal", judge=None, second_judge=None, json=True, draw_sample=None,
+                              per_operation=20, seed=0)
+    assert judge_cli.run_calibration(store, args) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["n_sample"] == len(sample) and rep["n_traces"] == len(sample)
+    jf = judging.judgements_frame(store, RUN, ["lex"]).set_index("item_id")
+    human = pd.DataFrame(lines).set_index(["annotator", "item_id"])
+    assert len(rep["pairs"]) == 6 * 4  # lex, A1, A2, A3: 6 pairs x 4 stages
+    for p in rep["pairs"]:
+        assert set(p) >= {"a", "b", "stage", "kappa", "agreement", "n"}
+        def seq(who):
+            return [int(jf.loc[i, p["stage"]]) if who == "lex" else int(human.loc[(who, i), p["stage"]])
+                    for i in sample["item_id"]]
+        xa, xb = seq(p["a"]), seq(p["b"])
+        assert p["n"] == len(sample)
+        want = cohen_kappa_score(xa, xb)
+        if math.isnan(want):
+            assert p["kappa"] is None and p["reason"]
+        else:
+            assert p["kappa"] == pytest.approx(want)
+        assert p["agreement"] == pytest.approx(np.mean(np.array(xa) == np.array(xb)))
+    hh = [p["kappa"] for p in rep["pairs"] if p["pair_kind"] == "human-human" and p["stage"] == "S2"]
+    assert rep["human_ceiling"]["S2"]["kappa"] == pytest.approx(np.mean([k for k in hh if k is not None]))
+    ff = rep["first_failure"]
+    assert ff["judge_name"] == "lex" and ff["scope"].startswith("F-wrong")
+    assert sum(v["k"] for v in ff["human"].values()) == ff["n"]
+    assert "by_strategy" in rep["error_audit"] and "thinking" in rep["error_audit"]["by_strategy"]
+    assert rep["second_judge"]["reason"]
+
+
+def test_calibration_second_judge_over_runs(labeled_store, capsys):
+    store, _, _ = labeled_store
+    for run in ("synth-sb-balanced-direct", "synth-sb-balanced-thinking"):
+        judge_cli.judge_run(store, run, "lex", LexicalJudge(0.5))
+    for run in (RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"):
+        judge_cli.judge_run(store, run, "lex-strict", LexicalJudge(0.8))
+    rep = judging.calibration_report(store, RUN, sample="cal", judge="lex", second="lex-strict")
+    sj = rep["second_judge"]
+    assert set(sj["runs"]) == {RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"}
+    assert sj["spearman"]["S3"]["n_runs"] == 3
+    assert sj["weakest_preserved"].n == 3

@@ -1,0 +1,163 @@
+"""The Judge tab in a real browser against the real app: keyboard-only labeling that survives a reload, blind
+mode, and 8 annotators saving concurrently through the /save_label endpoint (checked against the audit)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from conftest import copy_store
+from uiharness import browser, running_app
+
+from core.judge import LexicalJudge
+from db import judge_cli, judging
+from db.importers import import_labels
+from db.store import Store
+
+RUN = "synth-sb-binder-weak"
+SAMPLE = "cal-ui"
+
+
+@pytest.fixture(scope="module")
+def app_url(demo_db, tmp_path_factory):
+    db = copy_store(demo_db, tmp_path_factory.mktemp("uijudge"))
+    store = Store(db)
+    judge_cli.judge_run(store, RUN, "lex", LexicalJudge(0.5))
+    judge_cli.draw(store, RUN, SAMPLE, per_operation=3, seed=0)
+    sample = judging.sample_frame(store, SAMPLE)
+    path = db.parent / "bob.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i, "annotator": "bob", "kind": "human", "S1": 0, "S2": 0, "S3": 0,
+                                        "S4": 0}) + "\n" for i in sample["item_id"]))
+    import_labels(store, path, RUN)
+    store.close()
+    with running_app(db) as url:
+        yield url, db, sample
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    with browser() as b:
+        ctx = b.new_context(viewport={"width": 1440, "height": 1000})
+        yield ctx.new_page()
+        ctx.close()
+
+
+def _open_judge(page, url, name="alice"):
+    page.goto(url)
+    page.get_by_role("tab", name="Judge").click()
+    who = page.locator("#jd-who textarea, #jd-who input").first
+    if who.input_value() != name:
+        who.fill(name)
+    page.locator("#jd-progress").click()  # move the focus off the text field
+    page.locator("#jd-start").click()
+    page.get_by_text("Queue of").wait_for()
+
+
+def _progress(page):
+    return page.locator("#jd-progress").inner_text()
+
+
+def test_keyboard_labeling_survives_reload(app_url, page):
+    url, db, sample = app_url
+    n = len(sample)
+    _open_judge(page, url)
+    assert f"Trace 1 of {n}" in _progress(page) and f"0 of {n} labeled by alice" in _progress(page)
+    # 1-4 toggle, Enter saves and moves on, S skips, U undoes; the keyboard alone
+    plan = ["3", "", "2 4", "1", "3 4"]
+    for i, keys in enumerate(plan):
+        for k in keys.split():
+            page.keyboard.press(k)
+        if keys:
+            page.locator("#jd-ff").get_by_text("First failure: S").wait_for()
+        page.keyboard.press("Enter")
+        page.get_by_text(f"Trace {i + 2} of {n}").wait_for()
+    assert f"5 of {n} labeled by alice" in _progress(page)
+    page.keyboard.press("s")
+    page.get_by_text(f"Trace 7 of {n}").wait_for()
+    page.keyboard.press("u")                               # undo the skip
+    page.get_by_text(f"Trace 6 of {n}").wait_for()
+    page.keyboard.press("u")                               # undo the 5th save: back to trace 5, label cleared
+    page.get_by_text(f"Trace 5 of {n}").wait_for()
+    page.get_by_text(f"4 of {n} labeled by alice").wait_for()
+    page.keyboard.press("3")
+    page.keyboard.press("4")
+    page.locator("#jd-ff").get_by_text("First failure: S3").wait_for()
+    page.keyboard.press("Enter")
+    page.get_by_text(f"Trace 6 of {n}").wait_for()
+
+    page.reload()                                           # the name is remembered by the browser
+    _open_judge(page, url)
+    assert f"5 of {n} labeled by alice" in _progress(page) and f"Trace 6 of {n}" in _progress(page)
+
+    store = Store(db)
+    got = judging.labels_frame(store, RUN, labelers=["alice"]).set_index("item_id")
+    expect = [[1, 1, 0, 1], [1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 0, 0]]
+    for item, flags in zip(sample["item_id"][:5], expect, strict=True):
+        assert [got.loc[item, s] for s in ("S1", "S2", "S3", "S4")] == flags
+    audit = judging.audit_frame(store, RUN, "alice")
+    assert len(audit) == 7  # 5 saves + the undo (clear) + the save again
+    assert audit.iloc[5]["new"]["S1"] is None and audit.iloc[5]["old"] == audit.iloc[4]["new"]
+
+
+def test_blind_mode_hides_other_labels(app_url, page):
+    url, _, sample = app_url
+    _open_judge(page, url)
+    view = page.locator("#jd-view")
+    view.get_by_text("hidden").first.wait_for()
+    assert "bob" not in view.inner_text() and "judge lex" not in view.inner_text()
+    page.locator("#jd-blind input").click()
+    view.get_by_text("judge lex").wait_for()
+    assert "bob" in view.inner_text()
+    page.locator("#jd-blind input").click()
+    view.get_by_text("hidden").first.wait_for()
+    assert "bob" not in view.inner_text()
+
+
+def test_eight_annotators_save_concurrently(app_url):
+    from gradio_client import Client
+
+    url, db, sample = app_url
+    items = list(sample["item_id"][:6])
+    sent: dict[str, dict[str, list[int]]] = {}
+    errors: list[BaseException] = []
+
+    def annotate(k: int) -> None:
+        name = f"ann{k}"
+        try:
+            client = Client(url + "/", verbose=False)
+            mine = {}
+            for round_ in range(2):                         # every trace twice: the second save changes it
+                for j, item in enumerate(items):
+                    flags = [(k + j + round_ + s) % 2 for s in range(4)]
+                    client.predict(name, RUN, item, 0, 0, *map(bool, flags), "", f"note {name}",
+                                   api_name="/save_label")
+                    mine[item] = flags
+            sent[name] = mine
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=annotate, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert not errors, errors
+    store = Store(db)
+    labels = judging.labels_frame(store, RUN, labelers=list(sent))
+    assert len(labels) == 8 * len(items)                    # nothing lost
+    for r in labels.itertuples(index=False):
+        assert [r.S1, r.S2, r.S3, r.S4] == sent[r.labeler][r.item_id]   # nothing crossed
+        assert r.note == f"note {r.labeler}"
+    audit = judging.audit_frame(store, RUN)
+    audit = audit[audit["labeler"].isin(list(sent))]
+    assert len(audit) == 8 * len(items) * 2                 # one audit row per change
+    assert (audit["labeler"] == audit["changed_by"]).all() and (audit["labeler"] == audit["row_labeler"]).all()
+    for name in sent:
+        mine = audit[audit["labeler"] == name]
+        for item in items:
+            rows = mine[mine["item_id"] == item]
+            assert rows.iloc[0]["old"] is None and rows.iloc[1]["old"] == rows.iloc[0]["new"]
+            assert [rows.iloc[1]["new"][s] for s in ("S1", "S2", "S3", "S4")] == sent[name][item]
+    assert re.search(r"bob", json.dumps(list(judging.labelers(store, RUN))))
