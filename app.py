@@ -68,18 +68,16 @@ def cmd_import_labels(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from core.scoring import score_run
+    from core.scoring import score_all
+    from db.frames import SCORING_COLUMNS, load_benchmark_runs
 
     store = _store(args)
-    run = store.run_data(args.run)
-    items = store.items_frame(run.benchmark)
-    others = [store.run_data(r["name"]) for r in store.runs(run.benchmark) if r["name"] != run.name]
-    kw: dict[str, Any] = {}
-    if args.compare:
-        kw["compare"] = store.run_data(args.compare)
-    if args.split:
-        kw["split"] = args.split
-    result = score_run(items, run, others, **kw)
+    benchmark = store.run(args.run)["benchmark"]
+    items, runs = load_benchmark_runs(store, benchmark, SCORING_COLUMNS)
+    compare = None
+    if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
+        compare = runs.get(args.compare) or store.run_data(args.compare)
+    result = score_all(items, runs, names=[args.run], compare=compare, split=args.split or None)[args.run]
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
     else:

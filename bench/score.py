@@ -227,17 +227,21 @@ def score_per_run(store: Store, benchmark: str) -> dict[str, float]:
 def score_bulk(store: Store, benchmark: str) -> tuple[dict[str, float], dict[str, dict]]:
     """The bulk path: load the benchmark's items and runs once, score every run, serialise each result."""
     from core.scoring import score_all
-    from db.frames import load_benchmark_runs
+    from db.frames import SCORING_COLUMNS, load_benchmark_runs
 
-    t0 = time.perf_counter()
-    items, runs = load_benchmark_runs(store, benchmark)
+    c0, t0 = time.process_time(), time.perf_counter()
+    items, runs = load_benchmark_runs(store, benchmark, SCORING_COLUMNS)
     t1 = time.perf_counter()
     results = score_all(items, runs)
     t2 = time.perf_counter()
     for result in results.values():
         json.dumps(result, ensure_ascii=False, indent=2)
     t3 = time.perf_counter()
-    return {"load": t1 - t0, "score": t2 - t1, "json": t3 - t2}, results
+    return {"load": t1 - t0, "score": t2 - t1, "json": t3 - t2, "cpu": time.process_time() - c0}, results
+
+
+def _wall(t: dict[str, float]) -> float:
+    return t["load"] + t["score"] + t["json"]
 
 
 def bootstrap_ratio() -> tuple[float, float, float, bool]:
@@ -267,7 +271,7 @@ def main() -> int:
             for bench in ("stembind", "frameevidence"):
                 t = score_per_run(store, bench)
                 print(f"per-run path  {bench:<14} load {t['load']:6.2f} s  score {t['score']:6.2f} s  "
-                      f"json {t['json']:5.2f} s  total {sum(t.values()):6.2f} s")
+                      f"json {t['json']:5.2f} s  total {_wall(t):6.2f} s")
         if args.profile:
             import cProfile
             import pstats
@@ -283,22 +287,23 @@ def main() -> int:
         for _ in range(3):  # best of three: the machine is shared
             for bench in ("stembind", "frameevidence"):
                 t, results = score_bulk(store, bench)
-                if bench not in best or sum(t.values()) < sum(best[bench].values()):
+                if bench not in best or _wall(t) < _wall(best[bench]):
                     best[bench] = t
                 n_runs += len(results) if _ == 0 else 0
         store.close()
-    total = 0.0
+    total = cpu = 0.0
     for bench, t in best.items():
-        total += sum(t.values())
+        total += _wall(t)
+        cpu += t["cpu"]
         print(f"bulk path     {bench:<14} load {t['load']:6.2f} s  score {t['score']:6.2f} s  "
-              f"json {t['json']:5.2f} s  total {sum(t.values()):6.2f} s")
-    print(f"all metrics of all {n_runs} runs: {total:.2f} s (target < {TARGET_S:g} s)")
+              f"json {t['json']:5.2f} s  total {_wall(t):6.2f} s  (process CPU {t['cpu']:.2f} s)")
+    print(f"all metrics of all {n_runs} runs: {total:.2f} s wall, {cpu:.2f} s CPU (target < {TARGET_S:g} s)")
     t_vec, t_loop, ratio, same = bootstrap_ratio()
     print(f"bootstrap 20,000 draws x 96 groups x 4 metrics: vectorised {t_vec * 1000:.1f} ms, per-draw loop "
           f"{t_loop * 1000:.1f} ms, {ratio:.1f}x (target >= {TARGET_BOOT:g}x), intervals identical: {same}")
     ok = total < TARGET_S and ratio >= TARGET_BOOT and same
     print(json.dumps({"bench": "score", "value": round(total, 3), "unit": "s", "target": TARGET_S, "ok": ok,
-                      "bootstrap_speedup": round(ratio, 1)}))
+                      "bootstrap_speedup": round(ratio, 1), "cpu_s": round(cpu, 3)}))
     return 0 if ok else 1
 
 

@@ -138,7 +138,7 @@ def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | 
 # --------------------------------------------------------------------------- shared draws (many runs at once)
 
 
-_ACTIVE: list["DrawCache"] = []
+_ACTIVE: list[DrawCache] = []
 _EXACT_F32 = 2**24  # integers up to this magnitude are exact in float32, whatever the summation order
 
 

@@ -110,23 +110,37 @@ def _proportion_rate(k: int, n: int, seed: int | None) -> Rate:
 
 
 @memoized
+def _joined(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """common.join of the run's predictions (shared, read-only)."""
+    return join(items, run.preds)
+
+
+@memoized
 def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     """One row per item of `items` that `run` answered: group_id, kind, operation, family, correct, n_preds.
 
     `correct` is True only when every prediction of the item (all rotations and repeats) is correct.
     """
-    joined = join(items, run.preds)
+    joined = _joined(items, run)
     if joined is None or len(joined) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
     grouped = joined.groupby("item_id", sort=False)
     out = grouped.agg(correct=("correct", "all"), n_preds=("correct", "size")).reset_index()
-    info = items.set_index("item_id")
+    info = _item_info(items)
     out["group_id"] = out["item_id"].map(info["group_id"])
     out["kind"] = out["item_id"].map(info["kind"])
-    out["operation"] = out["item_id"].map(info["meta"].map(lambda m: _meta(m, "operation")))
+    out["operation"] = out["item_id"].map(info["operation"])
     out["family"] = out["operation"].map(operation_family)
     out["correct"] = out["correct"].astype(bool)
     return out[_OUTCOME_COLUMNS]
+
+
+@memoized
+def _item_info(items: pd.DataFrame) -> pd.DataFrame:
+    """group_id, kind and meta.operation per item_id (read once per items frame)."""
+    info = items.set_index("item_id")
+    return pd.DataFrame({"group_id": info["group_id"], "kind": info["kind"],
+                         "operation": info["meta"].map(lambda m: _meta(m, "operation"))})
 
 
 def _accuracy(outcomes: pd.DataFrame, kind: str) -> Rate:
@@ -141,20 +155,35 @@ def accuracies(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
 
 
 def _accuracy_block(out: pd.DataFrame) -> dict[str, Any]:
-    def block(sub: pd.DataFrame) -> dict[str, Rate]:
-        p, r, f = (_accuracy(sub, k) for k in KINDS)
+    # _accuracy over row masks, with numpy counts (one pass per mask instead of a frame per subset)
+    kind = out["kind"].to_numpy(dtype=object)
+    correct = out["correct"].to_numpy(dtype=bool)
+    operation = out["operation"].to_numpy(dtype=object)
+    family = out["family"].to_numpy(dtype=object)
+    of_kind = {k: kind == k for k in KINDS}
+
+    def block(mask: np.ndarray | None) -> dict[str, Rate]:
+        rates = []
+        for k in KINDS:
+            m = of_kind[k] if mask is None else of_kind[k] & mask
+            rates.append(_rate(int(np.count_nonzero(m & correct)), int(np.count_nonzero(m)), f"{k} items"))
+        p, r, f = rates
         return {"p": p, "r": r, "f": f, "rf_gap": _diff(r, f, "R or F accuracy is undefined")}
 
-    overall = block(out)
-    ops_present = [op for op in OPERATIONS if (out["operation"] == op).any()]
-    ops_present += sorted({op for op in out["operation"].dropna().unique() if op not in OPERATIONS})
+    overall = block(None)
+    op_masks = {op: operation == op for op in OPERATIONS}
+    ops_present = [op for op in OPERATIONS if op_masks[op].any()]
+    extra = sorted({op for op in out["operation"].dropna().unique() if op not in OPERATIONS})
+    op_masks.update({op: operation == op for op in extra})
+    ops_present += extra
+    fam_masks = {fam: family == fam for fam in FAMILIES}
     return {
         "p_accuracy": overall["p"],
         "r_accuracy": overall["r"],
         "f_accuracy": overall["f"],
         "rf_gap": overall["rf_gap"],
-        "by_operation": {op: block(out[out["operation"] == op]) for op in ops_present},
-        "by_family": {fam: block(out[out["family"] == fam]) for fam in FAMILIES if (out["family"] == fam).any()},
+        "by_operation": {op: block(op_masks[op]) for op in ops_present},
+        "by_family": {fam: block(fam_masks[fam]) for fam in FAMILIES if fam_masks[fam].any()},
     }
 
 
@@ -399,7 +428,7 @@ def _trace_keys(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pred_correct(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    joined = _trace_keys(join(items, run.preds))
+    joined = _trace_keys(_joined(items, run))
     return joined[["item_id", "rotation", "repeat", "correct", *[c for c in ("tokens", "trace") if c in joined]]]
 
 
@@ -454,7 +483,7 @@ def l2_profile(items: pd.DataFrame, run: RunData, judgements: pd.DataFrame | Non
 
 def token_stats(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
     """Output-token mean, p95 (linear interpolation) and cap-hit rate (tokens >= max_tokens), Table 24."""
-    joined = join(items, run.preds)
+    joined = _joined(items, run)
     has = len(joined) and "tokens" in joined
     tokens = pd.to_numeric(joined["tokens"], errors="coerce") if has else pd.Series(dtype=float)
     known = tokens.dropna()

@@ -1,0 +1,173 @@
+"""score_run(..., compare=other) paired differences (this run minus the other) and score_all's shared work."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from core.errors import MetricUndefined
+from core.schema import PRED_COLUMNS, RunData
+from core.scoring import compare_runs, score_all, score_run
+
+# --------------------------------------------------------------------------- builders
+
+
+def _items(family: str, rows: list[tuple[str, str, str]]) -> pd.DataFrame:
+    """rows: (item_id, group_id, kind); gold A of options A / B."""
+    return pd.DataFrame([{
+        "item_id": iid, "group_id": gid, "split": "test", "kind": kind, "variant": "", "question": "q",
+        "options": {"A": "a", "B": "b"}, "letters": "AB", "answer": "A", "n_images": 0, "images": [],
+        "meta": {"operation": "RI-Pos"} if family == "stembind" else {}, "stages": None,
+    } for iid, gid, kind in rows])
+
+
+def _run(name: str, family: str, correct: dict[str, bool], benchmark: str = "b", **config) -> RunData:
+    preds = pd.DataFrame([{
+        "item_id": iid, "rotation": 0, "repeat": 0, "status": "ok", "answer": "A" if ok else "B", "shown": None,
+        "response": "", "input_mode": "all", "trace": None, "tokens": float("nan"), "latency": None, "probs": None,
+        "error": None} for iid, ok in correct.items()], columns=list(PRED_COLUMNS))
+    return RunData(name, benchmark, family, {"model": name, **config}, preds)
+
+
+def _stembind():
+    rows = []
+    for s in range(4):  # 4 stems x (2 P, 1 R, 1 F)
+        rows += [(f"s{s}-P0", f"s{s}", "P"), (f"s{s}-P1", f"s{s}", "P"), (f"s{s}-R", f"s{s}", "R"),
+                 (f"s{s}-F", f"s{s}", "F")]
+    return _items("stembind", rows)
+
+
+def _generic():
+    return _items("generic", [(f"i{i}", f"g{i // 2}", "x") for i in range(8)])  # 4 groups of 2
+
+
+def _spur():
+    tasks = ["NP", "MP", "IL", "TA", "HI", "Qual", "Quant"]
+    return _items("spur", [(f"f{f}-{t}", f"f{f}", t) for f in range(3) for t in tasks])
+
+
+# --------------------------------------------------------------------------- identical runs: 0 with CI [0, 0]
+
+
+@pytest.mark.parametrize(("family", "make", "keys"), [
+    ("generic", _generic, ["accuracy", "group_exact_match"]),
+    ("stembind", _stembind, ["p_accuracy", "r_accuracy", "f_accuracy", "binding_gap", "stem_coherent"]),
+    ("spur", _spur, ["tasks.NP", "perception", "understanding", "reasoning", "overall"]),
+])
+def test_identical_runs_give_zero_with_zero_interval(family, make, keys):
+    items = make()
+    correct = {iid: i % 3 != 0 for i, iid in enumerate(items["item_id"])}
+    if family == "stembind":  # stems s0, s1, s2 have every P and R right (binding gap defined); s0, s1 miss F
+        correct = {iid: not iid.endswith("-F") or iid.startswith("s2") for iid in items["item_id"]}
+        correct["s3-P0"] = False
+    a, b = _run("a", family, correct), _run("b", family, correct)
+    out = score_run(items, a, [b], compare=b)["metrics"]["compare"]
+    assert out["other"] == "b"
+    for key in keys:
+        assert out[key]["value"] == 0.0, key
+        assert out[key]["ci"] == [0.0, 0.0], key
+        # n = groups that hold the metric's observations (the binding gap's stratum: 3 stems)
+        assert out[key]["n"] == (3 if key == "binding_gap" else items["group_id"].nunique())
+
+
+# --------------------------------------------------------------------------- k more correct
+
+
+def test_generic_k_more_correct():
+    items = _generic()
+    base = dict.fromkeys(items["item_id"], False)
+    other = _run("other", "generic", base)
+    better = _run("this", "generic", base | {"i0": True, "i1": True, "i4": True})  # 3 more of 8; group g0 complete
+    out = compare_runs(items, better, other)
+    assert out["accuracy"].value == pytest.approx(3 / 8)
+    assert out["accuracy"].n == 4
+    assert out["group_exact_match"].value == pytest.approx(1 / 4)
+    lo, hi = out["accuracy"].ci
+    assert 0 <= lo <= 3 / 8 <= hi <= 1
+    # the other direction is the negative (this run minus the other, consistently)
+    assert compare_runs(items, other, better)["accuracy"].value == pytest.approx(-3 / 8)
+
+
+def test_stembind_k_more_correct_by_kind_and_stem_metrics():
+    items = _stembind()
+    ids = list(items["item_id"])
+    other = _run("other", "stembind", {i: not i.endswith("-F") for i in ids})  # every P, R right; F all wrong
+    this = _run("this", "stembind", {i: True for i in ids} | {"s0-F": False})  # 3 more F correct of 4
+    out = compare_runs(items, this, other)
+    assert out["p_accuracy"].value == 0.0 and out["r_accuracy"].value == 0.0
+    assert out["f_accuracy"].value == pytest.approx(3 / 4)
+    # binding gap: 1/4 F wrong among 4 P-and-R-correct stems vs 4/4 -> -3/4; stem_coherent 3/4 - 0
+    assert out["binding_gap"].value == pytest.approx(1 / 4 - 1)
+    assert out["stem_coherent"].value == pytest.approx(3 / 4)
+    assert out["f_accuracy"].n == 4
+
+
+def test_spur_one_more_correct_task():
+    items = _spur()
+    base = dict.fromkeys(items["item_id"], True)
+    other = _run("other", "spur", base | {"f0-NP": False, "f1-NP": False})
+    this = _run("this", "spur", base | {"f1-NP": False})
+    out = compare_runs(items, this, other)
+    assert out["tasks.NP"].value == pytest.approx(1 / 3)
+    assert out["tasks.MP"].value == 0.0
+    assert out["perception"].value == pytest.approx(1 / 9)
+    assert out["overall"].value == pytest.approx(1 / 21)
+    assert out["understanding"].ci == (0.0, 0.0)
+
+
+def test_frameevidence_compare_is_this_minus_other(store, fe_bench):
+    from db.frames import load_benchmark_runs
+    from db.importers import import_items, import_predictions
+
+    import_items(store, fe_bench, name="fe")
+    items, _ = load_benchmark_runs(store, "fe")
+    gold = dict(zip(items["item_id"], items["answer"], strict=True))
+    wrong = {g: "C" if g != "C" else "A" for g in "ABCD"}
+    first = next(iter(gold))
+    for name, flip in (("a", {first}), ("b", set())):  # b answers one more item correctly than a
+        path = fe_bench.parent / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"item_id": i, "response": wrong[g] if i in flip else g}) + "\n"
+                                for i, g in gold.items()), encoding="utf-8")
+        import_predictions(store, path, name)
+    _, runs = load_benchmark_runs(store, "fe")
+    out = score_run(items, runs["b"], [runs["a"]], compare=runs["a"])["metrics"]["compare"]
+    assert out["other"] == "a"
+    assert out["accuracy"]["value"] == pytest.approx(1 / len(gold))
+    assert out["accuracy"]["n"] == items["group_id"].nunique()
+    assert out["accuracy"]["ci"][0] <= out["accuracy"]["value"] <= out["accuracy"]["ci"][1]
+    same = score_run(items, runs["a"], [runs["b"]], compare=runs["a"])["metrics"]["compare"]
+    assert same["accuracy"] == {"value": 0.0, "n": items["group_id"].nunique(), "ci": [0.0, 0.0]}
+
+
+def test_compare_needs_the_same_benchmark():
+    items = _generic()
+    a = _run("a", "generic", dict.fromkeys(items["item_id"], True))
+    b = _run("b", "generic", dict.fromkeys(items["item_id"], True), benchmark="other-bench")
+    with pytest.raises(MetricUndefined, match="same benchmark"):
+        score_run(items, a, [], compare=b)
+
+
+# --------------------------------------------------------------------------- score_all == score_run
+
+
+@pytest.mark.parametrize(("family", "make"), [("generic", _generic), ("stembind", _stembind), ("spur", _spur)])
+def test_score_all_equals_score_run(family, make):
+    items = make()
+    ids = list(items["item_id"])
+    runs = {f"r{j}": _run(f"r{j}", family, {i: (n + j) % 3 != 0 for n, i in enumerate(ids)},
+                          input_mode="text" if j == 2 else "all") for j in range(3)}
+    together = score_all(items, runs, compare=runs["r0"])
+    for name, run in runs.items():
+        alone = score_run(items, run, [o for o in runs.values() if o is not run], compare=runs["r0"])
+        assert json.dumps(together[name], sort_keys=True) == json.dumps(alone, sort_keys=True)
+
+
+def test_split_narrows_items_for_families_without_a_split_argument():
+    items = _generic()
+    items.loc[items["group_id"] == "g3", "split"] = "dev"
+    run = _run("r", "generic", dict.fromkeys(items["item_id"], True))
+    assert score_run(items, run, [], split="test")["metrics"]["accuracy"]["n"] == 6
+    with pytest.raises(MetricUndefined, match="no items in split"):
+        score_run(items, run, [], split="train")
