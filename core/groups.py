@@ -93,9 +93,41 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     return base[_OUT_COLS]
 
 
-def _status_counts(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
+    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised:
+    the same rules, checked against the family functions in tests/test_groups.py."""
+    base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
+    if preds is None or len(preds) == 0:
+        return base.assign(answered=False, correct=False)
+    p = preds
+    if family not in ("stembind", "spur"):
+        p = p[(p["rotation"] == 0) & (p["repeat"] == 0)].drop_duplicates("item_id")
+    gold = dict(zip(items["item_id"], items["answer"], strict=True))
+    ok = (p["status"].to_numpy() == "ok") & (p["answer"].to_numpy() == p["item_id"].map(gold).to_numpy())
+    per = pd.DataFrame({"item_id": p["item_id"].to_numpy(), "ok": ok}).groupby("item_id", sort=False)["ok"].all()
+    answered = base["item_id"].isin(per.index).to_numpy()
+    correct = base["item_id"].map(per).fillna(False).astype(bool).to_numpy() & answered
+    return base.assign(answered=answered, correct=correct)
+
+
+def _decomposition(items: pd.DataFrame, out: pd.DataFrame, idx: pd.Index) -> pd.Series:
+    """StemBind category per stem (core.metrics.stembind.stem_table rules), None for incomplete stems."""
+    o = out.assign(c=out["correct"].astype(int), a=out["answered"].astype(int), one=1)
+    tab = o.pivot_table(index="group_id", columns="kind", values=["c", "a", "one"], aggfunc="sum", fill_value=0)
+
+    def col(v: str, k: str) -> np.ndarray:
+        return tab[(v, k)].reindex(idx, fill_value=0).to_numpy() if (v, k) in tab.columns else np.zeros(len(idx), int)
+
+    n = {k: col("one", k) for k in sb.KINDS}
+    a = {k: col("a", k) for k in sb.KINDS}
+    c = {k: col("c", k) for k in sb.KINDS}
+    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
+    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
+    return pd.Series([cat if done else None for cat, done in zip(cats, complete, strict=True)], index=idx, dtype=object)
+
+
+def _status_counts(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
     """Per group: predictions with status invalid / api_error (every rotation and repeat)."""
-    preds = run.preds
     idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
     if preds is None or len(preds) == 0:
         return pd.DataFrame({"n_invalid": 0, "n_api_error": 0}, index=idx)
@@ -114,14 +146,15 @@ def _status_counts(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
 # --------------------------------------------------------------------------- group summaries and patterns
 
 
-def group_summary(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame) -> pd.DataFrame:
     """One row per group of `items` (index group_id) for one run.
 
     Columns: n_items, n_answered, n_correct, n_invalid, n_api_error, all_correct (answered and every item
     correct), category (StemBind decomposition of a complete stem, else None), and one bool column
     `p_<key>` per failure pattern of the family.
     """
-    out_items = item_outcomes(family, items, run)
+    preds = run.preds if isinstance(run, RunData) else run
+    out_items = item_outcomes_fast(family, items, preds)
     idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
     grp = out_items.groupby("group_id", sort=False)
     summ = pd.DataFrame({
@@ -129,7 +162,7 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
         "n_answered": grp["answered"].sum(),
         "n_correct": grp["correct"].sum(),
     }).reindex(idx, fill_value=0).astype(int)
-    summ = summ.join(_status_counts(items, run))
+    summ = summ.join(_status_counts(items, preds))
     answered = summ["n_answered"] > 0
     summ["all_correct"] = answered & (summ["n_correct"] == summ["n_items"])
     summ["category"] = None
@@ -137,12 +170,9 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     if family == "frameevidence":
         _fe_patterns(out_items, summ, pats)
     elif family == "stembind":
-        outcomes = sb.item_outcomes(items, run)
-        table = sb.stem_table(items, outcomes).reindex(idx)
-        summ["category"] = pd.Series([c if isinstance(c, str) else None for c in table["category"]],
-                                     index=idx, dtype=object)
+        summ["category"] = _decomposition(items, out_items, idx)
         for cat in sb.DECOMPOSITION:
-            pats[f"cat_{cat}"] = (table["category"] == cat).fillna(False).astype(bool)
+            pats[f"cat_{cat}"] = (summ["category"] == cat).fillna(False).astype(bool)
     elif family == "spur":
         pats["perc_ok_reason_wrong"] = _spur_pattern(out_items, idx)
     else:
@@ -223,11 +253,22 @@ def strata_fields(items: pd.DataFrame, max_values: int = 40) -> dict[str, list[s
     """Meta fields usable as strata (scalar values, 2..max_values distinct) -> their sorted values;
     `n_images` is always offered when images vary."""
     values: dict[str, set[str]] = {}
+    dead: set[str] = {"synthetic"}
     for m in items["meta"]:
-        if isinstance(m, Mapping):
-            for k, v in m.items():
-                if _scalar(v) and k != "synthetic":
-                    values.setdefault(k, set()).add(str(v))
+        if not isinstance(m, Mapping):
+            continue
+        for k, v in m.items():
+            if k in dead:
+                continue
+            if not _scalar(v):
+                dead.add(k)
+                values.pop(k, None)
+                continue
+            seen = values.setdefault(k, set())
+            seen.add(str(v))
+            if len(seen) > max_values:
+                dead.add(k)
+                values.pop(k, None)
     out = {k: sorted(v) for k, v in sorted(values.items()) if 2 <= len(v) <= max_values}
     n_img = sorted({str(int(n)) for n in items["n_images"]}, key=int) if "n_images" in items else []
     if len(n_img) > 1:
@@ -251,19 +292,28 @@ class GroupIndex:
 
 def group_index(items: pd.DataFrame) -> GroupIndex:
     """The Browse list's base table (index group_id, in first-appearance order)."""
-    grp = items.groupby("group_id", sort=False)
-    kinds = grp["kind"].agg(lambda s: " ".join(dict.fromkeys(str(k) for k in s)))
-    first_q = grp["question"].first().fillna("")
-    text = (items["item_id"].astype(str) + " " + items["question"].fillna("").astype(str)).str.lower()
-    search = text.groupby(items["group_id"], sort=False).agg(" ".join)
+    split: dict[str, str] = {}
+    kinds: dict[str, dict[str, None]] = {}
+    count: dict[str, int] = {}
+    question: dict[str, str] = {}
+    text: dict[str, list[str]] = {}
+    for gid, sp_, kind, iid, q in zip(items["group_id"], items["split"], items["kind"], items["item_id"],
+                                      items["question"], strict=True):
+        if gid not in split:
+            split[gid] = sp_
+            kinds[gid] = {}
+            count[gid] = 0
+            question[gid] = str(q or "")[:90]
+            text[gid] = [str(gid).lower()]
+        kinds[gid][str(kind)] = None
+        count[gid] += 1
+        text[gid].append(f"{iid} {q or ''}".lower())
+    order = list(split)
     frame = pd.DataFrame({
-        "split": grp["split"].first(),
-        "kinds": kinds,
-        "n_items": grp.size(),
-        "question": first_q.str.slice(0, 90),
-        "search": search,
-    })
-    frame["search"] = frame.index.str.lower() + " " + frame["search"]
+        "split": [split[g] for g in order], "kinds": [" ".join(kinds[g]) for g in order],
+        "n_items": [count[g] for g in order], "question": [question[g] for g in order],
+        "search": [" ".join(text[g]) for g in order],
+    }, index=pd.Index(order, name="group_id"))
     return GroupIndex(frame)
 
 

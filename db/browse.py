@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from core.errors import NotFound
 from core.schema import RunData
 from db.store import Store, _objects
 
@@ -181,3 +182,41 @@ def group_prediction_records(store: Store, runs: list[int], item_pks: list[int])
         d["probs"] = json.loads(d["probs"]) if d["probs"] else None
         out.setdefault(row[0], []).append(d)
     return out
+
+
+def browse_items(store: Store, benchmark: str) -> pd.DataFrame:
+    """The item columns the Browse list needs (pk, item_id, group_id, split, kind, variant, question, answer,
+    letters, meta, n_images, images), read without the per-cell conversions of Store.items_frame."""
+    b = store.benchmark(benchmark)
+    rows = store.conn.execute(
+        "SELECT id, item_id, group_id, split, kind, variant, question, answer, letters, meta, images FROM items"
+        " WHERE benchmark_id = ? ORDER BY id", (b["id"],)).fetchall()
+    cols = ["pk", "item_id", "group_id", "split", "kind", "variant", "question", "answer", "letters"]
+    df = pd.DataFrame({c: pd.Series([r[i] for r in rows], dtype=object) for i, c in enumerate(cols)})
+    df["pk"] = df["pk"].astype("int64")
+    df["meta"] = pd.Series([json.loads(r[9]) if r[9] else {} for r in rows], dtype=object)
+    imgs = [json.loads(r[10]) if r[10] else [] for r in rows]
+    df["images"] = pd.Series(imgs, dtype=object)
+    df["n_images"] = [len(v) for v in imgs]
+    return df
+
+
+def outcome_predictions(store: Store, run: str, item_ids: dict[int, str] | None = None) -> pd.DataFrame:
+    """The prediction columns item outcomes need (item_id, rotation, repeat, status, answer) of one run.
+
+    `item_ids` (item pk -> item_id of the run's benchmark) saves the join with items when the caller has it."""
+    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
+    if row is None:
+        raise NotFound(f"no run named {run!r}")
+    if item_ids is None:
+        item_ids = dict(store.conn.execute("SELECT i.id, i.item_id FROM items i JOIN runs r"
+                                           " ON r.benchmark_id = i.benchmark_id WHERE r.id = ?", (row[0],)).fetchall())
+    rows = store.conn.execute("SELECT item_pk, rotation, repeat, status, answer FROM predictions WHERE run_id = ?",
+                              (row[0],)).fetchall()
+    return pd.DataFrame({
+        "item_id": pd.Series([item_ids.get(r[0]) for r in rows], dtype=object),
+        "rotation": pd.Series([r[1] for r in rows], dtype="int64"),
+        "repeat": pd.Series([r[2] for r in rows], dtype="int64"),
+        "status": pd.Series([r[3] for r in rows], dtype=object),
+        "answer": pd.Series([r[4] for r in rows], dtype=object),
+    })

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
+import time
 import sys
 import urllib.error
 import urllib.request
@@ -11,7 +14,7 @@ import pytest
 
 from core.errors import CrosscheckError
 from tests.conftest import ROOT
-from tests.uiharness import running_app
+from tests.uiharness import free_port
 from ui.auth import auth_line, check_password, hash_password, load_auth
 
 
@@ -45,7 +48,33 @@ def test_hash_password_command_prints_a_line(tmp_path):
     assert user == "alice" and check_password("pw", encoded)
 
 
-@pytest.mark.browser
+@contextlib.contextmanager
+def served_with_auth(db, users):
+    """`python app.py serve --auth FILE` on a free port; up when the login page answers (the harness's
+    running_app waits on /config, which an authenticated app refuses)."""
+    port = free_port()
+    log = open(db.parent / "auth-app.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
+                             "--no-demo", "--auth", str(users)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            assert proc.poll() is None, (db.parent / "auth-app.log").read_text()
+            try:
+                urllib.request.urlopen(url + "/", timeout=2).close()
+                break
+            except Exception:  # noqa: BLE001 - still starting
+                assert time.time() < deadline, "app did not start"
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        log.close()
+
+
 def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
     from db.importers import import_items
     from db.store import Store
@@ -56,13 +85,7 @@ def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
     s.close()
     users = tmp_path / "users.txt"
     users.write_text(auth_line("alice", "pw1") + "\n")
-    # the harness polls /config to see the app is up; with auth it answers 401, so wait on the login page
-    import tests.uiharness as h
-
-    def wait_url(url):
-        return url
-
-    with running_app(db, "--auth", str(users), timeout=120) as url:
+    with served_with_auth(db, users) as url:
         for path in ("/config", "/gradio_api/info"):
             with pytest.raises(urllib.error.HTTPError) as exc:
                 urllib.request.urlopen(url + path, timeout=10)
@@ -72,5 +95,7 @@ def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
         with pytest.raises(Exception):  # noqa: B017 - any refusal: no config, no API without login
             Client(url, verbose=False)
         body = urllib.request.urlopen(url + "/", timeout=10).read().decode()
-        assert "frameevidence" not in body and "g1_0" not in body  # the login page shows no data
-        assert h is not None and wait_url
+        assert "g1_0" not in body and "store:" not in body  # the login page shows no data
+        # with the right password, the same client gets in
+        client = Client(url, auth=("alice", "pw1"), verbose=False)
+        assert client.view_api(print_info=False, return_format="dict") is not None

@@ -32,7 +32,14 @@ def test_fast_group_outcomes_agree_with_family_outcomes(demo, bench):
     for run in dbb.run_records(demo, bench):
         rd = demo.run_data(run["name"])
         slow = G.item_outcomes(bench, items, rd).set_index("item_id")
+        vec = G.item_outcomes_fast(bench, items, rd.preds).set_index("item_id")
+        assert (vec["answered"] == slow["answered"]).all() and (vec["correct"] == slow["correct"]).all()
         summ = G.group_summary(bench, items, rd)
+        if bench == "stembind":
+            from core.metrics import stembind as sbm
+
+            ref = sbm.stem_table(items, sbm.item_outcomes(items, rd))["category"]
+            assert [c if isinstance(c, str) else None for c in ref.reindex(summ.index)] == list(summ["category"])
         preds = rd.preds.to_dict("records")
         by_group: dict[str, list] = {}
         gid = dict(zip(items["item_id"], items["group_id"], strict=True))

@@ -61,20 +61,39 @@ def expected_counts(store, bench: str, gid: str) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def env(demo_db, tmp_path_factory):
+@pytest.fixture(scope="session")
+def shared_app(demo_db, tmp_path_factory):
+    """One app for the UI test modules: a copy of the demo store plus the Compare module's edited run and the
+    safety module's XSS benchmark, served once; each module opens its own page."""
+    import test_ui_compare
+    import test_ui_safety
+
     from db.store import Store
 
-    db = copy_store(demo_db, tmp_path_factory.mktemp("browse"))
+    folder = tmp_path_factory.mktemp("uiapp")
+    db = copy_store(demo_db, folder / "store")
     store = Store(db)
+    extra = {"compare": test_ui_compare.prepare(store, folder), "safety": test_ui_safety.prepare(store, folder)}
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     with running_app(db) as url, browser() as b:
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.goto(url)
-        page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
-        yield {"page": page, "store": store, "url": url, "dialogs": dialogs}
+        yield {"url": url, "store": store, "db": db, "browser": b, **extra}
     store.close()
+
+
+def new_page(shared):
+    page = shared["browser"].new_page(viewport={"width": 1400, "height": 1000})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(shared["url"])
+    page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
+    return page, dialogs
+
+
+@pytest.fixture(scope="module")
+def env(shared_app):
+    page, dialogs = new_page(shared_app)
+    yield {"page": page, "store": shared_app["store"], "url": shared_app["url"], "dialogs": dialogs}
+    page.close()
 
 
 def test_fq1_view_counts_and_marks(env):

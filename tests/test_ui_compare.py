@@ -9,9 +9,8 @@ import re
 
 import pytest
 
-from conftest import copy_store
 from core import groups as G
-from uiharness import browser, running_app
+from test_ui_browse import new_page, shared_app  # noqa: F401 - the session app fixture
 
 BASE = "baseline-fe-majority"
 EDITED = "edited-majority"
@@ -22,20 +21,16 @@ def choose(page, elem_id: str, option) -> None:
     page.get_by_role("option", name=option).first.click()
 
 
-@pytest.fixture(scope="module")
-def env(demo_db, tmp_path_factory):
+def prepare(store, folder) -> dict:
+    """Import EDITED: BASE's predictions with three wrong answers made right and two right ones made wrong,
+    each in a different group. Returns the changed item ids."""
     from db.importers import import_predictions
-    from db.store import Store
 
-    folder = tmp_path_factory.mktemp("compare")
-    db = copy_store(demo_db, folder / "store")
-    store = Store(db)
     items = store.items_frame("frameevidence").set_index("item_id")
     preds = store.predictions_frame(BASE)
     gold = preds["item_id"].map(items["answer"])
     right = preds[(preds["status"] == "ok") & (preds["answer"] == gold)]["item_id"].tolist()
     wrong = preds[(preds["status"] == "ok") & (preds["answer"] != gold)]["item_id"].tolist()
-    # spread the edits over distinct groups so each changed group holds one change
     gained, lost, seen = [], [], set()
     for pool, out, n in ((wrong, gained, 3), (right, lost, 2)):
         for iid in pool:
@@ -58,12 +53,14 @@ def env(demo_db, tmp_path_factory):
     path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
     import_predictions(store, path, EDITED, model="majority-edited", benchmark="frameevidence",
                        config={"runner": "import", "model": "majority-edited"})
-    with running_app(db) as url, browser() as b:
-        page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
-        page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
-        yield {"page": page, "store": store, "gained": gained, "lost": lost}
-    store.close()
+    return {"gained": gained, "lost": lost}
+
+
+@pytest.fixture(scope="module")
+def env(shared_app):
+    page, _ = new_page(shared_app)
+    yield {"page": page, "store": shared_app["store"], **shared_app["compare"]}
+    page.close()
 
 
 def test_compare_known_differences(env):

@@ -108,7 +108,7 @@ def test_blind_mode_hides_other_labels(app_url, page):
     view.get_by_text("hidden").first.wait_for()
     assert "bob" not in view.inner_text() and "judge lex" not in view.inner_text()
     page.locator("#jd-blind input").click()
-    view.get_by_text("judge lex").wait_for()
+    view.get_by_role("columnheader", name="judge lex").wait_for()
     assert "bob" in view.inner_text()
     page.locator("#jd-blind input").click()
     view.get_by_text("hidden").first.wait_for()
@@ -119,7 +119,7 @@ def test_eight_annotators_save_concurrently(app_url):
     from gradio_client import Client
 
     url, db, sample = app_url
-    items = list(sample["item_id"][:6])
+    items = list(sample["item_id"][:4])
     sent: dict[str, dict[str, list[int]]] = {}
     errors: list[BaseException] = []
 
@@ -143,7 +143,7 @@ def test_eight_annotators_save_concurrently(app_url):
         t.start()
     for t in threads:
         t.join(240)
-    assert not errors, errors
+    assert not errors, [repr(e) for e in errors]
     store = Store(db)
     labels = judging.labels_frame(store, RUN, labelers=list(sent))
     assert len(labels) == 8 * len(items)                    # nothing lost

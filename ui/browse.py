@@ -58,8 +58,8 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
                 "total": 0, "n_groups": 0}
     bd = cache.bench(store, bench)
     names = _runs_of(store, bench, runs)
-    loaded = cache.runs(store, bd, names)
-    summaries = [s for _, _, s in loaded]
+    loaded = cache.summaries(store, bd, names)
+    summaries = [s for _, s in loaded]
     base = core_groups.filter_groups(bd.index, bd.items, split or None, kind or None, field or None, value or None,
                                      query)
     counts = core_groups.pattern_counts(bd.family, summaries, within=base)
@@ -79,7 +79,7 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
             lambda s: ", ".join(sorted({str(v) for v in s if v is not None})))
         table[field] = [vals.get(g, "") for g in chunk]
     recs = {r["name"]: r for r in dbb.run_records(store, bench)}
-    for name, _, summ in loaded:
+    for name, summ in loaded:
         table[run_header(recs.get(name, {"name": name}))] = [_cell(summ, g, bd.family) for g in chunk]
     table["question"] = f["question"].to_numpy()
     shown = f"{(page_n - 1) * PAGE_SIZE + 1}–{(page_n - 1) * PAGE_SIZE + len(chunk)}" if total else "0"

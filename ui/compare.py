@@ -53,20 +53,21 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
                  draws: int = stats.DEFAULT_DRAWS) -> dict[str, Any]:
     """Everything the tab shows, as data: turnover, transitions (per group), counts, paired differences."""
     bd = cache.bench(store, bench)
-    loaded = {name: rd for name, rd, _ in cache.runs(store, bd, [run_a, run_b])}
+    loaded = cache.run_data(store, [run_a, run_b])
     for name in (run_a, run_b):
         if name not in loaded:
             raise NotFound(f"no run named {name!r} in benchmark {bench!r}")
     rda, rdb = loaded[run_a], loaded[run_b]
+    full = cache.full_items(store, bench)
     split_v = split or None
-    items = bd.items if split_v is None else bd.items[bd.items["split"] == split_v]
+    items = full if split_v is None else full[full["split"] == split_v]
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
     return {
         "family": bd.family,
-        "turnover": core_groups.turnover(bd.family, bd.items, rda, rdb, split=split_v),
+        "turnover": core_groups.turnover(bd.family, full, rda, rdb, split=split_v),
         "transitions": trans,
         "counts": core_groups.transition_counts(trans),
-        "differences": core_groups.paired_differences(bd.family, bd.items, rda, rdb, split=split_v, draws=draws),
+        "differences": core_groups.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws),
     }
 
 

@@ -29,10 +29,12 @@ CSS = """
 .jt-ok{color:#15803d;font-weight:600}.jt-bad{color:#b91c1c;font-weight:600}
 .jt-badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background:#fde68a;color:#713f12;
  margin-left:6px;vertical-align:middle}
-.jt-stages{width:100%;border-collapse:collapse;margin-bottom:10px}
+.jt-stages{width:100%;border-collapse:collapse;margin-bottom:10px;table-layout:fixed}
+.jt-stages th.jt-col{width:64px;font-size:11px;overflow-wrap:anywhere}
+.jt-stages th.jt-stage{width:78px}
 .jt-stages th,.jt-stages td{border-bottom:1px solid var(--border-color-primary);padding:5px 6px;vertical-align:top;
  text-align:left}
-.jt-stages td.jt-target{width:55%;white-space:normal}
+.jt-stages td.jt-target{white-space:normal}
 .jt-stages tr.jt-ff td{background:rgba(239,68,68,.12)}
 .jt-stages tr.jt-ff td:first-child{border-left:4px solid #dc2626}
 .jt-flag{display:inline-block;min-width:22px;text-align:center;border-radius:4px;font-weight:700}
@@ -109,9 +111,9 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
         cols.append((name, flags, "human"))
     own_ff = _ff(own)
     head = "".join(
-        f"<th>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
+        f"<th class='jt-col'>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
     if blind:
-        head += "<th class='jt-hidden'>judge / others</th>"
+        head += "<th class='jt-col jt-hidden' style='width:90px'>judge / others</th>"
     rows = []
     for s in STAGES:
         cells = []
@@ -138,7 +140,7 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
                     others.append(f"{esc(label)}: {esc(f)}")
     steps = split_steps(rec.get("trace"))
     step_html = "".join(f"<li>{esc(s)}</li>" for s in steps) or "<li class='jt-hidden'>(empty trace)</li>"
-    main = (f"<table class='jt-stages'><thead><tr><th>Stage</th><th>Target</th>{head}</tr></thead>"
+    main = (f"<table class='jt-stages'><thead><tr><th class='jt-stage'>Stage</th><th>Target</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
             f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
             + (f" <span style='font-weight:400;color:#6b7280'>· {'; '.join(others)}</span>" if others else "")

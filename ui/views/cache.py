@@ -16,7 +16,9 @@ from db import browse as dbb
 
 _LOCK = threading.RLock()
 _BENCH: dict[tuple[str, str], "BenchData"] = {}
-_RUNS: dict[tuple[str, str], tuple[str, RunData, pd.DataFrame]] = {}
+_RUNS: dict[tuple[str, str], tuple[str, RunData]] = {}
+_SUMM: dict[tuple[str, str], tuple[str, pd.DataFrame]] = {}
+_FULL: dict[tuple[str, str], pd.DataFrame] = {}
 _MAX_RUNS = 64
 
 
@@ -29,6 +31,7 @@ class BenchData:
     strata: dict[str, list[str]]
     splits: list[str]
     kinds: list[str]
+    pk_ids: dict[int, str]
 
 
 def bench(store: Any, name: str) -> BenchData:
@@ -39,34 +42,54 @@ def bench(store: Any, name: str) -> BenchData:
         b = store.benchmark(name)
         if hit is not None and len(hit.items) == int(b["n_items"]):
             return hit
-    items = store.items_frame(name)
+    items = dbb.browse_items(store, name)
     data = BenchData(name=name, family=str(b["family"]), items=items, index=core_groups.group_index(items),
                      strata=core_groups.strata_fields(items, max_values=16),
                      splits=core_groups.ordered(items["split"].unique(), ["test", "dev", "train"]),
-                     kinds=core_groups.ordered(items["kind"].unique(), []))
+                     kinds=core_groups.ordered(items["kind"].unique(), []),
+                     pk_ids=dict(zip(items["pk"].tolist(), items["item_id"].tolist(), strict=True)))
     with _LOCK:
         _BENCH[key] = data
     return data
 
 
-def run(store: Any, bd: BenchData, name: str, version: str | None = None) -> tuple[RunData, pd.DataFrame]:
-    """(RunData, group summary) of a run, recomputed only when its version changed."""
+def full_items(store: Any, name: str) -> pd.DataFrame:
+    """Store.items_frame of a benchmark (every column metric code reads), cached."""
     key = (str(store.path), name)
-    if version is None:
-        version = dbb.run_versions(store, [name]).get(name, "")
+    n = int(store.benchmark(name)["n_items"])
     with _LOCK:
-        hit = _RUNS.get(key)
+        hit = _FULL.get(key)
+        if hit is not None and len(hit) == n:
+            return hit
+    items = store.items_frame(name)
+    with _LOCK:
+        _FULL[key] = items
+    return items
+
+
+def _cached(table: dict, key: tuple[str, str], version: str, make: Any) -> Any:
+    with _LOCK:
+        hit = table.get(key)
         if hit is not None and hit[0] == version:
-            return hit[1], hit[2]
-    rd = store.run_data(name)
-    summary = core_groups.group_summary(bd.family, bd.items, rd)
+            return hit[1]
+    value = make()
     with _LOCK:
-        if len(_RUNS) >= _MAX_RUNS:
-            _RUNS.pop(next(iter(_RUNS)))
-        _RUNS[key] = (version, rd, summary)
-    return rd, summary
+        if len(table) >= _MAX_RUNS:
+            table.pop(next(iter(table)))
+        table[key] = (version, value)
+    return value
 
 
-def runs(store: Any, bd: BenchData, names: list[str]) -> list[tuple[str, RunData, pd.DataFrame]]:
+def summaries(store: Any, bd: BenchData, names: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """(run, group summary) for the runs that exist, recomputed only when a run's predictions changed."""
     versions = dbb.run_versions(store, names)
-    return [(n, *run(store, bd, n, versions.get(n, ""))) for n in names if n in versions]
+    return [(n, _cached(_SUMM, (str(store.path), n), versions[n],
+                        lambda n=n: core_groups.group_summary(bd.family, bd.items, dbb.outcome_predictions(store, n, bd.pk_ids))))
+            for n in names if n in versions]
+
+
+def run_data(store: Any, names: list[str]) -> dict[str, RunData]:
+    """Full RunData (Store.run_data) of the runs that exist, cached by version."""
+    versions = dbb.run_versions(store, names)
+    return {n: _cached(_RUNS, (str(store.path), n), versions[n], lambda n=n: store.run_data(n))
+            for n in names if n in versions}
