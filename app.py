@@ -133,6 +133,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
 
 
+def cmd_judge(args: argparse.Namespace) -> int:
+    from db.judge_cli import run_judge
+
+    return int(run_judge(_store(args), args) or 0)
+
+
+def cmd_calibration(args: argparse.Namespace) -> int:
+    from db.judge_cli import run_calibration
+
+    return int(run_calibration(_store(args), args) or 0)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from ui.shell import launch
 
@@ -201,6 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("demo", cmd_demo, "build the embedded demo store (synthetic benchmarks and runs)")
     p.add_argument("--seed", type=int, default=0)
+
+    from db.judge_cli import add_calibration_arguments, add_judge_arguments
+
+    p = add("judge", cmd_judge, "judge a run's F traces stage by stage (lexical, openai or transformers judge)")
+    add_judge_arguments(p)
+    p = add("calibration", cmd_calibration, "judge-human agreement; --draw-sample NAME draws a frozen sample")
+    add_calibration_arguments(p)
 
     p = add("run", cmd_run, "run a model or baseline on a benchmark; resumable")
     try:

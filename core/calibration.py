@@ -374,7 +374,9 @@ def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
     pooled per strategy (direct vs thinking; terciles within the pooled strategy, as in D.4). `labels` maps
     a run name to its human labels with a category column."""
     per_run: dict[str, Any] = {}
-    pooled_items, pooled_preds, pooled_labels = {}, {}, {}
+    pooled_items: dict[str, list[pd.DataFrame]] = {}
+    pooled_preds: dict[str, list[pd.DataFrame]] = {}
+    pooled_labels: dict[str, list[pd.DataFrame]] = {}
     for name, run in sorted(runs.items()):
         lab = labels.get(name)
         if lab is None or len(lab) == 0:

@@ -108,6 +108,28 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_calibration_samples(db: sqlite_utils.Database) -> None:
+    """Frozen calibration samples (002 App. C.3): a drawn sample never changes."""
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS calibration_samples (
+            name TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_pk INTEGER NOT NULL REFERENCES items(id),
+            rotation INTEGER NOT NULL DEFAULT 0,
+            repeat INTEGER NOT NULL DEFAULT 0,
+            operation TEXT,
+            outcome TEXT,
+            seed INTEGER NOT NULL,
+            per_operation INTEGER NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (name, position),
+            UNIQUE (name, run_id, item_pk, rotation, repeat)
+        )"""
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
+    ("002_calibration_samples", _m002_calibration_samples),
 ]

@@ -147,7 +147,7 @@ def test_second_judge_rank_and_weakest_stage():
     by_run = {}
     accs = {"m1": [0.9, 0.8, 0.4, 0.7], "m2": [0.7, 0.6, 0.3, 0.65], "m3": [0.5, 0.45, 0.2, 0.5]}
     for run, acc in accs.items():
-        def frame(name, shift):
+        def frame(name, shift, run=run, acc=acc):
             rows = [[name, "judge", f"{run}-{i}", 0, 0, *[int(rng.random() < a + shift) for a in acc]]
                     for i in range(200)]
             return _long(rows)
@@ -212,7 +212,7 @@ def test_calibration_json_equals_sklearn(labeled_store, capsys):
     assert len(rep["pairs"]) == 6 * 4  # lex, A1, A2, A3: 6 pairs x 4 stages
     for p in rep["pairs"]:
         assert set(p) >= {"a", "b", "stage", "kappa", "agreement", "n"}
-        def seq(who):
+        def seq(who, p=p):
             return [int(jf.loc[i, p["stage"]]) if who == "lex" else int(human.loc[(who, i), p["stage"]])
                     for i in sample["item_id"]]
         xa, xb = seq(p["a"]), seq(p["b"])

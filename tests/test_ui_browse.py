@@ -61,10 +61,17 @@ def expected_counts(store, bench: str, gid: str) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(scope="session")
-def shared_app(demo_db, tmp_path_factory):
-    """One app for the UI test modules: a copy of the demo store plus the Compare module's edited run and the
-    safety module's XSS benchmark, served once; each module opens its own page."""
+_SHARED: dict[str, dict] = {}
+
+
+def shared_app(request, demo_db, tmp_path_factory) -> dict:
+    """One app for the three UI test modules (started by the first that needs it, stopped at session end):
+    a copy of the demo store plus the Compare module's edited run and the safety module's XSS benchmark.
+    Each module opens its own page."""
+    if "app" in _SHARED:
+        return _SHARED["app"]
+    import contextlib
+
     import test_ui_compare
     import test_ui_safety
 
@@ -75,9 +82,13 @@ def shared_app(demo_db, tmp_path_factory):
     store = Store(db)
     extra = {"compare": test_ui_compare.prepare(store, folder), "safety": test_ui_safety.prepare(store, folder)}
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    with running_app(db) as url, browser() as b:
-        yield {"url": url, "store": store, "db": db, "browser": b, **extra}
-    store.close()
+    stack = contextlib.ExitStack()
+    url = stack.enter_context(running_app(db))
+    b = stack.enter_context(browser())
+    stack.callback(store.close)
+    request.config.add_cleanup(lambda: (_SHARED.clear(), stack.close()))
+    _SHARED["app"] = {"url": url, "store": store, "db": db, "browser": b, **extra}
+    return _SHARED["app"]
 
 
 def new_page(shared):
@@ -90,9 +101,10 @@ def new_page(shared):
 
 
 @pytest.fixture(scope="module")
-def env(shared_app):
-    page, dialogs = new_page(shared_app)
-    yield {"page": page, "store": shared_app["store"], "url": shared_app["url"], "dialogs": dialogs}
+def env(request, demo_db, tmp_path_factory):
+    app = shared_app(request, demo_db, tmp_path_factory)
+    page, dialogs = new_page(app)
+    yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs}
     page.close()
 
 

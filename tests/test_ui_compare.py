@@ -10,7 +10,7 @@ import re
 import pytest
 
 from core import groups as G
-from test_ui_browse import new_page, shared_app  # noqa: F401 - the session app fixture
+from test_ui_browse import new_page, shared_app
 
 BASE = "baseline-fe-majority"
 EDITED = "edited-majority"
@@ -57,9 +57,10 @@ def prepare(store, folder) -> dict:
 
 
 @pytest.fixture(scope="module")
-def env(shared_app):
-    page, _ = new_page(shared_app)
-    yield {"page": page, "store": shared_app["store"], **shared_app["compare"]}
+def env(request, demo_db, tmp_path_factory):
+    app = shared_app(request, demo_db, tmp_path_factory)
+    page, _ = new_page(app)
+    yield {"page": page, "store": app["store"], **app["compare"]}
     page.close()
 
 

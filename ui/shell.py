@@ -37,7 +37,7 @@ def benchmark_choices(store: Store) -> list[tuple[str, str]]:
 def run_choices(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
     if not benchmark:
         return []
-    return [(run_label(r), r["name"]) for r in store.runs(benchmark)]
+    return [(run_label(r), r["name"]) for r in store.runs(benchmark) if r["config"].get("role") != "judge"]
 
 
 def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:

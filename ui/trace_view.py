@@ -133,7 +133,7 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
                ("none (every stage correct)" if own_ff == NO_FAILURE else f"{own_ff} {STAGE_NAMES[own_ff]}"))
     others = []
     if not blind:
-        for label, flags, kind in cols[1:]:
+        for label, flags, _kind in cols[1:]:
             if flags is not None and flags.get("status") in (None, "ok"):
                 f = _ff(flags)
                 if f is not None:

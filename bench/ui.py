@@ -1,0 +1,144 @@
+"""Bench: group view and Browse speed at StemBind scale (issue 6), measured through the running app.
+
+Builds a store of 2,298 StemBind stems (about 6 P probes, one R and one F item each; one tiny image per stem)
+and 24 runs answering every item, launches `python app.py serve` on it, and calls the app's own endpoints
+with gradio_client: `/browse_reset` (what a page load runs: filter choices and the first page of the Browse
+list, cold caches) once, then `/open_group` for 30 random stems. Round-trip times include Gradio's queue and
+HTTP, so they bound the server-side time from above.
+
+Targets: median group-view open <= 300 ms, first Browse render <= 2 s. Prints the timings, then one JSON line
+{"bench": "ui", "value": median_open_ms, "unit": "ms", "target": 300, "ok": both targets met}.
+
+    .venv/bin/python bench/ui.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+STEMS = 2298
+RUNS = 24
+P_PER_STEM = 6
+TARGET_MS = 300.0
+BROWSE_TARGET_MS = 2000.0
+SAMPLES = 30
+OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
+
+
+def build_store(db: Path, seed: int = 0) -> None:
+    """Items and predictions written straight through the store API (no image rendering, no parsing)."""
+    import hashlib
+
+    from PIL import Image
+
+    from core.schema import Item, Prediction
+    from db.store import Store
+
+    rng = random.Random(seed)
+    store = Store(db)
+    items, images = [], []
+    letters6 = "ABCDEF"
+    for s in range(STEMS):
+        gid = f"sb-{s:05d}"
+        buf = io.BytesIO()
+        Image.new("RGB", (8, 8), (s % 256, (s // 256) % 256, 90)).save(buf, format="PNG")
+        data = buf.getvalue()
+        digest = hashlib.md5(data).hexdigest()  # noqa: S324 - a content key, as the importer's
+        store.put_image_file(digest, "png", data)
+        images.append((digest, "png", 8, 8, len(data)))
+        op = OPERATIONS[s % len(OPERATIONS)]
+        meta = {"operation": op, "family": op[:2], "perception_load": rng.choice(["low", "mixed", "high"])}
+        for p in range(P_PER_STEM):
+            items.append(Item("stembind", f"{gid}-P{p + 1}", gid, "test", "P", "color",
+                              f"What colour is the shape in cell {p + 1}? Answer with <ANSWER>X</ANSWER>.",
+                              {"A": "red", "B": "blue", "C": "green", "D": "orange"}, rng.choice("ABCD"),
+                              [digest], meta=meta))
+        items.append(Item("stembind", f"{gid}-R", gid, "test", "R", "rule", "Which rule governs the puzzle?",
+                          {k: f"rule {k}" for k in "ABCD"}, rng.choice("ABCD"), [digest], meta=meta))
+        items.append(Item("stembind", f"{gid}-F", gid, "test", "F", "full", "Which candidate completes the matrix?",
+                          {k: f"candidate {k}" for k in letters6}, rng.choice(letters6), [digest], meta=meta,
+                          stages={"S1": "cells ...", "S2": "the rule ...", "S3": "the missing cell ...",
+                                  "S4": "the answer ..."}))
+    store.insert_benchmark("stembind", "stembind", "bench/ui.py", "bench", items, images)
+    for r in range(RUNS):
+        name = f"bench-run-{r:02d}"
+        store.ensure_run(name, "stembind", {"runner": "bench", "model": f"m{r}", "synthetic": True})
+        skill = 0.4 + 0.5 * r / RUNS
+        preds = []
+        for it in items:
+            if rng.random() < 0.01:
+                preds.append(Prediction(it.item_id, "I am not sure.", "invalid"))
+                continue
+            letter = it.answer if rng.random() < skill else rng.choice(list(it.options))
+            trace = "Step by step ... " * 20 if it.kind == "F" else None
+            preds.append(Prediction(it.item_id, f"<ANSWER>{letter}</ANSWER>", "ok", answer=letter, shown=letter,
+                                    trace=trace, tokens=40))
+        store.add_predictions(name, preds)
+        store.set_run_status(name, "done")
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", type=Path, help="build the store in this folder and keep it")
+    args = ap.parse_args(argv)
+    from gradio_client import Client
+
+    from uiharness import running_app
+
+    tmp = None
+    if args.keep:
+        folder = args.keep
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="crosscheck-bench-ui-")
+        folder = Path(tmp.name)
+    db = folder / "bench_ui.db"
+    t0 = time.perf_counter()
+    if not db.exists():
+        build_store(db)
+    print(f"store: {STEMS} stems x {RUNS} runs built in {time.perf_counter() - t0:.1f} s ({db})", flush=True)
+    runs = [f"bench-run-{r:02d}" for r in range(2)]
+    try:
+        with running_app(db, timeout=300) as url:
+            client = Client(url, verbose=False)
+            t = time.perf_counter()
+            client.predict("stembind", runs, api_name="/browse_reset")
+            browse_ms = (time.perf_counter() - t) * 1000
+            rng = random.Random(1)
+            stems = [f"sb-{rng.randrange(STEMS):05d}" for _ in range(SAMPLES)]
+            client.predict("stembind", runs, "sb-00000", runs[0], True, api_name="/open_group")  # warm connection
+            times = []
+            for gid in stems:
+                t = time.perf_counter()
+                html = client.predict("stembind", runs, gid, runs[0], True, api_name="/open_group")
+                times.append((time.perf_counter() - t) * 1000)
+                if f'data-group="{gid}"' not in html:
+                    raise SystemExit(f"group view of {gid} did not render")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    med = statistics.median(times)
+    print(f"Browse first render (filters + first page, cold caches): {browse_ms:.0f} ms (target {BROWSE_TARGET_MS:.0f})")
+    print(f"group view open over {SAMPLES} random stems: median {med:.0f} ms, max {max(times):.0f} ms "
+          f"(target median {TARGET_MS:.0f})")
+    ok = med <= TARGET_MS and browse_ms <= BROWSE_TARGET_MS
+    print(json.dumps({"bench": "ui", "value": round(med, 1), "unit": "ms", "target": TARGET_MS, "ok": ok}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

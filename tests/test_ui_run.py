@@ -1,0 +1,132 @@
+"""The Run tab in the real app: a baseline runs to completion and appears in the header's run picker; an
+OpenAI-compatible run (a real local HTTP server with latency) shows a moving progress bar, cancels, resumes
+to completion with nothing twice; two other browser sessions browse while it runs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import copy_store
+from tests.uiharness import browser, running_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def chat():
+    from tests.chat_server import ChatServer
+
+    server = ChatServer(latency=0.1).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def db(demo_db, tmp_path_factory):
+    return copy_store(demo_db, tmp_path_factory.mktemp("run"))
+
+
+@pytest.fixture(scope="module")
+def app(db):
+    with running_app(db) as url:
+        yield url
+
+
+def fill(page, elem_id, text):
+    box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(str(text))
+    box.press("Tab")
+
+
+def progress(page):
+    el = page.locator("#cc-run-progress")
+    return el.get_attribute("data-status"), int(el.get_attribute("data-done") or 0), el.get_attribute("data-total")
+
+
+def wait_status(page, statuses, timeout=90):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = progress(page)
+        if st[0] in statuses:
+            return st
+        time.sleep(0.25)
+    raise AssertionError(f"run did not reach {statuses}: {progress(page)}")
+
+
+def test_baseline_runs_to_completion_and_appears_in_picker(app, db):
+    with browser() as b:
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app)
+        page.get_by_role("tab", name="Run", exact=True).click()
+        fill(page, "cc-run-name", "gui-random-r4")
+        page.locator("#cc-run-rotations input[type=number]").fill("4")
+        page.locator("#cc-run-rotations input[type=number]").press("Tab")
+        page.locator("#cc-run-start").click()
+        status, done, total = wait_status(page, ("done", "failed"))
+        assert status == "done", page.locator("#cc-run-progress").inner_text()
+        assert total == str(done) and done == 288 * 4
+        assert "done 1152 / 1152" in page.locator("#cc-run-progress").inner_text()
+        # the new run is offered by the header's picker (Browse / Metrics follow it) without a restart
+        page.locator("#cc-refresh").click()
+        page.locator("#cc-runs input").click()
+        page.get_by_role("option", name="gui-random-r4").wait_for(timeout=20_000)
+    from db.store import Store
+
+    s = Store(db)
+    assert s.run("gui-random-r4")["status"] == "done" and s.run("gui-random-r4")["n_predictions"] == 1152
+    s.close()
+
+
+def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
+    with browser() as b:
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(app)
+        page.get_by_role("tab", name="Run", exact=True).click()
+        fill(page, "cc-run-name", "gui-api")
+        page.get_by_text("OpenAI-compatible server").click()
+        fill(page, "cc-run-base-url", chat.base_url)
+        fill(page, "cc-run-api-model", "tiny-test-model")
+        fill(page, "cc-run-key-env", "")
+        page.get_by_text("Decoding and execution").click()
+        page.locator("#cc-run-concurrency input").fill("1")
+        page.locator("#cc-run-concurrency input").press("Tab")
+        page.locator("#cc-run-start").click()
+        wait_status(page, ("running",), timeout=60)
+        seen = []
+        deadline = time.time() + 60
+        while len(set(seen)) < 3 and time.time() < deadline:
+            seen.append(progress(page)[1])
+            time.sleep(0.5)
+        assert len(set(seen)) >= 3 and seen == sorted(seen), seen  # the bar moves forward
+        page.locator("#cc-run-cancel").click()
+        status, done, total = wait_status(page, ("cancelled", "done"))
+        assert status == "cancelled" and 0 < done < int(total)
+        # resume: the run is offered as unfinished, and completes without sending anything twice
+        page.locator("#cc-refresh").click()
+        page.locator("#cc-run-resume-pick input").click()
+        page.get_by_role("option", name="gui-api").first.click()
+        fill(page, "cc-run-base-url", chat.base_url)
+        page.locator("#cc-run-resume").click()
+        wait_status(page, ("running",), timeout=60)
+        # two other sessions browse while the run goes on
+        others = [b.new_page(viewport={"width": 1200, "height": 900}) for _ in range(2)]
+        for other in others:
+            other.goto(app)
+        for other in others:  # each sees the run going on ...
+            other.get_by_role("tab", name="Run", exact=True).click()
+            assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").inner_text(timeout=20_000)
+        for other in others:  # ... and browses the metrics meanwhile
+            other.get_by_role("tab", name="Metrics").click()
+            other.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=60_000)
+        status, done2, total2 = wait_status(page, ("done", "failed"), timeout=120)
+        assert status == "done" and int(total2) == 288 - done and done2 == int(total2)
+    from db.store import Store
+
+    s = Store(db)
+    r = s.run("gui-api")
+    assert r["status"] == "done" and r["n_predictions"] == 288
+    s.close()
+    sent = [body for body in chat.bodies]
+    assert len(sent) == 288  # nothing twice

@@ -1,0 +1,144 @@
+"""Safety of the served UI: model and imported text is shown as text (an `<img onerror>` response opens no
+dialog anywhere), the file route serves only the store's images, and serving on 0.0.0.0 without --auth
+warns. Also checks the generic group view's counts on this small store."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import write_benchmark
+from core import groups as G
+from test_ui_browse import choose, new_page, shared_app
+from uiharness import running_app
+
+XSS = "<img src=x onerror=alert(1)>"
+XSS2 = "<script>alert(2)</script>"
+RUN = "xss-run"
+RUN2 = "xss-run-2"
+
+
+def _lines() -> list[dict]:
+    out = []
+    for g in range(2):
+        for k in range(3):
+            out.append({"benchmark": "generic", "item_id": f"x{g}-{k}", "group_id": f"grp-{g}", "split": "test",
+                        "kind": "q", "variant": f"v{k}", "images": [f"img/g{g}_{k % 2}.png"],
+                        "question": f"{XSS} question {g}.{k}", "options": {"A": XSS2, "B": "plain", "C": "c"},
+                        "answer": "B", "meta": {"topic": "<b>bold?</b>" if g else "plain"}})
+    return out
+
+
+def prepare(store, folder) -> dict:
+    """Import the small generic benchmark "xss" (HTML in questions, options, meta and responses) and two runs."""
+    from db.importers import import_items, import_predictions
+
+    src = write_benchmark(folder / "xss", _lines(), name="xss.jsonl")
+    import_items(store, src, name="xss")
+    answers = {"x0-0": XSS, "x0-1": "B", "x0-2": "A", "x1-0": "B", "x1-1": "B", "x1-2": XSS2}
+    for run, flip in ((RUN, False), (RUN2, True)):
+        path = folder / f"{run}.jsonl"
+        path.write_text("".join(json.dumps({"item_id": i, "response": ("C" if flip and r == "B" else r)}) + "\n"
+                                for i, r in answers.items()), encoding="utf-8")
+        import_predictions(store, path, run, model="m", benchmark="xss", config={"runner": "import", "model": run})
+    return {}
+
+
+@pytest.fixture(scope="module")
+def env(request, demo_db, tmp_path_factory):
+    app = shared_app(request, demo_db, tmp_path_factory)
+    page, dialogs = new_page(app)
+    choose(page, "cc-benchmark", re.compile(r"^xss \("))
+    page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('grp-0')", timeout=30000)
+    yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs, "db": app["db"]}
+    page.close()
+
+
+def test_model_and_imported_text_is_escaped_everywhere(env):
+    page = env["page"]
+    assert page.locator("#cc-browse-list [role=gridcell]", has_text=XSS).count() >= 1  # question as text
+    box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
+    box.fill("grp-0")
+    box.press("Enter")
+    page.wait_for_selector("#cc-group-view [data-group='grp-0']", timeout=30000)
+    view = page.locator("#cc-group-view")
+    assert XSS in view.locator(".cc-question").first.inner_text()
+    assert XSS2 in view.locator(".cc-opts").first.inner_text()
+    raw = view.locator(".cc-detail .cc-raw-details").first
+    raw.locator("summary").click()
+    assert raw.locator("pre").inner_text().strip() == XSS
+    assert page.locator("img[src='x']").count() == 0 and page.locator("#cc-group-view script").count() == 0
+    # the extraction audit lists the invalid responses as text too
+    page.locator("#cc-audit").get_by_text("Extraction audit").first.click()
+    page.locator("#cc-audit-list-btn").click()
+    page.wait_for_selector("#cc-audit-list .cc-audit-table", timeout=30000)
+    assert XSS in page.locator("#cc-audit-list").inner_text()
+    # and Compare's changed-group view
+    page.get_by_role("tab", name="Compare").click()
+    page.locator("#cc-compare-go").click()
+    page.wait_for_selector("#cc-compare-changed [role=gridcell]", timeout=30000)
+    page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
+    page.wait_for_selector("#cc-compare-view [data-group]", timeout=30000)
+    page.wait_for_timeout(500)
+    assert env["dialogs"] == []
+    assert page.locator("img[src='x']").count() == 0
+    page.get_by_role("tab", name="Browse").click()
+
+
+def test_generic_view_counts(env):
+    page, store = env["page"], env["store"]
+    box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
+    box.fill("grp-1")
+    box.press("Enter")
+    page.wait_for_selector("#cc-group-view [data-group='grp-1'] .cc-view-generic", timeout=30000)
+    items = store.items_frame("xss")
+    summ = G.group_summary("generic", items, store.run_data(RUN)).loc["grp-1"]
+    row = page.locator("#cc-group-view table.cc-allruns tbody tr", has=page.locator(f".cc-run[title='{RUN}']"))
+    assert row.locator(".cc-kn").inner_text().strip() == f"{int(summ['n_correct'])}/{int(summ['n_answered'])}"
+    assert row.locator(".cc-correct").count() == int(summ["n_correct"])
+    assert page.locator("#cc-group-view .cc-cols .cc-col").count() == int((items["group_id"] == "grp-1").sum())
+    # two distinct images in the group: each shown once with I1, I2
+    assert page.locator("#cc-group-view .cc-images .cc-img-label").all_inner_texts() == ["I1", "I2"]
+
+
+def _status(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+def test_file_route_serves_only_store_images(env):
+    from urllib.parse import quote
+
+    store, url = env["store"], env["url"]
+    digest = store.items_frame("xss")["images"].iloc[0][0]
+    ok, body = _status(f"{url}/gradio_api/file={quote(str(store.image_path(digest)))}")
+    assert ok == 200 and body[:4] == b"\x89PNG"  # positive control: a stored image is served
+    thumb = store.thumbnail(digest)
+    assert _status(f"{url}/gradio_api/file={quote(str(thumb))}")[0] == 200
+    for path in ("/etc/passwd", str(env["db"]), str(env["db"]) + "-wal",
+                 str(store.images_dir / ".." / env["db"].name)):
+        code, body = _status(f"{url}/gradio_api/file={quote(path)}")
+        assert code in (403, 404), (path, code)
+        assert b"root:" not in body and b"SQLite format" not in body
+
+
+def test_serving_on_all_interfaces_without_auth_warns(env, tmp_path):
+    import shutil
+
+    from db.store import Store
+
+    db = tmp_path / "copy.db"
+    env["store"].conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy2(env["db"], db)
+    Store(db).close()
+    with running_app(db, "--host", "0.0.0.0") as url:
+        port = re.search(r":(\d+)$", url).group(1)
+        log = (db.parent / f"app-{port}.log").read_text()
+    assert "WARNING" in log and "without --auth" in log
