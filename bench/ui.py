@@ -96,7 +96,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="build the store in this folder and keep it")
     args = ap.parse_args(argv)
     from gradio_client import Client
-
     from uiharness import running_app
 
     tmp = None

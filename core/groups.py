@@ -460,7 +460,7 @@ def paired_differences(family: str, items: pd.DataFrame, run_a: RunData, run_b: 
             diff = Rate.undefined(f"no {what.get(name, 'items')} for {name}")
         else:
             diff = Rate(rb.value - ra.value)
-            if lo is not None and np.isfinite(lo[j]) and np.isfinite(hi[j]):
+            if lo is not None and hi is not None and np.isfinite(lo[j]) and np.isfinite(hi[j]):
                 diff.ci = (float(lo[j]), float(hi[j]))
         out[name] = {"a": ra, "b": rb, "difference": diff}
     return out

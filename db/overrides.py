@@ -69,6 +69,7 @@ def preview(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int
     if row is None:
         raise NotFound(f"run {run!r} has no prediction for {item_id!r} (rotation {rotation}, repeat {repeat})")
     response, old_status, old_answer, old_shown = row
+    shown: str | None
     if method == "manual":
         shown = (letter or "").strip().upper()
         if len(shown) != 1 or shown not in letters:

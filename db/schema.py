@@ -129,7 +129,16 @@ def _m002_calibration_samples(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m003_prediction_overrides(db: sqlite_utils.Database) -> None:
+    """Re-parses and manual answers from the extraction audit; the raw response never changes."""
+    from db.overrides import DDL, INDEX  # one DDL text, also used by db/overrides.py on older stores
+
+    db.execute(DDL)
+    db.execute(INDEX)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
+    ("003_prediction_overrides", _m003_prediction_overrides),
 ]

@@ -55,8 +55,8 @@ def _dumps(value: Any) -> str | None:
 
 def _objects(col: pd.Series) -> pd.Series:
     """A text column as Python objects with None (not NaN) for SQL NULL."""
-    return pd.Series([None if v is None or (isinstance(v, float) and v != v) else v for v in col],
-                     index=col.index, dtype=object)
+    as_obj = col.astype(object)
+    return as_obj.where(col.notna(), None).astype(object)
 
 
 def _loads(value: str | None) -> Any:

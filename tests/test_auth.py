@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 import sys
+import time
 import urllib.error
 import urllib.request
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import copy_store
+
 from core import groups as G
 from core.scoring import score_run
 

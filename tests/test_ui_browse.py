@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import copy_store
-from core import groups as G
 from uiharness import browser, running_app
+
+from core import groups as G
 
 
 def choose(page, elem_id: str, option) -> None:

@@ -8,9 +8,9 @@ import json
 import re
 
 import pytest
+from test_ui_browse import new_page, shared_app
 
 from core import groups as G
-from test_ui_browse import new_page, shared_app
 
 BASE = "baseline-fe-majority"
 EDITED = "edited-majority"

@@ -10,11 +10,11 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from conftest import write_benchmark
-from core import groups as G
 from test_ui_browse import choose, new_page, shared_app
 from uiharness import running_app
+
+from core import groups as G
 
 XSS = "<img src=x onerror=alert(1)>"
 XSS2 = "<script>alert(2)</script>"

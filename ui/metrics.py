@@ -9,6 +9,7 @@ downloads; figures are plotly (ui/charts.py) with an HTML download (and the char
 from __future__ import annotations
 
 import html
+import itertools
 import logging
 import threading
 from typing import Any
@@ -87,6 +88,7 @@ class ScoreCache:
 
 
 CACHE = ScoreCache()
+_RENDERS = itertools.count()
 log = logging.getLogger(__name__)
 
 
@@ -163,8 +165,9 @@ def build_metrics(ctx: Ctx) -> None:
         sections = [(i, title, [k for k in tk if k in tables], [k for k in ck if k in figs])
                     for i, (title, tk, ck) in enumerate(SECTIONS.get(family, SECTIONS["generic"]))]
         sections = [s for s in sections if s[2] or s[3]]
-        # a fresh Tabs per family (key) opened on its first section: a re-render never keeps a stale selection
-        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{family}",
+        # a fresh Tabs on every render (unique key), opened on its first section: a re-render never keeps a
+        # stale selection or the tab headers of an earlier render
+        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{next(_RENDERS)}",
                      selected=f"{family}-{sections[0][0]}" if sections else None):
             for i, title, present, plots in sections:
                 with gr.Tab(title, id=f"{family}-{i}"):

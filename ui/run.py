@@ -160,16 +160,16 @@ def progress_html(job: Job | None) -> str:
     total = s["total"]
     pct = 100.0 * s["done"] / total if total else (100.0 if s["status"] == "done" else 0.0)
     esc = html.escape
-    colour = {"failed": "#b8423a", "cancelled": "#a07a1f", "done": "#3a9a5b"}.get(s["status"], "#2f6db5")
     msg = f"<div class='cc-run-msg'>{esc(s['message'])}</div>" if s["message"] else ""
     total_text = "…" if total is None else str(total)
     return (
         f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{s['done']}' "
         f"data-total='{'' if total is None else total}' data-errors='{s['errors']}'>"
         f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · {esc(s['benchmark'])} · {esc(s['runner'])} "
-        f"{esc(str(s['model'] or ''))} · <span class='cc-run-status' style='color:{colour}'>{esc(s['status'])}</span>"
+        f"{esc(str(s['model'] or ''))} · <span class='cc-run-status cc-st-{esc(s['status'])}'>{esc(s['status'])}</span>"
         f"{' · started by ' + esc(s['user']) if s['user'] else ''}</div>"
-        f"<div class='cc-bar'><div class='cc-bar-fill' style='width:{pct:.1f}%;background:{colour}'></div></div>"
+        f"<progress class='cc-bar cc-bar-{esc(s['status'])}' max='{total or 1}' "
+        f"value='{s['done'] if total else (1 if s['status'] == 'done' else 0)}'>{pct:.0f}%</progress>"
         f"<div class='cc-run-stats'><span>done <b class='cc-done'>{s['done']}</b> / <b class='cc-total'>"
         f"{total_text}</b> ({pct:.0f}%)</span><span>errors <b class='cc-errors'>{s['errors']}</b></span>"
         f"<span>invalid {s['invalid']}</span><span>elapsed {_clock(s['elapsed'])}</span>"
@@ -188,20 +188,30 @@ def jobs_html() -> str:
         rows.append(f"<tr><td>{esc(s['run'])}</td><td>{esc(s['benchmark'])}</td><td>{esc(s['status'])}</td>"
                     f"<td>{s['done']} / {total}</td><td>{s['errors']}</td><td>{_clock(s['elapsed'])}</td>"
                     f"<td>{esc(s['user'] or '—')}</td></tr>")
-    return ("<table class='cc-jobs'><thead><tr><th>Run</th><th>Benchmark</th><th>Status</th><th>Done</th>"
+    return ("<div class='cc-jobs-wrap'><table class='cc-jobs'><thead><tr><th>Run</th><th>Benchmark</th><th>Status</th><th>Done</th>"
             "<th>Errors</th><th>Elapsed</th><th>Started by</th></tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table>")
+            + "</tbody></table></div>")
 
 
 CSS = """
 .cc-progress { border: 1px solid #d8d8d8; border-radius: 8px; padding: 10px 12px; font-size: 0.9rem; }
 .cc-progress.cc-idle { color: #666; }
 .cc-run-head { margin-bottom: 6px; }
-.cc-bar { height: 14px; background: #eceff3; border-radius: 7px; overflow: hidden; }
-.cc-bar-fill { height: 100%; transition: width 0.4s ease; }
+progress.cc-bar { width: 100%; height: 14px; border: none; border-radius: 7px; overflow: hidden;
+  background: #eceff3; appearance: none; -webkit-appearance: none; }
+progress.cc-bar::-webkit-progress-bar { background: #eceff3; border-radius: 7px; }
+progress.cc-bar::-webkit-progress-value { background: #2f6db5; border-radius: 7px; transition: width 0.4s ease; }
+progress.cc-bar::-moz-progress-bar { background: #2f6db5; }
+progress.cc-bar-done::-webkit-progress-value { background: #3a9a5b; }
+progress.cc-bar-cancelled::-webkit-progress-value { background: #a07a1f; }
+progress.cc-bar-failed::-webkit-progress-value { background: #b8423a; }
+.cc-st-running, .cc-st-starting { color: #2f6db5; } .cc-st-done { color: #3a9a5b; }
+.cc-st-cancelled { color: #a07a1f; } .cc-st-failed { color: #b8423a; }
 .cc-run-stats { display: flex; gap: 18px; margin-top: 6px; flex-wrap: wrap; font-variant-numeric: tabular-nums; }
 .cc-run-msg { margin-top: 6px; color: #555; font-size: 0.82rem; }
-table.cc-jobs { border-collapse: collapse; font-size: 0.85rem; }
+.cc-jobs-wrap { overflow-x: auto; }
+table.cc-jobs { border-collapse: collapse; font-size: 0.82rem; }
+table.cc-jobs td { white-space: nowrap; }
 table.cc-jobs th, table.cc-jobs td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
 """
 

@@ -15,7 +15,7 @@ from core.schema import RunData
 from db import browse as dbb
 
 _LOCK = threading.RLock()
-_BENCH: dict[tuple[str, str], "BenchData"] = {}
+_BENCH: dict[tuple[str, str], BenchData] = {}
 _RUNS: dict[tuple[str, str], tuple[str, RunData]] = {}
 _SUMM: dict[tuple[str, str], tuple[str, pd.DataFrame]] = {}
 _FULL: dict[tuple[str, str], pd.DataFrame] = {}

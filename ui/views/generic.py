@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ui.views.common import answers_table, chips, detail_html, esc, options_html, run_answers, section, thumb_html
+from ui.views.common import (
+    answers_table,
+    chips,
+    detail_html,
+    esc,
+    options_html,
+    run_answers,
+    section,
+    thumb_html,
+)
 
 
 def image_labels(records: list[dict[str, Any]]) -> dict[str, str]:

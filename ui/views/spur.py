@@ -6,7 +6,17 @@ from typing import Any
 
 from core.groups import ordered
 from core.metrics.spur import STAGES
-from ui.views.common import answers_table, chips, detail_html, esc, options_html, run_answers, run_label_html, section, thumb_html
+from ui.views.common import (
+    answers_table,
+    chips,
+    detail_html,
+    esc,
+    options_html,
+    run_answers,
+    run_label_html,
+    section,
+    thumb_html,
+)
 
 TASK_NAMES = {"NP": "Numerical Perception", "MP": "Morphological Perception", "IL": "Information Localization",
               "TA": "Trend Analysis", "HI": "Heterogeneous Integration", "Qual": "Qualitative Reasoning",
