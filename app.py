@@ -133,6 +133,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
 
 
+def cmd_hash_password(args: argparse.Namespace) -> int:
+    from ui.auth import hash_password_main
+
+    return int(hash_password_main(args.user, from_stdin=args.stdin) or 0)
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     from db.judge_cli import run_judge
 
@@ -181,6 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--auth", type=Path, help="file of user:password-hash lines; turns on login")
     p.add_argument("--no-demo", action="store_true", help="do not build the demo store when the store is empty")
+
+    p = add("hash-password", cmd_hash_password, "print a user:password-hash line for the --auth file")
+    p.add_argument("user")
+    p.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
 
     p = add("import", cmd_import, "import a benchmark's items (JSONL, or a zip of the JSONL and its images)")
     p.add_argument("path", type=Path)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,8 @@ def running_app(db: Path, *extra: str, timeout: float = 120.0) -> Iterator[str]:
             try:
                 with urllib.request.urlopen(url + "/config", timeout=2):
                     break
+            except urllib.error.HTTPError:
+                break  # an HTTP answer (401 under --auth) means the server is up
             except Exception:  # noqa: BLE001 - still starting
                 if time.time() > deadline:
                     raise RuntimeError("app did not start in time") from None

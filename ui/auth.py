@@ -55,9 +55,15 @@ def hash_password_main(user: str, from_stdin: bool = False) -> int:
     if from_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
-        password = getpass.getpass(f"password for {user}: ")
-        if getpass.getpass("again: ") != password:
+        try:
+            password = getpass.getpass(f"password for {user}: ")
+            again = getpass.getpass("again: ")
+        except EOFError:
+            raise CrosscheckError("no password given (type it at the prompt, or pass --stdin)") from None
+        if again != password:
             raise CrosscheckError("the two passwords differ")
+    if not password:
+        raise CrosscheckError("empty password refused")
     print(auth_line(user, password))
     return 0
 
