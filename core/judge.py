@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.metrics.stembind import NO_FAILURE, first_failure, inconsistent
+from core.runners.base import run_coroutine
 from core.schema import STAGES
 
 __all__ = [
@@ -357,7 +358,7 @@ class ModelJudge:
                    should_stop: Callable[[], bool] | None = None) -> None:
         todo = list(inputs)
         if hasattr(self.runner, "acall"):
-            asyncio.run(self._async(todo, on_result, should_stop))
+            run_coroutine(self._async(todo, on_result, should_stop))
             return
         for i in range(0, len(todo), self.batch_size):
             if should_stop is not None and should_stop():

@@ -59,8 +59,16 @@ class ChatServer:
         self.max_inflight = 0
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
-        self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", port, backlog=512))
+        made: list[asyncio.Server] = []
+
+        def make() -> None:  # in a fresh thread: the caller's thread may hold a running loop (Playwright's)
+            made.append(self.loop.run_until_complete(
+                asyncio.start_server(self._serve, "127.0.0.1", port, backlog=512)))
+
+        maker = threading.Thread(target=make)
+        maker.start()
+        maker.join()
+        self.server = made[0]
         self.port = self.server.sockets[0].getsockname()[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.thread: threading.Thread | None = None

@@ -13,8 +13,8 @@ import urllib.request
 import pytest
 
 from core.errors import CrosscheckError
-from tests.conftest import ROOT
-from tests.uiharness import free_port
+from conftest import ROOT
+from uiharness import free_port
 from ui.auth import auth_line, check_password, hash_password, load_auth
 
 

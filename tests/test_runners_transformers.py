@@ -64,3 +64,36 @@ def test_multi_stage_and_text_mode(models, bench):
 def test_not_a_local_directory_is_a_clear_error(bench, capsys):
     assert _run(bench, "some-org/some-model", "--run", "x") == 2
     assert "not a local checkpoint directory" in capsys.readouterr().err
+
+
+def test_local_model_as_l2_judge(models, tmp_path, capsys):
+    """The judge pipeline runs on a local checkpoint: every F trace gets a stored judgement with its raw output
+    (a random tiny model writes no valid verdict, so each is stored as malformed, never guessed)."""
+    from core.demo import SMALL
+    from db.demo import build_demo_store
+
+    db = tmp_path / "j.db"
+    s = Store(db)
+    build_demo_store(s, sizes=SMALL, progress=lambda m: None)
+    n_f = int(s.conn.execute(
+        "SELECT COUNT(*) FROM predictions p JOIN runs r ON r.id = p.run_id JOIN items i ON i.id = p.item_pk"
+        " WHERE r.name = 'synth-sb-binder-weak' AND i.kind = 'F'").fetchone()[0])
+    assert n_f > 0
+    assert app.main(["judge", "--db", str(db), "--run", "synth-sb-binder-weak", "--judge-runner", "transformers",
+                     "--model", str(models["llava"]), "--judge-run", "tiny-judge", "--max-tokens", "8",
+                     "--batch-size", "4"]) == 0
+    assert f"{n_f} traces judged" in capsys.readouterr().out
+    rows = s.conn.execute(
+        "SELECT j.status, j.raw FROM judgements j JOIN runs r ON r.id = j.judge_run_id WHERE r.name = 'tiny-judge'"
+    ).fetchall()
+    assert len(rows) == n_f
+    assert {status for status, _ in rows} <= {"ok", "malformed"}
+    assert all(raw is not None for _, raw in rows)
+    cfg = s.run("tiny-judge")["config"]
+    assert cfg["role"] == "judge" and str(models["llava"].resolve()) in json_dumps(cfg)
+
+
+def json_dumps(obj) -> str:
+    import json
+
+    return json.dumps(obj, default=str)

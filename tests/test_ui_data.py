@@ -9,7 +9,7 @@ import pytest
 
 from db import validate
 from db.importers import import_items
-from tests.uiharness import browser, running_app
+from uiharness import browser, running_app
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from core.report_tables import parse_latex_rows
-from tests.conftest import run_cli
-from tests.uiharness import browser, running_app
+from conftest import run_cli
+from uiharness import browser, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN = "synth-fe-frameaware"

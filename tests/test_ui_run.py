@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from tests.conftest import copy_store
-from tests.uiharness import browser, running_app
+from conftest import copy_store
+from uiharness import browser, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def chat():
-    from tests.chat_server import ChatServer
+    from chat_server import ChatServer
 
     server = ChatServer(latency=0.1).start()
     yield server

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import socket
@@ -58,14 +59,27 @@ def running_app(db: Path, *extra: str, timeout: float = 120.0) -> Iterator[str]:
         log.close()
 
 
+_PLAYWRIGHT: list[object] = []
+
+
+def _playwright() -> object:
+    """One Playwright driver per test process: the sync API cannot be started twice in one thread, and the
+    browser modules keep their browsers open side by side."""
+    if not _PLAYWRIGHT:
+        from playwright.sync_api import sync_playwright
+
+        pw = sync_playwright().start()
+        atexit.register(pw.stop)
+        _PLAYWRIGHT.append(pw)
+    return _PLAYWRIGHT[0]
+
+
 @contextlib.contextmanager
 def browser() -> Iterator[object]:
     """A Playwright chromium browser (Debian's binary; Playwright's own download is not used)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    b = _playwright().chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,  # type: ignore[attr-defined]
+                                      headless=True)
+    try:
+        yield b
+    finally:
+        b.close()

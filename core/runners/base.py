@@ -125,3 +125,17 @@ class Dialog:
         if len(self.replies) <= 1:
             return None
         return "\n\n".join(f"[{stage}]\n{r.text}" for stage, r in zip(self.stages, self.replies, strict=True))
+
+
+def run_coroutine(coro: Any) -> Any:
+    """`asyncio.run(coro)`, also from a thread that already runs an event loop (a notebook, Playwright's sync
+    API): then the coroutine runs on a fresh loop in a helper thread and this thread waits for it."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -26,7 +26,7 @@ from typing import Any
 from core import prompts
 from core.errors import RunnerError
 from core.parsing import parse_answer, rotate_options, unrotate
-from core.runners.base import Dialog, ItemView, Reply, Task
+from core.runners.base import Dialog, ItemView, Reply, Task, run_coroutine
 from core.schema import INPUT_MODES, Prediction
 
 RUNNERS = ("baseline", "transformers", "openai")
@@ -262,7 +262,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
             style = prompts.final_style(s.strategy, family)
             keep = s.strategy in prompts.TRACE_STRATEGIES
             if hasattr(runner, "acall"):
-                asyncio.run(_run_async(sink, s, runner, pending, make_dialog, style, keep, bar, cancel))
+                run_coroutine(_run_async(sink, s, runner, pending, make_dialog, style, keep, bar, cancel))
             else:
                 _run_batched(sink, s, runner, pending, make_dialog, style, keep, bar, cancel)
         if cancel is not None and cancel.is_set():
