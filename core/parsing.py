@@ -297,7 +297,6 @@ def parse_answer(response: str | None, letters: str = "ABCD", style: str = "lett
     return _parse_slow(response, letters, style, options)
 
 
-_FAST_TAG = re.compile(r"<ANSWER>([A-H])</ANSWER>")
 
 
 def fast_parse(response: str | None, letters: str = "ABCD", style: str = "letter") -> tuple[str, str | None] | None:
@@ -318,12 +317,16 @@ def _fast_path(response: str, letters: str, style: str) -> tuple[str, str | None
         if len(stripped) == 1 and stripped in letters:
             return OK, stripped
         return None
-    if style == "tag" and response.isascii() and response.lower().count("answer") == 2 \
-            and "*" not in response and "`" not in response and "__" not in response:
-        # "answer" occurs exactly twice, both inside the one well-formed tag: there is no other tag mark
-        m = _FAST_TAG.search(response)
-        if m and m.group(1) in letters:
-            return OK, m.group(1)
+    if style == "tag":
+        i = response.find("<ANSWER>")
+        if i < 0 or response[i + 9: i + 18] != "</ANSWER>":
+            return None
+        letter = response[i + 8]
+        # "answer" occurs exactly twice (both inside the one well-formed tag: no other tag mark), and the text is
+        # plain ASCII without markdown marks, so normalisation would change nothing
+        if letter in letters and letter != "" and response.isascii() and response.lower().count("answer") == 2 \
+                and "*" not in response and "`" not in response and "__" not in response:
+            return OK, letter
     return None
 
 
