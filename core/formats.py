@@ -87,7 +87,7 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     if len(report.errors) > before:
         return None
     return Item(benchmark=str(family), item_id=str(item_id), group_id=str(group_id), split=str(split),
-                kind=str(kind or ""), variant=str(variant or ""), question=str(question), options=dict(options),
+                kind=str(kind or ""), variant=str(variant or ""), question=str(question), options=dict(options or {}),
                 answer=str(answer), images=[], image_names=list(images), meta=meta, stages=stages, line=line)
 
 
@@ -213,5 +213,5 @@ def parse_label(obj: Any, file: str, line: int, report: Report) -> Label | None:
         report.warn(file, line, ",".join(unknown), "unknown field(s) ignored")
     if len(report.errors) > before:
         return None
-    return Label(item_id=item_id, labeler=str(labeler).strip(), kind=kind, flags=flags, first_failure=first,
+    return Label(item_id=str(item_id), labeler=str(labeler).strip(), kind=kind, flags=flags, first_failure=first,
                  category=obj.get("category"), note=obj.get("note"), rotation=rotation, repeat=repeat, line=line)

@@ -83,13 +83,13 @@ class Rate:
     ci: tuple[float, float] | None = None
 
     @classmethod
-    def of(cls, k: int, n: int, what: str = "items") -> "Rate":
+    def of(cls, k: int, n: int, what: str = "items") -> Rate:
         if n == 0:
             return cls(None, int(k), 0, reason=f"no {what} to count")
         return cls(k / n, int(k), int(n))
 
     @classmethod
-    def undefined(cls, reason: str) -> "Rate":
+    def undefined(cls, reason: str) -> Rate:
         return cls(None, reason=reason)
 
     def to_json(self) -> dict[str, Any]:

@@ -30,7 +30,8 @@ DEMO_BASELINES = {
 
 def _baseline_runs(store: Store, bench: str, seed: int, progress: Callable[[str], Any]) -> tuple[list[str], list[str]]:
     """Run the built-in baselines on `bench`; returns (run names written, 'name: why' for skipped ones)."""
-    done, skipped = [], []
+    done: list[str] = []
+    skipped: list[str] = []
     try:
         from core.runners.engine import RunSettings, run
     except ImportError as exc:  # pragma: no cover - the runners package is part of the product

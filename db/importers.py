@@ -16,12 +16,12 @@ import shutil
 import stat
 import tempfile
 import zipfile
-
-import orjson
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import orjson
 
 from core import families
 from core.errors import ImportRefused, NotFound
@@ -335,14 +335,15 @@ def resolve_prediction(p: Prediction, letters: str, parser: str, name: str, repo
         if p.shown not in letters:
             report.error(name, p.line, "answer", f"{p.shown!r} is not an option letter of this item (expected one of {letters})")
             return
-        status, letter = OK, p.shown
+        status: str = OK
+        letter: str | None = p.shown
     else:
         decided = fast_parse(p.response, letters, parser)
         if decided is None:
             opts = options() if callable(options) else options
             shown_options = rotate_options(opts, p.rotation) if opts else None
             decided = parse_answer(p.response, letters, parser, shown_options)
-        status, letter = decided
+        status, letter = decided[0], decided[1]
         if given == "ok" and status != OK:
             report.error(name, p.line, "status", f"says ok but the response has no readable answer ({status}); "
                          "give the letter in `answer` or drop `status`")

@@ -12,33 +12,33 @@ import sqlite_utils
 
 
 def _m001_initial(db: sqlite_utils.Database) -> None:
-    db["benchmarks"].create(
+    db.table("benchmarks").create(
         {"id": int, "name": str, "family": str, "source": str, "source_sha256": str, "n_items": int,
          "created": str},
         pk="id", not_null={"name", "family", "created"},
     )
-    db["benchmarks"].create_index(["name"], unique=True)
-    db["images"].create(
+    db.table("benchmarks").create_index(["name"], unique=True)
+    db.table("images").create(
         {"hash": str, "ext": str, "width": int, "height": int, "bytes": int},
         pk="hash", not_null={"ext"},
     )
-    db["items"].create(
+    db.table("items").create(
         {"id": int, "benchmark_id": int, "item_id": str, "group_id": str, "split": str, "kind": str,
          "variant": str, "question": str, "options": str, "letters": str, "answer": str, "images": str,
          "image_names": str, "meta": str, "stages": str, "line": int},
         pk="id", foreign_keys=[("benchmark_id", "benchmarks", "id")],
         not_null={"benchmark_id", "item_id", "group_id", "split", "options", "letters", "answer"},
     )
-    db["items"].create_index(["benchmark_id", "item_id"], unique=True)
-    db["items"].create_index(["benchmark_id", "group_id"])
-    db["runs"].create(
+    db.table("items").create_index(["benchmark_id", "item_id"], unique=True)
+    db.table("items").create_index(["benchmark_id", "group_id"])
+    db.table("runs").create(
         {"id": int, "name": str, "benchmark_id": int, "runner": str, "model": str, "config": str,
          "config_hash": str, "status": str, "synthetic": int, "created": str, "updated": str, "note": str},
         pk="id", foreign_keys=[("benchmark_id", "benchmarks", "id")],
         not_null={"name", "benchmark_id", "runner", "config", "config_hash", "status", "created"},
         defaults={"synthetic": 0},
     )
-    db["runs"].create_index(["name"], unique=True)
+    db.table("runs").create_index(["name"], unique=True)
     # One B-tree keyed by the prediction key: bulk inserts stay fast and lookups by run are a prefix scan.
     db.execute(
         """CREATE TABLE predictions (
@@ -102,7 +102,7 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
             new TEXT NOT NULL
         )"""
     )
-    db["imports"].create(
+    db.table("imports").create(
         {"id": int, "kind": str, "file": str, "sha256": str, "target": str, "rows": int, "created": str},
         pk="id", not_null={"kind", "file", "sha256", "target", "created"},
     )

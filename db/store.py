@@ -151,8 +151,8 @@ class Store:
             return target
         from PIL import Image
 
-        with Image.open(self.image_path(digest)) as im:
-            im = im.convert("RGB") if im.mode not in ("RGB", "RGBA", "L") else im.copy()
+        with Image.open(self.image_path(digest)) as src:
+            im = src.convert("RGB") if src.mode not in ("RGB", "RGBA", "L") else src.copy()
             im.thumbnail((size, size))
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}.png")

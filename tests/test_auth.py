@@ -11,10 +11,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-
-from core.errors import CrosscheckError
 from conftest import ROOT
 from uiharness import free_port
+
+from core.errors import CrosscheckError
 from ui.auth import auth_line, check_password, hash_password, load_auth
 
 

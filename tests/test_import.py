@@ -12,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, copy_store, fe_lines, run_cli, write_benchmark, write_png
 
 

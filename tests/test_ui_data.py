@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from uiharness import browser, running_app
 
 from db import validate
 from db.importers import import_items
-from uiharness import browser, running_app
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import json
 
 import pandas as pd
 import pytest
-
-from core.report_tables import parse_latex_rows
 from conftest import run_cli
 from uiharness import browser, running_app
+
+from core.report_tables import parse_latex_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN = "synth-fe-frameaware"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from conftest import copy_store
 from uiharness import browser, running_app
 

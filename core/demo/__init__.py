@@ -21,11 +21,11 @@ from typing import Any
 from core.demo import frameevidence, profiles, spur, stembind
 from core.demo.common import write_jsonl
 
-GENERATORS = {"frameevidence": frameevidence.generate, "stembind": stembind.generate, "spur": spur.generate}
+GENERATORS: dict[str, Callable[..., dict[str, Any]]] = {"frameevidence": frameevidence.generate, "stembind": stembind.generate, "spur": spur.generate}
 
 
 # Smaller sizes for tests and quick looks: keyword arguments of each family's generate().
-SMALL = {"frameevidence": {"splits": (("test", 6), ("train", 3), ("dev", 1))}, "stembind": {"n_stems": 21},
+SMALL: dict[str, dict[str, Any]] = {"frameevidence": {"splits": (("test", 6), ("train", 3), ("dev", 1))}, "stembind": {"n_stems": 21},
          "spur": {"n_figures": 7}}
 
 

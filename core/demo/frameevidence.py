@@ -316,8 +316,10 @@ def _frame_text(frame: str, scene: str, anchor: str | None, convention: str | No
 def _frame_heading(frame: str, objs: dict[str, dict[str, Any]], views: list[dict[str, Any]], anchor: str | None,
                    convention: str | None, ordinal: int | None, lm_heading: int) -> int:
     if frame == "cam":
-        return views[ordinal - 1]["heading"]
+        assert ordinal is not None, "a camera-frame question names its camera ordinal"
+        return int(views[ordinal - 1]["heading"])
     if frame == "obj":
+        assert anchor is not None, "an object-frame question names its anchor"
         f = objs[anchor]["facing"]
         return f if convention == "front" else (f + 180) % 360
     return lm_heading
@@ -473,10 +475,11 @@ def make_fq2_group(root: Path, gid: str, split: str, rng, scene: str, relation: 
         objs = lay["objects"]
         byname = {o["name"]: o for o in objs}
         chain = [byname[n] for n in lay["chain"]]
-        mss_views = [_pair_view(rng, [chain[i], chain[i + 1]]) for i in range(m)]
+        maybe_views = [_pair_view(rng, [chain[i], chain[i + 1]]) for i in range(m)]
         hard = _pair_view(rng, [byname[lay["host"]], byname[lay["distractor"]]])
-        if hard is None or any(v is None for v in mss_views):
+        if hard is None or any(v is None for v in maybe_views):
             continue
+        mss_views = [v for v in maybe_views if v is not None]
         frame = rng.choice(["cam", "cam", "scene", "obj"])
         ordinal = rng.randint(1, m) if frame == "cam" else None
         anchor = rng.choice([chain[0]["name"], chain[-1]["name"]]) if frame == "obj" else None

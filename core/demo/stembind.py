@@ -315,7 +315,7 @@ def _op(name: str, a: set[str], b: set[str]) -> set[str]:
 def stem_rel(rng) -> dict[str, Any]:
     op = rng.choice(["union", "xor", "intersection"])
     names = list(STROKES)
-    rows = []
+    rows: list[Any] = []
     while len(rows) < 3:
         a = set(rng.sample(names, rng.randint(2, 4)))
         b = set(rng.sample(names, rng.randint(2, 4)))

@@ -36,7 +36,7 @@ def validate(items: list[Item], file: str, report: Report) -> None:
         for k in ("R", "F"):
             if counts[k] != 1:
                 report.error(file, first, "kind", f"stem {gid!r} has {counts[k]} {k} items (expected exactly one)")
-        ops = {m.meta.get("operation") for m in members if m.meta.get("operation")}
+        ops = {str(m.meta["operation"]) for m in members if m.meta.get("operation")}
         if len(ops) > 1:
             report.error(file, first, "meta.operation", f"stem {gid!r} mixes operations {sorted(ops)}")
         if not ops:
