@@ -110,23 +110,9 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
 
 def _m002_calibration_samples(db: sqlite_utils.Database) -> None:
     """Frozen calibration samples (002 App. C.3): a drawn sample never changes."""
-    db.execute(
-        """CREATE TABLE IF NOT EXISTS calibration_samples (
-            name TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            run_id INTEGER NOT NULL REFERENCES runs(id),
-            item_pk INTEGER NOT NULL REFERENCES items(id),
-            rotation INTEGER NOT NULL DEFAULT 0,
-            repeat INTEGER NOT NULL DEFAULT 0,
-            operation TEXT,
-            outcome TEXT,
-            seed INTEGER NOT NULL,
-            per_operation INTEGER NOT NULL,
-            created TEXT NOT NULL,
-            PRIMARY KEY (name, position),
-            UNIQUE (name, run_id, item_pk, rotation, repeat)
-        )"""
-    )
+    from db.judging import CALIBRATION_DDL  # one DDL text, also used by db/judging.py on older stores
+
+    db.execute(CALIBRATION_DDL)
 
 
 def _m003_prediction_overrides(db: sqlite_utils.Database) -> None:

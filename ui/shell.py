@@ -87,7 +87,8 @@ def launch(store: Store, host: str = "127.0.0.1", port: int = 7860, auth_file: P
     demo = build(store, auth_enabled=auth is not None)
     store.images_dir.mkdir(parents=True, exist_ok=True)
     store.thumbs_dir.mkdir(parents=True, exist_ok=True)
-    css = (ASSETS / "style.css").read_text(encoding="utf-8") if (ASSETS / "style.css").exists() else None
+    css = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in ("style.css", "views.css")
+                    if (ASSETS / f).exists()) or None
     demo.queue(default_concurrency_limit=8)
     return demo.launch(server_name=host, server_port=port, auth=auth, allowed_paths=[str(store.images_dir),
                        str(store.thumbs_dir)], css=css, prevent_thread_lock=prevent_thread_lock, quiet=True,
