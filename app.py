@@ -69,15 +69,17 @@ def cmd_import_labels(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from core.scoring import score_all
-    from db.frames import SCORING_COLUMNS, load_benchmark_runs
+    from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
 
     store = _store(args)
-    benchmark = store.run(args.run)["benchmark"]
-    items, runs = load_benchmark_runs(store, benchmark, SCORING_COLUMNS)
+    row = store.run(args.run)
+    items, runs = load_benchmark_runs(store, row["benchmark"], SCORING_COLUMNS)
     compare = None
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)
-    result = score_all(items, runs, names=[args.run], compare=compare, split=args.split or None)[args.run]
+    extras = score_extras(store, args.run, row["family"], judge=args.judge)
+    result = score_all(items, runs, names=[args.run], compare=compare, split=args.split or None,
+                       **extras)[args.run]
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
     else:
@@ -214,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compact", action="store_true", help="one-line JSON")
     p.add_argument("--compare", metavar="OTHER_RUN", help="add paired differences with bootstrap CIs")
     p.add_argument("--split", help="the split to score (default: test)")
+    p.add_argument("--judge", metavar="JUDGE_RUN", help="StemBind: the judge run whose trace judgements feed L2 "
+                   "StepAcc (default: the most recent one)")
 
     p = add("export", cmd_export, "export items or predictions to standard output")
     p.add_argument("what", choices=("items", "predictions"))

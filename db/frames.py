@@ -109,3 +109,16 @@ def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = P
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
                              preds=predictions_frame(store, run_id, item_ids, columns))
     return items, runs
+
+
+def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> dict[str, Any]:
+    """Stored data a family's metrics read beside the predictions: for StemBind, the trace judgements of
+    `judge` (default: the most recent judge run of `run`), which feed L2 StepAcc and L3 AttrTag."""
+    if family != "stembind":
+        return {}
+    from db.judging import judge_runs_of, judgements_frame
+
+    judges = [judge] if judge else judge_runs_of(store, run)[-1:]
+    if not judges:
+        return {}
+    return {"judgements": judgements_frame(store, run, judges)}

@@ -20,6 +20,7 @@ from gradio.context import get_blocks_context
 from core.errors import CrosscheckError
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import score_run
+from db.frames import score_extras
 from db.store import Store
 from ui import charts
 from ui.context import Ctx
@@ -83,7 +84,8 @@ class ScoreCache:
                         continue
                     run = data[name]
                     others = [d for n, d in data.items() if n != name]
-                    self.scores[(benchmark, name)] = score_run(items, run, others)
+                    extras = score_extras(store, name, run.family)
+                    self.scores[(benchmark, name)] = score_run(items, run, others, **extras)
             return {n: self.scores[(benchmark, n)] for n in names if (benchmark, n) in self.scores}
 
 
