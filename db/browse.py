@@ -141,18 +141,7 @@ def count_statuses(store: Store, run: str) -> dict[str, int]:
 
 def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
     """The runs of `benchmark` like Store.runs() but without the prediction counts (cheap on large stores)."""
-    cur = store.conn.execute(
-        "SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status, r.synthetic,"
-        " r.created, r.updated FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id",
-        (benchmark,))
-    cols = [c[0] for c in cur.description]
-    out = []
-    for r in cur:
-        d = dict(zip(cols, r, strict=True))
-        d["config"] = json.loads(d["config"])
-        d["synthetic"] = bool(d["synthetic"])
-        out.append(d)
-    return out
+    return store.runs(benchmark, with_counts=False)
 
 
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:

@@ -246,14 +246,23 @@ class Store:
 
     # ---- runs and predictions ---------------------------------------------------------------------------
 
-    def runs(self, benchmark: str | None = None) -> list[dict[str, Any]]:
+    def runs(self, benchmark: str | None = None, *, names: list[str] | None = None,
+             with_counts: bool = True) -> list[dict[str, Any]]:
+        """Runs (of one benchmark, or named ones), oldest first; `n_predictions` unless `with_counts=False`
+        (counting scans the run's predictions)."""
+        count = (", (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) AS n_predictions"
+                 if with_counts else "")
         sql = ("SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status,"
-               " r.synthetic, r.created, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id)"
-               " AS n_predictions FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
-        params: tuple[Any, ...] = ()
+               f" r.synthetic, r.created, r.updated{count} FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
+        where, params = [], []
         if benchmark is not None:
-            sql += " WHERE b.name = ?"
-            params = (benchmark,)
+            where.append("b.name = ?")
+            params.append(benchmark)
+        if names is not None:
+            where.append(f"r.name IN ({','.join('?' * len(names))})")
+            params.extend(names)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         cur = self.conn.execute(sql + " ORDER BY r.id", params)
         cols = [c[0] for c in cur.description]
         out = []
@@ -265,14 +274,13 @@ class Store:
         return out
 
     def run(self, name: str) -> dict[str, Any]:
-        for r in self.runs_named([name]):
+        for r in self.runs(names=[name]):
             return r
-        known = ", ".join(r["name"] for r in self.runs()) or "none yet"
+        known = ", ".join(r["name"] for r in self.runs(with_counts=False)) or "none yet"
         raise NotFound(f"no run named {name!r} (known: {known})")
 
     def runs_named(self, names: list[str]) -> list[dict[str, Any]]:
-        wanted = set(names)
-        return [r for r in self.runs() if r["name"] in wanted]
+        return self.runs(names=list(names))
 
     def ensure_run(self, name: str, benchmark: str, config: dict[str, Any]) -> int:
         """The id of run `name`, created with `config` if new; an existing run must match benchmark and config."""
