@@ -14,7 +14,7 @@ import pandas as pd
 
 from core.errors import NotFound
 from core.schema import RunData
-from db.store import Store, _objects
+from db.store import Store, _objects, decode_items
 
 _ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
              " stages FROM items WHERE benchmark_id = ? AND group_id = ? ORDER BY id")
@@ -24,13 +24,7 @@ def group_items(store: Store, benchmark: str, group_id: str) -> pd.DataFrame:
     """The items of one group as the items DataFrame of docs/ARCHITECTURE.md, plus `pk` (the row id)."""
     b = store.benchmark(benchmark)
     df = pd.read_sql_query(_ITEM_SQL, store.conn, params=(b["id"], group_id)).rename(columns={"id": "pk"})
-    for col in ("options", "images", "meta"):
-        df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
-    df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
-    df["n_images"] = [len(v) for v in df["images"]]
-    for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
-        df[col] = _objects(df[col])
-    return df
+    return decode_items(df)
 
 
 def group_predictions(store: Store, runs: list[str], item_pks: list[int]) -> dict[str, pd.DataFrame]:

@@ -59,6 +59,17 @@ def _objects(col: pd.Series) -> pd.Series:
     return as_obj.where(col.notna(), None).astype(object)
 
 
+def decode_items(df: pd.DataFrame) -> pd.DataFrame:
+    """Items rows as read from SQL, decoded into the items DataFrame of docs/ARCHITECTURE.md (in place)."""
+    for col in ("options", "images", "meta"):
+        df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
+    df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
+    df["n_images"] = [len(v) for v in df["images"]]
+    for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
+        df[col] = _objects(df[col])
+    return df
+
+
 def _loads(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
@@ -236,13 +247,7 @@ class Store:
         df = pd.read_sql_query(
             "SELECT item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
             " stages FROM items WHERE benchmark_id = ? ORDER BY id", self.conn, params=(b["id"],))
-        for col in ("options", "images", "meta"):
-            df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
-        df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
-        df["n_images"] = [len(v) for v in df["images"]]
-        for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
-            df[col] = _objects(df[col])
-        return df
+        return decode_items(df)
 
     # ---- runs and predictions ---------------------------------------------------------------------------
 
