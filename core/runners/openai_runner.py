@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
+import functools
 import mimetypes
 import os
 import random
@@ -20,13 +20,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from core.errors import RunnerError
 from core.runners.base import Reply, Request
 
 
-def data_url(path: Path) -> str:
+@functools.lru_cache(maxsize=256)
+def _data_url(path: Path, size: int, mtime_ns: int) -> str:
     mime = mimetypes.guess_type(path.name)[0] or "image/png"
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def data_url(path: Path) -> str:
+    """The image as a base64 data URL; the encodings of recently sent files are kept (the images of a
+    FrameEvidence triplet, rotations and repeats are sent again and again), keyed by size and mtime."""
+    path = Path(path)
+    st = path.stat()
+    return _data_url(path, st.st_size, st.st_mtime_ns)
 
 
 def to_openai_messages(request: Request) -> list[dict[str, Any]]:
@@ -80,15 +91,35 @@ class OpenAIRunner:
             text = text.replace(self._key, "[redacted]")
         return text
 
+    def prepare(self) -> None:
+        """Build the client before the first request (the engine calls this before its request phase), and
+        import what the HTTP stack otherwise imports lazily inside the first request (anyio's asyncio backend)."""
+        self._ensure()
+        import importlib
+
+        for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory"):
+            try:
+                importlib.import_module(name)
+            except ImportError:  # pragma: no cover - another transport
+                pass
+
     def _ensure(self) -> None:
         if self._client is None:
             try:
                 import httpx2 as _http  # the transport of openai >= 3
             except ImportError:  # pragma: no cover - older openai releases use httpx
                 import httpx as _http  # type: ignore[no-redef]
-            self._raw = _http.Response
+            self._httpx = _http
             self._client = self.openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
                                                    timeout=self.timeout)
+            # Requests go through the SDK's own HTTP client (its connection pool, proxy and TLS settings) with the
+            # SDK's headers (auth included); responses map to the SDK's exception types below. Building each call
+            # through the SDK's request machinery (options models, header merging, its retry loop) cost about a
+            # millisecond of CPU per call on top, which bounded throughput at high concurrency (bench/runners.py).
+            self._http = self._client._client
+            self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+            headers = {**self._client.default_headers, **self._client.auth_headers}
+            self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
             self._sem = asyncio.Semaphore(self.concurrency)
 
     async def aclose(self) -> None:
@@ -106,18 +137,14 @@ class OpenAIRunner:
         """One call with retries; failures come back as Reply(error=...)."""
         self._ensure()
         assert self._sem is not None
-        messages = to_openai_messages(request)
+        body = orjson.dumps({"model": self.model, "messages": to_openai_messages(request),
+                             "max_tokens": request.max_tokens, "temperature": request.temperature})
         t0 = time.perf_counter()
         attempt = 0
         while True:
             try:
                 async with self._sem:
-                    # The low-level post skips the SDK's per-call TypedDict transform of the messages (several
-                    # ms of CPU per request), which bounded throughput at high concurrency; the SDK still
-                    # builds the request, maps HTTP errors to its exception types and applies the timeout.
-                    resp = await self._client.post("/chat/completions", cast_to=self._raw, body={
-                        "model": self.model, "messages": messages, "max_tokens": request.max_tokens,
-                        "temperature": request.temperature})
+                    resp = await self._post(body)
                 return self._reply(resp, time.perf_counter() - t0)
             except Exception as exc:  # noqa: BLE001 - every failure is classified and recorded
                 if self._retryable(exc) and attempt < self.max_retries:
@@ -132,11 +159,25 @@ class OpenAIRunner:
                     msg += f" (after {attempt} retries)"
                 return Reply(error=self._redact(msg)[:2000], latency=time.perf_counter() - t0)
 
+    async def _post(self, body: bytes) -> Any:
+        """POST one chat-completions body; HTTP errors, timeouts and transport failures raise the SDK's
+        exception types (APIStatusError subclasses, APITimeoutError, APIConnectionError), as the SDK does."""
+        try:
+            resp = await self._http.post(self._url, content=body, headers=self._headers, timeout=self.timeout)
+        except self._httpx.TimeoutException as exc:
+            raise self.openai.APITimeoutError(request=exc.request) from exc
+        except (self._httpx.TransportError, OSError) as exc:
+            request = getattr(exc, "_request", None) or self._httpx.Request("POST", self._url)
+            raise self.openai.APIConnectionError(request=request) from exc
+        if resp.status_code >= 400:
+            raise self._client._make_status_error_from_response(resp)
+        return resp
+
     def _reply(self, resp: Any, seconds: float) -> Reply:
         try:
-            body = json.loads(resp.content)
+            body = orjson.loads(resp.content)
             text = body["choices"][0]["message"]["content"]
-        except (ValueError, AttributeError, IndexError, TypeError, KeyError):
+        except (ValueError, AttributeError, IndexError, TypeError, KeyError):  # orjson.JSONDecodeError is a ValueError
             return Reply(error=self._redact(f"malformed response body: {resp.content[:300]!r}"), latency=seconds)
         if text is None or not str(text).strip():
             return Reply(error="empty response", latency=seconds)
