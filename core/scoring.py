@@ -26,6 +26,7 @@ import pandas as pd
 
 from core import families, stats
 from core.errors import MetricUndefined
+from core.gcpause import gc_paused
 from core.schema import Rate, RunData, to_jsonable
 
 
@@ -90,7 +91,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     if missing:
         raise MetricUndefined(f"no run named {', '.join(map(repr, missing))} among the runs given")
     out: dict[str, dict[str, Any]] = {}
-    with shared_work(), stats.shared_draws():
+    with gc_paused(), shared_work(), stats.shared_draws():
         chosen = [by_name[n] for n in wanted]
         if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
             from core.metrics import stembind

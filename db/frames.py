@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from core.gcpause import gc_paused
 from core.schema import RunData
 from db.store import Store
 
@@ -66,23 +67,51 @@ def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[s
     return [(int(r[0]), r[1], r[2], r[3], orjson.loads(r[4]), bool(r[5])) for r in cur]
 
 
-def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str],
+STATUSES = ("ok", "invalid", "api_error")
+# Reading is most of the cost at scale, and most of that is making a Python object per cell. These columns come
+# back as values Python shares (small integers, None) and are mapped back: the status as a code for the shared
+# status strings, input_mode (NOT NULL in the schema) as NULL where it is the usual "all".
+_SQL = {"item_id": "item_pk",
+        "status": "CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE status END",
+        "input_mode": "CASE input_mode WHEN 'all' THEN NULL ELSE input_mode END"}
+
+
+def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tuple[np.ndarray, np.ndarray],
                       columns: Sequence[str] = PRED_COLUMNS) -> pd.DataFrame:
-    """`Store.predictions_frame` of one run (by id), restricted to `columns` (in PRED_COLUMNS order)."""
+    """`Store.predictions_frame` of one run (by id), restricted to `columns` (in PRED_COLUMNS order).
+
+    `item_ids` maps item pk -> item_id: a dict, or (pk_to_row, item_id per row) arrays (load_benchmark_runs).
+    """
     unknown = [c for c in columns if c not in PRED_COLUMNS]
     if unknown:
         raise ValueError(f"unknown prediction columns {unknown}; expected some of {', '.join(PRED_COLUMNS)}")
     wanted = [c for c in PRED_COLUMNS if c in columns]
-    sql_cols = ["item_pk" if c == "item_id" else c for c in wanted]
-    rows = store.conn.execute(f"SELECT {', '.join(sql_cols)} FROM predictions WHERE run_id = ?"
+    rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM predictions WHERE run_id = ?"
                               " ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(wanted)
+    n = len(rows)
     data: dict[str, Any] = {}
     for name, col in zip(wanted, cols, strict=True):
         if name == "item_id":
-            data[name] = _obj([item_ids[pk] for pk in col])
+            if isinstance(item_ids, dict):
+                data[name] = _obj([item_ids[pk] for pk in col])
+            else:
+                pk_to_row, ids = item_ids
+                data[name] = pd.Series(ids.take(pk_to_row.take(np.fromiter(col, dtype=np.int64, count=n))),
+                                       dtype=object, copy=False)
+        elif name == "status":
+            try:
+                codes = np.fromiter(col, dtype=np.int64, count=n)
+            except (TypeError, ValueError):  # a status outside the schema's three: keep the text
+                data[name] = _obj([STATUSES[v] if isinstance(v, int) else v for v in col])
+            else:
+                data[name] = pd.Series(np.array(STATUSES, dtype=object).take(codes), dtype=object, copy=False)
+        elif name == "input_mode":
+            arr = np.array(col, dtype=object)
+            arr[arr == None] = "all"  # noqa: E711 - elementwise: NULL here stands for "all"
+            data[name] = pd.Series(arr, dtype=object, copy=False)
         elif name in ("rotation", "repeat"):
-            data[name] = pd.Series(np.array(col, dtype=np.int64))
+            data[name] = pd.Series(np.fromiter(col, dtype=np.int64, count=n))
         elif name == "tokens":
             data[name] = pd.Series(np.array([np.nan if v is None else v for v in col], dtype=float))
         elif name == "latency":
@@ -103,11 +132,20 @@ def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = P
 
     Equal to `store.items_frame(benchmark)` and `store.run_data(name)` for each run (restricted to `columns`).
     """
+    with gc_paused():
+        return _load(store, benchmark, columns)
+
+
+def _load(store: Store, benchmark: str, columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, RunData]]:
     items, item_ids = items_frame(store, benchmark)
+    pks = np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))
+    pk_to_row = np.full(int(pks.max(initial=0)) + 1, -1, dtype=np.int64)
+    pk_to_row[pks] = np.arange(len(pks))
+    lookup = (pk_to_row, items["item_id"].to_numpy(dtype=object))
     runs: dict[str, RunData] = {}
     for run_id, name, bench, family, config, synthetic in _runs(store, benchmark):
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
-                             preds=predictions_frame(store, run_id, item_ids, columns))
+                             preds=predictions_frame(store, run_id, lookup, columns))
     return items, runs
 
 

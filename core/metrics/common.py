@@ -80,32 +80,60 @@ def memoized(fn: F) -> F:
 # --------------------------------------------------------------------------- joining and selecting
 
 
+@memoized
+def item_index(items: pd.DataFrame) -> pd.Index:
+    """item_id -> row position in `items` (a unique index; a duplicate item_id is an error)."""
+    index = pd.Index(items["item_id"].to_numpy(dtype=object), dtype=object)
+    if not index.is_unique:
+        dup = index[index.duplicated()][0]
+        raise ValueError(f"item_id {dup!r} appears more than once in the items frame")
+    return index
+
+
+def positions(items: pd.DataFrame, item_ids: Any) -> np.ndarray:
+    """Row position in `items` of each of `item_ids` (-1 for an id not in `items`)."""
+    return item_index(items).get_indexer(np.asarray(item_ids, dtype=object))
+
+
 def join(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
     """Predictions with their item's columns, the gold letter as `gold` and a bool `correct`.
 
     The items frame sets the scope: predictions of items not in `items` (another split, say) are outside
     it and do not appear. `correct` is status == "ok" and answer == gold; invalid and api_error are wrong.
+    Rows keep the predictions' order (an inner many-to-one join on item_id, done by position: the items'
+    columns are taken at each prediction's item row).
     """
-    cols = ["item_id", *[c for c in JOIN_ITEM_COLUMNS if c in items.columns]]
-    left = items[cols].assign(gold=items["answer"])
+    pos = positions(items, preds["item_id"])
+    keep = pos >= 0
+    all_kept = bool(keep.all())
     pred_cols = [c for c in preds.columns if c not in JOIN_ITEM_COLUMNS and c != "gold"]
-    df = preds[pred_cols].merge(left, on="item_id", how="inner", validate="many_to_one")
-    df["correct"] = (df["status"] == "ok") & (df["answer"] == df["gold"])
-    df["correct"] = df["correct"].astype(bool)
+    data: dict[str, Any] = {}
+    for c in pred_cols:
+        data[c] = (preds[c] if all_kept else preds[c][keep]).reset_index(drop=True)
+    at = pos if all_kept else pos[keep]
+    for c in JOIN_ITEM_COLUMNS:
+        if c in items.columns:
+            data[c] = pd.Series(items[c].to_numpy().take(at), dtype=items[c].dtype)
+    gold = items["answer"].to_numpy().take(at)
+    data["gold"] = pd.Series(gold, dtype=items["answer"].dtype)
+    df = pd.DataFrame(data)
+    status = df["status"].to_numpy(dtype=object)
+    answer = df["answer"].to_numpy(dtype=object)
+    df["correct"] = np.asarray((status == "ok") & (answer == gold) & pd.notna(answer), dtype=bool)
     return df
 
 
 def select(df: pd.DataFrame, rotation: int | None = 0, repeat: int | None = 0,
            input_mode: str | None = None) -> pd.DataFrame:
     """Rows of one rotation / repeat / input mode (None keeps every value of that column)."""
-    mask = pd.Series(True, index=df.index)
+    mask = np.ones(len(df), dtype=bool)
     if rotation is not None and "rotation" in df:
-        mask &= df["rotation"] == rotation
+        mask &= np.asarray(df["rotation"].to_numpy() == rotation, dtype=bool)
     if repeat is not None and "repeat" in df:
-        mask &= df["repeat"] == repeat
+        mask &= np.asarray(df["repeat"].to_numpy() == repeat, dtype=bool)
     if input_mode is not None and "input_mode" in df:
-        mask &= df["input_mode"] == input_mode
-    return df[mask]
+        mask &= np.asarray(df["input_mode"].to_numpy(dtype=object) == input_mode, dtype=bool)
+    return df.copy(deep=False) if mask.all() else df[mask]  # a new frame either way (copy-on-write)
 
 
 # --------------------------------------------------------------------------- item and group rates
@@ -227,15 +255,26 @@ def joint_random_reference(n_answers: int, n_options: int = 4) -> Rate:
 # --------------------------------------------------------------------------- rotations (Circular)
 
 
-def _item_rotation_table(df: pd.DataFrame, rotations: Sequence[int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Items x rotations tables of the mapped-back answer (None unless valid) and of correctness."""
-    valid_answer = df["answer"].where(df["status"] == "ok")
-    frame = df.assign(_answer=valid_answer)
-    if frame.duplicated(["item_id", "rotation"]).any():
+def _item_rotation_table(df: pd.DataFrame, rotations: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Items x rotations arrays of the mapped-back answer (None unless valid) and of correctness (a rotation
+    an item lacks: None and False)."""
+    item_code, item_ids = pd.factorize(df["item_id"].to_numpy(dtype=object))
+    rotation = df["rotation"].to_numpy()
+    col_of = {r: j for j, r in enumerate(rotations)}
+    cells = item_code.astype(np.int64) * len(rotations)
+    known = np.array([r in col_of for r in rotation], dtype=bool)
+    cells = cells + np.array([col_of.get(r, 0) for r in rotation], dtype=np.int64)
+    key = item_code.astype(np.int64) * (int(rotation.max(initial=0)) + 1 if len(rotation) else 1)
+    if len(key) and pd.Index(key + rotation.astype(np.int64)).has_duplicates:
         raise ValueError("several predictions for one item and rotation; select one repeat first")
-    answers = frame.pivot(index="item_id", columns="rotation", values="_answer").reindex(columns=rotations)
-    correct = frame.pivot(index="item_id", columns="rotation", values="correct").reindex(columns=rotations)
-    return answers, correct.eq(True)  # a missing rotation (NaN) is not correct
+    answers = np.full(len(item_ids) * len(rotations), None, dtype=object)
+    correct = np.zeros(len(item_ids) * len(rotations), dtype=bool)
+    valid = df["status"].to_numpy(dtype=object) == "ok"
+    answer = df["answer"].to_numpy(dtype=object)
+    answers[cells[known & valid]] = answer[known & valid]
+    correct[cells[known]] = df["correct"].to_numpy()[known] == True  # noqa: E712 - NaN is not correct
+    shape = (len(item_ids), len(rotations))
+    return answers.reshape(shape), correct.reshape(shape)
 
 
 def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) -> dict[str, object]:
@@ -254,10 +293,14 @@ def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) 
         return {key: undefined for key in keys} | {"per_rotation": {}}
     answers, correct = _item_rotation_table(df, rotations)
     n = len(answers)
-    complete = answers.notna().all(axis=1)
+    present = pd.notna(answers)
+    complete = present.all(axis=1)
     circular = int(correct.all(axis=1).sum())
-    consistent = int((complete & answers.nunique(axis=1, dropna=True).eq(1)).sum())
-    per_rotation = {str(r): Rate.of(int(correct[r].sum()), n) for r in rotations}
+    first = answers[:, 0] if len(rotations) else np.empty(0, dtype=object)
+    agree = np.logical_and.reduce([answers[:, j] == first for j in range(len(rotations))]) if len(rotations) else \
+        np.zeros(n, dtype=bool)
+    consistent = int((complete & agree).sum())
+    per_rotation = {str(r): Rate.of(int(correct[:, j].sum()), n) for j, r in enumerate(rotations)}
     vanilla = per_rotation.get("0", Rate.undefined("no rotation 0 in the run"))
     circ = Rate.of(circular, n)
     drop = (Rate(vanilla.value - circ.value) if vanilla.value is not None and circ.value is not None
@@ -266,7 +309,7 @@ def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) 
         "vanilla": vanilla,
         "circular": circ,
         "consistency": Rate.of(consistent, n),
-        "mean_rotation": Rate.of(int(correct.to_numpy().sum()), n * len(rotations), "item-rotations"),
+        "mean_rotation": Rate.of(int(correct.sum()), n * len(rotations), "item-rotations"),
         "drop": drop,
         "per_rotation": per_rotation,
     }
@@ -275,21 +318,32 @@ def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) 
 # --------------------------------------------------------------------------- paired answers (Table 7)
 
 
-def _pair_frame(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """One row per item in either frame: valid answers and correctness of both sides (missing = invalid)."""
-    def side(df: pd.DataFrame) -> pd.DataFrame:
-        if df["item_id"].duplicated().any():
+def _pair_arrays(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Over every item in either frame: valid answers (None unless ok) and correctness of both sides (an item
+    missing on one side is invalid and wrong there)."""
+    def side(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ids = df["item_id"].to_numpy(dtype=object)
+        if pd.Index(ids, dtype=object).has_duplicates:
             raise ValueError("a paired side has several predictions for one item")
-        return pd.DataFrame({
-            "item_id": df["item_id"].to_numpy(),
-            "answer": df["answer"].where(df["status"] == "ok").to_numpy(),
-            "correct": df["correct"].astype(bool).to_numpy(),
-        })
+        answer = df["answer"].to_numpy(dtype=object).copy()
+        answer[df["status"].to_numpy(dtype=object) != "ok"] = None
+        return ids, answer, df["correct"].to_numpy(dtype=bool)
 
-    pairs = side(a).merge(side(b), on="item_id", how="outer", suffixes=("_a", "_b"))
-    for col in ("correct_a", "correct_b"):
-        pairs[col] = pairs[col].astype("boolean").fillna(False).astype(bool)
-    return pairs
+    ids_a, ans_a, cor_a = side(a)
+    ids_b, ans_b, cor_b = side(b)
+    union = pd.Index(ids_a, dtype=object).append(pd.Index(ids_b, dtype=object)).unique()
+
+    def align(ids: np.ndarray, answer: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        at = pd.Index(ids, dtype=object).get_indexer(union)
+        found = at >= 0
+        out_answer = np.full(len(union), None, dtype=object)
+        out_answer[found] = answer.take(at[found])
+        out_correct = np.zeros(len(union), dtype=bool)
+        out_correct[found] = correct.take(at[found])
+        return out_answer, out_correct
+
+    (answer_a, correct_a), (answer_b, correct_b) = align(ids_a, ans_a, cor_a), align(ids_b, ans_b, cor_b)
+    return answer_a, correct_a, answer_b, correct_b
 
 
 def pair_metrics(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Rate]:
@@ -299,13 +353,13 @@ def pair_metrics(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Rate]:
     consistently_wrong = consistent and wrong; changed = not consistent (the complement, so that
     consistency + changed = 1; an item with an invalid or missing answer on either side counts as changed).
     """
-    pairs = _pair_frame(a, b)
-    n = len(pairs)
-    same = pairs["answer_a"].notna() & pairs["answer_b"].notna() & (pairs["answer_a"] == pairs["answer_b"])
-    wrong = ~pairs["correct_a"]
+    answer_a, correct_a, answer_b, correct_b = _pair_arrays(a, b)
+    n = len(answer_a)
+    same = pd.notna(answer_a) & pd.notna(answer_b) & (answer_a == answer_b)
+    wrong = ~correct_a
     return {
-        "at_least_one_correct": Rate.of(int((pairs["correct_a"] | pairs["correct_b"]).sum()), n),
-        "both_correct": Rate.of(int((pairs["correct_a"] & pairs["correct_b"]).sum()), n),
+        "at_least_one_correct": Rate.of(int((correct_a | correct_b).sum()), n),
+        "both_correct": Rate.of(int((correct_a & correct_b).sum()), n),
         "consistency": Rate.of(int(same.sum()), n),
         "consistently_wrong": Rate.of(int((same & wrong).sum()), n),
         "changed": Rate.of(int((~same).sum()), n),

@@ -99,17 +99,22 @@ def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = 
     scope = _scope(items, split)
     chosen = select(_preds(run), rotation=rotation, repeat=repeat)
     df = join(scope, chosen)
-    dup = df["item_id"].duplicated()
-    if dup.any():
+    ids = pd.Index(df["item_id"].to_numpy(dtype=object), dtype=object)
+    if ids.has_duplicates:
+        dup = df["item_id"].duplicated()
         raise MetricUndefined(f"run {_name(run)!r} has several predictions for item {df['item_id'][dup].iloc[0]!r} "
                               f"at rotation {rotation}, repeat {repeat}")
-    absent = scope[~scope["item_id"].isin(df["item_id"])]
+    absent = scope.iloc[0:0] if len(ids) == len(scope) else scope[~scope["item_id"].isin(df["item_id"])]
     if len(absent):
         filler = pd.DataFrame({"item_id": absent["item_id"].to_numpy(), "rotation": rotation, "repeat": repeat,
                                "status": MISSING, "answer": None})
         df = pd.concat([df, join(absent, filler)], ignore_index=True) if len(df) else join(absent, filler)
     df["correct"] = df["correct"].astype(bool)
-    df["insufficient"] = df["meta"].map(lambda m: _meta(m, "insufficient_option")) if "meta" in df else None
+    if "meta" in df:
+        df["insufficient"] = pd.Series([_meta(m, "insufficient_option") for m in df["meta"].to_numpy()],
+                                       index=df.index, dtype=object)
+    else:
+        df["insufficient"] = None
     return df
 
 
@@ -136,36 +141,42 @@ def groups(df: pd.DataFrame, kind: str) -> pd.DataFrame:
         row = sub[dup].iloc[0]
         raise MetricUndefined(f"group {row['group_id']!r} has more than one {row['variant']!r} item")
     index = pd.Index(sorted(sub["group_id"].unique()), name="group_id")
-    pos = {gid: i for i, gid in enumerate(index)}
     n = len(index)
+    at = index.get_indexer(sub["group_id"].to_numpy(dtype=object))
+    variant = sub["variant"].to_numpy(dtype=object)
+
+    def column(name: str) -> np.ndarray:
+        if name in sub:
+            return sub[name].to_numpy(dtype=object)
+        return np.full(len(sub), None, dtype=object)
+
+    status = column("status")
+    ok_rows = status == "ok"
+    correct = column("correct")
+    answer = column("answer")
     cols: dict[str, Any] = {}
     for v in variants:
+        rows = variant == v
+        where = at[rows]
         for name in ("has", "c", "ok"):
             cols[f"{name}_{v}"] = np.zeros(n, dtype=bool)
         for name in ("a", "gold", "ins", "n_images", "meta", "id"):
             cols[f"{name}_{v}"] = np.full(n, None, dtype=object)
-
-    def column(name: str) -> Iterable[Any]:
-        return sub[name].to_numpy() if name in sub else [None] * len(sub)
-
-    for gid, v, correct, status, answer, gold, ins, n_img, meta, iid in zip(
-            column("group_id"), column("variant"), column("correct"), column("status"), column("answer"),
-            column("gold"), column("insufficient"), column("n_images"), column("meta"), column("item_id"), strict=True):
-        i = pos[gid]
-        ok = status == "ok"
-        cols[f"has_{v}"][i] = True
-        cols[f"c_{v}"][i] = bool(correct)
-        cols[f"ok_{v}"][i] = ok
-        cols[f"a_{v}"][i] = answer if ok else None
-        cols[f"gold_{v}"][i], cols[f"ins_{v}"][i], cols[f"n_images_{v}"][i] = gold, ins, n_img
-        cols[f"meta_{v}"][i], cols[f"id_{v}"][i] = meta, iid
+        cols[f"has_{v}"][where] = True
+        cols[f"c_{v}"][where] = [bool(c) for c in correct[rows]]
+        cols[f"ok_{v}"][where] = ok_rows[rows]
+        cols[f"a_{v}"][where] = np.where(ok_rows[rows], answer[rows], None)
+        for name, src in (("gold", "gold"), ("ins", "insufficient"), ("n_images", "n_images"), ("meta", "meta"),
+                          ("id", "item_id")):
+            cols[f"{name}_{v}"][where] = column(src)[rows]
     return pd.DataFrame(cols, index=index)
 
 
 def _complete(g: pd.DataFrame, variants: Sequence[str]) -> pd.Series:
     if g.empty:
         return pd.Series(dtype=bool)
-    return g[[f"has_{v}" for v in variants]].all(axis=1)
+    has = np.logical_and.reduce([g[f"has_{v}"].to_numpy(dtype=bool) for v in variants])
+    return pd.Series(has, index=g.index, copy=False)
 
 
 def _joint_counts(g: pd.DataFrame, variants: Sequence[str], rows: np.ndarray | None = None) -> tuple[int, int]:
@@ -191,11 +202,9 @@ def _diff(a: Rate, b: Rate, reason: str) -> Rate:
 
 def fq1_gem(df: pd.DataFrame) -> Rate:
     """FQ1 Group Exact Match: FQ1 groups with cam, obj and scene all correct / FQ1 groups (Eq. 1)."""
-    g = groups(df, FQ1)
-    done = _complete(g, FQ1_VARIANTS)
-    ids = set(g.index[done]) if len(g) else set()
-    sub = df[(df["kind"] == FQ1) & df["group_id"].isin(ids)]
-    return Rate.of(group_exact_match(sub).k or 0, len(ids), "FQ1 groups")
+    # a complete group holds exactly one cam, obj and scene item (groups() refuses duplicates and strays), so
+    # the groups whose FQ1 items are all correct are those with every variant correct
+    return Rate.of(*_joint_counts(groups(df, FQ1), FQ1_VARIANTS), "FQ1 groups")
 
 
 def nts(df: pd.DataFrame) -> Rate:
@@ -210,15 +219,22 @@ def dis(df: pd.DataFrame) -> Rate:
 
 def variant_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
     """Accuracy of each variant (cam, obj, scene, mss, del, add) over the items of the split."""
-    return {v: Rate.of(int(df.loc[df["variant"] == v, "correct"].sum()), int((df["variant"] == v).sum()),
-                       f"{v} items")
-            for v in (*FQ1_VARIANTS, *FQ2_VARIANTS)}
+    variant, correct = df["variant"].to_numpy(dtype=object), df["correct"].to_numpy(dtype=bool)
+    out = {}
+    for v in (*FQ1_VARIANTS, *FQ2_VARIANTS):
+        m = variant == v
+        out[v] = Rate.of(int((m & correct).sum()), int(m.sum()), f"{v} items")
+    return out
 
 
 def kind_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
     """Accuracy of FQ1 and of FQ2 items (000 §5 / Table 10 use FQ2-only accuracy over 144 items)."""
-    return {k: Rate.of(int(df.loc[df["kind"] == k, "correct"].sum()), int((df["kind"] == k).sum()), f"{k} items")
-            for k in (FQ1, FQ2)}
+    kind, correct = df["kind"].to_numpy(dtype=object), df["correct"].to_numpy(dtype=bool)
+    out = {}
+    for k in (FQ1, FQ2):
+        m = kind == k
+        out[k] = Rate.of(int((m & correct).sum()), int(m.sum()), f"{k} items")
+    return out
 
 
 def independence(df: pd.DataFrame) -> dict[str, Rate]:
@@ -232,15 +248,25 @@ def independence(df: pd.DataFrame) -> dict[str, Rate]:
     for key, kind, variants in (("fq1_gem", FQ1, FQ1_VARIANTS), ("nts", FQ2, ("mss", "del")),
                                 ("dis", FQ2, ("mss", "add"))):
         g = groups(df, kind)
-        done = _complete(g, variants)
+        done = _complete(g, variants).to_numpy(dtype=bool)
         if not done.any():
             out[key] = Rate.undefined(f"no {kind} groups with {' and '.join(variants)} items")
             continue
-        out[key] = Rate(float(np.prod([g.loc[done, f"c_{v}"].mean() for v in variants])))
+        out[key] = Rate(float(np.prod([g[f"c_{v}"].to_numpy(dtype=bool)[done].mean() for v in variants])))
     return out
 
 
+@memoized
+def _uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
+    return _uniform_random_of(items_scope)
+
+
 def uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
+    """See _uniform_random_of (shared between the runs of one split inside common.shared_work)."""
+    return {k: dataclasses.replace(v) for k, v in _uniform_random(items_scope).items()}
+
+
+def _uniform_random_of(items_scope: pd.DataFrame) -> dict[str, Rate]:
     """Exact finite-test expectations of independent uniform A-D guessing (000 App. A, Table 4 row).
 
     accuracy, macro recall = 1/4; macro precision / F1 average the exact expected classwise ratios under
@@ -309,16 +335,50 @@ def _value_key(value: Any) -> str:
     return str(value)
 
 
-def _group_stratum(g: pd.DataFrame, kind: str, key: str) -> pd.Series:
+@memoized
+def _stratum_cache() -> dict[tuple[int, str], str]:
+    """(id of an item's meta dict, key) -> its stratum value, inside common.shared_work (where the items frame
+    holding the dicts stays alive, so ids are not reused); a fresh dict outside it."""
+    return {}
+
+
+def _meta_values(metas: Iterable[Any], key: str) -> np.ndarray:
+    """_value_key(meta[key]) of each meta dict, looked up once per dict and key while work is shared."""
+    cache = _stratum_cache()
+    out = []
+    for m in metas:
+        k = (id(m), key)
+        value = cache.get(k)
+        if value is None:
+            value = cache[k] = _value_key(_meta(m, key))
+        out.append(value)
+    return np.array(out, dtype=object)
+
+
+def _group_stratum(g: pd.DataFrame, kind: str, key: str) -> np.ndarray:
     """A group's stratum: the anchor item's (cam / mss) value; for meta fields the first variant that has it."""
     variants = VARIANTS[kind]
     if key == "n_images":
-        return g[f"n_images_{variants[0]}"].map(_value_key)
-    values = pd.Series(UNKNOWN, index=g.index, dtype=object)
-    for v in reversed(variants):
-        got = g[f"meta_{v}"].map(lambda m: _value_key(_meta(m, key)))
-        values = got.where(got != UNKNOWN, values)
-    return values
+        return np.array([_value_key(v) for v in g[f"n_images_{variants[0]}"].to_numpy()], dtype=object)
+    out = np.full(len(g), UNKNOWN, dtype=object)
+    for v in reversed(variants):  # the first variant with a value wins
+        got = _meta_values(g[f"meta_{v}"].to_numpy(), key)
+        known = got != UNKNOWN
+        out[known] = got[known]
+    return out
+
+
+def _joint_flags(g: pd.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: (holds every variant and all are correct, holds every variant)."""
+    if g.empty:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    has = np.logical_and.reduce([g[f"has_{v}"].to_numpy(dtype=bool) for v in variants])
+    ok = np.logical_and.reduce([g[f"c_{v}"].to_numpy(dtype=bool) for v in variants])
+    return has & ok, has
+
+
+def _stratum_sort_key(s: str) -> tuple[bool, int, str]:
+    return (s == UNKNOWN, len(s) if s.isdigit() else 0, s)
 
 
 def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
@@ -331,37 +391,47 @@ def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
     has gives a reason.
     """
     g1, g2 = groups(df, FQ1), groups(df, FQ2)
+    joint = {"fq1_gem": (g1, _joint_flags(g1, FQ1_VARIANTS), FQ1, "FQ1 groups"),
+             "nts": (g2, _joint_flags(g2, ("mss", "del")), FQ2, "FQ2 groups"),
+             "dis": (g2, _joint_flags(g2, ("mss", "add")), FQ2, "FQ2 groups")}
+    correct = df["correct"].to_numpy(dtype=bool)
+    group_ids = df["group_id"].to_numpy(dtype=object)
     out: dict[str, Any] = {}
     for key in keys:
         if key == "n_images":
-            item_values = df["n_images"].map(_value_key) if "n_images" in df else pd.Series(UNKNOWN, index=df.index)
+            item_values = (np.array([_value_key(v) for v in df["n_images"].to_numpy()], dtype=object)
+                           if "n_images" in df else np.full(len(df), UNKNOWN, dtype=object))
         else:
-            item_values = df["meta"].map(lambda m, key=key: _value_key(_meta(m, key)))
-        group_values: dict[str, pd.Series] = {}
-        for kind, g in ((FQ1, g1), (FQ2, g2)):
-            group_values[kind] = _group_stratum(g, kind, key) if len(g) else pd.Series(dtype=object)
+            item_values = _meta_values(df["meta"].to_numpy(), key)
+        group_values = {kind: _group_stratum(g, kind, key) if len(g) else np.empty(0, dtype=object)
+                        for kind, g in ((FQ1, g1), (FQ2, g2))}
         if key != "n_images":
-            by_group = pd.concat([v for v in group_values.values() if len(v)]) if any(
-                len(v) for v in group_values.values()) else pd.Series(dtype=object)
-            fallback = df["group_id"].map(by_group[~by_group.index.duplicated()]) if len(by_group) else None
-            if fallback is not None:
-                item_values = item_values.where(item_values != UNKNOWN, fallback.fillna(UNKNOWN))
-        if (item_values == UNKNOWN).all():
+            by_group: dict[Any, str] = {}  # the FQ1 value first, as the group tables are concatenated
+            for kind, g in ((FQ1, g1), (FQ2, g2)):
+                for gid, value in zip(g.index, group_values[kind], strict=True):
+                    by_group.setdefault(gid, value)
+            unknown = item_values == UNKNOWN
+            if by_group and unknown.any():
+                item_values[unknown] = [by_group.get(gid, UNKNOWN) for gid in group_ids[unknown]]
+        if bool((item_values == UNKNOWN).all()):
             out[key] = Rate.undefined(f"no item has {key if key == 'n_images' else 'meta.' + key}")
             continue
-        values = sorted(set(item_values) | set(group_values[FQ1]) | set(group_values[FQ2]),
-                        key=lambda s: (s == UNKNOWN, len(s) if s.isdigit() else 0, s))
+        values = sorted(set(item_values) | set(group_values[FQ1]) | set(group_values[FQ2]), key=_stratum_sort_key)
+        code = {v: i for i, v in enumerate(values)}
+        m = len(values)
+        item_code = np.fromiter((code[v] for v in item_values), dtype=np.int64, count=len(item_values))
+        n_items = np.bincount(item_code, minlength=m)
+        k_items = np.bincount(item_code, weights=correct, minlength=m)
+        counts = {}
+        for metric, (g, (k_flag, n_flag), kind, _) in joint.items():
+            gcode = np.fromiter((code[v] for v in group_values[kind]), dtype=np.int64, count=len(g))
+            counts[metric] = (np.bincount(gcode, weights=k_flag, minlength=m), np.bincount(gcode, weights=n_flag,
+                                                                                            minlength=m))
         table: dict[str, dict[str, Rate]] = {}
-        for value in values:
-            part = df[item_values == value]
-            in1 = (group_values[FQ1] == value).to_numpy(dtype=bool)
-            in2 = (group_values[FQ2] == value).to_numpy(dtype=bool)
-            table[value] = {
-                "accuracy": Rate.of(int(part["correct"].sum()), len(part), "items"),
-                "fq1_gem": Rate.of(*_joint_counts(g1, FQ1_VARIANTS, in1), "FQ1 groups"),
-                "nts": Rate.of(*_joint_counts(g2, ("mss", "del"), in2), "FQ2 groups"),
-                "dis": Rate.of(*_joint_counts(g2, ("mss", "add"), in2), "FQ2 groups"),
-            }
+        for i, value in enumerate(values):
+            table[value] = {"accuracy": Rate.of(int(k_items[i]), int(n_items[i]), "items")}
+            for metric, (_, _, _, what) in joint.items():
+                table[value][metric] = Rate.of(int(counts[metric][0][i]), int(counts[metric][1][i]), what)
         out[key] = table
     return out
 
@@ -369,12 +439,15 @@ def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
 # --------------------------------------------------------------------------- transitions (Figure 5, §6.3)
 
 
-def _outcome(g: pd.DataFrame, v: str) -> pd.Series:
-    """correct / insufficient (wrong, chose the insufficient option) / wrong (another letter) / invalid."""
-    out = pd.Series("wrong", index=g.index, dtype=object)
-    out[g[f"a_{v}"].eq(g[f"ins_{v}"]) & g[f"ok_{v}"]] = "insufficient"
-    out[g[f"c_{v}"]] = "correct"
-    out[~g[f"ok_{v}"]] = "invalid"
+def _outcome(g: pd.DataFrame, v: str) -> np.ndarray:
+    """Codes into OUTCOMES: correct / insufficient (wrong, chose the insufficient option) / wrong (another
+    letter) / invalid (invalid, api_error or missing)."""
+    ok = g[f"ok_{v}"].to_numpy(dtype=bool)
+    chose_ins = ok & (g[f"a_{v}"].to_numpy(dtype=object) == g[f"ins_{v}"].to_numpy(dtype=object))
+    out = np.full(len(g), OUTCOMES.index("wrong"), dtype=np.int64)
+    out[chose_ins] = OUTCOMES.index("insufficient")
+    out[g[f"c_{v}"].to_numpy(dtype=bool)] = OUTCOMES.index("correct")
+    out[~ok] = OUTCOMES.index("invalid")
     return out
 
 
@@ -393,19 +466,23 @@ def transitions(df: pd.DataFrame) -> dict[str, Any] | Rate:
     if g.empty:
         return Rate.undefined("no FQ2 groups")
     out: dict[str, Any] = {"conditional": {}, "answer_kept": {}, "table": {}}
-    has_mss = _complete(g, ("mss",))
-    out["initial"] = Rate.of(int(g.loc[has_mss, "c_mss"].sum()), int(has_mss.sum()), "FQ2 groups")
+    col = {c: g[c].to_numpy(dtype=bool) for c in ("has_mss", "c_mss", "ok_mss")}
+    a_mss = g["a_mss"].to_numpy(dtype=object)
+    has_mss = col["has_mss"]
+    out["initial"] = Rate.of(int(col["c_mss"][has_mss].sum()), int(has_mss.sum()), "FQ2 groups")
     mss_outcome = _outcome(g, "mss")
+    n_out = len(OUTCOMES)
     for v in ("del", "add"):
-        done = _complete(g, ("mss", v))
-        sub = g[done]
-        base = sub["c_mss"]
-        out["conditional"][v] = Rate.of(int((base & sub[f"c_{v}"]).sum()), int(base.sum()), "MSS-correct groups")
-        kept = sub["ok_mss"] & sub[f"ok_{v}"] & (sub["a_mss"] == sub[f"a_{v}"])
-        out["answer_kept"][v] = Rate.of(int(kept.sum()), len(sub), "FQ2 groups")
-        other = _outcome(sub, v)
-        out["table"][v] = {a: {b: int(((mss_outcome[done] == a) & (other == b)).sum()) for b in OUTCOMES}
-                           for a in OUTCOMES}
+        done = has_mss & g[f"has_{v}"].to_numpy(dtype=bool)
+        base = col["c_mss"][done]
+        c_v = g[f"c_{v}"].to_numpy(dtype=bool)[done]
+        out["conditional"][v] = Rate.of(int((base & c_v).sum()), int(base.sum()), "MSS-correct groups")
+        kept = (col["ok_mss"][done] & g[f"ok_{v}"].to_numpy(dtype=bool)[done]
+                & (a_mss[done] == g[f"a_{v}"].to_numpy(dtype=object)[done]))
+        out["answer_kept"][v] = Rate.of(int(kept.sum()), int(done.sum()), "FQ2 groups")
+        cells = np.bincount(mss_outcome[done] * n_out + _outcome(g, v)[done], minlength=n_out * n_out)
+        out["table"][v] = {a: {b: int(cells[i * n_out + j]) for j, b in enumerate(OUTCOMES)}
+                           for i, a in enumerate(OUTCOMES)}
     return out
 
 
@@ -427,26 +504,27 @@ def pairwise_frames(df: pd.DataFrame) -> dict[str, Any] | Rate:
     g = g[_complete(g, FQ1_VARIANTS)] if len(g) else g
     if g.empty:
         return Rate.undefined("no complete FQ1 groups")
-    rows = []
+    col = {c: g[c].to_numpy() for c in g.columns}
+    per_pair: dict[str, dict[str, np.ndarray]] = {}
     for u, v in FRAME_PAIRS:
-        differ = g[f"gold_{u}"] != g[f"gold_{v}"]
-        both_ok = g[f"ok_{u}"] & g[f"ok_{v}"]
-        same = both_ok & (g[f"a_{u}"] == g[f"a_{v}"])
-        rows.append(pd.DataFrame({
-            "pair": f"{u}-{v}", "differ": differ.to_numpy(), "repeated": same.to_numpy(),
-            "changed": (both_ok & ~same).to_numpy(), "invalid": (~both_ok).to_numpy(),
-            "both_correct": (g[f"c_{u}"] & g[f"c_{v}"]).to_numpy()}))
-    pairs = pd.concat(rows, ignore_index=True)
-    eligible = pairs[pairs["differ"]]
+        both_ok = col[f"ok_{u}"].astype(bool) & col[f"ok_{v}"].astype(bool)
+        same = both_ok & (col[f"a_{u}"] == col[f"a_{v}"])
+        per_pair[f"{u}-{v}"] = {
+            "differ": col[f"gold_{u}"] != col[f"gold_{v}"], "repeated": same, "changed": both_ok & ~same,
+            "invalid": ~both_ok, "both_correct": col[f"c_{u}"].astype(bool) & col[f"c_{v}"].astype(bool)}
 
-    def rates(part: pd.DataFrame) -> dict[str, Rate]:
-        return {c: Rate.of(int(part[c].sum()), len(part), "pairs with different gold directions")
+    def rates(parts: list[dict[str, np.ndarray]]) -> dict[str, Rate]:
+        n = sum(int(p["differ"].sum()) for p in parts)
+        return {c: Rate.of(sum(int((p[c] & p["differ"]).sum()) for p in parts), n,
+                           "pairs with different gold directions")
                 for c in ("repeated", "changed", "invalid", "both_correct")}
 
-    k_gem = int(g[[f"c_{v}" for v in FQ1_VARIANTS]].all(axis=1).sum())
-    return {**rates(eligible), "pairs": len(eligible), "same_gold_pairs": int((~pairs["differ"]).sum()),
+    pairs = list(per_pair.values())
+    k_gem = int(np.logical_and.reduce([col[f"c_{v}"].astype(bool) for v in FQ1_VARIANTS]).sum())
+    return {**rates(pairs), "pairs": sum(int(p["differ"].sum()) for p in pairs),
+            "same_gold_pairs": sum(int((~p["differ"]).sum()) for p in pairs),
             "triplets_correct": Rate.of(k_gem, len(g), "FQ1 groups"),
-            "per_pair": {f"{u}-{v}": rates(eligible[eligible["pair"] == f"{u}-{v}"]) for u, v in FRAME_PAIRS}}
+            "per_pair": {name: rates([p]) for name, p in per_pair.items()}}
 
 
 # --------------------------------------------------------------------------- rotations and repeats (§6.4, Table 7)
@@ -517,11 +595,16 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     """
     fa = frame(items, run_a, split, rotation=a[0], repeat=a[1])
     fb = frame(items, run_b, split, rotation=b[0], repeat=b[1])
-    pairs = fa[["item_id", "correct", "status", "answer"]].merge(
-        fb[["item_id", "correct", "status", "answer"]], on="item_id", suffixes=("_a", "_b"))
-    n = len(pairs)
-    ca, cb = pairs["correct_a"], pairs["correct_b"]
-    same = (pairs["status_a"] == "ok") & (pairs["status_b"] == "ok") & (pairs["answer_a"] == pairs["answer_b"])
+    # the items of both frames (an inner join on item_id; each frame has one row per item)
+    at = pd.Index(fb["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(fa["item_id"].to_numpy(dtype=object))
+    keep = at >= 0
+    at = at[keep]
+    n = int(keep.sum())
+    ca = fa["correct"].to_numpy(dtype=bool)[keep]
+    cb = fb["correct"].to_numpy(dtype=bool).take(at)
+    answer_a, answer_b = fa["answer"].to_numpy(dtype=object)[keep], fb["answer"].to_numpy(dtype=object).take(at)
+    same = ((fa["status"].to_numpy(dtype=object)[keep] == "ok") & (fb["status"].to_numpy(dtype=object).take(at) == "ok")
+            & (answer_a == answer_b) & pd.notna(answer_a))
     acc_a, acc_b = Rate.of(int(ca.sum()), n, "items"), Rate.of(int(cb.sum()), n, "items")
     return {
         "both_correct": Rate.of(int((ca & cb).sum()), n, "items"),
@@ -560,14 +643,20 @@ def decompose_change(items: pd.DataFrame, run_a: RunData, run_b: RunData,
         if not done.any():
             out[key] = Rate.undefined(f"no FQ2 groups with mss and {v} items")
             continue
-        a, b = ga[done], gb[done]
-        ma, mb, va, vb = a["c_mss"], b["c_mss"], a[f"c_{v}"], b[f"c_{v}"]
+        d = done.to_numpy(dtype=bool)
+
+        def flag(t: pd.DataFrame, col: str) -> np.ndarray:
+            """The column on the groups counted; a group the other run lacks (NaN after reindex) is False."""
+            values = t[col].to_numpy(dtype=object)[d]
+            return np.array([x is not None and x == x and bool(x) for x in values], dtype=bool)
+
+        ma, mb, va, vb = flag(ga, "c_mss"), flag(gb, "c_mss"), flag(ga, f"c_{v}"), flag(gb, f"c_{v}")
         sa, sb = ma & va, mb & vb
         shared = ma & mb
         only_b, only_a = ~ma & mb, ma & ~mb
         sh_gain, sh_loss = int((shared & ~va & vb).sum()), int((shared & va & ~vb).sum())
         cov_gain, cov_loss = int((only_b & vb).sum()), int((only_a & va).sum())
-        n = len(a)
+        n = int(d.sum())
         rate_a, rate_b = Rate.of(int(sa.sum()), n, "FQ2 groups"), Rate.of(int(sb.sum()), n, "FQ2 groups")
         out[key] = {
             "a": rate_a, "b": rate_b, "change": _diff(rate_b, rate_a, "no FQ2 groups"),

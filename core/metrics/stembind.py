@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
-from core.metrics.common import join, memoized
+from core.metrics.common import join, memoized, positions
 from core.schema import STAGES, Rate, RunData
 
 KINDS = ("P", "R", "F")
@@ -116,31 +116,70 @@ def _joined(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
 
 
 @memoized
-def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """One row per item of `items` that `run` answered: group_id, kind, operation, family, correct, n_preds.
-
-    `correct` is True only when every prediction of the item (all rotations and repeats) is correct.
-    """
-    joined = _joined(items, run)
-    if joined is None or len(joined) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
-    grouped = joined.groupby("item_id", sort=False)
-    out = grouped.agg(correct=("correct", "all"), n_preds=("correct", "size")).reset_index()
-    info = _item_info(items)
-    out["group_id"] = out["item_id"].map(info["group_id"])
-    out["kind"] = out["item_id"].map(info["kind"])
-    out["operation"] = out["item_id"].map(info["operation"])
-    out["family"] = out["operation"].map(operation_family)
-    out["correct"] = out["correct"].astype(bool)
-    return out[_OUTCOME_COLUMNS]
+def _pred_rows(items: pd.DataFrame, run: RunData) -> np.ndarray:
+    """Item row of each of the run's predictions (-1 outside `items`)."""
+    return positions(items, run.preds["item_id"])
 
 
 @memoized
-def _item_info(items: pd.DataFrame) -> pd.DataFrame:
-    """group_id, kind and meta.operation per item_id (read once per items frame)."""
-    info = items.set_index("item_id")
-    return pd.DataFrame({"group_id": info["group_id"], "kind": info["kind"],
-                         "operation": info["meta"].map(lambda m: _meta(m, "operation"))})
+def _rows_of(items: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray:
+    """Item row of each row of a frame with an item_id column (an outcomes frame), -1 outside `items`."""
+    return positions(items, frame["item_id"]) if len(frame) else np.empty(0, dtype=np.int64)
+
+
+@memoized
+def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """One row per item of `items` that `run` answered: group_id, kind, operation, family, correct, n_preds.
+
+    `correct` is True only when every prediction of the item (all rotations and repeats) is correct. Rows are
+    in the order of each item's first prediction.
+    """
+    preds = run.preds
+    if preds is None or len(preds) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
+    pos = _pred_rows(items, run)
+    keep = pos >= 0
+    if not keep.any():
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
+    status = preds["status"].to_numpy(dtype=object)
+    answer = preds["answer"].to_numpy(dtype=object)
+    gold = items["answer"].to_numpy(dtype=object)
+    row_ok = (status == "ok") & (answer == gold.take(np.where(keep, pos, 0))) & pd.notna(answer)
+    pos, row_ok = pos[keep], np.asarray(row_ok, dtype=bool)[keep]
+    n_items = len(items)
+    n_preds = np.bincount(pos, minlength=n_items)
+    n_ok = np.bincount(pos, weights=row_ok, minlength=n_items)
+    seen = np.flatnonzero(n_preds)
+    if len(seen) == len(pos) and (len(pos) < 2 or bool((np.diff(pos) > 0).all())):
+        order = pos  # one prediction per item, in item order (the store's order)
+    else:
+        first = np.full(n_items, len(pos), dtype=np.int64)
+        np.minimum.at(first, pos, np.arange(len(pos)))
+        order = seen[np.argsort(first[seen], kind="stable")]
+    info = _item_info(items)
+    out = pd.DataFrame({
+        "item_id": pd.Series(info["item_id"].take(order), dtype=object),
+        "group_id": pd.Series(info["group_id"].take(order), dtype=object),
+        "kind": pd.Series(info["kind"].take(order), dtype=object),
+        "operation": pd.Series(info["operation"].take(order), dtype=object),
+        "family": pd.Series(info["family"].take(order), dtype=object),
+        "correct": n_ok.take(order) == n_preds.take(order),
+        "n_preds": n_preds.take(order).astype(np.int64),
+    })
+    return out
+
+
+@memoized
+def _item_info(items: pd.DataFrame) -> dict[str, np.ndarray]:
+    """item_id, group_id, kind, meta.operation and its RI / VP family per item row (read once per items frame)."""
+    operation = np.array([_meta(m, "operation") for m in items["meta"]], dtype=object)
+    return {
+        "item_id": items["item_id"].to_numpy(dtype=object),
+        "group_id": items["group_id"].to_numpy(dtype=object),
+        "kind": items["kind"].to_numpy(dtype=object),
+        "operation": operation,
+        "family": np.array([operation_family(o) for o in operation], dtype=object),
+    }
 
 
 def _accuracy(outcomes: pd.DataFrame, kind: str) -> Rate:
@@ -155,35 +194,44 @@ def accuracies(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
 
 
 def _accuracy_block(out: pd.DataFrame) -> dict[str, Any]:
-    # _accuracy over row masks, with numpy counts (one pass per mask instead of a frame per subset)
+    # correct / answered counts per (operation, kind) cell in one bincount, then the rates of each block
     kind = out["kind"].to_numpy(dtype=object)
     correct = out["correct"].to_numpy(dtype=bool)
-    operation = out["operation"].to_numpy(dtype=object)
-    family = out["family"].to_numpy(dtype=object)
-    of_kind = {k: kind == k for k in KINDS}
+    kcode = np.full(len(out), -1, dtype=np.int64)
+    for j, k in enumerate(KINDS):
+        kcode[kind == k] = j
+    op_code, op_values = pd.factorize(out["operation"].to_numpy(dtype=object), sort=False)
+    n_ops = len(op_values)
 
-    def block(mask: np.ndarray | None) -> dict[str, Rate]:
-        rates = []
-        for k in KINDS:
-            m = of_kind[k] if mask is None else of_kind[k] & mask
-            rates.append(_rate(int(np.count_nonzero(m & correct)), int(np.count_nonzero(m)), f"{k} items"))
-        p, r, f = rates
+    def cells(codes: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        ok = (codes >= 0) & (kcode >= 0)
+        cell = codes[ok] * len(KINDS) + kcode[ok]
+        n = np.bincount(cell, minlength=m * len(KINDS)).reshape(m, len(KINDS))
+        k = np.bincount(cell, weights=correct[ok], minlength=m * len(KINDS)).reshape(m, len(KINDS))
+        return k.astype(int), n
+
+    def block(k_row: np.ndarray, n_row: np.ndarray) -> dict[str, Rate]:
+        p, r, f = (_rate(int(k_row[j]), int(n_row[j]), f"{kk} items") for j, kk in enumerate(KINDS))
         return {"p": p, "r": r, "f": f, "rf_gap": _diff(r, f, "R or F accuracy is undefined")}
 
-    overall = block(None)
-    op_masks = {op: operation == op for op in OPERATIONS}
-    ops_present = [op for op in OPERATIONS if op_masks[op].any()]
-    extra = sorted({op for op in out["operation"].dropna().unique() if op not in OPERATIONS})
-    op_masks.update({op: operation == op for op in extra})
-    ops_present += extra
-    fam_masks = {fam: family == fam for fam in FAMILIES}
+    k_all, n_all = cells(np.zeros(len(out), dtype=np.int64), 1)
+    overall = block(k_all[0], n_all[0])
+    k_op, n_op = cells(op_code, n_ops)
+    index_of = {v: i for i, v in enumerate(op_values)}
+    ops_present = [op for op in OPERATIONS if op in index_of]
+    ops_present += sorted(v for v in op_values if v not in OPERATIONS)
+    fam_of = np.array([FAMILIES.index(f) if (f := operation_family(v)) in FAMILIES else -1 for v in op_values],
+                      dtype=np.int64)
+    fam_code = np.where(op_code >= 0, fam_of.take(np.maximum(op_code, 0)) if n_ops else -1, -1)
+    k_fam, n_fam = cells(fam_code, len(FAMILIES))
+    fam_rows = np.bincount(fam_code[fam_code >= 0], minlength=len(FAMILIES))
     return {
         "p_accuracy": overall["p"],
         "r_accuracy": overall["r"],
         "f_accuracy": overall["f"],
         "rf_gap": overall["rf_gap"],
-        "by_operation": {op: block(op_masks[op]) for op in ops_present},
-        "by_family": {fam: block(fam_masks[fam]) for fam in FAMILIES if fam_masks[fam].any()},
+        "by_operation": {op: block(k_op[index_of[op]], n_op[index_of[op]]) for op in ops_present},
+        "by_family": {fam: block(k_fam[j], n_fam[j]) for j, fam in enumerate(FAMILIES) if fam_rows[j]},
     }
 
 
@@ -196,18 +244,25 @@ def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     Columns: n_P, n_R, n_F (items of the stem), got_P.. (items answered), k_P.. (items correct),
     complete (at least one P, R and F item, every item answered), p_any, p_all, r, f, category.
     """
-    stems = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
-    n = items.groupby(["group_id", "kind"]).size().unstack(fill_value=0)
-    got = outcomes.groupby(["group_id", "kind"]).size().unstack(fill_value=0) if len(outcomes) else None
-    k = (
-        outcomes.assign(c=outcomes["correct"].astype(int)).groupby(["group_id", "kind"])["c"].sum().unstack(
-            fill_value=0) if len(outcomes) else None
-    )
+    codes = _stem_codes(items)
+    stems = codes["stems"]
+    n_stems = len(stems)
+    size = n_stems * len(KINDS)
+    n = np.bincount(codes["cell"][codes["cell"] >= 0], minlength=size).reshape(n_stems, len(KINDS))
+    if len(outcomes):
+        rows = _rows_of(items, outcomes)
+        cell = np.where(rows >= 0, codes["cell"].take(np.maximum(rows, 0)), -1)
+        ok = cell >= 0
+        correct = outcomes["correct"].to_numpy(dtype=bool)
+        got = np.bincount(cell[ok], minlength=size).reshape(n_stems, len(KINDS))
+        k = np.bincount(cell[ok], weights=correct[ok], minlength=size).reshape(n_stems, len(KINDS)).astype(int)
+    else:
+        got = k = np.zeros((n_stems, len(KINDS)), dtype=int)
     table = pd.DataFrame(index=stems)
-    for kind in KINDS:
-        table[f"n_{kind}"] = _col(n, kind, stems)
-        table[f"got_{kind}"] = _col(got, kind, stems)
-        table[f"k_{kind}"] = _col(k, kind, stems)
+    for j, kind in enumerate(KINDS):
+        table[f"n_{kind}"] = n[:, j]
+        table[f"got_{kind}"] = got[:, j]
+        table[f"k_{kind}"] = k[:, j]
     table["complete"] = (
         (table["n_P"] >= 1) & (table["n_R"] >= 1) & (table["n_F"] >= 1)
         & (table["got_P"] == table["n_P"]) & (table["got_R"] == table["n_R"]) & (table["got_F"] == table["n_F"])
@@ -221,10 +276,17 @@ def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _col(frame: pd.DataFrame | None, kind: str, index: pd.Index) -> np.ndarray:
-    if frame is None or kind not in frame.columns:
-        return np.zeros(len(index), dtype=int)
-    return frame[kind].reindex(index, fill_value=0).to_numpy(dtype=int)
+@memoized
+def _stem_codes(items: pd.DataFrame) -> dict[str, Any]:
+    """Stems in order of first appearance, and per item row its (stem, kind) cell: stem * 3 + kind (P, R, F),
+    -1 for a kind outside P / R / F."""
+    codes, uniques = pd.factorize(items["group_id"].to_numpy(dtype=object), sort=False)
+    kind = items["kind"].to_numpy(dtype=object)
+    kind_code = np.full(len(items), -1, dtype=np.int64)
+    for j, k in enumerate(KINDS):
+        kind_code[kind == k] = j
+    cell = np.where((kind_code >= 0) & (codes >= 0), codes * len(KINDS) + kind_code, -1)
+    return {"stems": pd.Index(uniques, dtype=object, name="group_id"), "cell": cell}
 
 
 def decompose(p_any: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -289,26 +351,47 @@ def binding_gap_from_flags(p_all: np.ndarray, r: np.ndarray, f: np.ndarray, seed
 # --------------------------------------------------------------------------- paired runs
 
 
+@memoized
 def _paired_outcomes(items: pd.DataFrame, a: RunData, b: RunData) -> pd.DataFrame:
+    """a's outcomes on the items b also answered (in a's order), with correct_a and correct_b."""
     oa = item_outcomes(items, a)
     ob = item_outcomes(items, b)
-    both = oa.merge(ob[["item_id", "correct"]], on="item_id", suffixes=("_a", "_b"))
-    return both
+    at = pd.Index(ob["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(oa["item_id"].to_numpy(dtype=object))
+    keep = at >= 0
+    both = oa[keep].reset_index(drop=True).rename(columns={"correct": "correct_a"})
+    both.insert(len(both.columns), "correct_b", ob["correct"].to_numpy(dtype=bool).take(at[keep]))
+    return both[["item_id", "group_id", "kind", "operation", "family", "correct_a", "n_preds", "correct_b"]]
 
 
-def _paired_arrays(both: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per stem (in order of first appearance): correct items of a, of b, and items (ka, kb, n)."""
-    per = both.groupby("group_id", sort=False).agg(
-        ka=("correct_a", "sum"), kb=("correct_b", "sum"), n=("correct_a", "size"))
-    ka, kb, n = (per[c].to_numpy(dtype=int) for c in ("ka", "kb", "n"))
+def _paired_arrays(both: pd.DataFrame, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stem (in order of first appearance): correct items of a, of b, and items (ka, kb, n), over the rows
+    of `both` (or those in `mask`)."""
+    group = both["group_id"].to_numpy(dtype=object)
+    ca, cb = both["correct_a"].to_numpy(dtype=bool), both["correct_b"].to_numpy(dtype=bool)
+    if mask is not None:
+        group, ca, cb = group[mask], ca[mask], cb[mask]
+    codes, uniques = pd.factorize(group, sort=False)
+    m, keep = len(uniques), codes >= 0  # a missing group_id is in no stem (as groupby drops it)
+    codes = codes[keep]
+    ka = np.bincount(codes, weights=ca[keep], minlength=m).astype(int)
+    kb = np.bincount(codes, weights=cb[keep], minlength=m).astype(int)
+    n = np.bincount(codes, minlength=m).astype(int)
     return ka, kb, n
 
 
-def _paired_diff(both: pd.DataFrame, seed: int | None, what: str) -> Rate:
-    """Accuracy of b minus accuracy of a on the items both runs answered; paired cluster bootstrap by stem."""
-    if len(both) == 0:
+@memoized
+def _kind_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Row masks of each kind (P, R, F) of a frame with a kind column (read-only, shared)."""
+    kind = frame["kind"].to_numpy(dtype=object)
+    return {k: np.asarray(kind == k, dtype=bool) for k in KINDS}
+
+
+def _paired_diff(both: pd.DataFrame, seed: int | None, what: str, mask: np.ndarray | None = None) -> Rate:
+    """Accuracy of b minus accuracy of a on the items both runs answered (the rows of `both`, or those in
+    `mask`); paired cluster bootstrap by stem."""
+    if len(both) == 0 or (mask is not None and not mask.any()):
         return Rate.undefined(f"no {what} answered by both runs")
-    ka, kb, n = _paired_arrays(both)
+    ka, kb, n = _paired_arrays(both, mask)
     rate = Rate(kb.sum() / n.sum() - ka.sum() / n.sum(), n=int(n.sum()))
     if seed is not None:
         rate.ci = stats.cluster_bootstrap_diff(kb, n, ka, n, seed=seed)
@@ -319,8 +402,9 @@ def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed:
     """VG = Acc(full image) - Acc(text only) (§3.3, D.5) on the items both runs answered, overall and per kind."""
     both = _paired_outcomes(items, text_run, full_run)  # a = text, b = full: b - a
     out: dict[str, Any] = {"overall": _paired_diff(both, seed, "items")}
+    masks = _kind_masks(both)
     for kind in KINDS:
-        out[kind] = _paired_diff(both[both["kind"] == kind], seed, f"{kind} items")
+        out[kind] = _paired_diff(both, seed, f"{kind} items", masks[kind])
     out["partner"] = text_run.name
     return out
 
@@ -328,8 +412,9 @@ def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed:
 def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
     """ThinkGain@X = Acc_think,X - Acc_non-think,X for X in P, R, F (§4.5, D.4), on items both runs answered."""
     both = _paired_outcomes(items, direct_run, thinking_run)  # a = direct, b = thinking
+    masks = _kind_masks(both)
     out: dict[str, Any] = {
-        f"at_{kind}": _paired_diff(both[both["kind"] == kind], seed, f"{kind} items") for kind in KINDS
+        f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind]) for kind in KINDS
     }
     out["direct"] = direct_run.name
     out["thinking"] = thinking_run.name
@@ -350,19 +435,25 @@ def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict
     levels = [lv for lv in SSA_LEVELS if lv in runs_by_level]
     if "H0" not in runs_by_level:
         return {"reason": "no H0 (raw input) run"}
-    f_ids = set(items.loc[items["kind"] == "F", "item_id"])
-    outcomes = {}
+    is_f = items["kind"].to_numpy(dtype=object) == "F"
+    answered: dict[str, np.ndarray] = {}  # per level: item rows answered (F items only) and their outcome
+    correct: dict[str, np.ndarray] = {}
     for lv in [*levels, *([SSA_CONTROL] if SSA_CONTROL in runs_by_level else [])]:
         o = item_outcomes(items, runs_by_level[lv])
-        outcomes[lv] = o[o["item_id"].isin(f_ids)].set_index("item_id")["correct"]
-    common = set.intersection(*(set(o.index) for o in outcomes.values()))
-    if not common:
+        at = _rows_of(items, o)
+        a = np.zeros(len(items), dtype=bool)
+        c = np.zeros(len(items), dtype=bool)
+        a[at[at >= 0]] = True
+        c[at[at >= 0]] = o["correct"].to_numpy(dtype=bool)[at >= 0]
+        answered[lv], correct[lv] = a & is_f, c
+    common = np.logical_and.reduce(list(answered.values()))
+    n_common = int(common.sum())
+    if not n_common:
         return {"reason": "no F item answered under every SSA level"}
-    ids = sorted(common)
-    acc = {lv: Rate.of(int(o.loc[ids].sum()), len(ids)) for lv, o in outcomes.items()}
+    acc = {lv: Rate.of(int((c & common).sum()), n_common) for lv, c in correct.items()}
     out: dict[str, Any] = {
-        "n_items": len(ids),
-        "runs": {lv: runs_by_level[lv].name for lv in outcomes},
+        "n_items": n_common,
+        "runs": {lv: runs_by_level[lv].name for lv in correct},
         "accuracy": acc,
         "raw_deltas": {f"{b}-{a}": _diff(acc[b], acc[a], "") for a, b in zip(levels, levels[1:], strict=False)},
         "vs_h0": {lv: _diff(acc[lv], acc["H0"], "") for lv in levels[1:]},
@@ -370,7 +461,7 @@ def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict
     if len(levels) >= 2:
         x = [float(SSA_LEVELS.index(lv)) for lv in levels]
         y = [float(acc[lv].value or 0.0) for lv in levels]  # every level is defined on the common items
-        fit = stats.isotonic_fit(x, y, [float(len(ids))] * len(levels))
+        fit = stats.isotonic_fit(x, y, [float(n_common)] * len(levels))
         out["isotonic"] = {lv: float(v) for lv, v in zip(levels, fit, strict=True)}
         out["isotonic_gains"] = {
             f"{b}-{a}": Rate(float(fit[i + 1] - fit[i])) for i, (a, b) in enumerate(zip(levels, levels[1:], strict=False))
@@ -483,9 +574,13 @@ def l2_profile(items: pd.DataFrame, run: RunData, judgements: pd.DataFrame | Non
 
 def token_stats(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
     """Output-token mean, p95 (linear interpolation) and cap-hit rate (tokens >= max_tokens), Table 24."""
-    joined = _joined(items, run)
-    has = len(joined) and "tokens" in joined
-    tokens = pd.to_numeric(joined["tokens"], errors="coerce") if has else pd.Series(dtype=float)
+    preds = run.preds
+    has = preds is not None and len(preds) and "tokens" in preds
+    if has:
+        in_scope = _pred_rows(items, run) >= 0
+        tokens = pd.to_numeric(preds["tokens"][in_scope], errors="coerce")
+    else:
+        tokens = pd.Series(dtype=float)
     known = tokens.dropna()
     if len(known) == 0:
         return {"reason": "the run records no output-token counts"}
@@ -601,11 +696,18 @@ def find_ssa_runs(run: RunData, others: Iterable[RunData]) -> dict[str, RunData]
 
 def _ci_arrays(outcomes: pd.DataFrame, masks: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
     """Per stem (sorted): correct items and items under each mask (stems x masks)."""
-    correct = outcomes["correct"].astype(bool)
-    k = pd.DataFrame({i: (m & correct).astype(int) for i, m in enumerate(masks)})
-    n = pd.DataFrame({i: m.astype(int) for i, m in enumerate(masks)})
-    groups = outcomes["group_id"].to_numpy()
-    return k.groupby(groups).sum().to_numpy(), n.groupby(groups).sum().to_numpy()
+    codes, _ = pd.factorize(outcomes["group_id"].to_numpy(dtype=object), sort=True)
+    m = int(codes.max()) + 1 if len(codes) else 0
+    keep = codes >= 0  # a missing group_id is in no stem (as groupby drops it)
+    codes = codes[keep]
+    correct = outcomes["correct"].to_numpy(dtype=bool)[keep]
+    k = np.empty((m, len(masks)), dtype=np.int64)
+    n = np.empty((m, len(masks)), dtype=np.int64)
+    for i, mask in enumerate(masks):
+        mk = np.asarray(mask, dtype=bool)[keep]
+        n[:, i] = np.bincount(codes, weights=mk, minlength=m)
+        k[:, i] = np.bincount(codes, weights=mk & correct, minlength=m)
+    return k, n
 
 
 def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, pd.Series]], seed: int | None) -> None:
@@ -636,12 +738,13 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
         out = item_outcomes(items, run)
         if not len(out):
             continue
-        k, n = _ci_arrays(out, [out["kind"] == kind for kind in KINDS])
+        masks = _kind_masks(out)
+        k, n = _ci_arrays(out, [masks[kind] for kind in KINDS])
         by_size.setdefault(k.shape[0], []).extend([k, n])
         both = out.assign(correct_a=out["correct"], correct_b=out["correct"])
-        for part in [both, *(both[both["kind"] == kind] for kind in KINDS)]:
-            if len(part):
-                ka, _, nn = _paired_arrays(part)
+        for mask in [None, *(masks[kind] for kind in KINDS)]:
+            if mask is None or mask.any():
+                ka, _, nn = _paired_arrays(both, mask)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
     for columns in by_size.values():
         stacked = np.hstack(columns).astype(float)
@@ -675,7 +778,8 @@ def score(
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
     result: dict[str, Any] = _accuracy_block(outcomes)
-    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], outcomes["kind"] == k) for k in KINDS], seed)
+    masks = _kind_masks(outcomes)
+    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed)
     result.update(_stem_block(stem_table(items, outcomes), seed))
 
     if _input_mode(run) == "text":
