@@ -72,6 +72,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
 
     store = _store(args)
+    if args.all:
+        return _score_all(store, args)
+    if not args.run:
+        raise CrosscheckError("score needs --run NAME (or --all)")
     row = store.run(args.run)
     items, runs = load_benchmark_runs(store, row["benchmark"], SCORING_COLUMNS)
     compare = None
@@ -84,6 +88,24 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
     else:
         _print_metrics(result["metrics"])
+    return 0
+
+
+def _score_all(store: Any, args: argparse.Namespace) -> int:
+    """score --all: every run (of --benchmark, or of every benchmark), one result per run."""
+    from db.bulk import score_benchmarks
+
+    if args.compare or args.judge:
+        raise CrosscheckError("score --all takes neither --compare nor --judge (each run uses its latest judge run)")
+    benchmarks = [args.benchmark] if args.benchmark else None
+    results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=args.split or None)
+    for per_run in results.values():
+        for result in per_run.values():
+            if args.json:  # JSON lines: one result per line
+                print(json.dumps(result, ensure_ascii=False))
+            else:
+                print(f"== {result['benchmark']} / {result['run']}")
+                _print_metrics(result["metrics"])
     return 0
 
 
@@ -210,8 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", type=Path)
     p.add_argument("--run", required=True)
 
-    p = add("score", cmd_score, "compute a run's metrics")
-    p.add_argument("--run", required=True)
+    p = add("score", cmd_score, "compute a run's metrics (or every run's, with --all)")
+    p.add_argument("--run")
+    p.add_argument("--all", action="store_true", help="score every run (of --benchmark, or of all benchmarks); "
+                   "with --json, one JSON line per run")
+    p.add_argument("--benchmark", help="with --all: only this benchmark's runs")
+    p.add_argument("--jobs", type=int, help="with --all: worker processes (default: one per CPU)")
     p.add_argument("--json", action="store_true", help="print {benchmark, run, metrics} as JSON")
     p.add_argument("--compact", action="store_true", help="one-line JSON")
     p.add_argument("--compare", metavar="OTHER_RUN", help="add paired differences with bootstrap CIs")

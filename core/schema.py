@@ -132,6 +132,10 @@ class RunData:
     family: str
     config: dict[str, Any]
     preds: Any  # pandas.DataFrame
+    # Optional, from the bulk loader (db.frames): the row of each prediction's item in `rows_in` (the items
+    # frame it loaded), so metric code need not look item ids up again. Ignored for any other items frame.
+    item_rows: Any = field(default=None, compare=False, repr=False)
+    rows_in: Any = field(default=None, compare=False, repr=False)
 
 
 # Columns of the DataFrames handed to metric code (core/metrics/*). Built by db.store.Store.

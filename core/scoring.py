@@ -74,13 +74,14 @@ def _metric_score(module: Any) -> Any:
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
               compare: Mapping[str, RunData] | RunData | None = None, split: str | None = None,
-              **kw: Any) -> dict[str, dict[str, Any]]:
+              per_run: Mapping[str, Mapping[str, Any]] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
     """`score_run` for each run in `names` (default: every run), each against all the others, sharing work.
 
     `runs` are every run of one benchmark (db.frames.load_benchmark_runs). Within the call, intermediate
     results of a run (item outcomes, joined frames, groups) are computed once and bootstrap resample counts
     and resampled sums are shared (core.stats.shared_draws); each result equals score_run's. `compare` is one
-    run to compare every scored run with, or {name: run}.
+    run to compare every scored run with, or {name: run}. `per_run` adds keyword arguments for single runs
+    ({name: {"judgements": ...}}, db.frames.score_extras).
     """
     from core.metrics.common import shared_work
 
@@ -101,7 +102,8 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
             others = [o for o in pool if o is not run]
-            out[run.name] = score_run(items, run, others, compare=other, split=split, **kw)
+            extra = dict((per_run or {}).get(run.name) or {})
+            out[run.name] = score_run(items, run, others, compare=other, split=split, **{**kw, **extra})
     return out
 
 

@@ -75,7 +75,7 @@ def cluster_arrays(df: Any, by: str, columns: Sequence[str]) -> ClusterArrays:
     return ClusterArrays(list(sums.index), sums.to_numpy(dtype=float), n, list(columns))
 
 
-def _resample_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+def _resample_int_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
     """How often each cluster is drawn in each bootstrap draw (draws x clusters), all draws at once.
 
     Each draw picks `n_clusters` cluster indices with replacement; the indices are counted per draw with
@@ -83,17 +83,19 @@ def _resample_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> n
     """
     idx = rng.integers(0, n_clusters, size=(draws, n_clusters))
     idx += (np.arange(draws) * n_clusters)[:, None]
-    return np.bincount(idx.ravel(), minlength=draws * n_clusters).reshape(draws, n_clusters).astype(float)
+    return np.bincount(idx.ravel(), minlength=draws * n_clusters).reshape(draws, n_clusters)
 
 
-def _draw_blocks(n_clusters: int, draws: int, seed: int | None):
-    """Yield resample-count blocks of at most _BLOCK_CELLS cells, deterministic for the seed."""
+def _draw_blocks(n_clusters: int, draws: int, seed: int | None, as_float: bool = True):
+    """Yield resample-count blocks of at most _BLOCK_CELLS cells, deterministic for the seed (float counts,
+    or the integer counts when `as_float` is False: the same draws)."""
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_CELLS // max(n_clusters, 1))
     done = 0
     while done < draws:
         size = min(block, draws - done)
-        yield _resample_counts(n_clusters, size, rng)
+        counts = _resample_int_counts(n_clusters, size, rng)
+        yield counts.astype(float) if as_float else counts
         done += size
 
 
@@ -109,8 +111,12 @@ def _as_2d(a: Any) -> tuple[np.ndarray, bool]:
 def _percentiles(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval per column, ignoring draws where the ratio is undefined (NaN)."""
     alpha = (1.0 - level) / 2.0
+    q = [100 * alpha, 100 * (1 - alpha)]
     with np.errstate(all="ignore"):
-        lo, hi = np.nanpercentile(stats, [100 * alpha, 100 * (1 - alpha)], axis=0)
+        if np.isnan(stats).any():
+            lo, hi = np.nanpercentile(stats, q, axis=0)
+        else:  # the same numbers, without nanpercentile's per-column NaN handling
+            lo, hi = np.percentile(stats, q, axis=0)
     return lo, hi
 
 
@@ -165,8 +171,8 @@ class DrawCache:
         if w is None:
             w = np.empty((draws, n_clusters), dtype=np.float32)
             done = 0
-            for block in _draw_blocks(n_clusters, draws, seed):
-                w[done:done + len(block)] = block
+            for block in _draw_blocks(n_clusters, draws, seed, as_float=False):
+                w[done:done + len(block)] = block  # integer counts, exact in float32
                 done += len(block)
             self._weights[key] = w
         return w

@@ -77,10 +77,12 @@ _SQL = {"item_id": "item_pk",
 
 
 def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tuple[np.ndarray, np.ndarray],
-                      columns: Sequence[str] = PRED_COLUMNS) -> pd.DataFrame:
+                      columns: Sequence[str] = PRED_COLUMNS, rows_out: list[np.ndarray] | None = None
+                      ) -> pd.DataFrame:
     """`Store.predictions_frame` of one run (by id), restricted to `columns` (in PRED_COLUMNS order).
 
-    `item_ids` maps item pk -> item_id: a dict, or (pk_to_row, item_id per row) arrays (load_benchmark_runs).
+    `item_ids` maps item pk -> item_id: a dict, or (pk_to_row, item_id per row) arrays (load_benchmark_runs),
+    in which case the item row of each prediction is appended to `rows_out` when given.
     """
     unknown = [c for c in columns if c not in PRED_COLUMNS]
     if unknown:
@@ -97,8 +99,12 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
                 data[name] = _obj([item_ids[pk] for pk in col])
             else:
                 pk_to_row, ids = item_ids
-                data[name] = pd.Series(ids.take(pk_to_row.take(np.fromiter(col, dtype=np.int64, count=n))),
-                                       dtype=object, copy=False)
+                item_rows = pk_to_row.take(np.fromiter(col, dtype=np.int64, count=n))
+                if (item_rows < 0).any():
+                    raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+                data[name] = pd.Series(ids.take(item_rows), dtype=object, copy=False)
+                if rows_out is not None:
+                    rows_out.append(item_rows)
         elif name == "status":
             try:
                 codes = np.fromiter(col, dtype=np.int64, count=n)
@@ -126,17 +132,19 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
     return pd.DataFrame(data)
 
 
-def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS
-                        ) -> tuple[pd.DataFrame, dict[str, RunData]]:
-    """(items frame, {run name: RunData}) for every run of `benchmark`, in run creation order.
+def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS,
+                        names: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    """(items frame, {run name: RunData}) for every run of `benchmark` (or those in `names`), in run creation
+    order.
 
     Equal to `store.items_frame(benchmark)` and `store.run_data(name)` for each run (restricted to `columns`).
     """
     with gc_paused():
-        return _load(store, benchmark, columns)
+        return _load(store, benchmark, columns, None if names is None else set(names))
 
 
-def _load(store: Store, benchmark: str, columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, RunData]]:
+def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None
+          ) -> tuple[pd.DataFrame, dict[str, RunData]]:
     items, item_ids = items_frame(store, benchmark)
     pks = np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))
     pk_to_row = np.full(int(pks.max(initial=0)) + 1, -1, dtype=np.int64)
@@ -144,8 +152,12 @@ def _load(store: Store, benchmark: str, columns: Sequence[str]) -> tuple[pd.Data
     lookup = (pk_to_row, items["item_id"].to_numpy(dtype=object))
     runs: dict[str, RunData] = {}
     for run_id, name, bench, family, config, synthetic in _runs(store, benchmark):
+        if names is not None and name not in names:
+            continue
+        rows: list[np.ndarray] = []
+        preds = predictions_frame(store, run_id, lookup, columns, rows_out=rows)
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
-                             preds=predictions_frame(store, run_id, lookup, columns))
+                             preds=preds, item_rows=rows[0] if rows else None, rows_in=items if rows else None)
     return items, runs
 
 

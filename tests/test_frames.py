@@ -59,3 +59,108 @@ def test_bulk_frames_with_mixed_columns(store, tmp_path):
     _, runs = load_benchmark_runs(store, "fe")
     _same(runs["mixed"].preds, store.run_data("mixed").preds)
     assert set(runs["mixed"].preds["status"]) == {"ok", "invalid", "api_error"}
+
+
+def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):
+    """score_all over the bulk loader's frames (item rows known, shared work and draws) gives, for every run
+    of each demo benchmark, exactly what score_run gives from the Store's own frames."""
+    import json
+
+    from core.scoring import score_all, score_run
+
+    store = Store(demo_db)
+    try:
+        for b in store.benchmarks():
+            items, runs = load_benchmark_runs(store, b["name"], SCORING_COLUMNS)
+            together = score_all(items, runs)
+            plain_items = store.items_frame(b["name"])
+            plain = {name: store.run_data(name) for name in runs}
+            for name in runs:
+                alone = score_run(plain_items, plain[name], [r for n, r in plain.items() if n != name])
+                assert json.dumps(together[name], sort_keys=True) == json.dumps(alone, sort_keys=True), name
+    finally:
+        store.close()
+
+
+def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
+    """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes; every result
+    equals what `score --run NAME --json` computes with all of the benchmark's runs at hand."""
+    import json
+
+    from core.scoring import score_all
+    from db.bulk import score_benchmarks, units
+    from db.frames import score_extras
+
+    store = Store(demo_db)
+    try:
+        work = units(store)
+        assert {b["name"] for b in store.benchmarks()} == {bench for bench, _, _ in work}
+        assert len(work) > len(store.benchmarks())  # at least one benchmark splits by model
+        fanned = score_benchmarks(store, jobs=2)
+        here = score_benchmarks(store, jobs=1)
+        assert json.dumps(fanned, sort_keys=True) == json.dumps(here, sort_keys=True)
+        for b in store.benchmarks():
+            items, runs = load_benchmark_runs(store, b["name"], SCORING_COLUMNS)
+            assert list(fanned[b["name"]]) == list(runs)
+            for name, run in runs.items():
+                alone = score_all(items, runs, names=[name], **score_extras(store, name, run.family))[name]
+                assert json.dumps(fanned[b["name"]][name], sort_keys=True) == json.dumps(alone, sort_keys=True)
+    finally:
+        store.close()
+
+
+def test_score_benchmarks_refuses_an_unknown_benchmark(demo_db):
+    from db.bulk import score_benchmarks
+
+    store = Store(demo_db)
+    try:
+        with pytest.raises(Exception, match="no-such-benchmark"):
+            score_benchmarks(store, ["no-such-benchmark"], jobs=2)
+    finally:
+        store.close()
+
+
+def test_score_benchmarks_reports_a_failing_worker(demo_db, monkeypatch):
+    """A worker that fails makes the whole call fail with its error (never a partial result)."""
+    import os
+
+    import db.bulk as bulk
+    from db.bulk import score_benchmarks
+
+    parent, real = os.getpid(), bulk.score_units
+
+    def flaky(path, work, split=None):
+        if os.getpid() != parent:
+            raise ValueError("disk on fire")
+        return real(path, work, split)
+
+    monkeypatch.setattr(bulk, "score_units", flaky)
+    store = Store(demo_db)
+    try:
+        with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: disk on fire"):
+            score_benchmarks(store, jobs=2)
+    finally:
+        store.close()
+
+
+def test_cli_score_all_prints_one_json_line_per_run(demo_db, tmp_path):
+    """`score --all --json` (worker processes) prints, per run, the same JSON as `score --run NAME --json`."""
+    import json
+
+    from tests.conftest import copy_store, run_cli
+
+    db = copy_store(demo_db, tmp_path / "copy")
+    store = Store(db)
+    bench = next(b["name"] for b in store.benchmarks() if b["family"] == "stembind")
+    names = [r["name"] for r in store.runs(bench, with_counts=False)]
+    store.close()
+    out = run_cli("score", "--all", "--benchmark", bench, "--jobs", "2", "--json", db=db, check=True).stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [ln["run"] for ln in lines] == names
+    for line in lines[:2]:
+        one = json.loads(run_cli("score", "--run", line["run"], "--json", db=db, check=True).stdout)
+        assert one == line
+    bad = run_cli("score", "--all", "--compare", names[0], db=db)
+    assert bad.returncode != 0 and "--all takes neither" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_cli("score", db=db)
+    assert bad.returncode != 0 and "--run NAME (or --all)" in bad.stderr

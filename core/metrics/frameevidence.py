@@ -29,7 +29,6 @@ from core import stats
 from core.errors import MetricUndefined
 from core.metrics.common import (
     accuracy,
-    group_exact_match,
     join,
     joint_random_reference,
     macro_prf,
@@ -645,7 +644,7 @@ def decompose_change(items: pd.DataFrame, run_a: RunData, run_b: RunData,
             continue
         d = done.to_numpy(dtype=bool)
 
-        def flag(t: pd.DataFrame, col: str) -> np.ndarray:
+        def flag(t: pd.DataFrame, col: str, d: np.ndarray = d) -> np.ndarray:
             """The column on the groups counted; a group the other run lacks (NaN after reindex) is False."""
             values = t[col].to_numpy(dtype=object)[d]
             return np.array([x is not None and x == x and bool(x) for x in values], dtype=bool)

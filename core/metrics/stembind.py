@@ -117,13 +117,25 @@ def _joined(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
 
 @memoized
 def _pred_rows(items: pd.DataFrame, run: RunData) -> np.ndarray:
-    """Item row of each of the run's predictions (-1 outside `items`)."""
+    """Item row of each of the run's predictions (-1 outside `items`); the bulk loader's rows when `items` is
+    the frame it loaded."""
+    if run.item_rows is not None and run.rows_in is items:
+        return run.item_rows
     return positions(items, run.preds["item_id"])
 
 
 @memoized
+def _known_rows(items: pd.DataFrame) -> dict[int, np.ndarray]:
+    """id(frame) -> item rows of the frames built here from item rows (outcomes, paired outcomes); kept
+    inside common.shared_work, where those frames stay alive (memoized results), so ids are not reused."""
+    return {}
+
+
 def _rows_of(items: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray:
     """Item row of each row of a frame with an item_id column (an outcomes frame), -1 outside `items`."""
+    known = _known_rows(items).get(id(frame))
+    if known is not None:
+        return known
     return positions(items, frame["item_id"]) if len(frame) else np.empty(0, dtype=np.int64)
 
 
@@ -156,6 +168,14 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
         first = np.full(n_items, len(pos), dtype=np.int64)
         np.minimum.at(first, pos, np.arange(len(pos)))
         order = seen[np.argsort(first[seen], kind="stable")]
+    if len(order) == n_items and (n_items < 2 or bool((np.diff(order) == 1).all())) and (
+            n_items == 0 or order[0] == 0):
+        # every item answered, in item order (a complete run from the store): the item columns as they are
+        out = _outcome_base(items).copy(deep=False)
+        out["correct"] = n_ok == n_preds
+        out["n_preds"] = n_preds.astype(np.int64)
+        _known_rows(items)[id(out)] = order
+        return out
     info = _item_info(items)
     out = pd.DataFrame({
         "item_id": pd.Series(info["item_id"].take(order), dtype=object),
@@ -166,7 +186,15 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
         "correct": n_ok.take(order) == n_preds.take(order),
         "n_preds": n_preds.take(order).astype(np.int64),
     })
+    _known_rows(items)[id(out)] = order
     return out
+
+
+@memoized
+def _outcome_base(items: pd.DataFrame) -> pd.DataFrame:
+    """item_id, group_id, kind, operation, family of every item, in item order (shared, read-only)."""
+    info = _item_info(items)
+    return pd.DataFrame({c: pd.Series(info[c], dtype=object) for c in _OUTCOME_COLUMNS[:5]})
 
 
 @memoized
@@ -258,22 +286,17 @@ def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
         k = np.bincount(cell[ok], weights=correct[ok], minlength=size).reshape(n_stems, len(KINDS)).astype(int)
     else:
         got = k = np.zeros((n_stems, len(KINDS)), dtype=int)
-    table = pd.DataFrame(index=stems)
+    cols: dict[str, np.ndarray] = {}
     for j, kind in enumerate(KINDS):
-        table[f"n_{kind}"] = n[:, j]
-        table[f"got_{kind}"] = got[:, j]
-        table[f"k_{kind}"] = k[:, j]
-    table["complete"] = (
-        (table["n_P"] >= 1) & (table["n_R"] >= 1) & (table["n_F"] >= 1)
-        & (table["got_P"] == table["n_P"]) & (table["got_R"] == table["n_R"]) & (table["got_F"] == table["n_F"])
-    )
-    table["p_any"] = table["k_P"] >= 1
-    table["p_all"] = table["k_P"] == table["n_P"]
-    table["r"] = table["k_R"] == table["n_R"]
-    table["f"] = table["k_F"] == table["n_F"]
-    table["category"] = decompose(table["p_any"].to_numpy(), table["r"].to_numpy(), table["f"].to_numpy())
-    table.loc[~table["complete"], "category"] = None
-    return table
+        cols[f"n_{kind}"] = n[:, j].astype(int)
+        cols[f"got_{kind}"] = got[:, j].astype(int)
+        cols[f"k_{kind}"] = k[:, j].astype(int)
+    complete = (n >= 1).all(axis=1) & (got == n).all(axis=1)
+    p_any, p_all, r, f = k[:, 0] >= 1, k[:, 0] == n[:, 0], k[:, 1] == n[:, 1], k[:, 2] == n[:, 2]
+    category = decompose(p_any, r, f)
+    category[~complete] = None
+    cols.update(complete=complete, p_any=p_any, p_all=p_all, r=r, f=f, category=category)
+    return pd.DataFrame(cols, index=stems)
 
 
 @memoized
@@ -286,7 +309,10 @@ def _stem_codes(items: pd.DataFrame) -> dict[str, Any]:
     for j, k in enumerate(KINDS):
         kind_code[kind == k] = j
     cell = np.where((kind_code >= 0) & (codes >= 0), codes * len(KINDS) + kind_code, -1)
-    return {"stems": pd.Index(uniques, dtype=object, name="group_id"), "cell": cell}
+    rank = np.empty(len(uniques), dtype=np.int64)  # each stem's place in sorted group_id order
+    rank[np.argsort(np.asarray(uniques, dtype=object), kind="stable")] = np.arange(len(uniques))
+    return {"stems": pd.Index(uniques, dtype=object, name="group_id"), "cell": cell, "stem": codes,
+            "rank": rank, "kind": kind_code}
 
 
 def decompose(p_any: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -356,17 +382,24 @@ def _paired_outcomes(items: pd.DataFrame, a: RunData, b: RunData) -> pd.DataFram
     """a's outcomes on the items b also answered (in a's order), with correct_a and correct_b."""
     oa = item_outcomes(items, a)
     ob = item_outcomes(items, b)
-    at = pd.Index(ob["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(oa["item_id"].to_numpy(dtype=object))
+    rows_a, rows_b = _rows_of(items, oa), _rows_of(items, ob)
+    index_b = np.full(len(items) + 1, -1, dtype=np.int64)  # item row -> row of ob (the last slot: outside)
+    index_b[rows_b] = np.arange(len(rows_b))
+    at = index_b.take(rows_a)
     keep = at >= 0
     both = oa[keep].reset_index(drop=True).rename(columns={"correct": "correct_a"})
     both.insert(len(both.columns), "correct_b", ob["correct"].to_numpy(dtype=bool).take(at[keep]))
-    return both[["item_id", "group_id", "kind", "operation", "family", "correct_a", "n_preds", "correct_b"]]
+    both = both[["item_id", "group_id", "kind", "operation", "family", "correct_a", "n_preds", "correct_b"]]
+    _known_rows(items)[id(both)] = rows_a[keep]
+    return both
 
 
-def _paired_arrays(both: pd.DataFrame, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _paired_arrays(both: pd.DataFrame, mask: np.ndarray | None = None, stems: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stem (in order of first appearance): correct items of a, of b, and items (ka, kb, n), over the rows
-    of `both` (or those in `mask`)."""
-    group = both["group_id"].to_numpy(dtype=object)
+    of `both` (or those in `mask`). `stems`: each row's stem as an integer code (one code per group_id), which
+    spares hashing the group ids."""
+    group = both["group_id"].to_numpy(dtype=object) if stems is None else stems
     ca, cb = both["correct_a"].to_numpy(dtype=bool), both["correct_b"].to_numpy(dtype=bool)
     if mask is not None:
         group, ca, cb = group[mask], ca[mask], cb[mask]
@@ -380,18 +413,30 @@ def _paired_arrays(both: pd.DataFrame, mask: np.ndarray | None = None) -> tuple[
 
 
 @memoized
-def _kind_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Row masks of each kind (P, R, F) of a frame with a kind column (read-only, shared)."""
+def _kind_masks(frame: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, np.ndarray]:
+    """Row masks of each kind (P, R, F) of a frame with a kind column (read-only, shared); from the item rows
+    when the frame was built here from `items`."""
+    rows = _known_rows(items).get(id(frame)) if items is not None else None
+    if rows is not None:
+        kind_code = _stem_codes(items)["kind"].take(rows)
+        return {k: kind_code == j for j, k in enumerate(KINDS)}
     kind = frame["kind"].to_numpy(dtype=object)
     return {k: np.asarray(kind == k, dtype=bool) for k in KINDS}
 
 
-def _paired_diff(both: pd.DataFrame, seed: int | None, what: str, mask: np.ndarray | None = None) -> Rate:
+def _row_stems(items: pd.DataFrame, frame: pd.DataFrame) -> np.ndarray | None:
+    """Each row's stem code when the frame's item rows are known (else None)."""
+    rows = _known_rows(items).get(id(frame))
+    return None if rows is None else _stem_codes(items)["stem"].take(rows)
+
+
+def _paired_diff(both: pd.DataFrame, seed: int | None, what: str, mask: np.ndarray | None = None,
+                 stems: np.ndarray | None = None) -> Rate:
     """Accuracy of b minus accuracy of a on the items both runs answered (the rows of `both`, or those in
     `mask`); paired cluster bootstrap by stem."""
     if len(both) == 0 or (mask is not None and not mask.any()):
         return Rate.undefined(f"no {what} answered by both runs")
-    ka, kb, n = _paired_arrays(both, mask)
+    ka, kb, n = _paired_arrays(both, mask, stems)
     rate = Rate(kb.sum() / n.sum() - ka.sum() / n.sum(), n=int(n.sum()))
     if seed is not None:
         rate.ci = stats.cluster_bootstrap_diff(kb, n, ka, n, seed=seed)
@@ -401,10 +446,11 @@ def _paired_diff(both: pd.DataFrame, seed: int | None, what: str, mask: np.ndarr
 def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
     """VG = Acc(full image) - Acc(text only) (§3.3, D.5) on the items both runs answered, overall and per kind."""
     both = _paired_outcomes(items, text_run, full_run)  # a = text, b = full: b - a
-    out: dict[str, Any] = {"overall": _paired_diff(both, seed, "items")}
-    masks = _kind_masks(both)
+    stems = _row_stems(items, both)
+    out: dict[str, Any] = {"overall": _paired_diff(both, seed, "items", stems=stems)}
+    masks = _kind_masks(both, items)
     for kind in KINDS:
-        out[kind] = _paired_diff(both, seed, f"{kind} items", masks[kind])
+        out[kind] = _paired_diff(both, seed, f"{kind} items", masks[kind], stems)
     out["partner"] = text_run.name
     return out
 
@@ -412,9 +458,10 @@ def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed:
 def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
     """ThinkGain@X = Acc_think,X - Acc_non-think,X for X in P, R, F (§4.5, D.4), on items both runs answered."""
     both = _paired_outcomes(items, direct_run, thinking_run)  # a = direct, b = thinking
-    masks = _kind_masks(both)
+    masks = _kind_masks(both, items)
+    stems = _row_stems(items, both)
     out: dict[str, Any] = {
-        f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind]) for kind in KINDS
+        f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind], stems) for kind in KINDS
     }
     out["direct"] = direct_run.name
     out["thinking"] = thinking_run.name
@@ -694,9 +741,16 @@ def find_ssa_runs(run: RunData, others: Iterable[RunData]) -> dict[str, RunData]
     return by_level
 
 
-def _ci_arrays(outcomes: pd.DataFrame, masks: list[pd.Series]) -> tuple[np.ndarray, np.ndarray]:
-    """Per stem (sorted): correct items and items under each mask (stems x masks)."""
-    codes, _ = pd.factorize(outcomes["group_id"].to_numpy(dtype=object), sort=True)
+def _ci_arrays(outcomes: pd.DataFrame, masks: list[Any], items: pd.DataFrame | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per stem (sorted by group_id): correct items and items under each mask (stems x masks)."""
+    rows = _known_rows(items).get(id(outcomes)) if items is not None else None
+    if rows is not None:  # stems ranked in sorted group_id order, from the item rows (no string hashing)
+        layout = _stem_codes(items)
+        _, codes = np.unique(layout["rank"].take(layout["stem"].take(rows)), return_inverse=True)
+        codes = codes.reshape(-1)
+    else:
+        codes, _ = pd.factorize(outcomes["group_id"].to_numpy(dtype=object), sort=True)
     m = int(codes.max()) + 1 if len(codes) else 0
     keep = codes >= 0  # a missing group_id is in no stem (as groupby drops it)
     codes = codes[keep]
@@ -710,12 +764,13 @@ def _ci_arrays(outcomes: pd.DataFrame, masks: list[pd.Series]) -> tuple[np.ndarr
     return k, n
 
 
-def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, pd.Series]], seed: int | None) -> None:
+def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, Any]], seed: int | None,
+                items: pd.DataFrame | None = None) -> None:
     """Percentile cluster-bootstrap CIs (clusters = stems, one shared resampling) for item-level rates."""
     pairs = [(rate, mask) for rate, mask in pairs if rate.value is not None]
     if seed is None or not pairs:
         return
-    k, n = _ci_arrays(outcomes, [m for _, m in pairs])
+    k, n = _ci_arrays(outcomes, [m for _, m in pairs], items)
     lo, hi = stats.cluster_bootstrap_many(k, n, seed=seed)
     for i, (rate, _) in enumerate(pairs):
         rate.ci = (float(lo[i]), float(hi[i]))
@@ -738,13 +793,14 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
         out = item_outcomes(items, run)
         if not len(out):
             continue
-        masks = _kind_masks(out)
-        k, n = _ci_arrays(out, [masks[kind] for kind in KINDS])
+        masks = _kind_masks(out, items)
+        k, n = _ci_arrays(out, [masks[kind] for kind in KINDS], items)
         by_size.setdefault(k.shape[0], []).extend([k, n])
         both = out.assign(correct_a=out["correct"], correct_b=out["correct"])
+        stems = _row_stems(items, out)
         for mask in [None, *(masks[kind] for kind in KINDS)]:
             if mask is None or mask.any():
-                ka, _, nn = _paired_arrays(both, mask)
+                ka, _, nn = _paired_arrays(both, mask, stems)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
     for columns in by_size.values():
         stacked = np.hstack(columns).astype(float)
@@ -778,8 +834,8 @@ def score(
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
     result: dict[str, Any] = _accuracy_block(outcomes)
-    masks = _kind_masks(outcomes)
-    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed)
+    masks = _kind_masks(outcomes, items)
+    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed, items)
     result.update(_stem_block(stem_table(items, outcomes), seed))
 
     if _input_mode(run) == "text":

@@ -1,0 +1,121 @@
+"""Every metric of every run of one or more benchmarks, split over worker processes (`score --all`).
+
+Scoring a whole store is CPU-bound Python and numpy work, one core per process. The runs are cut into units
+that can be scored apart: a unit holds every run whose scores can depend on each other's predictions (the
+partner metrics), and units are packed into one bin per worker by prediction count. StemBind and
+FrameEvidence only ever pair runs of one model (config `model`: text-only, thinking and SSA partners; input
+mode partners and seed siblings), so their units are (benchmark, model); SPUR's text-only shortcut flag pools
+every text-only run of a benchmark, so a SPUR benchmark is one unit; the generic family pairs nothing, and
+is one unit too. Each worker opens the store itself (no connection crosses a fork), loads its units with
+db.frames and scores them with core.scoring.score_all, so every result equals `score --run NAME --json`'s
+(tests/test_frames.py checks it).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from db.store import Store
+
+BY_MODEL = frozenset({"stembind", "frameevidence"})
+# A unit's weight for packing: its predictions plus a fixed cost per run (a run's metric set costs about as
+# much as reading 5,000 predictions, whatever its size).
+RUN_WEIGHT = 5000
+
+
+def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[str, list[str], int]]:
+    """(benchmark, run names, weight) of each unit, in benchmark and run creation order."""
+    wanted = list(benchmarks) if benchmarks is not None else [b["name"] for b in store.benchmarks()]
+    out: list[tuple[str, list[str], int]] = []
+    for bench in wanted:
+        store.benchmark(bench)  # an unknown name is an error here, not an empty result
+        groups: dict[Any, tuple[list[str], list[int]]] = {}
+        for r in store.runs(bench):
+            key = r["config"].get("model") if r["family"] in BY_MODEL else None
+            names, counts = groups.setdefault(repr(key), ([], []))
+            names.append(r["name"])
+            counts.append(int(r["n_predictions"]) + RUN_WEIGHT)
+        out.extend((bench, names, sum(counts)) for names, counts in groups.values())
+    return out
+
+
+def _bins(work: list[tuple[str, list[str], int]], n: int) -> list[list[tuple[str, list[str], int]]]:
+    """Longest first into the lightest bin; each bin keeps the original unit order."""
+    bins: list[list[int]] = [[] for _ in range(max(1, n))]
+    load = [0] * len(bins)
+    for i in sorted(range(len(work)), key=lambda i: -work[i][2]):
+        j = load.index(min(load))
+        bins[j].append(i)
+        load[j] += work[i][2] + 1
+    return [[work[i] for i in sorted(b)] for b in bins if b]
+
+
+def score_units(path: str | os.PathLike[str], work: Sequence[tuple[str, list[str], int]], split: str | None = None
+                ) -> dict[str, dict[str, dict[str, Any]]]:
+    """{benchmark: {run: score_run result}} for the given units, in this process."""
+    from core.scoring import score_all
+    from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
+
+    store = Store(path)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    try:
+        for bench, names, _ in work:
+            items, runs = load_benchmark_runs(store, bench, SCORING_COLUMNS, names=names)
+            extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
+            out.setdefault(bench, {}).update(score_all(items, runs, split=split or None, per_run=extras))
+    finally:
+        store.close()
+    return out
+
+
+def _child(path: str, work: list[tuple[str, list[str], int]], split: str | None, conn: Any) -> None:
+    try:
+        conn.send(("ok", score_units(path, work, split)))
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs: int | None = None,
+                     split: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """{benchmark: {run: result}} for every run of `benchmarks` (default: all), on `jobs` processes
+    (default: the CPUs this process may use; 1 = here, no worker). Results are ordered as the store lists
+    benchmarks and runs."""
+    work = units(store, benchmarks)
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    bins = _bins(work, min(jobs, len(work)))
+    path = str(Path(store.path))
+    if len(bins) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        merged = score_units(path, work, split)
+    else:
+        ctx = multiprocessing.get_context("fork")  # the parent's imports come along; no store connection is used
+        children = []
+        for b in bins[1:]:
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(path, b, split, send), daemon=True)
+            proc.start()
+            send.close()
+            children.append((proc, recv))
+        merged = score_units(path, bins[0], split)
+        for proc, recv in children:
+            try:
+                status, payload = recv.recv()
+            except EOFError:
+                proc.join()
+                status, payload = "error", f"a scoring worker exited with code {proc.exitcode}"
+            proc.join()
+            if status != "ok":
+                raise RuntimeError(f"scoring worker failed: {payload}")
+            for bench, results in payload.items():
+                merged.setdefault(bench, {}).update(results)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for bench in dict.fromkeys(bench for bench, _, _ in work):
+        listed = [r["name"] for r in store.runs(bench, with_counts=False)]
+        out[bench] = {n: merged[bench][n] for n in listed if n in merged.get(bench, {})}
+    return out
