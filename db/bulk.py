@@ -62,8 +62,11 @@ def score_units(path: str | os.PathLike[str], work: Sequence[tuple[str, list[str
 
     store = Store(path)
     out: dict[str, dict[str, dict[str, Any]]] = {}
+    together: dict[str, list[str]] = {}  # units of one benchmark are loaded and scored in one go (shared work)
+    for bench, names, _ in work:
+        together.setdefault(bench, []).extend(names)
     try:
-        for bench, names, _ in work:
+        for bench, names in together.items():
             items, runs = load_benchmark_runs(store, bench, SCORING_COLUMNS, names=names)
             extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
             out.setdefault(bench, {}).update(score_all(items, runs, split=split or None, per_run=extras))

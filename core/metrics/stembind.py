@@ -191,6 +191,13 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
 
 
 @memoized
+def _op_codes(items: pd.DataFrame) -> tuple[np.ndarray, Any]:
+    """Per item row, a code of its meta.operation (-1 when it has none), and the operations by code."""
+    codes, values = pd.factorize(_item_info(items)["operation"], sort=False)
+    return codes.astype(np.int64), values
+
+
+@memoized
 def _outcome_base(items: pd.DataFrame) -> pd.DataFrame:
     """item_id, group_id, kind, operation, family of every item, in item order (shared, read-only)."""
     info = _item_info(items)
@@ -221,14 +228,20 @@ def accuracies(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
     return _accuracy_block(out)
 
 
-def _accuracy_block(out: pd.DataFrame) -> dict[str, Any]:
+def _accuracy_block(out: pd.DataFrame, items: pd.DataFrame | None = None) -> dict[str, Any]:
     # correct / answered counts per (operation, kind) cell in one bincount, then the rates of each block
-    kind = out["kind"].to_numpy(dtype=object)
     correct = out["correct"].to_numpy(dtype=bool)
-    kcode = np.full(len(out), -1, dtype=np.int64)
-    for j, k in enumerate(KINDS):
-        kcode[kind == k] = j
-    op_code, op_values = pd.factorize(out["operation"].to_numpy(dtype=object), sort=False)
+    rows = _known_rows(items).get(id(out)) if items is not None else None
+    if rows is not None:  # codes of the outcome rows' items (no string comparisons)
+        kcode = _stem_codes(items)["kind"].take(rows)
+        item_ops, op_values = _op_codes(items)
+        op_code = item_ops.take(rows)
+    else:
+        kind = out["kind"].to_numpy(dtype=object)
+        kcode = np.full(len(out), -1, dtype=np.int64)
+        for j, k in enumerate(KINDS):
+            kcode[kind == k] = j
+        op_code, op_values = pd.factorize(out["operation"].to_numpy(dtype=object), sort=False)
     n_ops = len(op_values)
 
     def cells(codes: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -245,9 +258,10 @@ def _accuracy_block(out: pd.DataFrame) -> dict[str, Any]:
     k_all, n_all = cells(np.zeros(len(out), dtype=np.int64), 1)
     overall = block(k_all[0], n_all[0])
     k_op, n_op = cells(op_code, n_ops)
-    index_of = {v: i for i, v in enumerate(op_values)}
+    rows_of_op = np.bincount(op_code[op_code >= 0], minlength=n_ops)  # an operation counts if a row has it
+    index_of = {v: i for i, v in enumerate(op_values) if rows_of_op[i]}
     ops_present = [op for op in OPERATIONS if op in index_of]
-    ops_present += sorted(v for v in op_values if v not in OPERATIONS)
+    ops_present += sorted(v for v in index_of if v not in OPERATIONS)
     fam_of = np.array([FAMILIES.index(f) if (f := operation_family(v)) in FAMILIES else -1 for v in op_values],
                       dtype=np.int64)
     fam_code = np.where(op_code >= 0, fam_of.take(np.maximum(op_code, 0)) if n_ops else -1, -1)
@@ -333,23 +347,24 @@ def stem_metrics(items: pd.DataFrame, run: RunData, seed: int | None = DEFAULT_S
 
 
 def _stem_block(table: pd.DataFrame, seed: int | None) -> dict[str, Any]:
-    done = table[table["complete"]]
-    n = len(done)
+    complete = table["complete"].to_numpy(dtype=bool)
+    category = table["category"].to_numpy(dtype=object)[complete]
+    p_all, r, f = (table[c].to_numpy(dtype=bool)[complete] for c in ("p_all", "r", "f"))
+    n = int(complete.sum())
     decomposition: dict[str, Any] = {
-        cat: _rate(int((done["category"] == cat).sum()), n, "complete stems") for cat in DECOMPOSITION
+        cat: _rate(int((category == cat).sum()), n, "complete stems") for cat in DECOMPOSITION
     }
     decomposition["n_stems"] = n
-    decomposition["n_incomplete"] = int((~table["complete"]).sum())
+    decomposition["n_incomplete"] = int((~complete).sum())
     # Among F-wrong stems, the share with R correct (§4.3 (ii): "about 56-71% have R correct").
-    f_wrong = done[~done["f"]]
-    decomposition["r_correct_given_f_wrong"] = _rate(int(f_wrong["r"].sum()), len(f_wrong), "F-wrong stems")
+    decomposition["r_correct_given_f_wrong"] = _rate(int(r[~f].sum()), int((~f).sum()), "F-wrong stems")
 
     return {
         "decomposition": decomposition,
-        **binding_gap_from_flags(done["p_all"].to_numpy(), done["r"].to_numpy(), done["f"].to_numpy(), seed),
-        "stem_coherent": _rate(int((done["p_all"] & done["r"] & done["f"]).sum()), n, "complete stems"),
+        **binding_gap_from_flags(p_all, r, f, seed),
+        "stem_coherent": _rate(int((p_all & r & f).sum()), n, "complete stems"),
         "lucky_guess": _rate(
-            int((done["f"] & ~(done["p_all"] & done["r"])).sum()), int(done["f"].sum()), "stems with F correct",
+            int((f & ~(p_all & r)).sum()), int(f.sum()), "stems with F correct",
             reason="no stem with F correct",
         ),
     }
@@ -808,9 +823,13 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
 
 
 def _duplicate_columns(a: np.ndarray) -> np.ndarray:
-    _, first = np.unique(a, axis=1, return_index=True)
-    dup = np.ones(a.shape[1], dtype=bool)
-    dup[first] = False
+    """Columns equal to an earlier column."""
+    seen: set[bytes] = set()
+    dup = np.zeros(a.shape[1], dtype=bool)
+    for j in range(a.shape[1]):
+        key = np.ascontiguousarray(a[:, j]).tobytes()
+        dup[j] = key in seen
+        seen.add(key)
     return dup
 
 
@@ -833,7 +852,7 @@ def score(
     """
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
-    result: dict[str, Any] = _accuracy_block(outcomes)
+    result: dict[str, Any] = _accuracy_block(outcomes, items)
     masks = _kind_masks(outcomes, items)
     _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed, items)
     result.update(_stem_block(stem_table(items, outcomes), seed))
