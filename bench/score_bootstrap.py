@@ -35,10 +35,17 @@ def make_data(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
     return k, np.ones_like(k)
 
 
+def _block_sizes(n_clusters: int, draws: int) -> list[int]:
+    """Draws per block as core.stats takes them (the stream is consumed block by block)."""
+    block = max(1, stats._BLOCK_CELLS // max(n_clusters, 1))
+    return [min(block, draws - done) for done in range(0, draws, block)]
+
+
 def loop_bootstrap(k: np.ndarray, n: np.ndarray, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The plain version: one Python iteration per draw, resampling groups and summing each metric."""
     rng = np.random.default_rng(seed)
-    index = rng.integers(0, len(k), size=(draws, len(k)))  # the same random stream as core.stats
+    index = np.vstack([stats.resample_indices(len(k), size, rng)  # the same random stream as core.stats
+                       for size in _block_sizes(len(k), draws)])
     ratios = np.empty((draws, k.shape[1]))
     for d in range(draws):
         rows = index[d]

@@ -75,14 +75,27 @@ def cluster_arrays(df: Any, by: str, columns: Sequence[str]) -> ClusterArrays:
     return ClusterArrays(list(sums.index), sums.to_numpy(dtype=float), n, list(columns))
 
 
+def resample_indices(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Cluster indices drawn uniformly with replacement (draws x n_clusters), the random stream of every
+    cluster bootstrap here: 32 random bits per index, taken in order from the generator's raw 64-bit output
+    (low half first), mapped to [0, n_clusters) by multiply-shift (Lemire's method without its rejection
+    step, so each index has probability within 2^-32 of 1 / n_clusters). About twice as fast as
+    `Generator.integers`, which matters for the 20,000 x clusters draws of a large benchmark."""
+    cells = draws * n_clusters
+    bits = rng.bit_generator.random_raw((cells + 1) // 2).view(np.uint32)[:cells]
+    idx = np.multiply(bits, np.uint64(n_clusters), dtype=np.uint64)
+    idx >>= np.uint64(32)
+    return idx.view(np.int64).reshape(draws, n_clusters)
+
+
 def _resample_int_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
     """How often each cluster is drawn in each bootstrap draw (draws x clusters), all draws at once.
 
-    Each draw picks `n_clusters` cluster indices with replacement; the indices are counted per draw with
-    one offset bincount, so no Python loop runs per draw.
+    Each draw picks `n_clusters` cluster indices with replacement (resample_indices); the indices are counted
+    per draw with one offset bincount, so no Python loop runs per draw.
     """
-    idx = rng.integers(0, n_clusters, size=(draws, n_clusters))
-    idx += (np.arange(draws) * n_clusters)[:, None]
+    idx = resample_indices(n_clusters, draws, rng)
+    idx += (np.arange(draws, dtype=np.int64) * n_clusters)[:, None]
     return np.bincount(idx.ravel(), minlength=draws * n_clusters).reshape(draws, n_clusters)
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from db.store import Store
 
 BY_MODEL = frozenset({"stembind", "frameevidence"})
-# A unit's weight for packing: its predictions plus a fixed cost per run (a run's metric set costs about as
-# much as reading 5,000 predictions, whatever its size).
+# A unit's weight for packing: per run, the benchmark's item count plus a fixed cost (a run's metric set costs
+# about as much as reading 5,000 predictions, whatever its size).
 RUN_WEIGHT = 5000
 
 
@@ -32,13 +32,14 @@ def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[s
     wanted = list(benchmarks) if benchmarks is not None else [b["name"] for b in store.benchmarks()]
     out: list[tuple[str, list[str], int]] = []
     for bench in wanted:
-        store.benchmark(bench)  # an unknown name is an error here, not an empty result
+        b = store.benchmark(bench)  # an unknown name is an error here, not an empty result
+        n_items = store.conn.execute("SELECT COUNT(*) FROM items WHERE benchmark_id = ?", (b["id"],)).fetchone()[0]
         groups: dict[Any, tuple[list[str], list[int]]] = {}
-        for r in store.runs(bench):
+        for r in store.runs(bench, with_counts=False):  # counting predictions would scan them: items will do
             key = r["config"].get("model") if r["family"] in BY_MODEL else None
             names, counts = groups.setdefault(repr(key), ([], []))
             names.append(r["name"])
-            counts.append(int(r["n_predictions"]) + RUN_WEIGHT)
+            counts.append(int(n_items) + RUN_WEIGHT)
         out.extend((bench, names, sum(counts)) for names, counts in groups.values())
     return out
 

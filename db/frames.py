@@ -88,6 +88,10 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
     if unknown:
         raise ValueError(f"unknown prediction columns {unknown}; expected some of {', '.join(PRED_COLUMNS)}")
     wanted = [c for c in PRED_COLUMNS if c in columns]
+    if not isinstance(item_ids, dict) and set(wanted) <= _PACKED_COLUMNS and "item_id" in wanted:
+        packed = _packed_frame(store, run_id, item_ids, wanted, rows_out)
+        if packed is not None:
+            return packed
     rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM predictions WHERE run_id = ?"
                               " ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(wanted)
@@ -129,6 +133,81 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
             data[name] = _obj([orjson.loads(v) if v else None for v in col])
         else:
             data[name] = _obj(col)
+    return pd.DataFrame(data)
+
+
+_PACKED_COLUMNS = frozenset({"item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens"})
+_PACKED_SQL = (
+    "SELECT COUNT(*), group_concat(item_pk), group_concat(rotation), group_concat(repeat),"
+    " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
+    " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
+    " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all'))"
+    # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
+    # order is checked after parsing (any other order falls back to the row path)
+    " FROM predictions WHERE run_id = ?")
+
+
+def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
+                  rows_out: list[np.ndarray] | None) -> pd.DataFrame | None:
+    """The scoring columns of one run read as a few packed strings that SQLite builds (group_concat) and numpy
+    parses, instead of a Python object per cell; traces and input modes other than "all" are read for the rows
+    that have them. None when the run does not fit this path (no rows, an answer longer than one character, a
+    status outside the schema's three, rows out of key order): the caller reads it row by row."""
+    (n, pks, rots, reps, codes, answers, tokens, null_tokens, n_trace, n_mode) = store.conn.execute(
+        _PACKED_SQL, (run_id,)).fetchone()
+    if not n or len(answers) != n or len(codes) != n or "3" in codes:
+        return None
+    pk = np.fromstring(pks, dtype=np.int64, sep=",")
+    rotation = np.fromstring(rots, dtype=np.int64, sep=",")
+    repeat = np.fromstring(reps, dtype=np.int64, sep=",")
+    if not (len(pk) == len(rotation) == len(repeat) == n):
+        return None
+    if n > 1:  # rows must come in (item_pk, rotation, repeat) order, as the row path reads them
+        d_pk, d_rot, d_rep = np.diff(pk), np.diff(rotation), np.diff(repeat)
+        if not bool(((d_pk > 0) | ((d_pk == 0) & ((d_rot > 0) | ((d_rot == 0) & (d_rep > 0))))).all()):
+            return None
+    pk_to_row, ids = lookup
+    if pk.max() >= len(pk_to_row) or pk.min() < 0:
+        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+    item_rows = pk_to_row.take(pk)
+    if (item_rows < 0).any():
+        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+    if rows_out is not None:
+        rows_out.append(item_rows)
+    data: dict[str, Any] = {}
+    for name in wanted:
+        if name == "item_id":
+            data[name] = pd.Series(ids.take(item_rows), dtype=object, copy=False)
+        elif name == "rotation":
+            data[name] = pd.Series(rotation)
+        elif name == "repeat":
+            data[name] = pd.Series(repeat)
+        elif name == "status":
+            code = np.frombuffer(codes.encode("ascii"), dtype=np.uint8) - ord("0")
+            data[name] = pd.Series(np.array(STATUSES, dtype=object).take(code), dtype=object, copy=False)
+        elif name == "answer":
+            points = np.frombuffer(answers.encode("utf-32-le"), dtype=np.uint32)
+            distinct, inverse = np.unique(points, return_inverse=True)
+            table = np.array([None if c == 1 else chr(c) for c in distinct], dtype=object)
+            data[name] = pd.Series(table.take(inverse.reshape(-1)), dtype=object, copy=False)
+        elif name == "tokens":
+            values = np.fromstring(tokens, dtype=float, sep=",")
+            if len(values) != n:
+                return None
+            values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
+            data[name] = pd.Series(values)
+        elif name in ("trace", "input_mode"):
+            default = None if name == "trace" else "all"
+            column = np.full(n, default, dtype=object)
+            if (n_trace if name == "trace" else n_mode):
+                where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
+                at = {key: i for i, key in enumerate(zip(pk.tolist(), rotation.tolist(), repeat.tolist(),
+                                                                     strict=True))}
+                for p_, r_, q_, value in store.conn.execute(
+                        f"SELECT item_pk, rotation, repeat, {name} FROM predictions WHERE run_id = ? AND {where}",
+                        (run_id,)):
+                    column[at[(p_, r_, q_)]] = value
+            data[name] = pd.Series(column, dtype=object, copy=False)
     return pd.DataFrame(data)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -35,8 +36,10 @@ def test_bulk_frames_equal_the_store_frames(demo_db, columns):
         store.close()
 
 
-def test_bulk_frames_with_mixed_columns(store, tmp_path):
-    """A run whose input modes, traces, errors and statuses vary row by row reads back the same either way."""
+@pytest.mark.parametrize("columns", [PRED_COLUMNS, SCORING_COLUMNS])
+def test_bulk_frames_with_mixed_columns(store, tmp_path, columns):
+    """A run whose input modes, traces, errors, tokens and statuses vary row by row reads back the same either
+    way (SCORING_COLUMNS: the packed read, checked to be the path taken)."""
     import json
 
     from db.importers import import_items, import_predictions
@@ -56,9 +59,22 @@ def test_bulk_frames_with_mixed_columns(store, tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     import_predictions(store, path, "mixed")
-    _, runs = load_benchmark_runs(store, "fe")
-    _same(runs["mixed"].preds, store.run_data("mixed").preds)
+    items, runs = load_benchmark_runs(store, "fe", columns)
+    want = store.run_data("mixed").preds
+    _same(runs["mixed"].preds, want[list(runs["mixed"].preds.columns)])
     assert set(runs["mixed"].preds["status"]) == {"ok", "invalid", "api_error"}
+    assert runs["mixed"].preds["tokens"].isna().any() and runs["mixed"].preds["trace"].notna().any()
+    if columns == SCORING_COLUMNS:
+        from db.frames import _packed_frame, _runs
+
+        run_id = next(r[0] for r in _runs(store, "fe") if r[1] == "mixed")
+        pks = store.conn.execute("SELECT id FROM items ORDER BY id").fetchall()
+        lookup = np.full(max(p for (p,) in pks) + 1, -1, dtype=np.int64)
+        lookup[[p for (p,) in pks]] = np.arange(len(pks))
+        packed = _packed_frame(store, run_id, (lookup, items["item_id"].to_numpy(dtype=object)),
+                               list(runs["mixed"].preds.columns), None)
+        assert packed is not None
+        _same(packed, want[list(packed.columns)])
 
 
 def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):

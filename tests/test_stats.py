@@ -268,3 +268,16 @@ def test_cluster_arrays_refuses_missing_cluster():
     df = pd.DataFrame({"meta": [{"scene": "s1"}, {}], "correct": [True, False]})
     with pytest.raises(MetricUndefined, match="1 rows"):
         stats.cluster_arrays(df, "meta.scene", ["correct"])
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 96, 2298, 70_001])
+def test_resample_indices_are_uniform_and_seeded(n):
+    from scipy.stats import chisquare
+
+    idx = stats.resample_indices(n, 20_000 // max(1, n // 50) + 1, np.random.default_rng(3))
+    assert idx.dtype == np.int64 and idx.min() >= 0 and idx.max() < n
+    again = stats.resample_indices(n, idx.shape[0], np.random.default_rng(3))
+    assert np.array_equal(idx, again)
+    if 1 < n <= 2298:
+        counts = np.bincount(idx.ravel(), minlength=n)
+        assert chisquare(counts).pvalue > 1e-4  # uniform over the clusters
