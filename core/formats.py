@@ -112,23 +112,51 @@ _FAST_PRED_KEYS = frozenset({"item_id", "response", "answer", "status", "rotatio
                              "tokens", "error"})
 
 
-def fast_prediction(obj: Any, line: int) -> Prediction | None:
-    """The common well-formed predictions line, checked with plain type tests; None sends the line through
-    `parse_prediction_fields`, which accepts or rejects it with the precise error (same rules)."""
-    if type(obj) is not dict or not obj.keys() <= _FAST_PRED_KEYS:
+# (item_id, response, status, answer letter, rotation, repeat, input_mode, trace, tokens, error)
+PredictionFields = tuple[str, str, str, str | None, int, int, str, str | None, int | None, str | None]
+
+
+_PLAIN_PRED_KEYS = frozenset({"item_id", "response", "tokens"})
+
+
+def plain_prediction(obj: Any) -> tuple[str, str, int | None] | None:
+    """(item_id, response, tokens) of the usual predictions line, which has no other field; None for any other
+    line (`fast_prediction_fields` or `parse_prediction_fields` decides those)."""
+    if type(obj) is not dict or not obj.keys() <= _PLAIN_PRED_KEYS:
         return None
-    item_id = obj.get("item_id")
-    response = obj.get("response")
+    get = obj.get
+    item_id, response, tokens = get("item_id"), get("response"), get("tokens")
+    if type(item_id) is not str or not item_id or type(response) is not str \
+            or (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= 10_000_000)):
+        return None
+    return item_id, response, tokens
+
+
+def fast_prediction_fields(obj: Any) -> PredictionFields | None:
+    """The fields of a common well-formed predictions line, checked with plain type tests (status "" when not
+    given); None sends the line through `parse_prediction_fields`, which accepts or rejects it with the precise
+    error (same rules). A tuple, not a Prediction: the bulk importer builds no object per line."""
+    if type(obj) is not dict:
+        return None
+    keys = obj.keys()
+    if keys <= _PLAIN_PRED_KEYS:
+        plain = plain_prediction(obj)
+        return None if plain is None else (plain[0], plain[1], "", None, 0, 0, "all", None, plain[2], None)
+    if not keys <= _FAST_PRED_KEYS:
+        return None
+    get = obj.get
+    item_id = get("item_id")
+    response = get("response")
     if type(item_id) is not str or not item_id or type(response) is not str:
         return None
-    status = obj.get("status") or None
-    rotation = obj.get("rotation", 0)
-    repeat = obj.get("repeat", 0)
-    input_mode = obj.get("input_mode") or "all"
-    answer = obj.get("answer") or None
-    trace = obj.get("trace") or None
-    tokens = obj.get("tokens")
-    error = obj.get("error") or None
+    status = get("status") or None
+    rotation = get("rotation", 0)
+    repeat = get("repeat", 0)
+    input_mode = get("input_mode") or "all"
+    answer = get("answer") or None
+    trace = get("trace") or None
+    tokens = get("tokens")
+    error = get("error") or None
     if (status is not None and status not in STATUSES) or type(rotation) is not int or not 0 <= rotation <= 7 \
             or type(repeat) is not int or not 0 <= repeat <= 10_000 or input_mode not in INPUT_MODES \
             or (answer is not None and (type(answer) is not str or len(answer) != 1 or answer not in LETTERS)) \
@@ -136,8 +164,16 @@ def fast_prediction(obj: Any, line: int) -> Prediction | None:
             or (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= 10_000_000)) \
             or (error is not None and type(error) is not str):
         return None
-    return Prediction(item_id=item_id, response=response, status=status or "", shown=answer, rotation=rotation,
-                      repeat=repeat, input_mode=input_mode, trace=trace, tokens=tokens, error=error, line=line)
+    return item_id, response, status or "", answer, rotation, repeat, input_mode, trace, tokens, error
+
+
+def fast_prediction(obj: Any, line: int) -> Prediction | None:
+    """`fast_prediction_fields` as a Prediction (None: see there)."""
+    f = fast_prediction_fields(obj)
+    if f is None:
+        return None
+    return Prediction(item_id=f[0], response=f[1], status=f[2], shown=f[3], rotation=f[4], repeat=f[5],
+                      input_mode=f[6], trace=f[7], tokens=f[8], error=f[9], line=line)
 
 
 def parse_prediction_fields(obj: Any, file: str, line: int, report: Report) -> Prediction | None:

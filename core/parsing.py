@@ -76,6 +76,17 @@ def _re_split(p: str, s: str, maxsplit: int = 0, flags: int = 0) -> list[str]:
 def _re_sub(p: str, repl: str, s: str, flags: int = 0) -> str:
     return _rx(p, flags).sub(repl, s)
 
+
+# Flags as plain ints: RegexFlag.__or__ and RegexFlag.__hash__ (the pattern cache's key) are Python-level calls.
+_I = int(re.IGNORECASE)
+_I_DOTALL = int(re.IGNORECASE | re.DOTALL)
+
+# Shortcuts of the full rules (same results, only faster; tests/test_parsing.py compares the parser with them off
+# and on): skipping a regex when a substring every match of it needs is absent, and the cache of the tag style's
+# final-line decision (`_final_line_cached`). Marker needles are only consulted for ASCII text, where IGNORECASE
+# matching is plain ASCII case folding (no "ſ" for "s", no Kelvin sign for "k").
+_SHORTCUTS = True
+
 # Words after a capital "A" that mean the "A" is an option letter, not the English article.
 _CONNECTIVES = {
     "or", "and", "nor", "vs", "versus", "is", "was", "seems", "appears", "looks", "because", "since", "as",
@@ -95,12 +106,33 @@ _CHOICE_MARKERS = (
     r"\b(?:choose|pick|select|go\s+with)(?:\s+option)?",
 )
 _OPTION_MARKERS = (r"选项", r"\b(?:option|choice)\b")
+# For each marker: substrings (lowercase ASCII) of which every match in ASCII text contains one; a marker
+# with no ASCII needle cannot match ASCII text at all.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    _ANSWER_MARKERS[0]: ("\\boxed{",), _ANSWER_MARKERS[1]: ("answer",), _ANSWER_MARKERS[2]: ("answer",),
+    _ANSWER_MARKERS[3]: (), _ANSWER_MARKERS[4]: (),
+    _CHOICE_MARKERS[0]: (), _CHOICE_MARKERS[1]: ("choose", "pick", "select", "go"),
+    _OPTION_MARKERS[0]: (), _OPTION_MARKERS[1]: ("option", "choice"),
+}
+
+
+# Every needle occurrence in lowercased ASCII text (a lookahead, so overlapping needles are all found; no needle
+# is a prefix of another, so one capture per position loses none).
+_NEEDLE_RX = re.compile(r"(?=(\\boxed\{|answer|choose|pick|select|go|option|choice))")
+
+
+def _needles_in(text: str) -> set[str] | None:
+    """The marker needles present in `text`, or None when they may not be consulted (shortcuts off, non-ASCII)."""
+    if not _SHORTCUTS or not text.isascii():
+        return None
+    return set(_NEEDLE_RX.findall(text.lower()))
 
 
 def _normalize(text: str) -> str:
     """NFKC (full-width letters and punctuation to ASCII), markdown emphasis and code marks removed."""
     text = unicodedata.normalize("NFKC", text)
-    text = _re_sub(r"\*\*|__|`|\*", "", text)
+    if not _SHORTCUTS or "*" in text or "_" in text or "`" in text:
+        text = _re_sub(r"\*\*|__|`|\*", "", text)
     return text.strip()
 
 
@@ -111,6 +143,13 @@ def _norm_text(text: str) -> str:
     return text.strip(" \t\"'“”‘’「」『』()[]{}<>.。,，、;；:!！?？")
 
 
+@functools.lru_cache(maxsize=4096)
+def _norm_option(text: str) -> str:
+    """`_norm_text` of an option text, cached: the same item's options come back with every response to it."""
+    return _norm_text(text)
+
+
+@functools.lru_cache(maxsize=64)
 def _letter_class(letters: str) -> str:
     return "[" + re.escape(letters) + "]"
 
@@ -123,7 +162,7 @@ def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None
     if not m or m.group(1) in _CONNECTIVES:
         return False
     if options and "A" in options:  # "A left" where option A is "left" names the option
-        own = _norm_text(options["A"])
+        own = _norm_option(options["A"])
         if own and text[end:].strip().casefold().startswith(own):
             return False
     return True
@@ -144,7 +183,7 @@ def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[
         r"[\s\"'“”‘’「」『』]*(?:(?:option|choice|选项|选)\s*)?[(\[{<]?\s*(" + _letter_class(letters.lower() + letters)
         + r")\s*[)\]}>]?\s*[.。:;,、!)]*\s*(.*?)[\s.。!！\"'“”’」』]*",
         text,
-        flags=re.IGNORECASE | re.DOTALL,
+        flags=_I_DOTALL,
     )
     if not m:
         return None
@@ -164,7 +203,7 @@ def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[
 def _letter_list_after(text: str, start: int, letters: str, options: dict[str, str] | None) -> list[str]:
     """The letter or letter list that directly follows a marker ending at `start`."""
     rest = text[start:]
-    lead = _re_match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=re.IGNORECASE)
+    lead = _re_match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=_I)
     pos = lead.end() if lead else 0
     letter_re = r"(" + _letter_class(letters + letters.lower()) + r")(?![A-Za-z0-9])"
     found: list[str] = []
@@ -179,18 +218,21 @@ def _letter_list_after(text: str, start: int, letters: str, options: dict[str, s
         if letter.isupper() and _is_article(rest, after, letter, options):
             break
         found.append(letter.upper())
-        sep = _re_match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], re.IGNORECASE)
+        sep = _re_match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], _I)
         if not sep:
             break
         pos = after + sep.end()
     return [x for x in found if x in letters]
 
 
-def _marker_letters(text: str, patterns: tuple[str, ...], letters: str, options: dict[str, str] | None) -> list[str]:
-    """Levels 2-4: every letter named right after any of the markers."""
+def _marker_letters(text: str, patterns: tuple[str, ...], letters: str, options: dict[str, str] | None,
+                   needles: set[str] | None = None) -> list[str]:
+    """Levels 2-4: every letter named right after any of the markers (`needles`: see `_needles_in`)."""
     found: list[str] = []
     for pattern in patterns:
-        for m in _re_finditer(pattern, text, flags=re.IGNORECASE):
+        if needles is not None and needles.isdisjoint(_NEEDLES[pattern]):
+            continue  # this marker cannot occur in the text
+        for m in _re_finditer(pattern, text, flags=_I):
             found.extend(_letter_list_after(text, m.end(), letters, options))
     return found
 
@@ -202,7 +244,7 @@ def _option_matches(fragment: str, options: dict[str, str] | None) -> list[str]:
     target = _norm_text(fragment)
     if not target:
         return []
-    return [letter for letter, text in options.items() if _norm_text(str(text)) == target]
+    return [letter for letter, text in options.items() if _norm_option(str(text)) == target]
 
 
 def _option_text_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
@@ -214,8 +256,11 @@ def _option_text_letters(text: str, letters: str, options: dict[str, str] | None
     if whole:
         return whole
     last = None
+    needles = _needles_in(text)
     for pattern in _ANSWER_MARKERS + _CHOICE_MARKERS + _OPTION_MARKERS:
-        for m in _re_finditer(pattern, text, flags=re.IGNORECASE):
+        if needles is not None and needles.isdisjoint(_NEEDLES[pattern]):
+            continue
+        for m in _re_finditer(pattern, text, flags=_I):
             if last is None or m.end() > last:
                 last = m.end()
     if last is None:
@@ -237,10 +282,12 @@ def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, st
     bare = _bare_form(text, letters, options)
     if bare:
         return _decide(bare)
-    for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS, _OPTION_MARKERS):
-        found = _marker_letters(text, patterns, letters, options)
-        if found:
-            return _decide(found)
+    needles = _needles_in(text)
+    if needles is None or needles:  # an ASCII text without any needle has no marker at all
+        for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS, _OPTION_MARKERS):
+            found = _marker_letters(text, patterns, letters, options, needles)
+            if found:
+                return _decide(found)
     if option_text:
         found = _option_text_letters(text, letters, options)
         if found:
@@ -262,9 +309,14 @@ def _final_response(text: str) -> tuple[str, str]:
 
 def _parse_tag(text: str, letters: str, options: dict[str, str] | None) -> tuple[str, str | None]:
     """StemBind style (002 App. C.2)."""
-    opens = len(_re_findall(r"<\s*answer\s*>", text, flags=re.IGNORECASE))
-    tags = _re_findall(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", text, flags=re.IGNORECASE | re.DOTALL)
-    if opens or tags or _re_search(r"<\s*/\s*answer\s*>", text, flags=re.IGNORECASE):
+    if _SHORTCUTS and "<" not in text:  # every tag pattern needs a "<"
+        tagged = False
+        opens, tags = 0, []
+    else:
+        opens = len(_re_findall(r"<\s*answer\s*>", text, flags=_I))
+        tags = _re_findall(r"<\s*answer\s*>(.*?)<\s*/\s*answer\s*>", text, flags=_I_DOTALL)
+        tagged = bool(opens or tags or _re_search(r"<\s*/\s*answer\s*>", text, flags=_I))
+    if tagged:
         if not tags or opens != len(tags):
             return INVALID, None  # an unclosed or stray tag is malformed output
         chosen = []
@@ -274,12 +326,46 @@ def _parse_tag(text: str, letters: str, options: dict[str, str] | None) -> tuple
                 return INVALID, None  # a tag that does not hold exactly one allowed letter
             chosen.append(bare[0])
         return _decide(chosen)
-    last_line, last_sentence = _final_response(text)
+    if not _SHORTCUTS:
+        return _final_line_decision(_final_response(text)[0], letters, options)
+    last_line = _last_line(text)
+    if not options:  # {} and None read alike
+        return _final_line_cached(last_line, letters, None)
+    try:
+        key = tuple(options.items())
+        hash(key)
+    except TypeError:  # option texts that are not strings (a caller's own dict): no cache
+        return _final_line_decision(last_line, letters, options)
+    return _final_line_cached(last_line, letters, key)
+
+
+def _last_line(text: str) -> str:
+    """`_final_response(text)[0]`: the final non-empty line, stripped ("" when there is none)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def _final_line_decision(last_line: str, letters: str, options: dict[str, str] | None) -> tuple[str, str | None]:
+    """The tag style without tags: a letter from the final line, else a unique standalone letter in its final
+    sentence; a function of the final line alone (with letters and options)."""
+    sentences = [s.strip() for s in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", last_line) if s and s.strip()]
+    last_sentence = sentences[-1] if sentences else last_line
     result = _parse_letter(last_line, letters, options, standalone=False, option_text=False)
     if result is None:
         found = _standalone_letters(last_sentence, letters, options)
         result = _decide(found) if found else (INVALID, None)
     return result
+
+
+@functools.lru_cache(maxsize=4096)
+def _final_line_cached(last_line: str, letters: str,
+                       option_items: tuple[tuple[str, str], ...] | None) -> tuple[str, str | None]:
+    """`_final_line_decision`, cached: untagged answers end in a few formulaic lines ("Final answer: B", "The
+    answer is C.") even when the reasoning before them is unique, and an item's options recur with every run."""
+    return _final_line_decision(last_line, letters, dict(option_items) if option_items else None)
 
 
 def parse_answer(response: str | None, letters: str = "ABCD", style: str = "letter",
@@ -291,7 +377,7 @@ def parse_answer(response: str | None, letters: str = "ABCD", style: str = "lett
     """
     if response is None or not str(response).strip():
         return API_ERROR, None
-    fast = _fast_path(response, letters, style)
+    fast = fast_parse(response, letters, style)
     if fast is not None:
         return fast
     return _parse_slow(response, letters, style, options)
@@ -300,34 +386,36 @@ def parse_answer(response: str | None, letters: str = "ABCD", style: str = "lett
 
 
 def fast_parse(response: str | None, letters: str = "ABCD", style: str = "letter") -> tuple[str, str | None] | None:
-    """`parse_answer` for the common clean cases without option texts; None when the full rules must decide."""
-    if response is None or not response.strip():
-        return API_ERROR, None
-    return _fast_path(response, letters, style)
+    """`parse_answer` for the common clean cases, decided without the full rule cascade and without option texts
+    (same result, tested against it); None when the full rules must decide (then call `full_parse`).
 
-
-def _fast_path(response: str, letters: str, style: str) -> tuple[str, str | None] | None:
-    """The common clean cases, decided without the full rule cascade (same result, tested against it).
-
-    letter: the response is exactly one allowed letter. tag: a plain-ASCII response (so normalisation
-    changes nothing) with exactly one well-formed <ANSWER>X</ANSWER> tag and no other tag marks.
+    Empty: api_error. letter: the response is exactly one allowed letter. tag: a plain-ASCII response (so
+    normalisation changes nothing) with exactly one well-formed <ANSWER>X</ANSWER> tag and no other tag marks.
     """
-    if style == "letter":
-        stripped = response.strip()
-        if len(stripped) == 1 and stripped in letters:
-            return OK, stripped
-        return None
+    if response is None or not response or response.isspace():  # isspace: `not strip()` without the copy
+        return API_ERROR, None
     if style == "tag":
         i = response.find("<ANSWER>")
         if i < 0 or response[i + 9: i + 18] != "</ANSWER>":
             return None
         letter = response[i + 8]
-        # "answer" occurs exactly twice (both inside the one well-formed tag: no other tag mark), and the text is
-        # plain ASCII without markdown marks, so normalisation would change nothing
-        if letter in letters and letter != "" and response.isascii() and response.lower().count("answer") == 2 \
-                and "*" not in response and "`" not in response and "__" not in response:
+        # no other tag mark: the text's only two "<" are this tag's, or "answer" occurs only twice (both inside
+        # it); and the text is plain ASCII without markdown marks, so normalisation changes nothing
+        if letter in letters and response.isascii() and "*" not in response and "`" not in response \
+                and "__" not in response and (response.count("<") == 2 or response.lower().count("answer") == 2):
             return OK, letter
+        return None
+    if style == "letter":
+        stripped = response.strip()
+        if len(stripped) == 1 and stripped in letters:
+            return OK, stripped
     return None
+
+
+def full_parse(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:
+    """`parse_answer` for a response `fast_parse` returned None for: the full rule cascade, without repeating
+    the checks `fast_parse` already made."""
+    return _parse_slow(response, letters, style, options)
 
 
 def _parse_slow(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:

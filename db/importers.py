@@ -1,35 +1,54 @@
 """Importers for items (JSONL or zip), predictions (JSONL or CSV) and labels (JSONL) — SPEC §3.
 
-Every import validates the whole file first and writes nothing when any line is bad; the write itself is one
-`BEGIN IMMEDIATE` transaction, so a killed import leaves no partial rows. Re-importing the same file changes
-nothing.
+Every import validates the whole file and writes nothing when any line is bad; the write itself is one
+`BEGIN IMMEDIATE` transaction, so a killed import leaves no partial rows. (A long predictions file for a new
+run is validated while it is written, by a worker process, and that transaction is rolled back at the first
+problem; see `import_predictions`.) Re-importing the same file changes nothing.
 """
 
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import shutil
+import sqlite3
 import stat
 import tempfile
+import threading
 import zipfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from core import families
 from core.errors import ImportRefused, NotFound
-from core.formats import fast_prediction, parse_item, parse_label, parse_prediction_fields
-from core.parsing import OK, fast_parse, parse_answer, rotate_options, unrotate
+from core.formats import (
+    PredictionFields,
+    fast_prediction,
+    fast_prediction_fields,
+    parse_item,
+    parse_label,
+    parse_prediction_fields,
+    plain_prediction,
+)
+from core.gcpause import gc_paused
+from core.parsing import OK, fast_parse, full_parse, parse_answer, rotate_options, unrotate
 from core.report import Report
 from core.schema import Item, Prediction
 from db.store import Store, config_hash, now
+
+_T = TypeVar("_T")
 
 MAX_IMAGE_PIXELS = 40_000_000  # larger images are refused as possible decompression bombs
 MAX_ZIP_BYTES = 8 * 1024**3  # total uncompressed size of an items zip
@@ -52,27 +71,39 @@ def _refuse(report: Report) -> None:
 
 
 def _read_text(path: Path, report: Report) -> str | None:
+    return _read_text_and_digest(path, report, digest=False)[0]
+
+
+def _read_text_and_digest(path: Path, report: Report, digest: bool = True) -> tuple[str | None, str]:
+    """The file's text (None, with the error in `report`, when unreadable or empty) and, with `digest`, the
+    SHA-256 of its bytes."""
     name = path.name
     if not path.is_file():
         report.error(name, 0, "(file)", f"no such file: {path}")
-        return None
+        return None, ""
     raw = path.read_bytes()
+    sha = hashlib.sha256(raw).hexdigest() if digest else ""
     try:
         text = raw.decode("utf-8-sig")  # a UTF-8 BOM is accepted and dropped
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         report.error(name, line, "(line)", f"not valid UTF-8 ({exc.reason})")
-        return None
+        return None, sha
     if not text.strip():
         report.error(name, 0, "(file)", "the file is empty (expected one JSON object a line)")
-        return None
-    return text
+        return None, sha
+    return text, sha
 
 
 def _json_lines(text: str, name: str, report: Report) -> list[tuple[int, Any]]:
+    return _json_line_objs(text.split("\n"), 1, name, report)
+
+
+def _json_line_objs(lines: list[str], first: int, name: str, report: Report) -> list[tuple[int, Any]]:
+    """(line number, object) of each JSON line; `first` is the number of lines[0]. Blank lines are skipped."""
     out = []
     loads = orjson.loads
-    for no, line in enumerate(text.split("\n"), start=1):
+    for no, line in enumerate(lines, start=first):
         try:
             out.append((no, loads(line)))
         except orjson.JSONDecodeError:
@@ -356,14 +387,468 @@ def resolve_prediction(p: Prediction, letters: str, parser: str, name: str, repo
         p.answer = unrotate(letter, letters, p.rotation)
 
 
+_PredRow = tuple[Any, ...]  # (run id, item pk, rotation, repeat, response, shown, answer, status, error, input_mode,
+#                             trace, tokens, latency, probs): one predictions row, in the column order of PRED_INSERT
+_PlainRow = tuple[Any, ...]  # (item pk, response, letter, status, tokens): the row of a line with no other field
+_Rows = tuple[list[_PlainRow], list[_PredRow]]
+
+
+def _plain_insert(run_id: int) -> str:
+    """The INSERT of plain rows into run `run_id`: rotation and repeat 0, answer = shown, input mode all, no
+    error, trace, latency or probs, all written as constants (fewer values to bind per row)."""
+    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+            " input_mode, trace, tokens, latency, probs) VALUES"
+            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
+
+
+def _full_row(run_id: int, r: _PlainRow) -> _PredRow:
+    return (run_id, r[0], 0, 0, r[1], r[2], r[2], r[3], None, "all", None, r[4], None, None)
+
+PIPELINE_MIN_LINES = 4_000  # a new run from a JSONL file this long is parsed in a worker process while this one writes
+_CHUNK = 500  # lines per chunk: one unit of work, and one message from the worker
+
+
+class _Fallback(Exception):
+    """The fast path met something that only the reference path reports exactly (a bad line, a conflict)."""
+
+
+def _fields(obj: Any, no: int, name: str, scratch: Report) -> PredictionFields:
+    """The fields of one predictions line (see `fast_prediction_fields`); _Fallback when the line has a problem."""
+    f = fast_prediction_fields(obj)
+    if f is not None:
+        return f
+    p = parse_prediction_fields(obj, name, no, scratch)
+    if p is None:
+        raise _Fallback
+    return (p.item_id, p.response, p.status, p.shown, p.rotation, p.repeat, p.input_mode, p.trace, p.tokens, p.error)
+
+
+class _RowBuilder:
+    """Predictions rows straight from JSON objects, by the rules of `parse_prediction_fields` and
+    `resolve_prediction`, for files without problems: anything the reference path would report raises _Fallback.
+
+    With `dedup` it checks for duplicate keys itself (across calls: one builder per file); without, the rows must
+    go as plain INSERTs into a run that has none yet, where the table's primary key (run, item, rotation, repeat)
+    refuses a duplicate (-> _Fallback)."""
+
+    def __init__(self, name: str, keys: dict[str, tuple[int, str, str]], parser: str,
+                 options: Callable[[], dict[int, dict[str, str]]], run_id: int, dedup: bool) -> None:
+        self.name, self.keys, self.parser, self.run_id, self.dedup = name, keys, parser, run_id, dedup
+        self._options_loader = options
+        self._options: dict[int, dict[str, str]] | None = None
+        self.seen: set[tuple[int, int, int]] = set()
+        self.scratch = Report()
+
+    def fields(self, obj: Any, no: int) -> PredictionFields:
+        return _fields(obj, no, self.name, self.scratch)
+
+    def options_of(self, pk: int) -> dict[str, str] | None:
+        if self._options is None:
+            self._options = self._options_loader()
+        return self._options.get(pk)
+
+    def rows(self, objs: list[tuple[int, Any]]) -> _Rows:
+        """(plain rows, other rows) of the lines, each list in file order."""
+        plain: list[_PlainRow] = []
+        out: list[_PredRow] = []
+        add_plain, append, keys_get = plain.append, out.append, self.keys.get
+        seen, add_seen, dedup = self.seen, self.seen.add, self.dedup
+        fields_of, fields, parser, run_id = fast_prediction_fields, self.fields, self.parser, self.run_id
+        for no, obj in objs:
+            simple = plain_prediction(obj)
+            if simple is not None:  # the usual line: no status, answer, rotation or repeat to consider
+                item_id, response, tokens = simple
+                info = keys_get(item_id)
+                if info is None:
+                    raise _Fallback  # unknown item
+                pk, letters = info[0], info[1]
+                if not letters:
+                    raise _Fallback  # rotation 0 needs one option
+                if dedup:
+                    key = (pk, 0, 0)
+                    if key in seen:
+                        raise _Fallback  # duplicate
+                    add_seen(key)
+                decided = fast_parse(response, letters, parser)
+                if decided is None:
+                    decided = full_parse(response, letters, parser, self.options_of(pk) or None)
+                add_plain((pk, response, decided[1], decided[0], tokens))
+                continue
+            f = fields_of(obj) or fields(obj, no)
+            item_id, response, given, shown, rotation, repeat, input_mode, trace, tokens, error = f
+            info = keys_get(item_id)
+            if info is None:
+                raise _Fallback  # unknown item
+            pk, letters = info[0], info[1]
+            if dedup:
+                key = (pk, rotation, repeat)
+                if key in seen:
+                    raise _Fallback  # duplicate
+                add_seen(key)
+            if rotation >= len(letters):
+                raise _Fallback
+            if given == "invalid" or given == "api_error":
+                if shown is not None:
+                    raise _Fallback
+                status, letter = given, None
+            elif shown is not None:
+                if shown not in letters:
+                    raise _Fallback
+                status, letter = OK, shown
+            else:
+                decided = fast_parse(response, letters, parser)
+                if decided is None:
+                    opts = self.options_of(pk)
+                    if opts and rotation:  # rotation 0 shows the options as they are (the parser only reads them)
+                        opts = rotate_options(opts, rotation)
+                    decided = full_parse(response, letters, parser, opts or None)
+                status, letter = decided
+                if given == "ok" and status != OK:
+                    raise _Fallback
+            answer = letter if letter is None or rotation == 0 else unrotate(letter, letters, rotation)
+            append((run_id, pk, rotation, repeat, response, letter, answer, status, error, input_mode, trace, tokens,
+                    None, None))
+        if not self.scratch.ok:
+            raise _Fallback
+        return plain, out
+
+
 def import_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
                        config: dict[str, Any] | None = None, benchmark: str | None = None,
                        replace: bool = False) -> ImportResult:
-    """Import predictions (JSONL or CSV) into run `run` in one transaction; see docs/FORMATS.md."""
+    """Import predictions (JSONL or CSV) into run `run` in one transaction; see docs/FORMATS.md.
+
+    A file without problems takes the fast path (row tuples built directly; a long JSONL file for a new run is
+    parsed in a worker process while this one writes, inside the same transaction). Anything else, or any
+    surprise on the way, rolls that back and goes through the reference path, which validates line by line and
+    reports every problem before writing. Both decide every line by the same rules.
+    """
     path = Path(path)
-    name = path.name
+    try:
+        with gc_paused():  # the fast path allocates only acyclic tuples and dicts
+            result = _import_predictions_fast(store, path, run, model, config, benchmark, replace)
+    except _Fallback:
+        result = None
+    if result is not None:
+        return result
     report = Report()
     objs = _read_prediction_objects(path, report)
+    return _import_predictions_reference(store, path, objs, report, run, model, config, benchmark, replace)
+
+
+def _run_config(model: str | None, config: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    cfg = {"runner": "import", "model": model, **(config or {})}
+    return cfg, config_hash(cfg)
+
+
+def _insert_run(conn: sqlite3.Connection, run: str, b: dict[str, Any], model: str | None,
+                cfg: dict[str, Any], digest: str) -> int:
+    cur = conn.execute(
+        "INSERT INTO runs (name, benchmark_id, runner, model, config, config_hash, status, synthetic, created,"
+        " updated) VALUES (?, ?, 'import', ?, ?, ?, 'imported', ?, ?, ?)",
+        (run, b["id"], model or "", json.dumps(cfg, sort_keys=True, ensure_ascii=False), digest,
+         int(bool(cfg.get("synthetic"))), now(), now()))
+    return int(cur.lastrowid or 0)
+
+
+def _counts(n_lines: int, n_rows: int, statuses: Counter[str]) -> dict[str, int]:
+    return {"predictions": n_rows, "unchanged": n_lines - n_rows,
+            **{s: statuses[s] for s in ("ok", "invalid", "api_error")}}
+
+
+def _pipeline_possible() -> bool:
+    """A worker process helps only with a second core, and is forked and used only by a single-threaded process
+    (the CLI, scripts; not the UI's request threads)."""
+    return ((os.cpu_count() or 1) > 1 and threading.active_count() == 1
+            and "fork" in multiprocessing.get_all_start_methods())
+
+
+def _import_predictions_fast(store: Store, path: Path, run: str, model: str | None, config: dict[str, Any] | None,
+                             benchmark: str | None, replace: bool) -> ImportResult | None:
+    """The reference path's result for a file it accepts; None or _Fallback otherwise (nothing written then)."""
+    name = path.name
+    scratch = Report()
+    csv_file = path.suffix.lower() == ".csv"
+    text: str | None = None
+    sha = ""
+    lines: list[str] = []
+    objs: list[tuple[int, Any]] = []
+    try:
+        if csv_file:
+            objs = _read_prediction_objects(path, scratch)
+            first = objs[0] if objs else None
+        else:
+            text, sha = _read_text_and_digest(path, scratch)
+            lines = text.split("\n") if text is not None else []
+            first = next((o for i, line in enumerate(lines) if line.strip()
+                          for o in _json_line_objs([line], i + 1, name, scratch)), None)
+        if first is None or not scratch.ok:
+            return None
+        bench = _resolve_benchmark(store, run, benchmark, _fields(first[1], first[0], name, scratch)[0], scratch, name)
+        if bench is None or not scratch.ok:
+            return None
+        b = store.benchmark(bench)
+        parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
+    except _Fallback:
+        raise
+    except Exception:
+        return None  # the reference path reports (or raises) it in its own order
+    bid = int(b["id"])
+    keys = store.item_keys(bid)
+    cfg, digest = _run_config(model, config)
+    existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
+    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
+        return None
+    if existing is None and text is not None and len(lines) >= PIPELINE_MIN_LINES:
+        worker = _Worker.get()
+        if worker is not None:
+            return _import_pipelined(store, path, run, model, b, cfg, digest, keys, parser, text, sha, lines, worker)
+    if not csv_file:
+        objs = _json_line_objs(lines, 1, name, scratch)
+        if not scratch.ok:
+            return None
+    # the id SQLite gives a new run (the largest plus one), checked again inside the write transaction
+    run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
+    try:
+        plain, rows = _RowBuilder(name, keys, parser, lambda: store.item_options(bid), run_id,
+                                  existing is not None).rows(objs)
+    except _Fallback:
+        raise
+    except Exception:
+        return None
+    if existing is not None:  # compared with the stored rows as whole rows (file order does not matter here)
+        rows, plain = [_full_row(run_id, r) for r in plain] + rows, []
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, None, replace, plain=plain)
+
+
+def _chunk_bounds(lines: list[str], size: int) -> list[tuple[int, int, int]]:
+    """(start, end, number of the first line) of each chunk of `size` lines (`lines` = text.split("\\n")), such
+    that text[start:end].split("\\n") gives exactly those lines."""
+    bounds, pos = [], 0
+    for k in range(0, len(lines), size):
+        part = lines[k: k + size]
+        n = sum(map(len, part)) + len(part)  # the lines and their newlines
+        bounds.append((pos, pos + n - 1, k + 1))  # without the newline after the chunk's last line
+        pos += n
+    return bounds
+
+
+def _build_chunk(builder: _RowBuilder, text: str, bounds: list[tuple[int, int, int]], k: int) -> _Rows:
+    """Rows of chunk `k` of the file's text (see `_chunk_bounds`); _Fallback at any problem."""
+    start, end, first = bounds[k]
+    objs = _json_line_objs(text[start:end].split("\n"), first, builder.name, builder.scratch)
+    if not builder.scratch.ok:
+        raise _Fallback
+    return builder.rows(objs)
+
+
+def _constant(value: _T) -> Callable[[], _T]:
+    return lambda: value
+
+
+class _Worker:
+    """The import worker: one forked helper process, started by the first long import of a (single-threaded)
+    process and kept for the rest of its life, so its memory is warm and its copy-on-write pages are copied
+    once, not per file. It builds the rows of the chunks it is asked for, from the item keys and options it is
+    sent and the file, which it reads itself (and checks against the importer's SHA-256); it never touches the
+    store. It exits when this process ends (or its pipe closes)."""
+
+    _current: _Worker | None = None
+    MAX_CONTEXTS = 4  # benchmarks whose keys and options the worker keeps
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, self.conn), daemon=True,
+                                name="crosscheck-import-worker")
+        self.proc.start()
+        child.close()
+        self.owner = os.getpid()
+        self.jobs = 0
+        self.due = 0  # answers the worker still owes (for chunks built here meanwhile, or of an abandoned job)
+        # id(keys) -> (keys, options): held here so that an id names one mapping for as long as the worker has it
+        self.contexts: dict[int, tuple[dict[str, tuple[int, str, str]], dict[int, dict[str, str]]]] = {}
+
+    @classmethod
+    def get(cls) -> _Worker | None:
+        """The worker, started if needed; None where none can be used (one core, threads, no fork)."""
+        if not _pipeline_possible():
+            return None
+        w = cls._current
+        if w is not None and (w.owner != os.getpid() or not w.proc.is_alive()):
+            if w.owner == os.getpid():
+                w.close()
+            w = cls._current = None
+        if w is None:
+            w = cls._current = cls()
+        return w
+
+    def settle(self) -> None:
+        """Read the answers still due, so that nothing large is in flight when a job starts (both sides blocked on
+        sending would wait forever); a worker that does not answer within a minute is stopped."""
+        while self.due > 0:
+            if not self.conn.poll(60):
+                self.close()
+                raise _Fallback
+            self.conn.recv()
+            self.due -= 1
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        if _Worker._current is self:
+            _Worker._current = None
+
+    def context(self, keys: dict[str, tuple[int, str, str]], options: dict[int, dict[str, str]]) -> int:
+        """The worker's name for these keys and options, sending them first when it lacks them."""
+        token = id(keys)
+        held = self.contexts.get(token)
+        if held is None or held[1] is not options:
+            while len(self.contexts) >= self.MAX_CONTEXTS:
+                old = next(iter(self.contexts))
+                self.conn.send(("drop", old))
+                del self.contexts[old]
+            self.conn.send(("context", token, keys, options))
+            self.contexts[token] = (keys, options)
+        return token
+
+
+def _worker_main(conn: Connection, parent_end: Connection) -> None:
+    """The worker process's loop (see _Worker): ("rows", job, k, rows) or ("fallback", job) for each ("build", job,
+    k); quietly exits when the pipe closes or on any signal."""
+    parent_end.close()
+    gc.freeze()  # the inherited heap: its collections would copy every page of it
+    try:
+        os.nice(10)  # spare time only: on a busy machine the process that writes must not wait for this one
+    except OSError:
+        pass
+    contexts: dict[int, tuple[dict[str, tuple[int, str, str]], dict[int, dict[str, str]]]] = {}
+    job: tuple[int, _RowBuilder, str, list[tuple[int, int, int]]] | None = None
+    try:
+        while True:
+            msg = conn.recv()
+            if msg[0] == "build":
+                if job is None or job[0] != msg[1]:
+                    conn.send(("fallback", msg[1]))
+                    continue
+                try:
+                    rows = _build_chunk(job[1], job[2], job[3], msg[2])
+                except Exception:
+                    conn.send(("fallback", msg[1]))
+                    continue
+                conn.send(("rows", msg[1], msg[2], rows))
+            elif msg[0] == "job":
+                job = None  # until the file is read and found unchanged; meanwhile every build answers fallback
+                _, job_id, token, parser, run_id, name, file, sha, size = msg
+                try:
+                    raw = Path(file).read_bytes()
+                    if hashlib.sha256(raw).hexdigest() == sha:
+                        text = raw.decode("utf-8-sig")
+                        keys, options = contexts[token]
+                        job = (job_id, _RowBuilder(name, keys, parser, _constant(options), run_id, False), text,
+                               _chunk_bounds(text.split("\n"), size))
+                except Exception:  # reported as fallback by the builds
+                    pass
+            elif msg[0] == "context":
+                contexts[msg[1]] = (msg[2], msg[3])
+            elif msg[0] == "drop":
+                contexts.pop(msg[1], None)
+    except BaseException:  # the parent is gone, or a signal: nothing to report to anyone
+        pass
+    finally:
+        conn.close()
+
+
+def _import_pipelined(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
+                      cfg: dict[str, Any], digest: str, keys: dict[str, tuple[int, str, str]], parser: str,
+                      text: str, sha: str, lines: list[str], worker: _Worker) -> ImportResult:
+    """A new run from a long JSONL file, in one write transaction: the worker builds chunks of rows while this
+    process inserts them in file order, and builds chunks itself whenever the next one is not there yet (so a
+    busy machine, where the low-priority worker gets little time, loses little). The first problem anywhere rolls
+    it all back (-> _Fallback)."""
+    options = store.item_options(int(b["id"]))  # sent to the worker, which must not query the store
+    bounds = _chunk_bounds(lines, _CHUNK)
+    n_chunks = len(bounds)
+    n_rows, statuses = 0, Counter[str]()
+    conn_w = worker.conn
+    with store.write() as conn:
+        run_id = _insert_run(conn, run, b, model, cfg, digest)
+        if conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None:
+            raise _Fallback  # leftover rows under a reused run id: the reference path replaces them (OR REPLACE)
+        builder = _RowBuilder(path.name, keys, parser, _constant(options), run_id, False)
+        built: dict[int, _Rows] = {}
+        plain_insert = _plain_insert(run_id)
+        done = given = 0  # chunks written; chunks handed out (to the worker or built here)
+
+        def receive() -> None:
+            msg = conn_w.recv()
+            worker.due -= 1
+            if msg[1] != job:
+                return  # an answer to an earlier, abandoned job
+            if msg[0] != "rows":
+                raise _Fallback
+            if msg[2] >= done:  # else built here meanwhile (the same rows) and written
+                built.setdefault(msg[2], msg[3])
+
+        def build(k: int) -> None:
+            try:
+                built[k] = _build_chunk(builder, text, bounds, k)
+            except Exception as exc:
+                raise _Fallback from exc
+
+        try:
+            worker.settle()
+            job = worker.jobs = worker.jobs + 1
+            # the worker reads the file itself (cheaper than sending its text) and checks it is the same
+            conn_w.send(("job", job, worker.context(keys, options), parser, run_id, path.name, str(path), sha,
+                         _CHUNK))
+            while done < n_chunks:
+                while worker.due < 2 and given < n_chunks:  # keep the worker busy, a chunk ahead
+                    conn_w.send(("build", job, given))
+                    given += 1
+                    worker.due += 1
+                while worker.due and conn_w.poll():
+                    receive()
+                chunk = built.pop(done, None)
+                if chunk is not None:
+                    plain, rows = chunk
+                    try:
+                        conn.executemany(plain_insert, plain)
+                        if rows:
+                            conn.executemany(store.PRED_INSERT, rows)
+                    except sqlite3.IntegrityError:
+                        raise _Fallback from None  # a duplicate key: the reference path reports its lines
+                    n_rows += len(plain) + len(rows)
+                    statuses.update(map(itemgetter(3), plain))
+                    statuses.update(map(itemgetter(7), rows))
+                    done += 1
+                elif given < n_chunks:  # the worker has the next chunk: build a later one meanwhile
+                    build(given)
+                    given += 1
+                else:  # the worker has every chunk still missing: build the next one here too
+                    build(done)
+        except (OSError, EOFError) as exc:
+            worker.close()
+            raise _Fallback from exc
+        except (_Fallback, sqlite3.Error):
+            raise  # the worker is fine: answers still due are read before its next job
+        except BaseException:
+            worker.close()  # in an unknown state (an interrupt mid-message): a later import starts a new one
+            raise
+        conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
+                     "('predictions', ?, ?, ?, ?, ?)", (path.name, sha, run, n_rows, now()))
+    report = Report()
+    report.counts = _counts(n_rows, n_rows, statuses)
+    return ImportResult(run, n_rows, False, report)
+
+
+def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
+                                  model: str | None, config: dict[str, Any] | None, benchmark: str | None,
+                                  replace: bool) -> ImportResult:
+    """Line-by-line validation that reports every problem (file, line, field) before refusing."""
+    name = path.name
     preds: list[Prediction] = []
     for no, obj in objs:
         p = fast_prediction(obj, no) or parse_prediction_fields(obj, name, no, report)
@@ -398,61 +883,84 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
                          f"repeat {p.repeat} (first on line {seen[key]})")
             continue
         seen[key] = p.line
-        if not p.status and p.shown is None and p.rotation == 0:
-            decided = fast_parse(p.response, info[1], parser)  # the common clean answer, decided inline
-            if decided is not None:
-                p.status, p.shown = decided
-                p.answer = p.shown
-                continue
         resolve_prediction(p, info[1], parser, name, report, options_of(info[0]))
     _refuse(report)
-    cfg = {"runner": "import", "model": model, **(config or {})}
-    digest = config_hash(cfg)
+    cfg, digest = _run_config(model, config)
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
     if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
         report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
                      "choose another --run name")
         _refuse(report)
-    run_id = existing[0] if existing else None
-    rows = [(p, keys[p.item_id][0]) for p in preds]
-    if run_id is not None:
+    run_id = existing[0] if existing else 0  # a new run's id is filled in when it is written
+    rows = [(run_id, keys[p.item_id][0], p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
+             p.input_mode, p.trace, p.tokens, p.latency,
+             None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True)) for p in preds]
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report)
+
+
+def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
+                       cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
+                       preds: list[Prediction] | None, replace: bool, report: Report | None = None,
+                       plain: list[_PlainRow] | tuple[()] = ()) -> ImportResult:
+    """Write validated rows (one per file line, in order, with `preds` their predictions) in one transaction;
+    with an existing run only the new or (with `replace`) changed ones, refusing other changes. Without `preds`
+    (the fast path) a refusal raises _Fallback instead, for the reference path to report; its `plain` rows (of a
+    new run only) go in too."""
+    name = path.name
+    report = report if report is not None else Report()
+    n_lines = len(rows) + len(plain)
+    if existing is not None:
         old = {(r[0], r[1], r[2]): r[3:] for r in store.conn.execute(
             "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
-            " FROM predictions WHERE run_id = ?", (run_id,))}
+            " FROM predictions WHERE run_id = ?", (existing[0],))}
         fresh = []
-        for p, pk in rows:
-            prev = old.get((pk, p.rotation, p.repeat))
-            now_row = (p.response, p.shown, p.answer, p.status, p.error, p.input_mode, p.trace, p.tokens)
+        for i, row in enumerate(rows):
+            prev = old.get((row[1], row[2], row[3]))
             if prev is None:
-                fresh.append((p, pk))
-            elif tuple(prev) != now_row:
+                fresh.append(row)
+            elif tuple(prev) != row[4:12]:  # response, shown, answer, status, error, input_mode, trace, tokens
                 if not replace:
+                    if preds is None:
+                        raise _Fallback
+                    p = preds[i]
                     report.error(name, p.line, "response", f"run {run!r} already has a different prediction for "
                                  f"{p.item_id!r} rotation {p.rotation} repeat {p.repeat}; use --replace to overwrite")
                 else:
-                    fresh.append((p, pk))
+                    fresh.append(row)
         _refuse(report)
         rows = fresh
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
-        if run_id is None:
-            cur = conn.execute(
-                "INSERT INTO runs (name, benchmark_id, runner, model, config, config_hash, status, synthetic, created,"
-                " updated) VALUES (?, ?, 'import', ?, ?, ?, 'imported', ?, ?, ?)",
-                (run, b["id"], model or "", json.dumps(cfg, sort_keys=True, ensure_ascii=False), digest,
-                 int(bool(cfg.get("synthetic"))), now(), now()))
-            run_id = int(cur.lastrowid or 0)
-        conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1),
-                         [(run_id, pk, p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
-                           p.input_mode, p.trace, p.tokens, p.latency,
-                           None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True))
-                          for p, pk in rows])
-        if rows:
+        if existing is None:
+            run_id = _insert_run(conn, run, b, model, cfg, digest)
+            if rows and rows[0][0] != run_id:  # another writer took the expected id meanwhile
+                rows = [(run_id, *row[1:]) for row in rows]
+        else:
+            run_id = existing[0]
+        # Rows of a run that has none yet are plain INSERTs (keys unique: checked by the reference path, or by the
+        # primary key for the fast path's); OR REPLACE would add a lookup per row. Rows of an existing run replace
+        # the old ones with the same key.
+        empty = conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is None
+        if preds is None and existing is None and not empty:
+            raise _Fallback  # leftover rows under a reused run id: the reference path replaces them (OR REPLACE)
+        if empty:
+            try:
+                conn.executemany(_plain_insert(run_id), plain)
+                conn.executemany(store.PRED_INSERT, rows)
+            except sqlite3.IntegrityError:
+                if preds is None:
+                    raise _Fallback from None  # a duplicate key: the reference path reports its lines
+                raise
+        else:
+            conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
+        n_rows = len(rows) + len(plain)
+        if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
-                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, len(rows), now()))
-    statuses = {s: sum(p.status == s for p, _ in rows) for s in ("ok", "invalid", "api_error")}
-    report.counts = {"predictions": len(rows), "unchanged": len(preds) - len(rows), **statuses}
-    return ImportResult(run, len(rows), not rows, report)
+                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
+    statuses = Counter(map(itemgetter(7), rows))
+    statuses.update(map(itemgetter(3), plain))
+    report.counts = _counts(n_lines, n_rows, statuses)
+    return ImportResult(run, n_rows, not n_rows, report)
 
 
 # ---- labels -------------------------------------------------------------------------------------------------

@@ -239,3 +239,113 @@ def test_fast_path_agrees_on_random_text(text, style):
 
     if text.strip():
         assert parse_answer(text, "ABCD", style) == _parse_slow(text, "ABCD", style, None)
+
+
+FAST_CASES_MORE = [
+    ("x < y, so <ANSWER>B</ANSWER>", "ABCD", "tag"), ("The answer is C. <ANSWER>B</ANSWER>", "ABCD", "tag"),
+    ("a<b <ANSWER>B</ANSWER> </ answer>", "ABCD", "tag"), ("<ANSWER>B</ANSWER> answer <answer", "ABCD", "tag"),
+    ("<ANSWER>b</ANSWER>", "ABCD", "tag"), ("<ANSWER>H</ANSWER>", "ABCDEFGH", "tag"), ("\u3000", "ABCD", "tag"),
+    ("\x1c", "ABCD", "letter"), ("\x85", "ABCD", "tag"), ("\u200b", "ABCD", "letter"),
+]
+
+
+@pytest.mark.parametrize("response,letters,style", FAST_CASES + FAST_CASES_MORE)
+def test_fast_parse_agrees_with_full_rules(response, letters, style):
+    from core.parsing import _parse_slow, fast_parse
+
+    fast = fast_parse(response, letters, style)
+    if not response.strip():
+        assert fast == ("api_error", None)
+    elif fast is not None:
+        assert fast == _parse_slow(response, letters, style, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000\u200bA")), max_size=6))
+def test_fast_parse_empty_means_strip_empty(text):
+    from core.parsing import fast_parse
+
+    assert (fast_parse(text, "ABCD", "tag") == ("api_error", None)) == (not text.strip())
+
+
+# The full rules with their shortcuts (needle prechecks, the tag style's final-line cache) decide exactly as
+# without them. The texts mix marker words, tag marks, letters, separators, article cases, and characters that
+# IGNORECASE or NFKC treat specially (long s, Kelvin sign, dotless i, full-width letters).
+SHORTCUT_TOKENS = st.one_of(
+    st.sampled_from(list("ABCDEFGHab")),
+    st.sampled_from(["answer", "ANSWER", "Answer:", "Final answer:", "The answer is", "answer would be option",
+                     "choose", "pick", "select", "go with", "option", "choice", "\\boxed{", "<answer>", "</answer>",
+                     "<ANSWER>", "</ANSWER>", "答案", "答：", "答案是", "选项", "选", "所以选", "选择"]),
+    st.sampled_from([" ", " ", ", ", " or ", " and ", "和", "或", "/", ".", ". ", "\n", ":", "：", "(", ")", "!"]),
+    st.sampled_from(["cat", "A cat", "A or", "is", "left", "opt A", "opt B", "inal answer: b", "前", "信息不足", "*",
+                     "`", "_", "__", "<", "ſ", "K", "ı", "Ｂ", "＜", "go", "goption"]),
+)
+
+
+def _full_rules(text, letters, style, options, shortcuts):
+    from core import parsing
+
+    saved = parsing._SHORTCUTS
+    parsing._SHORTCUTS = shortcuts
+    try:
+        return parsing._parse_slow(text, letters, style, options)
+    finally:
+        parsing._SHORTCUTS = saved
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(SHORTCUT_TOKENS, max_size=12).map("".join),
+       st.sampled_from(["ABCD", "ABCDEFGH"]), st.sampled_from(["letter", "tag"]),
+       st.sampled_from([None, {}, FE_OPTIONS, EN_OPTIONS, {c: f"opt {c}" for c in "ABCDEFGH"},
+                        {"A": "inal answer: b", "B": "x"}]))
+def test_shortcuts_agree_with_full_rules(text, letters, style, options):
+    if not text.strip():
+        return
+    want = _full_rules(text, letters, style, options, False)
+    assert _full_rules(text, letters, style, options, True) == want
+    assert _full_rules(text, letters, style, options, True) == want  # again: now from the final-line cache
+    assert parse_answer(text, letters, style, options) == want
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.tuples(st.lists(SHORTCUT_TOKENS, max_size=4), SHORTCUT_TOKENS.filter(lambda t: len(t) > 1),
+                 st.lists(st.tuples(st.sampled_from([" ", ": ", " or ", ", ", " is ", "\n"]),
+                                    st.sampled_from(list("ABCDEFGHab") + ["A cat", "opt B", "前"])), max_size=3),
+                 st.lists(SHORTCUT_TOKENS, max_size=3)).map(lambda t: " ".join(t[0]) + " " + t[1] + "".join(
+                     a + b for a, b in t[2]) + " ".join(t[3])),
+       st.sampled_from(["ABCD", "ABCDEFGH"]), st.sampled_from(["letter", "tag"]),
+       st.sampled_from([None, FE_OPTIONS, EN_OPTIONS, {c: f"opt {c}" for c in "ABCDEFGH"}]))
+def test_shortcuts_agree_after_markers(text, letters, style, options):
+    """As above, with a marker word followed by letters and separators (where the marker levels decide)."""
+    if text.strip():
+        want = _full_rules(text, letters, style, options, False)
+        assert _full_rules(text, letters, style, options, True) == want
+        assert parse_answer(text, letters, style, options) == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["answer", "answer is", "answer would be option", "choose", "pick",
+                                           "select", "go with", "go  with", "option", "choice", "\\boxed{", "<answer>",
+                                           "< answer >", "goption", "choices", "picky", "x", "B", ":", "(", "\n"]),
+                          st.sampled_from([str.lower, str.upper, str.title, str.swapcase])).map(lambda t: t[1](t[0])),
+                max_size=6).map(" ".join))
+def test_needles_cover_every_marker_match(text):
+    """The shortcut's soundness: in ASCII text, whatever a marker pattern matches contains one of its needles."""
+    from core import parsing
+
+    needles = parsing._needles_in(text)
+    assert needles is not None  # ASCII
+    for pattern, own in parsing._NEEDLES.items():
+        if parsing._rx(pattern, parsing._I).search(text):
+            assert not needles.isdisjoint(own), (pattern, text)
+
+
+def test_final_line_cache_keeps_options_apart():
+    """The cached final-line decision depends on the options (an option text can name the letter)."""
+    text = "Reasoning.\nFinal answer: B"
+    assert parse_answer(text, "ABCDEFGH", "tag", {"A": "x", "F": "y"}) == ("ok", "B")
+    assert parse_answer(text, "ABCDEFGH", "tag", {"F": "inal answer: b"}) == parse_answer(
+        text, "ABCDEFGH", "tag", {"F": "inal answer: b"}) == _full_rules(
+        text, "ABCDEFGH", "tag", {"F": "inal answer: b"}, False)
+    opts = {"A": ["not", "a", "string"], "B": "x"}  # a caller's own dict: not cached, still decided
+    assert parse_answer(text, "ABCD", "tag", opts) == _full_rules(text, "ABCD", "tag", opts, False)

@@ -1,0 +1,353 @@
+"""The predictions importer's fast path and its worker process decide exactly as the reference path does.
+
+`import_predictions` first tries a fast path (row tuples built directly; for a long JSONL file of a new run, a
+worker process builds chunks of rows while the importing process writes them) and falls back to the reference
+path, which validates line by line, for anything it does not accept as is. These tests import random files,
+good and bad, both ways and compare the outcome: the rows written, the counts, or the refusal with every issue.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import fe_lines, write_benchmark
+
+STEMBIND_RESPONSES = [
+    "The rule shifts one cell per row. <ANSWER>{L}</ANSWER>", "<ANSWER>{L}</ANSWER>", "<answer>{l}</answer>",
+    "Step 1: inspect the rows.\nFinal answer: {L}", "It could be A or B.", "Answer: {L}", "", "  \n",
+    "x < y, so <ANSWER>{L}</ANSWER>", "The answer is C. <ANSWER>{L}</ANSWER>", "<ANSWER>{L}</ANSWER> <ANSWER>A</ANSWER>",
+    "**<ANSWER>{L}</ANSWER>**", "<ANSWER>{L}", "＜ANSWER＞{L}＜/ANSWER＞", "opt {L}", "Final answer: opt {L}",
+    "A cat sits here.\nThe answer is {L}.", "I choose {L}", "选{L}", "答案：{L}", "F", "Final answer: F", "{L}",
+]
+FE_RESPONSES = ["{L}", "答案：{L}", "The answer is {L}.", "A or B", "前", "信息不足", "", "I pick {l}", "(B) 后。"]
+
+
+def stembind_lines(n_stems: int = 6) -> list[dict]:
+    """A small StemBind benchmark (no images), shaped like bench/import.py's."""
+    lines = []
+    for s in range(n_stems):
+        for j, kind in enumerate(["P"] * (6 + s % 2) + ["R", "F"]):
+            letters = "ABCDEFGH"[: (8 if kind == "F" else 4)]
+            line = {"benchmark": "stembind", "item_id": f"s{s:03d}-{kind}{j}", "group_id": f"s{s:03d}", "kind": kind,
+                    "question": f"probe {j}", "options": {c: f"opt {c}" for c in letters}, "answer": letters[j % 4],
+                    "meta": {"operation": "RI-Pos", "perception_load": "low"}}
+            if kind == "F":
+                line["stages"] = {"S1": "scene", "S2": "rule", "S3": "bind", "S4": "answer"}
+            lines.append(line)
+    return lines
+
+
+def random_line(rng: random.Random, item_id: str, repeat: int, responses: list[str], bad: float) -> str:
+    """One predictions line: mostly well-formed, sometimes with any of the problems the importer checks."""
+    letter = rng.choice("ABCDEFGH")
+    obj: dict = {"item_id": item_id, "response": rng.choice(responses).format(L=letter, l=letter.lower())}
+    if repeat or rng.random() < 0.1:
+        obj["repeat"] = repeat
+    if rng.random() < 0.5:
+        obj["tokens"] = rng.randint(0, 900)
+    if rng.random() < 0.15:
+        obj["status"] = rng.choice(["invalid", "api_error", ""])
+    elif rng.random() < 0.1:
+        obj["answer"] = rng.choice("ABCD")
+        if rng.random() < 0.5:
+            obj["status"] = "ok"
+    if rng.random() < 0.1 and "repeat" not in obj:
+        obj["rotation"] = rng.randint(1, 3)
+    if rng.random() < 0.05:
+        obj["input_mode"] = rng.choice(["all", "first", "text"])
+    if rng.random() < 0.05:
+        obj["trace"] = "S1 ... S4"
+    if rng.random() < 0.05:
+        obj["error"] = "HTTP 503"
+    if rng.random() < bad:
+        problem = rng.randrange(12)
+        if problem == 0:
+            obj["item_id"] = "no-such-item"
+        elif problem == 1:
+            obj["answer"] = rng.choice(["E", "H", "ab", 3])
+        elif problem == 2:
+            obj["rotation"] = rng.choice([8, 7, 5, 4, -1, "1", 1.0, True])  # 4..7: too many for 4 options
+        elif problem == 3:
+            obj["tokens"] = rng.choice([-1, "12", 12.0, True, 10**9])
+        elif problem == 4:
+            obj["status"] = rng.choice(["fine", "ok"])  # "ok" with an unreadable response is refused
+            obj["response"] = "no letter here"
+            obj.pop("answer", None)
+        elif problem == 5:
+            obj.pop("response")
+        elif problem == 6:
+            obj["repeat"] = rng.choice([-1, 20_000, "x"])
+        elif problem == 7:
+            obj["input_mode"] = "audio"
+        elif problem == 8:
+            return '{"item_id": "broken'
+        elif problem == 9:
+            return json.dumps([obj])
+        elif problem == 10:
+            obj["status"], obj["answer"] = "invalid", "A"
+        else:
+            obj["extra"] = {"free": "data"}  # ignored, not an error
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def random_file(path: Path, rng: random.Random, ids: list[str], responses: list[str], n: int, bad: float) -> Path:
+    order = rng.sample(ids, len(ids))
+    lines = [random_line(rng, order[k % len(ids)], k // len(ids), responses, bad) for k in range(n)]
+    if rng.random() < 0.3:  # a duplicate key, possibly far from its first line
+        lines.append(lines[rng.randrange(len(lines))])
+    if rng.random() < 0.3:
+        lines.insert(rng.randrange(len(lines)), "   ")
+    path.write_text("\n".join(lines) + ("\n" if rng.random() < 0.8 else ""), encoding="utf-8")
+    return path
+
+
+def outcome(store, fn) -> tuple:
+    """What an import did: the rows of every run and the counts, or the refusal (summary and every issue)."""
+    from core.errors import ImportRefused
+
+    try:
+        result = fn()
+    except ImportRefused as exc:
+        return ("refused", str(exc), [str(i) for i in exc.report.issues])
+    rows = store.conn.execute(
+        "SELECT r.name, i.item_id, p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,"
+        " p.input_mode, p.trace, p.tokens, p.latency, p.probs FROM predictions p JOIN runs r ON r.id = p.run_id"
+        " JOIN items i ON i.id = p.item_pk ORDER BY r.name, i.item_id, p.rotation, p.repeat").fetchall()
+    runs = store.conn.execute("SELECT name, model, config, config_hash, status FROM runs ORDER BY name").fetchall()
+    return ("ok", result.rows, result.unchanged, result.report.counts, rows, runs)
+
+
+def reference_import(store, path: Path, run: str, **kw):
+    from core.report import Report
+    from db import importers
+
+    report = Report()
+    objs = importers._read_prediction_objects(path, report)
+    return importers._import_predictions_reference(store, path, objs, report, run, kw.get("model"),
+                                                   kw.get("config"), kw.get("benchmark"), kw.get("replace", False))
+
+
+def make_stores(tmp_path: Path, items: list[dict], name: str):
+    from db.importers import import_items
+    from db.store import Store
+
+    folder = write_benchmark(tmp_path / "items", items) if name == "fe" else None
+    if folder is None:
+        folder = tmp_path / "items.jsonl"
+        folder.write_text("".join(json.dumps(x) + "\n" for x in items), encoding="utf-8")
+    stores = []
+    for side in ("fast", "ref"):
+        s = Store(tmp_path / f"{side}.db")
+        import_items(s, folder, name=name)
+        stores.append(s)
+    return stores
+
+
+def compare_random_files(tmp_path: Path, items: list[dict], name: str, responses: list[str], seed: int,
+                         files: int, n: int) -> int:
+    """Import `files` random files both ways (a new run each, then again into the same runs, once with --replace)
+    and check the outcomes are equal; returns how many imports were accepted."""
+    from db.importers import import_predictions
+
+    fast, ref = make_stores(tmp_path, items, name)
+    ids = [x["item_id"] for x in items]
+    rng = random.Random(seed)
+    accepted = 0
+    try:
+        for k in range(files):
+            path = random_file(tmp_path / f"p{k}.jsonl", rng, ids, responses, n, bad=rng.choice([0.0, 0.0, 0.02, 0.2]))
+            run = f"run{k % 5}"  # later files go into runs that exist: unchanged, conflicting or replaced rows
+            replace = rng.random() < 0.3
+            got = outcome(fast, lambda: import_predictions(fast, path, run, replace=replace))  # noqa: B023
+            want = outcome(ref, lambda: reference_import(ref, path, run, replace=replace))  # noqa: B023
+            assert got == want, (path.read_text(encoding="utf-8"), got[:3], want[:3])
+            accepted += got[0] == "ok"
+    finally:
+        fast.close()
+        ref.close()
+    return accepted
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fast_path_equals_reference_stembind(tmp_path, seed):
+    assert compare_random_files(tmp_path, stembind_lines(), "sb", STEMBIND_RESPONSES, seed, files=40, n=40) > 5
+
+
+def test_fast_path_equals_reference_frameevidence(tmp_path):
+    assert compare_random_files(tmp_path, fe_lines(), "fe", FE_RESPONSES, 3, files=40, n=30) > 5
+
+
+def use_worker(monkeypatch) -> None:
+    """Let the importer use its worker even when an earlier test left a thread running in this process (the
+    importer itself only forks from a single-threaded process); skip where there is no fork or second CPU."""
+    import multiprocessing
+    import os
+
+    from db import importers
+
+    if "fork" not in multiprocessing.get_all_start_methods() or (os.cpu_count() or 1) < 2:
+        pytest.skip("no worker process here (one CPU or no fork)")
+    monkeypatch.setattr(importers, "_pipeline_possible", lambda: True)
+
+
+@pytest.fixture
+def worker_always(monkeypatch):
+    """Every JSONL import of a new run goes through the worker process, in small chunks."""
+    from db import importers
+
+    use_worker(monkeypatch)
+    monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
+    monkeypatch.setattr(importers, "_CHUNK", 7)
+    calls = []
+    real = importers._import_pipelined
+    monkeypatch.setattr(importers, "_import_pipelined", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_worker_equals_reference(tmp_path, worker_always, seed):
+    accepted = compare_random_files(tmp_path, stembind_lines(), "sb", STEMBIND_RESPONSES, seed, files=40, n=60)
+    assert accepted > 5 and len(worker_always) > 5
+
+
+def test_worker_reports_the_first_bad_line(tmp_path, worker_always):
+    """A bad line deep in a long file (in a chunk the worker builds) is refused exactly as the reference does."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    fast, ref = make_stores(tmp_path, stembind_lines(), "sb")
+    ids = [x["item_id"] for x in stembind_lines()]
+    lines = [json.dumps({"item_id": i, "response": f"<ANSWER>{'ABCD'[k % 4]}</ANSWER>"}) for k, i in enumerate(ids)]
+    lines[40] = json.dumps({"item_id": ids[40], "response": "x", "rotation": 9})
+    lines[45] = json.dumps({"item_id": "missing", "response": "x"})
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, path, "r")
+    assert str(got.value).startswith("bad.jsonl:41: rotation:")
+    assert outcome(fast, lambda: import_predictions(fast, path, "r")) == outcome(ref, lambda: reference_import(
+        ref, path, "r"))
+    assert fast.counts()["predictions"] == 0 and fast.runs() == []
+    fast.close()
+    ref.close()
+
+
+def test_worker_duplicate_across_chunks(tmp_path, worker_always):
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    fast, _ref = make_stores(tmp_path, stembind_lines(), "sb")
+    ids = [x["item_id"] for x in stembind_lines()]
+    lines = [json.dumps({"item_id": i, "response": "<ANSWER>A</ANSWER>"}) for i in ids] + \
+        [json.dumps({"item_id": ids[2], "response": "B"})]
+    path = tmp_path / "dup.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ImportRefused, match=rf"dup.jsonl:{len(lines)}: item_id: duplicate .* \(first on line 3\)"):
+        import_predictions(fast, path, "r")
+    assert fast.counts()["predictions"] == 0
+    fast.close()
+    _ref.close()
+
+
+def test_worker_restarts_after_it_dies(tmp_path, worker_always):
+    from db import importers
+    from db.importers import import_predictions
+
+    fast, _ref = make_stores(tmp_path, stembind_lines(), "sb")
+    ids = [x["item_id"] for x in stembind_lines()]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i, "response": "<ANSWER>C</ANSWER>"}) + "\n" for i in ids),
+                    encoding="utf-8")
+    assert import_predictions(fast, path, "a").rows == len(ids)
+    worker = importers._Worker._current
+    assert worker is not None
+    worker.proc.kill()
+    worker.proc.join()
+    assert import_predictions(fast, path, "b").rows == len(ids)  # a new worker (or the reference path)
+    assert import_predictions(fast, path, "c").rows == len(ids)
+    assert importers._Worker._current is not None and importers._Worker._current.proc.is_alive()
+    assert fast.counts()["predictions"] == 3 * len(ids)
+    fast.close()
+    _ref.close()
+
+
+def test_worker_dry_run_writes_nothing(tmp_path, worker_always):
+    from db.validate import validate_predictions
+
+    fast, _ref = make_stores(tmp_path, stembind_lines(), "sb")
+    ids = [x["item_id"] for x in stembind_lines()]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i, "response": "It could be A or B."}) + "\n" for i in ids),
+                    encoding="utf-8")
+    report = validate_predictions(fast, path, "dry")
+    assert report.ok and report.counts["invalid"] == len(ids)
+    assert fast.counts()["predictions"] == 0 and fast.runs() == []
+    fast.close()
+    _ref.close()
+
+
+BAD_LINES = [  # changes to a clean line (or a whole raw line): refused by the rules, at least for some items
+    {"item_id": "no-such-item"}, {"answer": "E"}, {"answer": "H"}, {"answer": "ab"}, {"answer": 3},
+    {"rotation": 4}, {"rotation": 7}, {"rotation": 8}, {"rotation": -1}, {"rotation": 1.0}, {"tokens": -1},
+    {"tokens": 12.0}, {"tokens": 10**9}, {"status": "fine"}, {"status": "ok", "response": "no letter here"},
+    {"response": None}, {"response": 5}, {"repeat": -1}, {"repeat": 20_000}, {"repeat": "x"},
+    {"input_mode": "audio"}, {"status": "invalid", "answer": "A"}, {"status": "api_error", "answer": "B"},
+    {"trace": 5}, {"item_id": ""}, {"item_id": 7}, '{"item_id": "broken', "[1, 2]", "null", '"text"',
+]
+FINE_LINES = [  # accepted everywhere, some only by the reference rules (which the fast path then applies)
+    {"tokens": "12"}, {"rotation": "2"}, {"rotation": True}, {"tokens": True}, {"repeat": "3"}, {"tokens": ""},
+    {"extra": 1}, {"latency": 0.5}, {"error": 5}, {"status": ""}, {"answer": ""}, {"status": "ok", "answer": "C"},
+    {"rotation": 3, "answer": "D"}, {"response": "", "status": "api_error", "error": "HTTP 503"},
+    {"input_mode": "text"}, {"trace": "S1"},
+]
+
+
+@pytest.mark.parametrize(("change", "fine"), [(x, False) for x in BAD_LINES] + [(x, True) for x in FINE_LINES],
+                         ids=repr)
+@pytest.mark.parametrize("through_worker", [False, True])
+def test_each_rule_alike(tmp_path, monkeypatch, change, fine, through_worker):
+    """One unusual line in a clean file, at the start, in the middle and at the end: the same outcome both ways;
+    a file the rules accept is imported by the fast path (no fallback)."""
+    from db import importers
+    from db.importers import import_predictions
+
+    if through_worker:
+        use_worker(monkeypatch)
+        monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
+        monkeypatch.setattr(importers, "_CHUNK", 5)
+    fallbacks = []
+    real_reference = importers._import_predictions_reference
+    monkeypatch.setattr(importers, "_import_predictions_reference", lambda *a: fallbacks.append(1) or real_reference(*a))
+    fast, ref = make_stores(tmp_path, stembind_lines(2), "sb")
+    ids = [x["item_id"] for x in stembind_lines(2)]
+    clean = [{"item_id": i, "response": f"<ANSWER>{'ABCD'[k % 4]}</ANSWER>", "tokens": k} for k, i in enumerate(ids)]
+    refused = 0
+    for where in (0, len(clean) // 2, len(clean) - 1):
+        lines = [json.dumps(x) for x in clean]
+        lines[where] = change if isinstance(change, str) else json.dumps({**clean[where], **change})
+        path = tmp_path / f"p{where}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        run = f"r{where}"
+        fallbacks.clear()
+        got = outcome(fast, lambda: import_predictions(fast, path, run))  # noqa: B023
+        took_fast_path = not fallbacks
+        want = outcome(ref, lambda: real_reference(*reference_args(ref, path, run)))  # noqa: B023
+        assert got == want
+        refused += got[0] == "refused"
+        if fine:
+            assert got[0] == "ok" and took_fast_path
+    assert (refused > 0) == (not fine)
+    fast.close()
+    ref.close()
+
+
+def reference_args(store, path: Path, run: str) -> tuple:
+    from core.report import Report
+    from db import importers
+
+    report = Report()
+    objs = importers._read_prediction_objects(path, report)
+    return store, path, objs, report, run, None, None, None, False
