@@ -262,9 +262,9 @@ def score_everything(store: Store, jobs: int | None = None) -> tuple[float, floa
 
 
 def _jobs() -> int:
-    import os
+    from db.bulk import default_jobs
 
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return default_jobs()
 
 
 def bootstrap_ratio() -> tuple[float, float, float, bool]:

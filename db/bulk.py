@@ -55,13 +55,20 @@ def _bins(work: list[tuple[str, list[str], int]], n: int) -> list[list[tuple[str
     return [[work[i] for i in sorted(b)] for b in bins if b]
 
 
-def score_units(path: str | os.PathLike[str], work: Sequence[tuple[str, list[str], int]], split: str | None = None
-                ) -> dict[str, dict[str, dict[str, Any]]]:
-    """{benchmark: {run: score_run result}} for the given units, in this process."""
+def default_jobs() -> int:
+    """The CPUs this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str, list[str], int]],
+                split: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """{benchmark: {run: score_run result}} for the given units, in this process: on `source` when it is an
+    open Store, else on a store opened here (a worker's own connection) and closed after."""
     from core.scoring import score_all
     from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
 
-    store = Store(path)
+    own = not isinstance(source, Store)
+    store: Store = source if isinstance(source, Store) else Store(source)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     together: dict[str, list[str]] = {}  # units of one benchmark are loaded and scored in one go (shared work)
     for bench, names, _ in work:
@@ -72,7 +79,8 @@ def score_units(path: str | os.PathLike[str], work: Sequence[tuple[str, list[str
             extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
             out.setdefault(bench, {}).update(score_all(items, runs, split=split or None, per_run=extras))
     finally:
-        store.close()
+        if own:
+            store.close()
     return out
 
 
@@ -91,12 +99,10 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
     (default: the CPUs this process may use; 1 = here, no worker). Results are ordered as the store lists
     benchmarks and runs."""
     work = units(store, benchmarks)
-    if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    bins = _bins(work, min(jobs, len(work)))
+    bins = _bins(work, min(default_jobs() if jobs is None else jobs, len(work)))
     path = str(Path(store.path))
     if len(bins) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        merged = score_units(path, work, split)
+        merged = score_units(store, work, split)
     else:
         ctx = multiprocessing.get_context("fork")  # the parent's imports come along; no store connection is used
         children = []
@@ -106,7 +112,7 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
             proc.start()
             send.close()
             children.append((proc, recv))
-        merged = score_units(path, bins[0], split)
+        merged = score_units(store, bins[0], split)
         for proc, recv in children:
             try:
                 status, payload = recv.recv()

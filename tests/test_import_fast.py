@@ -182,14 +182,13 @@ def test_fast_path_equals_reference_frameevidence(tmp_path):
 
 def use_worker(monkeypatch) -> None:
     """Let the importer use its worker even when an earlier test left a thread running in this process (the
-    importer itself only forks from a single-threaded process); skip where there is no fork or second CPU."""
+    importer itself only forks from a single-threaded process with two CPUs). The worker is correct on any
+    machine with fork (every Linux, CI included), so these tests never skip."""
     import multiprocessing
-    import os
 
     from db import importers
 
-    if "fork" not in multiprocessing.get_all_start_methods() or (os.cpu_count() or 1) < 2:
-        pytest.skip("no worker process here (one CPU or no fork)")
+    assert "fork" in multiprocessing.get_all_start_methods(), "the import worker needs fork (Linux)"
     monkeypatch.setattr(importers, "_pipeline_possible", lambda: True)
 
 
@@ -252,15 +251,21 @@ def test_worker_duplicate_across_chunks(tmp_path, worker_always):
     _ref.close()
 
 
+def _stembind_file(tmp_path, response: str):
+    """Fresh stores with the StemBind items, their ids, and a predictions file answering each with `response`."""
+    fast, ref = make_stores(tmp_path, stembind_lines(), "sb")
+    ids = [x["item_id"] for x in stembind_lines()]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"item_id": i, "response": response}) + "\n" for i in ids),
+                    encoding="utf-8")
+    return fast, ref, ids, path
+
+
 def test_worker_restarts_after_it_dies(tmp_path, worker_always):
     from db import importers
     from db.importers import import_predictions
 
-    fast, _ref = make_stores(tmp_path, stembind_lines(), "sb")
-    ids = [x["item_id"] for x in stembind_lines()]
-    path = tmp_path / "p.jsonl"
-    path.write_text("".join(json.dumps({"item_id": i, "response": "<ANSWER>C</ANSWER>"}) + "\n" for i in ids),
-                    encoding="utf-8")
+    fast, _ref, ids, path = _stembind_file(tmp_path, "<ANSWER>C</ANSWER>")
     assert import_predictions(fast, path, "a").rows == len(ids)
     worker = importers._Worker._current
     assert worker is not None
@@ -277,11 +282,7 @@ def test_worker_restarts_after_it_dies(tmp_path, worker_always):
 def test_worker_dry_run_writes_nothing(tmp_path, worker_always):
     from db.validate import validate_predictions
 
-    fast, _ref = make_stores(tmp_path, stembind_lines(), "sb")
-    ids = [x["item_id"] for x in stembind_lines()]
-    path = tmp_path / "p.jsonl"
-    path.write_text("".join(json.dumps({"item_id": i, "response": "It could be A or B."}) + "\n" for i in ids),
-                    encoding="utf-8")
+    fast, _ref, ids, path = _stembind_file(tmp_path, "It could be A or B.")
     report = validate_predictions(fast, path, "dry")
     assert report.ok and report.counts["invalid"] == len(ids)
     assert fast.counts()["predictions"] == 0 and fast.runs() == []
