@@ -23,9 +23,12 @@ from db.store import Store
 KEY = "sk-test-" + "7f3a9c" * 6
 
 
-@pytest.fixture
-def bench(tmp_path, monkeypatch):
+@pytest.fixture(params=["lean", "sdk"])
+def bench(request, tmp_path, monkeypatch):
+    """A tiny benchmark store; every test runs once through each transport (the lean HTTP/1.1 client used for
+    plain-http endpoints, and the SDK's own HTTP client used for https and proxies)."""
     monkeypatch.setenv("CC_TEST_KEY", KEY)
+    monkeypatch.setenv("CROSSCHECK_OPENAI_TRANSPORT", request.param)
     jsonl = write_benchmark(tmp_path / "data", n_groups=4, per_group=3, n_images=3)
     db = tmp_path / "s.db"
     import_items(Store(db), jsonl, name="tiny")

@@ -2,7 +2,9 @@
 
 The key is read from the environment variable named by `api_key_env` when the runner starts; it is never
 stored in the run config, logged, or written into an error text (it is redacted from every error message).
-Images go as base64 data URLs, in order, interleaved with the text parts. Calls are bounded by an asyncio
+Images go as base64 data URLs, in order, interleaved with the text parts. Plain-http endpoints without a proxy
+are spoken to through a lean keep-alive HTTP/1.1 client (core/runners/http11.py); https, proxied hosts, and
+CROSSCHECK_OPENAI_TRANSPORT=sdk go through the SDK's own HTTP client. Calls are bounded by an asyncio
 semaphore; 429, 5xx, timeouts and connection errors are retried with exponential backoff (with jitter);
 other 4xx and malformed bodies are not retried. A call that still fails becomes a Reply with `error` set,
 which the engine stores as status api_error (never as a wrong answer).
@@ -23,7 +25,10 @@ from typing import Any
 import orjson
 
 from core.errors import RunnerError
+from core.runners import http11
 from core.runners.base import Reply, Request
+
+TRANSPORT_ENV = "CROSSCHECK_OPENAI_TRANSPORT"  # "sdk": always the SDK's HTTP client; unset / "auto": lean for http://
 
 
 @functools.lru_cache(maxsize=256)
@@ -82,6 +87,7 @@ class OpenAIRunner:
         self.backoff, self.backoff_max = float(backoff), float(backoff_max)
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
+        self._pool: http11.Pool | None = None
 
     def identity(self) -> dict[str, Any]:
         return {"model": self.model}
@@ -121,8 +127,21 @@ class OpenAIRunner:
             headers = {**self._client.default_headers, **self._client.auth_headers}
             self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
             self._sem = asyncio.Semaphore(self.concurrency)
+            lean = os.environ.get(TRANSPORT_ENV, "auto").strip().lower() != "sdk" and http11.lean_target(self._url)
+            if lean:
+                host, port, path = lean
+                self._pool = http11.Pool(host, port, connect_timeout=self.timeout)
+                self._head = self._pool.request_head(path, self._headers)
+
+    @property
+    def transport(self) -> str:
+        """"lean" (core/runners/http11.py) or "sdk" (the openai SDK's HTTP client), once the client is built."""
+        return "lean" if self._pool is not None else "sdk"
 
     async def aclose(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         if self._client is not None:
             await self._client.close()
             self._client, self._sem = None, None
@@ -144,8 +163,8 @@ class OpenAIRunner:
         while True:
             try:
                 async with self._sem:
-                    resp = await self._post(body)
-                return self._reply(resp, time.perf_counter() - t0)
+                    content = await self._post(body)
+                return self._reply(content, time.perf_counter() - t0)
             except Exception as exc:  # noqa: BLE001 - every failure is classified and recorded
                 if self._retryable(exc) and attempt < self.max_retries:
                     delay = min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
@@ -159,9 +178,12 @@ class OpenAIRunner:
                     msg += f" (after {attempt} retries)"
                 return Reply(error=self._redact(msg)[:2000], latency=time.perf_counter() - t0)
 
-    async def _post(self, body: bytes) -> Any:
-        """POST one chat-completions body; HTTP errors, timeouts and transport failures raise the SDK's
-        exception types (APIStatusError subclasses, APITimeoutError, APIConnectionError), as the SDK does."""
+    async def _post(self, body: bytes) -> bytes:
+        """POST one chat-completions body and return the response body; HTTP errors, timeouts and transport
+        failures raise the SDK's exception types (APIStatusError subclasses, APITimeoutError, APIConnectionError),
+        as the SDK does."""
+        if self._pool is not None:
+            return await self._post_lean(body)
         try:
             resp = await self._http.post(self._url, content=body, headers=self._headers, timeout=self.timeout)
         except self._httpx.TimeoutException as exc:
@@ -171,14 +193,29 @@ class OpenAIRunner:
             raise self.openai.APIConnectionError(request=request) from exc
         if resp.status_code >= 400:
             raise self._client._make_status_error_from_response(resp)
-        return resp
+        return bytes(resp.content)
 
-    def _reply(self, resp: Any, seconds: float) -> Reply:
+    async def _post_lean(self, body: bytes) -> bytes:
+        assert self._pool is not None
         try:
-            body = orjson.loads(resp.content)
+            status, headers, content = await self._pool.post(self._head, body, self.timeout)
+        except TimeoutError as exc:
+            raise self.openai.APITimeoutError(request=self._httpx.Request("POST", self._url)) from exc
+        except (http11.TransportError, OSError) as exc:
+            raise self.openai.APIConnectionError(message=f"Connection error: {exc}",
+                                                 request=self._httpx.Request("POST", self._url)) from exc
+        if status >= 400:  # the SDK's own mapping (RateLimitError, InternalServerError, BadRequestError, ...)
+            resp = self._httpx.Response(status, headers=headers, content=content,
+                                        request=self._httpx.Request("POST", self._url))
+            raise self._client._make_status_error_from_response(resp)
+        return content
+
+    def _reply(self, content: bytes, seconds: float) -> Reply:
+        try:
+            body = orjson.loads(content)
             text = body["choices"][0]["message"]["content"]
         except (ValueError, AttributeError, IndexError, TypeError, KeyError):  # orjson.JSONDecodeError is a ValueError
-            return Reply(error=self._redact(f"malformed response body: {resp.content[:300]!r}"), latency=seconds)
+            return Reply(error=self._redact(f"malformed response body: {content[:300]!r}"), latency=seconds)
         if text is None or not str(text).strip():
             return Reply(error="empty response", latency=seconds)
         usage = body.get("usage") or {}
