@@ -69,7 +69,7 @@ def cmd_import_labels(args: argparse.Namespace) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from core.scoring import score_all
-    from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
+    from db.frames import load_for_scoring, score_extras
 
     store = _store(args)
     if args.all:
@@ -77,7 +77,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not args.run:
         raise CrosscheckError("score needs --run NAME (or --all)")
     row = store.run(args.run)
-    items, runs = load_benchmark_runs(store, row["benchmark"], SCORING_COLUMNS)
+    items, runs = load_for_scoring(store, row["benchmark"])
     compare = None
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)

@@ -229,10 +229,10 @@ def score_per_run(store: Store, benchmark: str) -> dict[str, float]:
 def score_bulk(store: Store, benchmark: str) -> tuple[dict[str, float], dict[str, dict]]:
     """The bulk path: load the benchmark's items and runs once, score every run, serialise each result."""
     from core.scoring import score_all
-    from db.frames import SCORING_COLUMNS, load_benchmark_runs
+    from db.frames import load_for_scoring
 
     c0, t0 = time.process_time(), time.perf_counter()
-    items, runs = load_benchmark_runs(store, benchmark, SCORING_COLUMNS)
+    items, runs = load_for_scoring(store, benchmark)
     t1 = time.perf_counter()
     results = score_all(items, runs)
     t2 = time.perf_counter()

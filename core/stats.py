@@ -165,10 +165,12 @@ class DrawCache:
     """Resample counts and resampled column sums shared by every bootstrap inside one `shared_draws()` block.
 
     The resample counts W (draws x clusters) depend only on (clusters, draws, seed), so every rate bootstrapped
-    over the same clusters with the same seed uses the same W. This cache builds W once (the same random stream
-    as `_draw_blocks`) and keeps `W @ a` per distinct per-cluster column `a`, so a column used by several
-    metrics or runs (a partner run's counts, the item counts per stem) is resampled once, and `prefetch` lets a
-    caller resample many columns in one pass over W. W is held in float32 and used only for columns of
+    over the same clusters with the same seed uses the same W. This cache keeps `W @ a` per distinct
+    per-cluster column `a`, so a column used by several metrics or runs (a partner run's counts, the item counts
+    per stem) is resampled once, and `prefetch` lets a caller resample many columns in one pass over W. The first
+    pass streams W block by block (the same random stream as `_draw_blocks`), never holding it whole (20,000 x
+    2,298 stems is 184 MB, whose allocation and page faults cost more than the products); a later pass over the
+    same W builds it once and keeps it. W is in float32 and used only for columns of
     integers whose resampled sums stay below 2**24 (every count-based rate), where float32 sums are exact, so
     the numbers equal those of the block-wise path; other columns take that path.
     """
@@ -176,6 +178,7 @@ class DrawCache:
     def __init__(self, max_cells: int = 64_000_000) -> None:
         self.max_cells = max_cells
         self._weights: dict[tuple[int, int, int], np.ndarray] = {}
+        self._streamed: set[tuple[int, int, int]] = set()
         self._sums: dict[tuple[int, int, int, bytes], np.ndarray] = {}
 
     def weights(self, n_clusters: int, draws: int, seed: int) -> np.ndarray:
@@ -213,10 +216,25 @@ class DrawCache:
         if missing:
             unique = {keys[j]: j for j in missing}
             block = np.ascontiguousarray(columns[:, list(unique.values())], dtype=np.float32)
-            product = self.weights(n_clusters, draws, seed) @ block
+            product = self._product(block, n_clusters, draws, seed)
             for i, key in enumerate(unique):
                 self._sums[key] = product[:, i].astype(float)
         return [self._sums[key] for key in keys]
+
+    def _product(self, block: np.ndarray, n_clusters: int, draws: int, seed: int) -> np.ndarray:
+        """W @ block. The first time a W is asked for, its blocks are generated and multiplied as they come
+        (W is never held whole: a bulk `prefetch` usually asks for every column there will be); a second
+        request for the same W builds and keeps it."""
+        key = (n_clusters, draws, seed)
+        if key in self._weights or key in self._streamed:
+            return self.weights(n_clusters, draws, seed) @ block
+        self._streamed.add(key)
+        product = np.empty((draws, block.shape[1]), dtype=np.float32)
+        done = 0
+        for counts in _draw_blocks(n_clusters, draws, seed, as_float=False):
+            np.matmul(counts.astype(np.float32), block, out=product[done:done + len(counts)])
+            done += len(counts)
+        return product
 
     def sums(self, arrays: list[np.ndarray], draws: int, seed: int) -> list[np.ndarray] | None:
         """`[W @ a for a in arrays]` from the cache, or None when the columns are not exact in float32."""

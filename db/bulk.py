@@ -65,7 +65,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     """{benchmark: {run: score_run result}} for the given units, in this process: on `source` when it is an
     open Store, else on a store opened here (a worker's own connection) and closed after."""
     from core.scoring import score_all
-    from db.frames import SCORING_COLUMNS, load_benchmark_runs, score_extras
+    from db.frames import load_for_scoring, score_extras
 
     own = not isinstance(source, Store)
     store: Store = source if isinstance(source, Store) else Store(source)
@@ -75,7 +75,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
         together.setdefault(bench, []).extend(names)
     try:
         for bench, names in together.items():
-            items, runs = load_benchmark_runs(store, bench, SCORING_COLUMNS, names=names)
+            items, runs = load_for_scoring(store, bench, names=names)
             extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
             out.setdefault(bench, {}).update(score_all(items, runs, split=split or None, per_run=extras))
     finally:
@@ -84,9 +84,20 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     return out
 
 
+def _one_blas_thread() -> Any:
+    """A context in which BLAS runs on one thread: with one scoring process per CPU, BLAS's own threads (two
+    per process here, spinning while they wait for work) would compete with the other processes for the same
+    cores."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
+
+
 def _child(path: str, work: list[tuple[str, list[str], int]], split: str | None, conn: Any) -> None:
     try:
-        conn.send(("ok", score_units(path, work, split)))
+        with _one_blas_thread():
+            result = score_units(path, work, split)
+        conn.send(("ok", result))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -104,6 +115,8 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
     if len(bins) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         merged = score_units(store, work, split)
     else:
+        import threadpoolctl  # noqa: F401 - imported once, before the fork, for _one_blas_thread
+
         ctx = multiprocessing.get_context("fork")  # the parent's imports come along; no store connection is used
         children = []
         for b in bins[1:]:
@@ -112,7 +125,8 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
             proc.start()
             send.close()
             children.append((proc, recv))
-        merged = score_units(store, bins[0], split)
+        with _one_blas_thread():
+            merged = score_units(store, bins[0], split)
         for proc, recv in children:
             try:
                 status, payload = recv.recv()

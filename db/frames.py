@@ -27,7 +27,6 @@ PRED_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "shown", "r
 # What core/metrics reads from a run's predictions (no metric reads response, shown, latency, probs or error).
 SCORING_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens")
 _TEXT = {"status", "answer", "shown", "response", "input_mode", "trace", "error"}
-ITEM_TEXT = ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer")
 
 
 def _obj(values: Sequence[Any]) -> pd.Series:
@@ -37,27 +36,45 @@ def _obj(values: Sequence[Any]) -> pd.Series:
     return pd.Series(arr, dtype=object, copy=False)
 
 
-def items_frame(store: Store, benchmark: str) -> tuple[pd.DataFrame, dict[int, str]]:
-    """`Store.items_frame(benchmark)` and the map item pk -> item_id."""
+ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer", "images",
+                "meta", "stages", "n_images")
+# What core/metrics reads from the items (common.JOIN_ITEM_COLUMNS, item_id and answer): no metric reads the
+# question, the image list (only its length) or the stage texts, the longest values of a row.
+SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
+                        "n_images")
+_ITEM_JSON = {"options": {}, "images": [], "meta": {}}
+
+
+def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
+                ) -> tuple[pd.DataFrame, dict[int, str]]:
+    """`Store.items_frame(benchmark)` restricted to `columns` (in ITEM_COLUMNS order; item_id always), and the
+    map item pk -> item_id. n_images without images is counted by SQLite (json_array_length)."""
+    unknown = [c for c in columns if c not in ITEM_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown item columns {unknown}; expected some of {', '.join(ITEM_COLUMNS)}")
+    wanted = [c for c in ITEM_COLUMNS if c in columns or c == "item_id"]
+    sql = {"n_images": "NULL" if "images" in wanted else
+           "CASE WHEN images IS NULL OR images = '' THEN 0 ELSE json_array_length(images) END"}
     b = store.benchmark(benchmark)
     rows = store.conn.execute(
-        "SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta, stages"
-        " FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],)).fetchall()
-    cols = list(zip(*rows, strict=True)) if rows else [()] * 13
+        f"SELECT id, {', '.join(sql.get(c, c) for c in wanted)} FROM items WHERE benchmark_id = ? ORDER BY id",
+        (b["id"],)).fetchall()
+    cols = dict(zip(["id", *wanted], zip(*rows, strict=True) if rows else [()] * (len(wanted) + 1), strict=True))
     loads = orjson.loads
     data: dict[str, Any] = {}
-    for name, col in zip(("item_id", "group_id", "split", "kind", "variant", "question"), cols[1:7], strict=True):
-        data[name] = _obj(col)
-    data["options"] = _obj([loads(v) if v else {} for v in cols[7]])
-    data["letters"] = _obj(cols[8])
-    data["answer"] = _obj(cols[9])
-    images = [loads(v) if v else [] for v in cols[10]]
-    data["images"] = _obj(images)
-    data["meta"] = _obj([loads(v) if v else {} for v in cols[11]])
-    data["stages"] = _obj([loads(v) if isinstance(v, str) and v else None for v in cols[12]])
-    data["n_images"] = pd.Series(np.fromiter((len(v) for v in images), dtype=np.int64, count=len(images)))
-    df = pd.DataFrame(data)
-    return df, dict(zip(cols[0], cols[1], strict=True))
+    for name in wanted:
+        col = cols[name]
+        if name in _ITEM_JSON:
+            empty = _ITEM_JSON[name]
+            data[name] = _obj([loads(v) if v else type(empty)() for v in col])
+        elif name == "stages":
+            data[name] = _obj([loads(v) if isinstance(v, str) and v else None for v in col])
+        elif name == "n_images":
+            counts = (len(v) for v in data["images"]) if "images" in data else col
+            data[name] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(col)))
+        else:
+            data[name] = _obj(col)
+    return pd.DataFrame(data), dict(zip(cols["id"], cols["item_id"], strict=True))
 
 
 def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[str, Any], bool]]:
@@ -212,19 +229,27 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
 
 
 def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS,
-                        names: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
+                        names: Sequence[str] | None = None, item_columns: Sequence[str] = ITEM_COLUMNS
+                        ) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """(items frame, {run name: RunData}) for every run of `benchmark` (or those in `names`), in run creation
     order.
 
-    Equal to `store.items_frame(benchmark)` and `store.run_data(name)` for each run (restricted to `columns`).
+    Equal to `store.items_frame(benchmark)` (restricted to `item_columns`) and `store.run_data(name)` for each run
+    (restricted to `columns`).
     """
     with gc_paused():
-        return _load(store, benchmark, columns, None if names is None else set(names))
+        return _load(store, benchmark, columns, None if names is None else set(names), item_columns)
 
 
-def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None
-          ) -> tuple[pd.DataFrame, dict[str, RunData]]:
-    items, item_ids = items_frame(store, benchmark)
+def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None
+                     ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS, SCORING_COLUMNS)."""
+    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=SCORING_ITEM_COLUMNS)
+
+
+def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None,
+          item_columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    items, item_ids = items_frame(store, benchmark, item_columns)
     pks = np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))
     pk_to_row = np.full(int(pks.max(initial=0)) + 1, -1, dtype=np.int64)
     pk_to_row[pks] = np.arange(len(pks))

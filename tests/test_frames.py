@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from db.frames import PRED_COLUMNS, SCORING_COLUMNS, load_benchmark_runs
+from db.frames import (ITEM_COLUMNS, PRED_COLUMNS, SCORING_COLUMNS, SCORING_ITEM_COLUMNS, load_benchmark_runs,
+                       load_for_scoring)
 from db.store import Store
 
 
@@ -16,14 +17,19 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=True)
 
 
-@pytest.mark.parametrize("columns", [PRED_COLUMNS, SCORING_COLUMNS])
-def test_bulk_frames_equal_the_store_frames(demo_db, columns):
+@pytest.mark.parametrize("columns, item_columns", [(PRED_COLUMNS, ITEM_COLUMNS), (SCORING_COLUMNS, ITEM_COLUMNS),
+                                                   (SCORING_COLUMNS, SCORING_ITEM_COLUMNS)])
+def test_bulk_frames_equal_the_store_frames(demo_db, columns, item_columns):
     store = Store(demo_db)
     try:
         seen = 0
         for b in store.benchmarks():
-            items, runs = load_benchmark_runs(store, b["name"], columns)
-            _same(items, store.items_frame(b["name"]))
+            if item_columns == SCORING_ITEM_COLUMNS:
+                items, runs = load_for_scoring(store, b["name"])
+            else:
+                items, runs = load_benchmark_runs(store, b["name"], columns, item_columns=item_columns)
+            assert list(items.columns) == list(item_columns)
+            _same(items, store.items_frame(b["name"])[list(item_columns)])
             for name, run in runs.items():
                 want = store.run_data(name)
                 assert (run.name, run.benchmark, run.family, run.config) == (
@@ -78,7 +84,8 @@ def test_bulk_frames_with_mixed_columns(store, tmp_path, columns):
 
 
 def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):
-    """score_all over the bulk loader's frames (item rows known, shared work and draws) gives, for every run
+    """score_all over the bulk loader's scoring frames (the columns metrics read, item rows known, shared work and
+    draws) gives, for every run
     of each demo benchmark, exactly what score_run gives from the Store's own frames."""
     import json
 
@@ -87,7 +94,7 @@ def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):
     store = Store(demo_db)
     try:
         for b in store.benchmarks():
-            items, runs = load_benchmark_runs(store, b["name"], SCORING_COLUMNS)
+            items, runs = load_for_scoring(store, b["name"])
             together = score_all(items, runs)
             plain_items = store.items_frame(b["name"])
             plain = {name: store.run_data(name) for name in runs}
