@@ -6,8 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from db.frames import (ITEM_COLUMNS, PRED_COLUMNS, SCORING_COLUMNS, SCORING_ITEM_COLUMNS, load_benchmark_runs,
-                       load_for_scoring)
+from db.frames import (
+    ITEM_COLUMNS,
+    PRED_COLUMNS,
+    SCORING_COLUMNS,
+    SCORING_ITEM_COLUMNS,
+    load_benchmark_runs,
+    load_for_scoring,
+)
 from db.store import Store
 
 
