@@ -42,7 +42,7 @@ ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "
 # question, the image list (only its length) or the stage texts, the longest values of a row.
 SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
                         "n_images")
-_ITEM_JSON = {"options": {}, "images": [], "meta": {}}
+_ITEM_JSON: dict[str, Any] = {"options": {}, "images": [], "meta": {}}
 
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
