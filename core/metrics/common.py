@@ -157,11 +157,9 @@ def group_exact_match(df: pd.DataFrame) -> Rate:
     return Rate.of(int(per_group.sum()), len(per_group), "groups")
 
 
-def _class_counts(df: pd.DataFrame, classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per class: true positives, gold support and predicted count (valid predictions only)."""
-    valid = df["status"] == "ok"
-    gold = df["gold"].to_numpy()
-    pred = df["answer"].where(valid).to_numpy()
+def _class_counts(gold: np.ndarray, pred: np.ndarray, classes: Sequence[str]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per class: true positives, gold support and predicted count (`pred` holds valid answers only)."""
     tp = np.array([np.sum((gold == c) & (pred == c)) for c in classes], dtype=float)
     support = np.array([np.sum(gold == c) for c in classes], dtype=float)
     predicted = np.array([np.sum(pred == c) for c in classes], dtype=float)
@@ -187,7 +185,18 @@ def macro_prf(df: pd.DataFrame, classes: Sequence[str] = "ABCD") -> dict[str, Ra
     if df.empty or not classes:
         reason = "no predictions to score" if df.empty else "no classes"
         return {key: Rate.undefined(reason) for key in ("macro_precision", "macro_recall", "macro_f1")}
-    tp, support, predicted = _class_counts(df, classes)
+    valid = df["status"] == "ok"
+    return macro_prf_arrays(df["gold"].to_numpy(), df["answer"].where(valid).to_numpy(), classes)
+
+
+def macro_prf_arrays(gold: np.ndarray, pred: np.ndarray, classes: Sequence[str] = "ABCD") -> dict[str, Rate]:
+    """macro_prf of aligned arrays: the gold letters and the valid answers (None / NaN where a prediction is
+    not valid)."""
+    classes = list(classes)
+    if not len(gold) or not classes:
+        reason = "no predictions to score" if not len(gold) else "no classes"
+        return {key: Rate.undefined(reason) for key in ("macro_precision", "macro_recall", "macro_f1")}
+    tp, support, predicted = _class_counts(gold, pred, classes)
     precision = _safe_div(tp, predicted)
     recall = _safe_div(tp, support)
     f1 = _safe_div(2 * precision * recall, precision + recall)
@@ -287,12 +296,22 @@ def rotation_metrics(df: pd.DataFrame, rotations: Sequence[int] = (0, 1, 2, 3)) 
     mean_rotation = all correct answers / (N x rotations); Drop = Vanilla - Circular (a difference).
     """
     rotations = list(rotations)
-    if df.empty:
+    if df.empty:  # no items: rotation_rates gives each rate's reason
+        none = np.empty((0, len(rotations)), dtype=object)
+        return rotation_rates(none, none.astype(bool), rotations)
+    answers, correct = _item_rotation_table(df, rotations)
+    return rotation_rates(answers, correct, rotations)
+
+
+def rotation_rates(answers: np.ndarray, correct: np.ndarray, rotations: Sequence[int]) -> dict[str, object]:
+    """rotation_metrics from its items x rotations tables: the mapped-back answer (None unless valid) and
+    correctness of each item under each rotation (a rotation an item lacks: None and False)."""
+    rotations = list(rotations)
+    n = len(answers)
+    if n == 0:
         undefined = Rate.undefined("no rotation predictions")
         keys = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
         return {key: undefined for key in keys} | {"per_rotation": {}}
-    answers, correct = _item_rotation_table(df, rotations)
-    n = len(answers)
     present = pd.notna(answers)
     complete = present.all(axis=1)
     circular = int(correct.all(axis=1).sum())
@@ -353,7 +372,12 @@ def pair_metrics(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Rate]:
     consistently_wrong = consistent and wrong; changed = not consistent (the complement, so that
     consistency + changed = 1; an item with an invalid or missing answer on either side counts as changed).
     """
-    answer_a, correct_a, answer_b, correct_b = _pair_arrays(a, b)
+    return pair_rates(*_pair_arrays(a, b))
+
+
+def pair_rates(answer_a: np.ndarray, correct_a: np.ndarray, answer_b: np.ndarray, correct_b: np.ndarray
+               ) -> dict[str, Rate]:
+    """pair_metrics over aligned arrays: each side's valid answers (None unless ok) and correctness."""
     n = len(answer_a)
     same = pd.notna(answer_a) & pd.notna(answer_b) & (answer_a == answer_b)
     wrong = ~correct_a

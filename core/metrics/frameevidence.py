@@ -1,8 +1,9 @@
 """FrameEvidence metrics (paper 000: §3, §5, §6, §7, App. A, App. D).
 
 Every function takes the items DataFrame (all splits; `split` picks the one scored, "test" by default) and
-one or more `RunData`; see docs/metrics/frameevidence.md for each definition, its paper section, its edge
-cases and its JSON key.
+one or more `RunData`, or one run's joined frame (frame(); score() passes the same rows as a column Table,
+see "column tables" below); see docs/METRICS.md (FrameEvidence) for each definition, its paper section, its
+edge cases and its JSON key.
 
 Item outcome. The main metrics use each run's rotation-0 / repeat-0 predictions. As in the paper ("All
 model-mode comparisons use the full question and group counts"), every item of the split is in the
@@ -20,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -28,13 +29,13 @@ import pandas as pd
 from core import stats
 from core.errors import MetricUndefined
 from core.metrics.common import (
-    accuracy,
     join,
     joint_random_reference,
-    macro_prf,
+    macro_prf_arrays,
     memoized,
-    pair_metrics,
-    rotation_metrics,
+    pair_rates,
+    positions,
+    rotation_rates,
     select,
     uniform_random_reference,
 )
@@ -94,6 +95,7 @@ def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = 
 
     Columns of common.join plus `insufficient` (meta.insufficient_option). Items without a prediction get
     status "missing", answer None, correct False. Two predictions for one key raise MetricUndefined.
+    score() reads the same rows as a column table instead (_outcomes).
     """
     scope = _scope(items, split)
     chosen = select(_preds(run), rotation=rotation, repeat=repeat)
@@ -117,76 +119,225 @@ def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = 
     return df
 
 
-def coverage(df: pd.DataFrame) -> Rate:
-    """Items with a prediction (any status) / items of the split."""
-    return Rate.of(int((df["status"] != MISSING).sum()), len(df), "items")
+# --------------------------------------------------------------------------- column tables
+#
+# The metrics read their frames column by column, a few hundred reads per run; a pandas column read costs
+# microseconds of bookkeeping each time, more than the arithmetic it feeds. So they work on a Table: named
+# numpy arrays of one length. Two kinds are used:
+#
+# - an item table (_outcomes): one row per item of the split, in the items' order, with the item columns
+#   item_id, group_id, kind, variant, n_images, meta (those the items have), gold (the item's answer) and
+#   insufficient (meta.insufficient_option), and the run's prediction at one (rotation, repeat): status
+#   ("missing" without one), answer (None without one) and correct (bool). It holds the rows of frame()
+#   (frame() keeps the predictions' order instead), and a metric given a frame() DataFrame reads it as a
+#   Table of its columns (_table); no metric depends on the row order.
+# - a group table (groups): one row per group of a kind, its ids in `index`.
+#
+# Every run's item table of a split shares the split's item columns (_item_columns, its `items`), so the work
+# that depends on the items alone (which item is in which group, the strata values) is memoized on those
+# and done once per split inside common.shared_work.
+
+
+class Table:
+    """Named numpy columns of `n` rows; `index` labels the rows (a group table's group ids, else row numbers)."""
+
+    __slots__ = ("_items", "columns", "index", "n")
+
+    def __init__(self, columns: dict[str, np.ndarray], n: int, index: np.ndarray | None = None,
+                 items: Table | None = None) -> None:
+        self.columns, self.n, self._items = columns, n, items
+        self.index = np.arange(n) if index is None else index
+
+    @property
+    def items(self) -> Table:
+        """The table holding this one's item columns, row for row: the split's _item_columns for an item table
+        of _outcomes, else this table itself."""
+        return self if self._items is None else self._items
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.columns
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def empty(self) -> bool:
+        return self.n == 0
+
+    def rows(self, mask: np.ndarray) -> Table:
+        """The rows where `mask` is True."""
+        return Table({name: col[mask] for name, col in self.columns.items()}, int(mask.sum()), self.index[mask])
+
+
+# what the metrics of one joined frame take: frame()'s DataFrame or the item table of _outcomes
+Frame: TypeAlias = pd.DataFrame | Table
+
+
+def _array(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A DataFrame column as the metrics read it: bool for correct, as stored for n_images, else object."""
+    if name == "correct":
+        return df[name].to_numpy(dtype=bool)
+    return df[name].to_numpy() if name == "n_images" else df[name].to_numpy(dtype=object)
+
+
+def _table(df: Frame) -> Table:
+    return df if isinstance(df, Table) else _table_of(df)
 
 
 @memoized
-def groups(df: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """One row per group of `kind` (index group_id) with, per variant v, the columns
+def _table_of(df: pd.DataFrame) -> Table:
+    return Table({name: _array(df, name) for name in df.columns}, len(df))
 
-    has_v (the group holds a v item), c_v (correct), ok_v (status ok), a_v (answer, None unless ok),
-    gold_v, ins_v (insufficient-option letter), n_images_v, id_v (item id).
-    """
+
+@memoized
+def _item_columns(items: pd.DataFrame, split: str | None) -> Table:
+    """The item columns of an item table (see above) for the items of the split."""
+    scope = _scope(items, split)
+    cols = {name: _array(scope, name) for name in ("item_id", "group_id", "kind", "variant", "n_images", "meta")
+            if name in scope}
+    cols["gold"] = scope["answer"].to_numpy()
+    if "meta" in cols:
+        insufficient = (_meta(m, "insufficient_option") for m in cols["meta"])
+        cols["insufficient"] = np.fromiter(insufficient, dtype=object, count=len(scope))
+    else:
+        cols["insufficient"] = np.full(len(scope), None, dtype=object)
+    return Table(cols, len(scope))
+
+
+@memoized
+def _pred_columns(run: RunData | pd.DataFrame) -> dict[str, np.ndarray]:
+    """The prediction columns the metrics read: item_id, rotation, repeat, status, answer."""
+    preds = _preds(run)
+    return {"item_id": preds["item_id"].to_numpy(dtype=object), "rotation": preds["rotation"].to_numpy(),
+            "repeat": preds["repeat"].to_numpy(), "status": preds["status"].to_numpy(dtype=object),
+            "answer": preds["answer"].to_numpy(dtype=object)}
+
+
+@memoized
+def _pred_rows(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None) -> np.ndarray:
+    """Each prediction's item row in the split (-1 for an item outside it)."""
+    return positions(_scope(items, split), _pred_columns(run)["item_id"])
+
+
+@memoized
+def _outcomes(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = "test", rotation: int = 0,
+              repeat: int = 0) -> Table:
+    """frame() as an item table (see above): the same rows, in the items' order, and the same errors."""
+    base = _item_columns(items, split)
+    preds = _pred_columns(run)
+    chosen = np.flatnonzero((preds["rotation"] == rotation) & (preds["repeat"] == repeat))  # as common.select
+    at = _pred_rows(items, run, split)[chosen]  # the item row of each chosen prediction
+    inside = at >= 0  # predictions of items outside the split are left out, as by common.join
+    at, chosen = at[inside], chosen[inside]
+    n = len(base)
+    if len(at) and np.bincount(at, minlength=n).max() > 1:
+        first = int(np.argmax(pd.Index(at).duplicated()))  # the first repeated item, in the predictions' order
+        raise MetricUndefined(f"run {_name(run)!r} has several predictions for item "
+                              f"{base['item_id'][at[first]]!r} at rotation {rotation}, repeat {repeat}")
+    status = np.full(n, MISSING, dtype=object)
+    status[at] = preds["status"][chosen]
+    answer = np.full(n, None, dtype=object)
+    answer[at] = preds["answer"][chosen]
+    correct = np.asarray((status == "ok") & (answer == base["gold"]) & pd.notna(answer), dtype=bool)  # as join
+    return Table({**base.columns, "status": status, "answer": answer, "correct": correct}, n, items=base)
+
+
+def _valid_answers(t: Table) -> np.ndarray:
+    """Each row's answer where its status is ok, else None."""
+    answer = t["answer"].copy()
+    answer[t["status"] != "ok"] = None
+    return answer
+
+
+def coverage(df: Frame) -> Rate:
+    """Items with a prediction (any status) / items of the split."""
+    t = _table(df)
+    return Rate.of(int((t["status"] != MISSING).sum()), len(t), "items")
+
+
+def _spread(values: np.ndarray | bool, where: np.ndarray, n: int, empty: bool | None) -> np.ndarray:
+    """An n-row column holding values[i] at row where[i] and `empty` elsewhere (bool when `empty` is False)."""
+    out = np.full(n, empty, dtype=bool if empty is False else object)
+    out[where] = values
+    return out
+
+
+@memoized
+def _group_layout(t: Table, kind: str) -> tuple[Table, np.ndarray, np.ndarray, np.ndarray]:
+    """The part of groups() that depends on the item columns `t` alone: the group table's columns has_v, gold_v,
+    ins_v, n_images_v, meta_v and id_v; the rows of `t` of that kind; and of each, its group's row and its
+    variant's position in VARIANTS[kind]. A variant outside the family or two items of one variant in a group
+    raise MetricUndefined."""
     variants = VARIANTS[kind]
-    sub = df[df["kind"] == kind]
-    stray = sub[~sub["variant"].isin(variants)]
-    if len(stray):
-        raise MetricUndefined(f"{kind} item {stray['item_id'].iloc[0]!r} has variant {stray['variant'].iloc[0]!r}; "
+    rows = np.flatnonzero(t["kind"] == kind)
+    names = t["variant"][rows]
+    code = {v: j for j, v in enumerate(variants)}
+    variant = np.array([code.get(v, -1) for v in names], dtype=np.int64)
+    if (variant < 0).any():
+        i = rows[variant < 0][0]
+        raise MetricUndefined(f"{kind} item {t['item_id'][i]!r} has variant {t['variant'][i]!r}; "
                               f"expected one of {', '.join(variants)}")
-    dup = sub.duplicated(["group_id", "variant"])
-    if dup.any():
-        row = sub[dup].iloc[0]
-        raise MetricUndefined(f"group {row['group_id']!r} has more than one {row['variant']!r} item")
-    index = pd.Index(sorted(sub["group_id"].unique()), name="group_id")
+    index, at = np.unique(t["group_id"][rows], return_inverse=True)  # sorted group ids; each row's group
+    cell = at * len(variants) + variant
+    if len(np.unique(cell)) < len(cell):
+        i = rows[np.argmax(pd.Index(cell).duplicated())]
+        raise MetricUndefined(f"group {t['group_id'][i]!r} has more than one {t['variant'][i]!r} item")
     n = len(index)
-    at = index.get_indexer(sub["group_id"].to_numpy(dtype=object))
-    variant = sub["variant"].to_numpy(dtype=object)
-
-    def column(name: str) -> np.ndarray:
-        if name in sub:
-            return sub[name].to_numpy(dtype=object)
-        return np.full(len(sub), None, dtype=object)
-
-    status = column("status")
-    ok_rows = status == "ok"
-    correct = column("correct")
-    answer = column("answer")
-    cols: dict[str, Any] = {}
-    for v in variants:
-        rows = variant == v
-        where = at[rows]
-        for name in ("has", "c", "ok"):
-            cols[f"{name}_{v}"] = np.zeros(n, dtype=bool)
-        for name in ("a", "gold", "ins", "n_images", "meta", "id"):
-            cols[f"{name}_{v}"] = np.full(n, None, dtype=object)
-        cols[f"has_{v}"][where] = True
-        cols[f"c_{v}"][where] = [bool(c) for c in correct[rows]]
-        cols[f"ok_{v}"][where] = ok_rows[rows]
-        cols[f"a_{v}"][where] = np.where(ok_rows[rows], answer[rows], None)
+    cols: dict[str, np.ndarray] = {}
+    for j, v in enumerate(variants):
+        mine = variant == j
+        cols[f"has_{v}"] = _spread(True, at[mine], n, False)
         for name, src in (("gold", "gold"), ("ins", "insufficient"), ("n_images", "n_images"), ("meta", "meta"),
                           ("id", "item_id")):
-            cols[f"{name}_{v}"][where] = column(src)[rows]
-    return pd.DataFrame(cols, index=index)
+            cols[f"{name}_{v}"] = (_spread(t[src][rows[mine]], at[mine], n, None) if src in t
+                                   else np.full(n, None, dtype=object))
+    return Table(cols, n, index), rows, at, variant
 
 
-def _complete(g: pd.DataFrame, variants: Sequence[str]) -> pd.Series:
-    if g.empty:
-        return pd.Series(dtype=bool)
-    has = np.logical_and.reduce([g[f"has_{v}"].to_numpy(dtype=bool) for v in variants])
-    return pd.Series(has, index=g.index, copy=False)
+@memoized
+def groups(df: Frame, kind: str) -> Table:
+    """One row per group of `kind` (index: the group ids, sorted) with, per variant v, the columns
+
+    has_v (the group holds a v item), c_v (correct), ok_v (status ok), a_v (answer, None unless ok),
+    gold_v, ins_v (insufficient-option letter), n_images_v, meta_v, id_v (item id); None where the group
+    lacks a v item (False for the flags).
+    """
+    t = _table(df)
+    layout, rows, at, variant = _group_layout(t.items, kind)
+    ok, correct, answer = t["status"][rows] == "ok", t["correct"][rows], _valid_answers(t)[rows]
+    n = len(layout)
+    cols = dict(layout.columns)
+    for j, v in enumerate(VARIANTS[kind]):
+        mine = variant == j
+        cols[f"c_{v}"] = _spread(correct[mine], at[mine], n, False)
+        cols[f"ok_{v}"] = _spread(ok[mine], at[mine], n, False)
+        cols[f"a_{v}"] = _spread(answer[mine], at[mine], n, None)
+    return Table(cols, n, layout.index)
 
 
-def _joint_counts(g: pd.DataFrame, variants: Sequence[str], rows: np.ndarray | None = None) -> tuple[int, int]:
-    """(groups with every variant correct, groups holding every variant), optionally within a row mask."""
-    if g.empty:
-        return 0, 0
-    has = np.logical_and.reduce([g[f"has_{v}"].to_numpy(dtype=bool) for v in variants])
-    if rows is not None:
-        has = has & rows
-    ok = np.logical_and.reduce([g[f"c_{v}"].to_numpy(dtype=bool) for v in variants])
-    return int((has & ok).sum()), int(has.sum())
+def _all(g: Table, prefix: str, variants: Sequence[str]) -> np.ndarray:
+    """Per group: the flag column `prefix`_v is True for every v of `variants`."""
+    return np.logical_and.reduce([g[f"{prefix}_{v}"] for v in variants])
+
+
+def _complete(g: Table, variants: Sequence[str]) -> np.ndarray:
+    """Per group: it holds an item of every variant of `variants`."""
+    return _all(g, "has", variants)
+
+
+def _joint_flags(g: Table, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: (holds every variant and all are correct, holds every variant)."""
+    has = _complete(g, variants)
+    return has & _all(g, "c", variants), has
+
+
+def _joint_counts(g: Table, variants: Sequence[str]) -> tuple[int, int]:
+    """(groups with every variant correct, groups holding every variant)."""
+    k, n = _joint_flags(g, variants)
+    return int(k.sum()), int(n.sum())
 
 
 def _diff(a: Rate, b: Rate, reason: str) -> Rate:
@@ -199,26 +350,27 @@ def _diff(a: Rate, b: Rate, reason: str) -> Rate:
 # --------------------------------------------------------------------------- joint metrics (§3, Eq. 1)
 
 
-def fq1_gem(df: pd.DataFrame) -> Rate:
+def fq1_gem(df: Frame) -> Rate:
     """FQ1 Group Exact Match: FQ1 groups with cam, obj and scene all correct / FQ1 groups (Eq. 1)."""
     # a complete group holds exactly one cam, obj and scene item (groups() refuses duplicates and strays), so
     # the groups whose FQ1 items are all correct are those with every variant correct
     return Rate.of(*_joint_counts(groups(df, FQ1), FQ1_VARIANTS), "FQ1 groups")
 
 
-def nts(df: pd.DataFrame) -> Rate:
+def nts(df: Frame) -> Rate:
     """Necessity Transition Success: FQ2 groups with MSS and deletion both correct / FQ2 groups (§3)."""
     return Rate.of(*_joint_counts(groups(df, FQ2), ("mss", "del")), "FQ2 groups")
 
 
-def dis(df: pd.DataFrame) -> Rate:
+def dis(df: Frame) -> Rate:
     """Distractor Invariance Success: FQ2 groups with MSS and addition both correct / FQ2 groups (§3)."""
     return Rate.of(*_joint_counts(groups(df, FQ2), ("mss", "add")), "FQ2 groups")
 
 
-def variant_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
+def variant_accuracy(df: Frame) -> dict[str, Rate]:
     """Accuracy of each variant (cam, obj, scene, mss, del, add) over the items of the split."""
-    variant, correct = df["variant"].to_numpy(dtype=object), df["correct"].to_numpy(dtype=bool)
+    t = _table(df)
+    variant, correct = t["variant"], t["correct"]
     out = {}
     for v in (*FQ1_VARIANTS, *FQ2_VARIANTS):
         m = variant == v
@@ -226,9 +378,10 @@ def variant_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
     return out
 
 
-def kind_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
+def kind_accuracy(df: Frame) -> dict[str, Rate]:
     """Accuracy of FQ1 and of FQ2 items (000 §5 / Table 10 use FQ2-only accuracy over 144 items)."""
-    kind, correct = df["kind"].to_numpy(dtype=object), df["correct"].to_numpy(dtype=bool)
+    t = _table(df)
+    kind, correct = t["kind"], t["correct"]
     out = {}
     for k in (FQ1, FQ2):
         m = kind == k
@@ -236,7 +389,7 @@ def kind_accuracy(df: pd.DataFrame) -> dict[str, Rate]:
     return out
 
 
-def independence(df: pd.DataFrame) -> dict[str, Rate]:
+def independence(df: Frame) -> dict[str, Rate]:
     """Independence reference (§6.2): the product of the variant accuracies of each joint metric.
 
     Variant accuracies are taken over the groups the joint metric counts (complete groups), so the
@@ -247,11 +400,11 @@ def independence(df: pd.DataFrame) -> dict[str, Rate]:
     for key, kind, variants in (("fq1_gem", FQ1, FQ1_VARIANTS), ("nts", FQ2, ("mss", "del")),
                                 ("dis", FQ2, ("mss", "add"))):
         g = groups(df, kind)
-        done = _complete(g, variants).to_numpy(dtype=bool)
+        done = _complete(g, variants)
         if not done.any():
             out[key] = Rate.undefined(f"no {kind} groups with {' and '.join(variants)} items")
             continue
-        out[key] = Rate(float(np.prod([g[f"c_{v}"].to_numpy(dtype=bool)[done].mean() for v in variants])))
+        out[key] = Rate(float(np.prod([g[f"c_{v}"][done].mean() for v in variants])))
     return out
 
 
@@ -283,21 +436,24 @@ def _uniform_random_of(items_scope: pd.DataFrame) -> dict[str, Rate]:
     return out
 
 
-def core_metrics(df: pd.DataFrame) -> dict[str, Rate]:
+def core_metrics(df: Frame) -> dict[str, Rate]:
     """accuracy, macro P / R / F1 over A-D, fq1_gem, nts, dis of one joined frame."""
     return {key: dataclasses.replace(rate) for key, rate in _core_metrics(df).items()}
 
 
 @memoized
-def _core_metrics(df: pd.DataFrame) -> dict[str, Rate]:
-    return {"accuracy": accuracy(df) if len(df) else Rate.of(0, 0, "items"), **macro_prf(df, CLASSES),
-            "fq1_gem": fq1_gem(df), "nts": nts(df), "dis": dis(df)}
+def _core_metrics(df: Frame) -> dict[str, Rate]:
+    t = _table(df)
+    # accuracy and macro P / R / F1 as common.accuracy and common.macro_prf compute them on a DataFrame
+    accuracy = Rate.of(int(t["correct"].sum()), len(t), "predictions") if len(t) else Rate.of(0, 0, "items")
+    return {"accuracy": accuracy, **macro_prf_arrays(t["gold"], _valid_answers(t), CLASSES),
+            "fq1_gem": fq1_gem(t), "nts": nts(t), "dis": dis(t)}
 
 
 # --------------------------------------------------------------------------- insufficiency (Table 8, §7)
 
 
-def insufficiency(df: pd.DataFrame) -> dict[str, Any]:
+def insufficiency(df: Frame) -> dict[str, Any]:
     """Insufficiency responses per FQ2 condition and insufficiency precision / recall (000 Table 8, §7).
 
     counts.v = valid answers equal to meta.insufficient_option among the v items (v = mss, del, add), out
@@ -305,18 +461,20 @@ def insufficiency(df: pd.DataFrame) -> dict[str, Any]:
     responses. recall = deletion items answered insufficient / deletion items; precision = deletion items
     answered insufficient / all insufficiency responses (MSS + deletion + addition).
     """
-    fq2 = df[df["kind"] == FQ2]
+    t = _table(df)
+    fq2 = t.rows(t["kind"] == FQ2)
     if fq2.empty:
         reason = "no FQ2 items"
         return {"counts": Rate.undefined(reason), "invalid": Rate.undefined(reason),
                 "recall": Rate.undefined(reason), "precision": Rate.undefined(reason)}
-    lacking = fq2[fq2["insufficient"].isna()]
-    if len(lacking):
-        raise MetricUndefined(f"FQ2 item {lacking['item_id'].iloc[0]!r} has no meta.insufficient_option")
-    chose = (fq2["status"] == "ok") & (fq2["answer"] == fq2["insufficient"])
+    lacking = pd.isna(fq2["insufficient"])
+    if lacking.any():
+        raise MetricUndefined(f"FQ2 item {fq2['item_id'][lacking][0]!r} has no meta.insufficient_option")
+    ok = fq2["status"] == "ok"
+    chose = ok & (fq2["answer"] == fq2["insufficient"])  # insufficient is never None here
     by = {v: fq2["variant"] == v for v in FQ2_VARIANTS}
     counts = {v: Rate.of(int((chose & by[v]).sum()), int(by[v].sum()), f"{v} items") for v in FQ2_VARIANTS}
-    invalid = {v: int(((fq2["status"] != "ok") & by[v]).sum()) for v in FQ2_VARIANTS}
+    invalid = {v: int((~ok & by[v]).sum()) for v in FQ2_VARIANTS}
     hits = int((chose & by["del"]).sum())
     return {"counts": counts, "invalid": invalid,
             "recall": Rate.of(hits, int(by["del"].sum()), "deletion items"),
@@ -334,53 +492,29 @@ def _value_key(value: Any) -> str:
     return str(value)
 
 
-@memoized
-def _stratum_cache() -> dict[tuple[int, str], str]:
-    """(id of an item's meta dict, key) -> its stratum value, inside common.shared_work (where the items frame
-    holding the dicts stays alive, so ids are not reused); a fresh dict outside it."""
-    return {}
-
-
 def _meta_values(metas: Iterable[Any], key: str) -> np.ndarray:
-    """_value_key(meta[key]) of each meta dict, looked up once per dict and key while work is shared."""
-    cache = _stratum_cache()
-    out = []
-    for m in metas:
-        k = (id(m), key)
-        value = cache.get(k)
-        if value is None:
-            value = cache[k] = _value_key(_meta(m, key))
-        out.append(value)
-    return np.array(out, dtype=object)
+    """_value_key(meta[key]) of each meta dict."""
+    return np.array([_value_key(_meta(m, key)) for m in metas], dtype=object)
 
 
-def _group_stratum(g: pd.DataFrame, kind: str, key: str) -> np.ndarray:
+def _group_stratum(g: Table, kind: str, key: str) -> np.ndarray:
     """A group's stratum: the anchor item's (cam / mss) value; for meta fields the first variant that has it."""
     variants = VARIANTS[kind]
     if key == "n_images":
-        return np.array([_value_key(v) for v in g[f"n_images_{variants[0]}"].to_numpy()], dtype=object)
+        return np.array([_value_key(v) for v in g[f"n_images_{variants[0]}"]], dtype=object)
     out = np.full(len(g), UNKNOWN, dtype=object)
     for v in reversed(variants):  # the first variant with a value wins
-        got = _meta_values(g[f"meta_{v}"].to_numpy(), key)
+        got = _meta_values(g[f"meta_{v}"], key)
         known = got != UNKNOWN
         out[known] = got[known]
     return out
-
-
-def _joint_flags(g: pd.DataFrame, variants: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Per group: (holds every variant and all are correct, holds every variant)."""
-    if g.empty:
-        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
-    has = np.logical_and.reduce([g[f"has_{v}"].to_numpy(dtype=bool) for v in variants])
-    ok = np.logical_and.reduce([g[f"c_{v}"].to_numpy(dtype=bool) for v in variants])
-    return has & ok, has
 
 
 def _stratum_sort_key(s: str) -> tuple[bool, int, str]:
     return (s == UNKNOWN, len(s) if s.isdigit() else 0, s)
 
 
-def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
+def strata(df: Frame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
     """Accuracy and joint metrics per stratum value (000 §5 Table 3, App. D Tables 15-18).
 
     Item accuracy uses each item's own value (n_images: the images it shows; a meta field missing on the
@@ -389,19 +523,48 @@ def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
     scene / mss, del, add). Items or groups without the field are under "unknown"; a field that no item
     has gives a reason.
     """
-    g1, g2 = groups(df, FQ1), groups(df, FQ2)
-    joint = {"fq1_gem": (g1, _joint_flags(g1, FQ1_VARIANTS), FQ1, "FQ1 groups"),
-             "nts": (g2, _joint_flags(g2, ("mss", "del")), FQ2, "FQ2 groups"),
-             "dis": (g2, _joint_flags(g2, ("mss", "add")), FQ2, "FQ2 groups")}
-    correct = df["correct"].to_numpy(dtype=bool)
-    group_ids = df["group_id"].to_numpy(dtype=object)
+    t = _table(df)
+    g1, g2 = groups(t, FQ1), groups(t, FQ2)
+    joint = {"fq1_gem": (_joint_flags(g1, FQ1_VARIANTS), FQ1, "FQ1 groups"),
+             "nts": (_joint_flags(g2, ("mss", "del")), FQ2, "FQ2 groups"),
+             "dis": (_joint_flags(g2, ("mss", "add")), FQ2, "FQ2 groups")}
     out: dict[str, Any] = {}
+    for key, layout in _strata_layout(t.items, tuple(keys)).items():
+        if isinstance(layout, str):
+            out[key] = Rate.undefined(layout)
+            continue
+        values, item_code, group_code = layout
+        m = len(values)
+        n_items = np.bincount(item_code, minlength=m)
+        k_items = np.bincount(item_code, weights=t["correct"], minlength=m)
+        counts = {metric: (np.bincount(group_code[kind], weights=k_flag, minlength=m),
+                           np.bincount(group_code[kind], weights=n_flag, minlength=m))
+                  for metric, ((k_flag, n_flag), kind, _) in joint.items()}
+        table: dict[str, dict[str, Rate]] = {}
+        for i, value in enumerate(values):
+            table[value] = {"accuracy": Rate.of(int(k_items[i]), int(n_items[i]), "items")}
+            for metric, (_, _, what) in joint.items():
+                table[value][metric] = Rate.of(int(counts[metric][0][i]), int(counts[metric][1][i]), what)
+        out[key] = table
+    return out
+
+
+# per stratum key: the sorted values, and the position in them of each item's and of each FQ1 / FQ2 group's value
+_StrataCodes: TypeAlias = tuple[list[str], np.ndarray, dict[str, np.ndarray]]
+
+
+@memoized
+def _strata_layout(t: Table, keys: tuple[str, ...]) -> dict[str, _StrataCodes | str]:
+    """The part of strata() that depends on the item columns `t` alone: per key, its _StrataCodes, or why the key
+    has no strata."""
+    g1, g2 = _group_layout(t, FQ1)[0], _group_layout(t, FQ2)[0]
+    out: dict[str, _StrataCodes | str] = {}
     for key in keys:
         if key == "n_images":
-            item_values = (np.array([_value_key(v) for v in df["n_images"].to_numpy()], dtype=object)
-                           if "n_images" in df else np.full(len(df), UNKNOWN, dtype=object))
+            item_values = (np.array([_value_key(v) for v in t["n_images"]], dtype=object)
+                           if "n_images" in t else np.full(len(t), UNKNOWN, dtype=object))
         else:
-            item_values = _meta_values(df["meta"].to_numpy(), key)
+            item_values = _meta_values(t["meta"], key)
         group_values = {kind: _group_stratum(g, kind, key) if len(g) else np.empty(0, dtype=object)
                         for kind, g in ((FQ1, g1), (FQ2, g2))}
         if key != "n_images":
@@ -411,46 +574,36 @@ def strata(df: pd.DataFrame, keys: Iterable[str] = STRATA) -> dict[str, Any]:
                     by_group.setdefault(gid, value)
             unknown = item_values == UNKNOWN
             if by_group and unknown.any():
-                item_values[unknown] = [by_group.get(gid, UNKNOWN) for gid in group_ids[unknown]]
+                item_values[unknown] = [by_group.get(gid, UNKNOWN) for gid in t["group_id"][unknown]]
         if bool((item_values == UNKNOWN).all()):
-            out[key] = Rate.undefined(f"no item has {key if key == 'n_images' else 'meta.' + key}")
+            out[key] = f"no item has {key if key == 'n_images' else 'meta.' + key}"
             continue
         values = sorted(set(item_values) | set(group_values[FQ1]) | set(group_values[FQ2]), key=_stratum_sort_key)
         code = {v: i for i, v in enumerate(values)}
-        m = len(values)
-        item_code = np.fromiter((code[v] for v in item_values), dtype=np.int64, count=len(item_values))
-        n_items = np.bincount(item_code, minlength=m)
-        k_items = np.bincount(item_code, weights=correct, minlength=m)
-        counts = {}
-        for metric, (g, (k_flag, n_flag), kind, _) in joint.items():
-            gcode = np.fromiter((code[v] for v in group_values[kind]), dtype=np.int64, count=len(g))
-            counts[metric] = (np.bincount(gcode, weights=k_flag, minlength=m), np.bincount(gcode, weights=n_flag,
-                                                                                            minlength=m))
-        table: dict[str, dict[str, Rate]] = {}
-        for i, value in enumerate(values):
-            table[value] = {"accuracy": Rate.of(int(k_items[i]), int(n_items[i]), "items")}
-            for metric, (_, _, _, what) in joint.items():
-                table[value][metric] = Rate.of(int(counts[metric][0][i]), int(counts[metric][1][i]), what)
-        out[key] = table
+
+        def codes(strata_values: np.ndarray, code: dict[str, int] = code) -> np.ndarray:
+            return np.fromiter((code[v] for v in strata_values), dtype=np.int64, count=len(strata_values))
+
+        out[key] = values, codes(item_values), {kind: codes(group_values[kind]) for kind in (FQ1, FQ2)}
     return out
 
 
 # --------------------------------------------------------------------------- transitions (Figure 5, §6.3)
 
 
-def _outcome(g: pd.DataFrame, v: str) -> np.ndarray:
+def _outcome(g: Table, v: str) -> np.ndarray:
     """Codes into OUTCOMES: correct / insufficient (wrong, chose the insufficient option) / wrong (another
     letter) / invalid (invalid, api_error or missing)."""
-    ok = g[f"ok_{v}"].to_numpy(dtype=bool)
-    chose_ins = ok & (g[f"a_{v}"].to_numpy(dtype=object) == g[f"ins_{v}"].to_numpy(dtype=object))
+    ok = g[f"ok_{v}"]
+    chose_ins = ok & (g[f"a_{v}"] == g[f"ins_{v}"])
     out = np.full(len(g), OUTCOMES.index("wrong"), dtype=np.int64)
     out[chose_ins] = OUTCOMES.index("insufficient")
-    out[g[f"c_{v}"].to_numpy(dtype=bool)] = OUTCOMES.index("correct")
+    out[g[f"c_{v}"]] = OUTCOMES.index("correct")
     out[~ok] = OUTCOMES.index("invalid")
     return out
 
 
-def transitions(df: pd.DataFrame) -> dict[str, Any] | Rate:
+def transitions(df: Frame) -> dict[str, Any] | Rate:
     """Initial vs conditional success and MSS -> deletion / addition response transitions (Figure 5).
 
     initial = MSS correct / FQ2 groups (the horizontal rate of Figure 5, over all groups);
@@ -465,19 +618,16 @@ def transitions(df: pd.DataFrame) -> dict[str, Any] | Rate:
     if g.empty:
         return Rate.undefined("no FQ2 groups")
     out: dict[str, Any] = {"conditional": {}, "answer_kept": {}, "table": {}}
-    col = {c: g[c].to_numpy(dtype=bool) for c in ("has_mss", "c_mss", "ok_mss")}
-    a_mss = g["a_mss"].to_numpy(dtype=object)
-    has_mss = col["has_mss"]
-    out["initial"] = Rate.of(int(col["c_mss"][has_mss].sum()), int(has_mss.sum()), "FQ2 groups")
+    has_mss, c_mss, ok_mss, a_mss = g["has_mss"], g["c_mss"], g["ok_mss"], g["a_mss"]
+    out["initial"] = Rate.of(int(c_mss[has_mss].sum()), int(has_mss.sum()), "FQ2 groups")
     mss_outcome = _outcome(g, "mss")
     n_out = len(OUTCOMES)
     for v in ("del", "add"):
-        done = has_mss & g[f"has_{v}"].to_numpy(dtype=bool)
-        base = col["c_mss"][done]
-        c_v = g[f"c_{v}"].to_numpy(dtype=bool)[done]
+        done = has_mss & g[f"has_{v}"]
+        base = c_mss[done]
+        c_v = g[f"c_{v}"][done]
         out["conditional"][v] = Rate.of(int((base & c_v).sum()), int(base.sum()), "MSS-correct groups")
-        kept = (col["ok_mss"][done] & g[f"ok_{v}"].to_numpy(dtype=bool)[done]
-                & (a_mss[done] == g[f"a_{v}"].to_numpy(dtype=object)[done]))
+        kept = ok_mss[done] & g[f"ok_{v}"][done] & (a_mss[done] == g[f"a_{v}"][done])
         out["answer_kept"][v] = Rate.of(int(kept.sum()), int(done.sum()), "FQ2 groups")
         cells = np.bincount(mss_outcome[done] * n_out + _outcome(g, v)[done], minlength=n_out * n_out)
         out["table"][v] = {a: {b: int(cells[i * n_out + j]) for j, b in enumerate(OUTCOMES)}
@@ -488,7 +638,7 @@ def transitions(df: pd.DataFrame) -> dict[str, Any] | Rate:
 # --------------------------------------------------------------------------- pairwise frames (§7, Figure 4)
 
 
-def pairwise_frames(df: pd.DataFrame) -> dict[str, Any] | Rate:
+def pairwise_frames(df: Frame) -> dict[str, Any] | Rate:
     """Frame pairs within FQ1 triplets (000 §7: "each FQ1 triplet yields three pairs with different gold
     directions"; "repeats a direction on 115/144 pairs"; "changes 94 pairs but answers both correctly on
     only 27").
@@ -500,17 +650,16 @@ def pairwise_frames(df: pd.DataFrame) -> dict[str, Any] | Rate:
     agree; triplets_correct is FQ1-GEM's count.
     """
     g = groups(df, FQ1)
-    g = g[_complete(g, FQ1_VARIANTS)] if len(g) else g
+    g = g.rows(_complete(g, FQ1_VARIANTS))
     if g.empty:
         return Rate.undefined("no complete FQ1 groups")
-    col = {c: g[c].to_numpy() for c in g.columns}
     per_pair: dict[str, dict[str, np.ndarray]] = {}
     for u, v in FRAME_PAIRS:
-        both_ok = col[f"ok_{u}"].astype(bool) & col[f"ok_{v}"].astype(bool)
-        same = both_ok & (col[f"a_{u}"] == col[f"a_{v}"])
+        both_ok = g[f"ok_{u}"] & g[f"ok_{v}"]
+        same = both_ok & (g[f"a_{u}"] == g[f"a_{v}"])
         per_pair[f"{u}-{v}"] = {
-            "differ": col[f"gold_{u}"] != col[f"gold_{v}"], "repeated": same, "changed": both_ok & ~same,
-            "invalid": ~both_ok, "both_correct": col[f"c_{u}"].astype(bool) & col[f"c_{v}"].astype(bool)}
+            "differ": g[f"gold_{u}"] != g[f"gold_{v}"], "repeated": same, "changed": both_ok & ~same,
+            "invalid": ~both_ok, "both_correct": g[f"c_{u}"] & g[f"c_{v}"]}
 
     def rates(parts: list[dict[str, np.ndarray]]) -> dict[str, Rate]:
         n = sum(int(p["differ"].sum()) for p in parts)
@@ -519,7 +668,7 @@ def pairwise_frames(df: pd.DataFrame) -> dict[str, Any] | Rate:
                 for c in ("repeated", "changed", "invalid", "both_correct")}
 
     pairs = list(per_pair.values())
-    k_gem = int(np.logical_and.reduce([col[f"c_{v}"].astype(bool) for v in FQ1_VARIANTS]).sum())
+    k_gem = int(_all(g, "c", FQ1_VARIANTS).sum())
     return {**rates(pairs), "pairs": sum(int(p["differ"].sum()) for p in pairs),
             "same_gold_pairs": sum(int((~p["differ"]).sum()) for p in pairs),
             "triplets_correct": Rate.of(k_gem, len(g), "FQ1 groups"),
@@ -529,9 +678,13 @@ def pairwise_frames(df: pd.DataFrame) -> dict[str, Any] | Rate:
 # --------------------------------------------------------------------------- rotations and repeats (§6.4, Table 7)
 
 
+def _present(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a prediction column, NaN / None left out (Series.dropna().unique())."""
+    return pd.unique(values[pd.notna(values)])
+
+
 def _rotations(run: RunData) -> list[int]:
-    preds = _preds(run)
-    found = sorted(int(r) for r in preds["rotation"].dropna().unique())
+    found = sorted(int(r) for r in _present(_pred_columns(run)["rotation"]))
     configured = (run.config or {}).get("rotations")
     if isinstance(configured, int) and not isinstance(configured, bool) and configured > 1:
         return sorted(set(range(configured)) | set(found))
@@ -552,9 +705,12 @@ def rotations(items: pd.DataFrame, run: RunData, split: str | None = "test") -> 
         reason = "run has no option rotations besides 0"
         return {key: Rate.undefined(reason) for key in ("vanilla", "circular", "consistency", "mean_rotation",
                                                         "drop")} | {"per_rotation": {}}
-    df = pd.concat([frame(items, run, split, rotation=r) for r in rots], ignore_index=True)
-    df = df[(df["status"] != MISSING) | (df["rotation"] == 0)]  # an unanswered item stays in N once
-    return rotation_metrics(df, rots)
+    # items x rotations: each item's valid answer and correctness under each rotation (an item without a
+    # prediction at some rotation: None and False there)
+    tables = [_outcomes(items, run, split, rotation=r) for r in rots]
+    answers = np.column_stack([_valid_answers(t) for t in tables])
+    correct = np.column_stack([t["correct"] for t in tables])
+    return rotation_rates(answers, correct, rots)
 
 
 def repeat_table(items: pd.DataFrame, run: RunData, split: str | None = "test") -> dict[str, Any] | Rate:
@@ -566,15 +722,21 @@ def repeat_table(items: pd.DataFrame, run: RunData, split: str | None = "test") 
     every item of the split. differences.Rr = first repeat pair minus the R0-Rr pair for both_correct and
     consistency (Table 13). Undefined when the run has no same-order repeat.
     """
-    preds = _preds(run)
-    reps = sorted(int(r) for r in preds.loc[preds["rotation"] == 0, "repeat"].dropna().unique() if r != 0)
+    preds = _pred_columns(run)
+    reps = sorted(int(r) for r in _present(preds["repeat"][preds["rotation"] == 0]) if r != 0)
     if not reps:
         return Rate.undefined("run has no same-order repeat (rotation 0, repeat > 0)")
-    base = frame(items, run, split)
-    out: dict[str, Any] = {f"repeat{r}": pair_metrics(base, frame(items, run, split, repeat=r)) for r in reps}
-    rots = [r for r in sorted(int(x) for x in preds.loc[preds["repeat"] == 0, "rotation"].dropna().unique()) if r]
+
+    def pair(rotation: int, repeat: int) -> dict[str, Rate]:
+        """common.pair_metrics of the rotation-0 / repeat-0 answers with those at (rotation, repeat); both item
+        tables hold every item of the split in the same order."""
+        a, b = _outcomes(items, run, split), _outcomes(items, run, split, rotation=rotation, repeat=repeat)
+        return pair_rates(_valid_answers(a), a["correct"], _valid_answers(b), b["correct"])
+
+    out: dict[str, Any] = {f"repeat{r}": pair(0, r) for r in reps}
+    rots = [r for r in sorted(int(x) for x in _present(preds["rotation"][preds["repeat"] == 0])) if r]
     for r in rots:
-        out[f"R{r}"] = pair_metrics(base, frame(items, run, split, rotation=r))
+        out[f"R{r}"] = pair(r, 0)
     first = out[f"repeat{reps[0]}"]
     out["differences"] = {f"R{r}": {m: _diff(first[m], out[f"R{r}"][m], "a pair rate is undefined")
                                     for m in ("both_correct", "consistency")} for r in rots}
@@ -592,18 +754,13 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     correct in b), newly_incorrect, both_wrong, changed_answers (not both valid with the same letter),
     net = newly_correct - newly_incorrect (an int) and change = accuracy_b - accuracy_a.
     """
-    fa = frame(items, run_a, split, rotation=a[0], repeat=a[1])
-    fb = frame(items, run_b, split, rotation=b[0], repeat=b[1])
-    # the items of both frames (an inner join on item_id; each frame has one row per item)
-    at = pd.Index(fb["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(fa["item_id"].to_numpy(dtype=object))
-    keep = at >= 0
-    at = at[keep]
-    n = int(keep.sum())
-    ca = fa["correct"].to_numpy(dtype=bool)[keep]
-    cb = fb["correct"].to_numpy(dtype=bool).take(at)
-    answer_a, answer_b = fa["answer"].to_numpy(dtype=object)[keep], fb["answer"].to_numpy(dtype=object).take(at)
-    same = ((fa["status"].to_numpy(dtype=object)[keep] == "ok") & (fb["status"].to_numpy(dtype=object).take(at) == "ok")
-            & (answer_a == answer_b) & pd.notna(answer_a))
+    # both item tables hold every item of the split in the same order
+    ta = _outcomes(items, run_a, split, rotation=a[0], repeat=a[1])
+    tb = _outcomes(items, run_b, split, rotation=b[0], repeat=b[1])
+    n = len(ta)
+    ca, cb = ta["correct"], tb["correct"]
+    answer_a, answer_b = ta["answer"], tb["answer"]
+    same = (ta["status"] == "ok") & (tb["status"] == "ok") & (answer_a == answer_b) & pd.notna(answer_a)
     acc_a, acc_b = Rate.of(int(ca.sum()), n, "items"), Rate.of(int(cb.sum()), n, "items")
     return {
         "both_correct": Rate.of(int((ca & cb).sum()), n, "items"),
@@ -631,25 +788,18 @@ def decompose_change(items: pd.DataFrame, run_a: RunData, run_b: RunData,
     net = 5; "Qwen loses fourteen DIS successes through changed MSS coverage and one among shared groups"
     as coverage.net = -14, shared.net = -1.
     """
-    ga, gb = groups(frame(items, run_a, split), FQ2), groups(frame(items, run_b, split), FQ2)
+    # the group tables of both runs hold the same groups in the same order: those of the split's items
+    ga, gb = groups(_outcomes(items, run_a, split), FQ2), groups(_outcomes(items, run_b, split), FQ2)
     if ga.empty:
         reason = "no FQ2 groups"
         return {"nts": Rate.undefined(reason), "dis": Rate.undefined(reason)}
-    gb = gb.reindex(ga.index)
     out: dict[str, Any] = {}
     for key, v in (("nts", "del"), ("dis", "add")):
-        done = _complete(ga, ("mss", v))
-        if not done.any():
+        d = _complete(ga, ("mss", v))
+        if not d.any():
             out[key] = Rate.undefined(f"no FQ2 groups with mss and {v} items")
             continue
-        d = done.to_numpy(dtype=bool)
-
-        def flag(t: pd.DataFrame, col: str, d: np.ndarray = d) -> np.ndarray:
-            """The column on the groups counted; a group the other run lacks (NaN after reindex) is False."""
-            values = t[col].to_numpy(dtype=object)[d]
-            return np.array([x is not None and x == x and bool(x) for x in values], dtype=bool)
-
-        ma, mb, va, vb = flag(ga, "c_mss"), flag(gb, "c_mss"), flag(ga, f"c_{v}"), flag(gb, f"c_{v}")
+        ma, mb, va, vb = ga["c_mss"][d], gb["c_mss"][d], ga[f"c_{v}"][d], gb[f"c_{v}"][d]
         sa, sb = ma & va, mb & vb
         shared = ma & mb
         only_b, only_a = ~ma & mb, ma & ~mb
@@ -689,8 +839,8 @@ def _cluster_features(df: pd.DataFrame, keys: pd.Series, clusters: pd.Index) -> 
         done = _complete(g, variants)
         if not done.any():
             continue
-        g = g[done]
-        ok = g[[f"c_{v}" for v in variants]].all(axis=1).astype(float)
+        g = g.rows(done)
+        ok = pd.Series(_all(g, "c", variants).astype(float), index=g.index)
         where = group_cluster.reindex(g.index).to_numpy()
         joint[f"{prefix}_k"] = ok.groupby(where).sum().reindex(clusters, fill_value=0)
         joint[f"{prefix}_n"] = pd.Series(1.0, index=g.index).groupby(where).sum().reindex(clusters, fill_value=0)
@@ -789,7 +939,7 @@ def multi_seed(items: pd.DataFrame, runs: Sequence[RunData], split: str | None =
     seeds = [(r.config or {}).get("seed") for r in runs]
     if len({repr(s) for s in seeds}) < len(seeds):
         raise MetricUndefined(f"several runs share a seed: {seeds}")
-    per_run = [core_metrics(frame(items, r, split)) for r in runs]
+    per_run = [core_metrics(_outcomes(items, r, split)) for r in runs]
     out: dict[str, Any] = {"runs": [r.name for r in runs], "seeds": seeds}
     for m in SEED_METRICS:
         values = [p[m].value for p in per_run]
@@ -851,7 +1001,7 @@ def input_mode_deltas(items: pd.DataFrame, run: RunData, others: Sequence[RunDat
         if isinstance(partner, str):
             out[other_mode] = Rate.undefined(partner)
             continue
-        mine, theirs = core_metrics(frame(items, run, split)), core_metrics(frame(items, partner, split))
+        mine, theirs = core_metrics(_outcomes(items, run, split)), core_metrics(_outcomes(items, partner, split))
         keys = ("accuracy", "fq1_gem", "nts", "dis")
         out[other_mode] = {
             "partner": partner.name,
@@ -868,10 +1018,10 @@ def input_mode_deltas(items: pd.DataFrame, run: RunData, others: Sequence[RunDat
 
 def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData] = (), split: str | None = "test",
           **_: Any) -> dict[str, Any]:
-    """Every FrameEvidence metric of one run on one split (SPEC §5); see docs/metrics/frameevidence.md."""
+    """Every FrameEvidence metric of one run on one split (SPEC §5); see docs/METRICS.md (FrameEvidence)."""
     others = list(others or [])
     scope = _scope(items, split)
-    df = frame(items, run, split)
+    df = _outcomes(items, run, split)  # frame()'s rows as an item table
     out: dict[str, Any] = {"split": split, "items": len(df), "coverage": coverage(df)}
     out.update(core_metrics(df))
     out["independence"] = independence(df)

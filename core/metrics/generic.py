@@ -1,7 +1,7 @@
 """Generic multiple-choice metrics (SPEC §5 "Generic"): accuracy, macro P/R/F1, per-kind accuracy,
 group exact match, and Circular / Consistency when the run has several rotations.
 
-Definitions are those of core.metrics.common (docs/metrics/common.md). Item rates use rotation 0 and
+Definitions are those of core.metrics.common (docs/METRICS.md). Item rates use rotation 0 and
 repeat 0 (the ordinary evaluation); rotation metrics use repeat 0 over every rotation in the run.
 Rates carry a percentile cluster-bootstrap interval over groups (20,000 draws, core.stats).
 """
@@ -55,7 +55,7 @@ def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
 
 def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None, *,
           seed: int | None = stats.DEFAULT_SEED, draws: int = stats.DEFAULT_DRAWS) -> dict[str, Any]:
-    """The generic metric set of one run (JSON keys as in docs/metrics/common.md).
+    """The generic metric set of one run (JSON keys as in docs/METRICS.md).
 
     `seed=None` skips the bootstrap intervals. `others` is unused (no paired metric in this family).
     """

@@ -1,6 +1,6 @@
 """SPUR metrics (paper 001: §2.1, §2.3, §3, Tables 2-5, Figure 5, App. C.2).
 
-Groups are figures (`group_id`). See docs/metrics/spur.md for each definition and its edge cases.
+Groups are figures (`group_id`). See docs/METRICS.md (SPUR) for each definition and its edge cases.
 
 Item outcome. As in StemBind, an item with several predictions (rotations, repeats) counts as correct only
 when every one of them is correct; items without a prediction are left out of every rate.

@@ -1,7 +1,7 @@
 """StemBind metrics (paper 002: §3.3, §4.3-4.5, App. A.2, A.3, C.3, C.5, D.2-D.5).
 
 Every function takes the items DataFrame of the split being scored and one or more `RunData`; see
-docs/metrics/stembind.md for each definition, its paper section and its edge cases.
+docs/METRICS.md (StemBind) for each definition, its paper section and its edge cases.
 
 Item outcome. A StemBind item is answered once per run in the paper. When a run holds several predictions
 of one item (rotations, repeats), the item counts as correct only when every one of its predictions is
