@@ -135,6 +135,17 @@ def test_chunked_and_gzip_bodies():
     assert srv.connections == 1
 
 
+def test_interim_answers_are_skipped():
+    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+
+    async def main():
+        async with RawServer(lambda n, c, b: interim + ok(completion(f"E{n}"))) as srv:
+            return srv, await calls(srv.url, 2)
+
+    srv, out = asyncio.run(main())
+    assert [o.text for o in out] == ["E1", "E2"] and srv.connections == 1
+
+
 def test_close_delimited_and_connection_close_answers_are_not_reused():
     http10 = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + completion("A")
     closing = ok(extra=b"Connection: close\r\n")

@@ -7,8 +7,8 @@ event-loop time per request, so at concurrency 16 with fast answers the answers 
 client costs a fraction of that (bench/runners.py).
 
 What it speaks: one request per connection at a time, connections kept alive and reused (LIFO), the whole request
-written in one send, responses framed by Content-Length, chunked transfer coding, or connection close; gzip /
-deflate bodies decoded although none is asked for. A connection the server has closed while idle is dropped
+written in one send, interim 1xx answers skipped, responses framed by Content-Length, chunked transfer coding,
+or connection close; gzip / deflate bodies decoded although none is asked for. A connection the server has closed while idle is dropped
 before reuse; a reused connection that fails before any byte of the answer arrives is retried once on a fresh
 one (the server may have closed it at the same moment). Failures raise `TransportError` (connection refused,
 reset, malformed response) or `TimeoutError`; the runner maps them to the SDK's exception types.
@@ -125,6 +125,8 @@ class Pool:
             except asyncio.LimitOverrunError as exc:
                 raise TransportError("response head over 1 MiB") from exc
             status, version, headers = _parse_head(raw)
+            while 100 <= status < 200:  # interim answers (100 Continue, 103 Early Hints): the final one follows
+                status, version, headers = _parse_head(await conn.reader.readuntil(b"\r\n\r\n"))
             content, framed = await _read_body(conn.reader, headers)
             encoding = headers.get("content-encoding", "").strip().lower()
             if encoding in ("gzip", "x-gzip", "deflate"):
