@@ -20,7 +20,7 @@ import pandas as pd
 
 from core.gcpause import gc_paused
 from core.schema import RunData
-from db.store import Store
+from db.store import Store, decode_item_json
 
 PRED_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",
                 "tokens", "latency", "probs", "error")
@@ -42,7 +42,6 @@ ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "
 # question, the image list (only its length) or the stage texts, the longest values of a row.
 SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
                         "n_images")
-_ITEM_JSON: dict[str, Any] = {"options": {}, "images": [], "meta": {}}
 
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
@@ -60,15 +59,11 @@ def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLU
         f"SELECT id, {', '.join(sql.get(c, c) for c in wanted)} FROM items WHERE benchmark_id = ? ORDER BY id",
         (b["id"],)).fetchall()
     cols = dict(zip(["id", *wanted], zip(*rows, strict=True) if rows else [()] * (len(wanted) + 1), strict=True))
-    loads = orjson.loads
     data: dict[str, Any] = {}
     for name in wanted:
         col = cols[name]
-        if name in _ITEM_JSON:
-            empty = _ITEM_JSON[name]
-            data[name] = _obj([loads(v) if v else type(empty)() for v in col])
-        elif name == "stages":
-            data[name] = _obj([loads(v) if isinstance(v, str) and v else None for v in col])
+        if name in ("options", "images", "meta", "stages"):
+            data[name] = _obj(decode_item_json(name, col))
         elif name == "n_images":
             counts = (len(v) for v in data["images"]) if "images" in data else col
             data[name] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(col)))

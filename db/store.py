@@ -61,11 +61,22 @@ def _objects(col: pd.Series) -> pd.Series:
     return as_obj.where(col.notna(), None).astype(object)
 
 
+_ITEM_JSON_EMPTY = {"options": dict, "images": list, "meta": dict}
+
+
+def decode_item_json(column: str, values: Iterable[Any]) -> list[Any]:
+    """The decoded values of a JSON item column as read from SQL: options / images / meta are empty ({} / [])
+    when NULL or empty, stages None."""
+    if column == "stages":
+        return [_loads_fast(v) if isinstance(v, str) and v else None for v in values]
+    empty = _ITEM_JSON_EMPTY[column]
+    return [_loads_fast(v) if v else empty() for v in values]
+
+
 def decode_items(df: pd.DataFrame) -> pd.DataFrame:
     """Items rows as read from SQL, decoded into the items DataFrame of docs/ARCHITECTURE.md (in place)."""
-    for col in ("options", "images", "meta"):
-        df[col] = [json.loads(v) if v else ({} if col != "images" else []) for v in df[col]]
-    df["stages"] = [json.loads(v) if isinstance(v, str) and v else None for v in df["stages"]]
+    for col in ("options", "images", "meta", "stages"):
+        df[col] = decode_item_json(col, df[col])
     df["n_images"] = [len(v) for v in df["images"]]
     for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
         df[col] = _objects(df[col])

@@ -180,16 +180,19 @@ def test_fast_path_equals_reference_frameevidence(tmp_path):
     assert compare_random_files(tmp_path, fe_lines(), "fe", FE_RESPONSES, 3, files=40, n=30) > 5
 
 
-def use_worker(monkeypatch) -> None:
-    """Let the importer use its worker even when an earlier test left a thread running in this process (the
-    importer itself only forks from a single-threaded process with two CPUs). The worker is correct on any
-    machine with fork (every Linux, CI included), so these tests never skip."""
+def use_worker(monkeypatch, chunk: int) -> None:
+    """Send every JSONL import of a new run through the worker, in chunks of `chunk` lines, even when an earlier
+    test left a thread running in this process (the importer itself only forks from a single-threaded process
+    with two CPUs). The worker is correct on any machine with fork (every Linux, CI included), so these tests
+    never skip."""
     import multiprocessing
 
     from db import importers
 
     assert "fork" in multiprocessing.get_all_start_methods(), "the import worker needs fork (Linux)"
     monkeypatch.setattr(importers, "_pipeline_possible", lambda: True)
+    monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
+    monkeypatch.setattr(importers, "_CHUNK", chunk)
 
 
 @pytest.fixture
@@ -197,9 +200,7 @@ def worker_always(monkeypatch):
     """Every JSONL import of a new run goes through the worker process, in small chunks."""
     from db import importers
 
-    use_worker(monkeypatch)
-    monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
-    monkeypatch.setattr(importers, "_CHUNK", 7)
+    use_worker(monkeypatch, chunk=7)
     calls = []
     real = importers._import_pipelined
     monkeypatch.setattr(importers, "_import_pipelined", lambda *a: calls.append(1) or real(*a))
@@ -316,9 +317,7 @@ def test_each_rule_alike(tmp_path, monkeypatch, change, fine, through_worker):
     from db.importers import import_predictions
 
     if through_worker:
-        use_worker(monkeypatch)
-        monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
-        monkeypatch.setattr(importers, "_CHUNK", 5)
+        use_worker(monkeypatch, chunk=5)
     fallbacks = []
     real_reference = importers._import_predictions_reference
     monkeypatch.setattr(importers, "_import_predictions_reference", lambda *a: fallbacks.append(1) or real_reference(*a))

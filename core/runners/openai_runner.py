@@ -99,8 +99,11 @@ class OpenAIRunner:
 
     def prepare(self) -> None:
         """Build the client before the first request (the engine calls this before its request phase), and
-        import what the HTTP stack otherwise imports lazily inside the first request (anyio's asyncio backend)."""
+        import what the SDK's HTTP stack otherwise imports lazily inside the first request (anyio's asyncio
+        backend)."""
         self._ensure()
+        if self._pool is not None:  # the lean client imports nothing later
+            return
         import importlib
 
         for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory"):
