@@ -13,6 +13,7 @@ when the run answered it and the rule holds. `any` run of a selection matches wh
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -473,7 +474,7 @@ def fq2_layout(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Where the views of an FQ2 triplet come from (000 §5), from the items' own images and positions.
 
     `members` maps variant (mss / del / add) to {"images": [hash...], "meta": {...}, "question": str}.
-    Returns positions per variant (original view numbers I1..I4, from meta.original_positions or derived
+    Returns positions per variant (original view numbers I1..I5, from meta.original_positions or derived
     from the MSS order), the withheld view (hash and original position) of the deletion, the added view of
     the addition, and `ordinal_note`: a sentence when the deletion changes what "image k" of the question
     refers to, else None.
@@ -504,9 +505,8 @@ def fq2_layout(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     if add is not None:
         new = [h for h in add["images"] if h not in pos_of]
         if not out["positions"]["add"]:
-            known = set(mss_pos)
-            spare = [p for p in range(1, 5) if p not in known]
-            out["positions"]["add"] = [pos_of.get(h) or (spare[0] if spare else None) for h in add["images"]]
+            spare = next(p for p in itertools.count(1) if p not in set(mss_pos))  # I5 beside a 4-image MSS
+            out["positions"]["add"] = [pos_of.get(h) or spare for h in add["images"]]
         if new:
             i = add["images"].index(new[0])
             out["added"] = {"hash": new[0], "position": out["positions"]["add"][i], "index": i}

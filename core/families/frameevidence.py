@@ -11,6 +11,10 @@ from core.schema import Item, RunData
 NAME = "frameevidence"
 PARSER = "letter"
 KINDS = {"FQ1": ("cam", "obj", "scene"), "FQ2": ("mss", "del", "add")}
+# 000 §3 "Each item ... contains one to five images"; §4.1 "FQ1 reuses two to four ordered images", "FQ2 starts
+# from two to four MSS images, then changes the set size by one" (so a deletion shows 1-3, an addition 3-5).
+ITEM_IMAGES = (1, 5)
+BASE_IMAGES = (2, 4)
 
 
 def _same_order_minus_one(longer: list[str], shorter: list[str]) -> bool:
@@ -34,6 +38,9 @@ def validate(items: list[Item], file: str, report: Report) -> None:
             continue
         if "".join(it.options) != "ABCD":
             report.error(file, it.line, "options", f"expected the four options A-D, got {''.join(it.options)!r}")
+        lo, hi = ITEM_IMAGES
+        if not lo <= len(it.images) <= hi:
+            report.error(file, it.line, "images", f"expected one to five images (000 §3), got {len(it.images)}")
         if len(set(it.images)) != len(it.images):
             report.error(file, it.line, "images", "the same image content appears twice in one item")
         for digest in it.images:
@@ -68,8 +75,17 @@ def validate(items: list[Item], file: str, report: Report) -> None:
             _validate_fq2(gid, by_variant, file, report)
 
 
+def _base_size(gid: str, base: Item, what: str, file: str, report: Report) -> None:
+    """The FQ1 triplet's and the MSS's images: two to four (000 §4.1)."""
+    lo, hi = BASE_IMAGES
+    if not lo <= len(base.images) <= hi:
+        report.error(file, base.line, "images", f"{base.kind} group {gid!r}: {what} shows {len(base.images)} "
+                     f"image(s), expected two to four (000 §4.1)")
+
+
 def _validate_fq1(gid: str, g: dict[str, Item], file: str, report: Report) -> None:
     cam = g["cam"]
+    _base_size(gid, cam, "the frame triplet", file, report)
     for v in ("obj", "scene"):
         if g[v].images != cam.images:
             report.error(file, g[v].line, "images", f"FQ1 group {gid!r}: {v} must show the same ordered images as "
@@ -82,8 +98,23 @@ def _validate_fq1(gid: str, g: dict[str, Item], file: str, report: Report) -> No
                      "across cam / obj / scene")
 
 
+def _positions(m: Item, file: str, report: Report) -> list[int] | None:
+    """`meta.original_positions` when given and well formed: one distinct positive view number per image."""
+    pos = m.meta.get("original_positions")
+    if pos is None:
+        return None
+    if (not isinstance(pos, list) or len(pos) != len(m.images)
+            or not all(isinstance(p, int) and not isinstance(p, bool) and p >= 1 for p in pos)
+            or len(set(pos)) != len(pos)):
+        report.error(file, m.line, "meta.original_positions", f"expected {len(m.images)} distinct positive view "
+                     f"numbers, one per image in order, got {pos!r:.60}")
+        return None
+    return pos
+
+
 def _validate_fq2(gid: str, g: dict[str, Item], file: str, report: Report) -> None:
     mss, dele, add = g["mss"], g["del"], g["add"]
+    _base_size(gid, mss, "the MSS", file, report)
     for m in (dele, add):
         if m.question != mss.question:
             report.error(file, m.line, "question", f"FQ2 group {gid!r}: {m.variant} must repeat the MSS question "
@@ -91,24 +122,34 @@ def _validate_fq2(gid: str, g: dict[str, Item], file: str, report: Report) -> No
         if m.options != mss.options:
             report.error(file, m.line, "options", f"FQ2 group {gid!r}: {m.variant} must have the MSS options "
                          f"(line {mss.line})")
-    if not _same_order_minus_one(mss.images, dele.images):
+    del_ok = _same_order_minus_one(mss.images, dele.images)
+    add_ok = _same_order_minus_one(add.images, mss.images)
+    if not del_ok:
         report.error(file, dele.line, "images", f"FQ2 group {gid!r}: deletion must remove exactly one MSS image "
                      "and keep the others in order")
-    if not _same_order_minus_one(add.images, mss.images):
+    if not add_ok:
         report.error(file, add.line, "images", f"FQ2 group {gid!r}: addition must add exactly one image to the "
                      "MSS images and keep them in order")
+    positions: dict[str, list[int] | None] = {}
+    base_ins = mss.meta.get("insufficient_option")
+    base_ins = base_ins if isinstance(base_ins, str) and base_ins in mss.options else None
     for m in (mss, dele, add):
         ins = m.meta.get("insufficient_option")
         if ins is None:
             report.error(file, m.line, "meta.insufficient_option", "missing (expected the letter of the "
                          "insufficient-information option)")
-        elif ins not in m.options:
-            report.error(file, m.line, "meta.insufficient_option", f"{ins!r} is not an option letter")
-        pos = m.meta.get("original_positions")
-        if pos is not None and (not isinstance(pos, list) or len(pos) != len(m.images)
-                                or not all(isinstance(p, int) and 1 <= p <= 4 for p in pos)):
-            report.error(file, m.line, "meta.original_positions", f"expected {len(m.images)} view numbers 1-4, "
-                         f"one per image, got {pos!r:.60}")
+        elif not isinstance(ins, str) or ins not in m.options:
+            report.error(file, m.line, "meta.insufficient_option", f"{ins!r} is not an option letter (expected one "
+                         f"of {''.join(m.options)})")
+        elif base_ins is not None and ins != base_ins:
+            report.error(file, m.line, "meta.insufficient_option", f"FQ2 group {gid!r}: expected the MSS's "
+                         f"{base_ins!r} (line {mss.line}), got {ins!r}")
+        positions[m.variant] = _positions(m, file, report)
+    _check_positions(gid, mss, dele, add, positions, (del_ok, add_ok), file, report)
+    ins = mss.meta.get("insufficient_option")
+    if ins is not None and mss.answer == ins:
+        report.error(file, mss.line, "answer", f"FQ2 group {gid!r}: the MSS gold must be a spatial answer, not the "
+                     f"insufficient option {ins!r} (000 §3: the MSS supports the spatial answer)")
     ins = dele.meta.get("insufficient_option")
     if ins is not None and dele.answer != ins:
         report.error(file, dele.line, "answer", f"FQ2 group {gid!r}: deletion gold must be the insufficient "
@@ -116,6 +157,34 @@ def _validate_fq2(gid: str, g: dict[str, Item], file: str, report: Report) -> No
     if add.answer != mss.answer:
         report.error(file, add.line, "answer", f"FQ2 group {gid!r}: addition gold must equal the MSS gold "
                      f"{mss.answer!r}, got {add.answer!r}")
+
+
+def _check_positions(gid: str, mss: Item, dele: Item, add: Item, positions: dict[str, list[int] | None],
+                     images_ok: tuple[bool, bool], file: str, report: Report) -> None:
+    """The deletion's view numbers are the MSS's less the withheld one, the addition's the MSS's plus a new one.
+
+    Checked per image, only where the MSS and the variant both give valid positions and the images follow the
+    deletion / addition rule (else that rule's error already says what is wrong).
+    """
+    base = positions["mss"]
+    if base is None:
+        return
+    view_of = dict(zip(mss.images, base, strict=True))
+    del_pos = positions["del"]
+    if del_pos is not None and images_ok[0]:
+        expected = [view_of[h] for h in dele.images]
+        if del_pos != expected:
+            report.error(file, dele.line, "meta.original_positions", f"FQ2 group {gid!r}: expected the MSS's "
+                         f"view numbers less the withheld one, {expected} (MSS line {mss.line}), got {del_pos}")
+    add_pos = positions["add"]
+    if add_pos is not None and images_ok[1]:
+        new = next(i for i, h in enumerate(add.images) if h not in view_of)
+        kept = [view_of[h] for h in add.images if h in view_of]
+        got_kept = [p for i, p in enumerate(add_pos) if i != new]
+        if got_kept != kept or add_pos[new] in base:
+            report.error(file, add.line, "meta.original_positions", f"FQ2 group {gid!r}: expected the MSS's view "
+                         f"numbers {base} (line {mss.line}) in order plus a new one for the added image "
+                         f"(position {new + 1}), got {add_pos}")
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:

@@ -1,0 +1,160 @@
+"""FrameEvidence item rules (000 §3, §4.1, App. A): image counts, view numbers, the MSS gold; the FQ2 view's labels.
+
+Every case is a real items file with real PNGs, validated by the importer; a refused file names file, line, field
+and what was expected, and an import of it writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import fe_lines, write_benchmark
+
+FQ2_OPTS = {"A": "前", "B": "后", "C": "左", "D": "信息不足"}
+
+
+def fq2(gid: str, n_mss: int, *, withheld: int = 2, added_at: int | None = None, positions: bool = True,
+        mss_gold: str = "B", ins: str = "D") -> list[dict]:
+    """One FQ2 triplet: an MSS of `n_mss` views numbered 1..n_mss+1 less the added one, the deletion withholding
+    MSS image `withheld` (1-based), the addition inserting the extra view at `added_at` (0-based; default last)."""
+    views = list(range(1, n_mss + 2))
+    added_at = n_mss if added_at is None else added_at
+    add_views = views
+    mss_views = [v for i, v in enumerate(views) if i != added_at]
+    del_views = [v for i, v in enumerate(mss_views, 1) if i != withheld]
+    lines = []
+    for variant, vs, gold in (("mss", mss_views, mss_gold), ("del", del_views, ins), ("add", add_views, mss_gold)):
+        meta = {"insufficient_option": ins, "scene": "indoor", "relation": "quadrant", "source": "rendered"}
+        if positions:
+            meta["original_positions"] = list(vs)
+        lines.append({"benchmark": "frameevidence", "item_id": f"{gid}-{variant}", "group_id": gid, "split": "test",
+                      "kind": "FQ2", "variant": variant, "images": [f"img/{gid}_{v}.png" for v in vs],
+                      "question": "请综合所有图片回答：杯子位于书的什么方向？", "options": FQ2_OPTS, "answer": gold,
+                      "meta": meta})
+    return lines
+
+
+def fq1(gid: str, n: int) -> list[dict]:
+    imgs = [f"img/{gid}_{i}.png" for i in range(1, n + 1)]
+    return [{"benchmark": "frameevidence", "item_id": f"{gid}-{v}", "group_id": gid, "split": "test", "kind": "FQ1",
+             "variant": v, "images": imgs, "question": f"{v} 问题", "options": {"A": "前", "B": "后", "C": "左", "D": "右"},
+             "answer": a, "meta": {}} for v, a in (("cam", "A"), ("obj", "B"), ("scene", "C"))]
+
+
+def edit(lines: list[dict], item_id: str, **changes) -> list[dict]:
+    out = [dict(x, meta=dict(x["meta"])) for x in lines]
+    for x in out:
+        if x["item_id"] == item_id:
+            for k, v in changes.items():
+                if k.startswith("meta_"):
+                    x["meta"][k[5:]] = v
+                else:
+                    x[k] = v
+    return out
+
+
+BASE = fe_lines()  # 12 valid lines; added groups start on line 13
+N = len(BASE)
+
+
+def validate(tmp_path, extra: list[dict]):
+    from db.importers import validate_items_file
+
+    return validate_items_file(write_benchmark(tmp_path / "b", BASE + extra))
+
+
+# Accepted: what the paper allows, including the five-image addition that used to be refused.
+ACCEPTED = {
+    "mss4_add5_last": fq2("g4", 4),
+    "mss4_add5_middle": fq2("g4", 4, added_at=2, withheld=4),
+    "mss2_del1_add3": fq2("g2", 2, withheld=1),
+    "mss3_no_positions": fq2("g3", 3, positions=False),
+    "mss4_views_not_from_one": edit(edit(edit(fq2("g4", 4), "g4-mss", meta_original_positions=[2, 4, 6, 8]),
+                                         "g4-del", meta_original_positions=[2, 6, 8]),
+                                    "g4-add", meta_original_positions=[2, 4, 6, 8, 9]),
+    "fq1_four_images": fq1("f4", 4),
+    "fq1_two_images": fq1("f2", 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_paper_item_shapes_are_accepted(case, tmp_path):
+    report = validate(tmp_path, ACCEPTED[case])
+    assert report.ok, [str(i) for i in report.errors]
+
+
+# Refused: (extra lines, [(line, field, text the message must contain)]) -- every error of the file is listed.
+REFUSED = {
+    "mss5_add6": (fq2("g5", 5), [(N + 1, "images", "shows 5 image(s), expected two to four"),
+                                 (N + 3, "images", "expected one to five images (000 §3), got 6")]),
+    "mss1_del0": (fq2("g1", 1, withheld=1), [(N + 1, "images", "shows 1 image(s), expected two to four"),
+                                             (N + 2, "images", "expected one to five images (000 §3), got 0")]),
+    "fq1_five_images": (fq1("f5", 5), [(N + 1, "images", "the frame triplet shows 5 image(s), expected two to four")]),
+    "fq1_one_image": (fq1("f1", 1), [(N + 1, "images", "the frame triplet shows 1 image(s), expected two to four")]),
+    "fq1_no_image": (fq1("f0", 0), [(N + 1, "images", "got 0"), (N + 2, "images", "got 0"),
+                                    (N + 3, "images", "got 0"), (N + 1, "images", "shows 0 image(s)")]),
+    "mss_gold_insufficient": (edit(edit(fq2("g3", 3), "g3-mss", answer="D"), "g3-add", answer="D"),
+                              [(N + 1, "answer", "the MSS gold must be a spatial answer, not the insufficient option 'D'")]),
+    "add_gold_insufficient": (edit(fq2("g3", 3), "g3-add", answer="D"),
+                              [(N + 3, "answer", "addition gold must equal the MSS gold 'B', got 'D'")]),
+    "positions_repeat_a_view": (edit(fq2("g3", 3), "g3-mss", meta_original_positions=[1, 1, 3]),
+                                [(N + 1, "meta.original_positions", "expected 3 distinct positive view numbers")]),
+    "positions_zero": (edit(fq2("g3", 3), "g3-del", meta_original_positions=[0, 3]),
+                       [(N + 2, "meta.original_positions", "expected 2 distinct positive view numbers")]),
+    "positions_bool": (edit(fq2("g3", 3), "g3-del", meta_original_positions=[True, 3]),
+                       [(N + 2, "meta.original_positions", "got [True, 3]")]),
+    "positions_text": (edit(fq2("g3", 3), "g3-add", meta_original_positions="1,2,3,4"),
+                       [(N + 3, "meta.original_positions", "one per image in order")]),
+    "positions_too_few": (edit(fq2("g4", 4), "g4-add", meta_original_positions=[1, 2, 3, 4]),
+                          [(N + 3, "meta.original_positions", "expected 5 distinct positive view numbers")]),
+    "del_positions_not_mss_less_one": (edit(fq2("g3", 3, withheld=2), "g3-del", meta_original_positions=[1, 2]),
+                                       [(N + 2, "meta.original_positions",
+                                         "expected the MSS's view numbers less the withheld one, [1, 3]")]),
+    "add_positions_renumber_the_mss": (edit(fq2("g3", 3), "g3-add", meta_original_positions=[1, 2, 4, 3]),
+                                       [(N + 3, "meta.original_positions",
+                                         "expected the MSS's view numbers [1, 2, 3] (line 13) in order plus a new one "
+                                         "for the added image (position 4), got [1, 2, 4, 3]")]),
+    "insufficient_differs_in_group": (edit(fq2("g3", 3), "g3-del", meta_insufficient_option="C", answer="C"),
+                                      [(N + 2, "meta.insufficient_option", "expected the MSS's 'D' (line 13), got 'C'")]),
+    "insufficient_not_a_letter": (edit(fq2("g3", 3), "g3-mss", meta_insufficient_option=["D"]),
+                                  [(N + 1, "meta.insufficient_option", "is not an option letter (expected one of ABCD)")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_rule_breaks_name_file_line_field_and_expectation(case, tmp_path):
+    extra, expected = REFUSED[case]
+    report = validate(tmp_path, extra)
+    got = [str(i) for i in report.errors]
+    for line, fld, text in expected:
+        assert any(s.startswith(f"items.jsonl:{line}: {fld}: ") and text in s for s in got), (line, fld, text, got)
+    assert len(got) == len(expected), got
+
+
+def test_five_image_addition_imports_and_the_view_labels_it_i5(tmp_path, store):
+    """A four-view MSS plus one added view: imported, and the FQ2 view labels the added view I5 (000 Figure 4)."""
+    from db.importers import import_items
+    from ui.views import frameevidence as view
+    from ui.views import load_group
+
+    lines = BASE + fq2("g4", 4) + fq2("h4", 4, positions=False)
+    import_items(store, write_benchmark(tmp_path / "b", lines), name="fe5")
+    for gid in ("g4", "h4"):
+        html = view.render(store, load_group(store, "fe5", gid))
+        add_col = html.split("Addition: one view added", 1)[1].split('class="cc-col"', 1)[0]
+        labels = re.findall(r'<span class="cc-img-label">([^<]*)</span>', add_col)
+        assert labels == ["I1", "I2", "I3", "I4", "I5"], (gid, labels)
+        assert "+ added I5" in add_col and "#5" not in html
+
+
+def test_refused_release_writes_nothing(tmp_path, store):
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    before = store.counts()
+    path = write_benchmark(tmp_path / "b", BASE + fq2("g5", 5))
+    with pytest.raises(ImportRefused) as exc:
+        import_items(store, path, name="bad")
+    assert "items.jsonl:13: images:" in str(exc.value)
+    assert store.counts() == before
