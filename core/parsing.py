@@ -11,22 +11,29 @@ Two styles:
 Both styles return ``("api_error", None)`` for a missing or empty response (an empty response from a failed
 call). An invalid response is never turned into a guess.
 
-Letter-style evidence levels, tried in order; the first level that yields any letter decides, and all the
+Letter style reads the last committed answer: the response is cut before each self-correction that opens a
+sentence ("Wait, ...", "Actually, ...", "等等", "不对"), and the last part that names any allowed letter decides.
+Within a part, evidence levels are tried in order; the first level that yields any letter decides, and all the
 letters found at that level must agree, otherwise the response is invalid (conflicting letters):
 
 1. bare form: the whole response is one letter, optionally wrapped or decorated ("B", "(B)", "B.", "**B**",
    "选项B", "Option B"), optionally followed by that option's own text ("B. 前"); a bare letter followed by a
    different option's text ("B. 左" when B is 前) is conflicting.
-2. answer markers: "答案", "答", "answer", ``\\boxed{}``, ``<answer>`` tags; the letter or letter list that
-   directly follows the marker ("答案是A或B" gives A and B -> invalid).
-3. choice verbs: "选", "选择", "应选", "所以选", "choose", "pick", "select", "go with"
-   ("选项A错误，所以选B" gives B).
+1b. opening answer: a decorated letter, then punctuation or a line break, then an explanation ("B\nA is wrong
+   because ..."): the letter, unless an answer marker or choice verb in the explanation names another.
+2. answer markers: "答案", "答", "answer", ``\\boxed{}``, ``<answer>`` tags, "the correct choice is", "正确的选项是";
+   the letter or letter list that directly follows the marker ("答案是A或B" gives A and B -> invalid).
+3. choice verbs: "选", "选择", "应选", "所以选", "choose", "pick", "select", "go with"; conclusions "so",
+   "therefore", "所以", "因此"; affirmations "B is correct", "选项B正确" ("选项A错误，所以选B" gives B).
 4. option mentions: "选项X", "option X", "choice X" ("选项A和选项B" gives A and B -> invalid).
 5. option text: the whole response, or the clause after the last marker, equals exactly one option's
-   text ("前", "答案是前", "The answer is left").
+   text ("前", "答案是前", "The answer is left", "The answer is option text 3").
 6. standalone letters anywhere: an allowed capital letter not touching other Latin letters or digits; a
    capital "A" followed by a lowercase word that is not a connective ("A cat") is read as the English
    article and ignored.
+
+A ruled-out letter ("not A", "A is wrong", "排除A", "A不对") never commits: levels 1b-3 drop it, and at levels 4
+and 6 a response that rules any letter out is invalid ("It is definitely not A.").
 
 Lowercase letters count only directly after a marker and when not followed by a word ("answer: b").
 Letters outside ``letters`` never count.
@@ -100,25 +107,35 @@ _ANSWER_MARKERS = (
     r"\banswer\b(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?(?:\s+option)?",
     r"(?:最终|正确)?答案(?:应该|应当|应)?(?:是|为|选)?(?:选项)?",
     r"答(?:案)?\s*[:]",
+    # a named commitment without the word "answer": "the correct choice is D", "正确的选项是D"
+    r"\b(?:correct|right|best|final)\s+(?:choice|option|one|letter)\b"
+    r"(?:\s+(?:is|would\s+be|should\s+be|must\s+be|will\s+be|here\s+is))?",
+    r"(?:正确|最佳|最终)的?(?:选项|选择|一项|项)(?:应该|应当|应|就)?(?:是|为)?|(?:正确|对)的(?:是|为)",
 )
 _CHOICE_MARKERS = (
     r"(?:应|故|所以|因此|我)?选(?!项)(?:择)?(?:是|为)?",
     r"\b(?:choose|pick|select|go\s+with)(?:\s+option)?",
+    # a conclusion: "..., so D", "Therefore, it is D", "所以是D"
+    r"\b(?:so|therefore|thus|hence)\b,?(?:\s+(?:it(?:'s|\s+is|\s+must\s+be|\s+should\s+be)|the\s+answer\s+is))?",
+    r"(?:所以|因此|因而|故而|综上)[,]?(?:应该|应当|应|就)?(?:是|为)?",
 )
 _OPTION_MARKERS = (r"选项", r"\b(?:option|choice)\b")
 # For each marker: substrings (lowercase ASCII) of which every match in ASCII text contains one; a marker
 # with no ASCII needle cannot match ASCII text at all.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     _ANSWER_MARKERS[0]: ("\\boxed{",), _ANSWER_MARKERS[1]: ("answer",), _ANSWER_MARKERS[2]: ("answer",),
-    _ANSWER_MARKERS[3]: (), _ANSWER_MARKERS[4]: (),
+    _ANSWER_MARKERS[3]: (), _ANSWER_MARKERS[4]: (), _ANSWER_MARKERS[5]: ("correct", "right", "best", "final"),
+    _ANSWER_MARKERS[6]: (),
     _CHOICE_MARKERS[0]: (), _CHOICE_MARKERS[1]: ("choose", "pick", "select", "go"),
+    _CHOICE_MARKERS[2]: ("so", "therefore", "thus", "hence"), _CHOICE_MARKERS[3]: (),
     _OPTION_MARKERS[0]: (), _OPTION_MARKERS[1]: ("option", "choice"),
 }
 
 
 # Every needle occurrence in lowercased ASCII text (a lookahead, so overlapping needles are all found; no needle
 # is a prefix of another, so one capture per position loses none).
-_NEEDLE_RX = re.compile(r"(?=(\\boxed\{|answer|choose|pick|select|go|option|choice))")
+_NEEDLE_RX = re.compile(
+    r"(?=(\\boxed\{|answer|choose|pick|select|go|option|choice|correct|right|best|final|so|therefore|thus|hence))")
 
 
 def _needles_in(text: str) -> set[str] | None:
@@ -170,11 +187,58 @@ def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None
 
 def _standalone_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
     """Allowed capital letters that stand alone (not inside a Latin word or number), articles excluded."""
+    return [letter for letter, _, _ in _standalone_spans(text, letters, options)]
+
+
+def _standalone_spans(text: str, letters: str, options: dict[str, str] | None) -> list[tuple[str, int, int]]:
     found = []
     for m in _re_finditer(r"(?<![A-Za-z0-9])(" + _letter_class(letters) + r")(?![A-Za-z0-9])", text):
         if not _is_article(text, m.end(), m.group(1), options):
-            found.append(m.group(1))
+            found.append((m.group(1), m.start(), m.end()))
     return found
+
+
+# A letter ruled out rather than chosen: "not A", "isn't option A", "cannot be A", "rule out A", "排除A", "不是A"
+# before it, or "A is wrong", "A can be ruled out", "A错误", "A也不对", "A是错的" after it.
+_NEG_BEFORE = (
+    r"(?:\bnot|n't|\bcannot|\bnever|\bno|\brul(?:e|es|ed|ing)\s+out|\beliminat\w*|\bexclud\w*|\brather\s+than"
+    r"|\binstead\s+of|\bother\s+than|\bexcept|不是|不选|不可能是|不会是|不应该?是|排除(?:了|掉)?|并非|而非)"
+    r"\s*(?:(?:be|definitely|certainly|clearly|obviously|the|answer|pick|choose|select|say|go\s+with|option|choice"
+    r"|选项|是)\s*)*[(\[]?\s*$"
+)
+_NEG_AFTER = (
+    # past a parenthesis and further listed letters: "A (left) and B (front) cannot hold", "A和B都不对"
+    r"\s*[)\]]?(?:\s*\([^)]{0,40}\))?(?:\s*(?:,|、|/|\band\b|\bor\b|和|与|及|或)\s*(?:option\s+|选项)?[A-H](?![A-Za-z])"
+    r"(?:\s*\([^)]{0,40}\))?)*\s*(?:(?:are|both|all)\s+)*(?:都|均)?"
+    r"(?:(?:(?:is|are|was|were|seems|looks|appears|can\s+be|must\s+be|should\s+be|has\s+been|would\s+be)\s+)?"
+    r"(?:(?:also|definitely|clearly|obviously|certainly|therefore)\s+)?"
+    r"(?:wrong|incorrect|false|ruled\s+out|eliminated|excluded|impossible|invalid|not\b|out\b"
+    r"|(?:can(?:not|'t)|could(?:\s+not|n't)|does(?:\s+not|n't)|do(?:\s+not|n't))\s+(?:hold|fit|work|match|apply|be)\b"
+    r"|fails?\b|contradicts?\b)"
+    r"|(?:选项)?(?:也|则|就|显然|明显|肯定)?(?:是)?(?:错误|错的|错|不对|不正确|不符合|不成立|排除|可以排除|被排除|不可能"
+    r"|不合理|矛盾))"
+)
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    """True when the letter at text[start:end] is ruled out, not chosen (same clause only)."""
+    before = _re_split(r"[.。!！?？;；,，\n]", text[max(0, start - 48):start])[-1]
+    return bool(_re_search(_NEG_BEFORE, before, _I) or _re_match(_NEG_AFTER, text[end:end + 48], _I))
+
+
+# A letter affirmed as the answer without a marker before it: "B is correct", "B is the correct one", "选项B正确".
+# ("B is right" is not: "right" is also a direction.)
+_AFFIRMED = (
+    r"(?<![A-Za-z0-9])(?:option\s+|choice\s+|选项)?[(\[]?({L})[)\]]?\s*(?:(?:is|would\s+be|should\s+be|must\s+be)\s+"
+    r"(?:the\s+)?(?:correct|best\s+(?:answer|option|choice)|right\s+(?:answer|option|choice))(?![a-z])"
+    r"|(?:才|就)?(?:是|为)?(?:正确的?|对的|正确答案|正确选项))"
+)
+
+
+def _affirmed_letters(text: str, letters: str) -> list[tuple[str, int, int]]:
+    return [(m.group(1), m.start(1), m.end(1))
+            for m in _re_finditer(_AFFIRMED.replace("{L}", _letter_class(letters)), text, _I)
+            if m.group(1).isupper()]
 
 
 def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[str] | None:
@@ -200,13 +264,35 @@ def _bare_form(text: str, letters: str, options: dict[str, str] | None) -> list[
     return None
 
 
+def _leading_letter(text: str, letters: str, options: dict[str, str] | None) -> tuple[str, str] | None:
+    """A response that opens with its answer: one decorated capital letter, optionally its own option text in
+    parentheses, then sentence punctuation or a line break, then an explanation ("B.\\nA is wrong because ...",
+    "B（前）。A与图1矛盾。"); returns (letter, explanation)."""
+    m = _re_match(
+        r"[\s\"'“”‘’「」『』]*(?:(?:option|choice|answer|选项|答案|答)\s*[:]?\s*)?[(\[{<]?\s*(" + _letter_class(letters)
+        + r")\s*[)\]}>]?(?:\s*\(([^()\n]{1,40})\))?(?:\s*[.。:;!)]+|[ \t]*\n)",
+        text,
+        flags=_I,
+    )
+    if not m or not m.group(1).isupper():
+        return None
+    if m.group(2) is not None and _option_matches(m.group(2), options) not in ([], [m.group(1)]):
+        return None  # "B (左)" where 左 is another option's text: not a plain opening answer
+    return m.group(1), text[m.end():]
+
+
 def _letter_list_after(text: str, start: int, letters: str, options: dict[str, str] | None) -> list[str]:
     """The letter or letter list that directly follows a marker ending at `start`."""
+    return [x for x, _, _ in _letter_spans_after(text, start, letters, options)]
+
+
+def _letter_spans_after(text: str, start: int, letters: str,
+                        options: dict[str, str] | None) -> list[tuple[str, int, int]]:
     rest = text[start:]
     lead = _re_match(r"\s*(?:[:=\-]|是|为)?\s*(?:选项|option)?\s*[(\[{]?\s*", rest, flags=_I)
     pos = lead.end() if lead else 0
     letter_re = r"(" + _letter_class(letters + letters.lower()) + r")(?![A-Za-z0-9])"
-    found: list[str] = []
+    found: list[tuple[str, int, int]] = []
     while True:
         m = _re_match(letter_re, rest[pos:])
         if not m:
@@ -217,23 +303,28 @@ def _letter_list_after(text: str, start: int, letters: str, options: dict[str, s
             break  # "the answer is a bit unclear"
         if letter.isupper() and _is_article(rest, after, letter, options):
             break
-        found.append(letter.upper())
+        found.append((letter.upper(), start + pos + m.start(1), start + after))
         sep = _re_match(r"\s*[)\]}]?" + _LIST_SEP + r"(?:选项|option\s*)?[(\[{]?\s*", rest[after:], _I)
         if not sep:
             break
         pos = after + sep.end()
-    return [x for x in found if x in letters]
+    return [x for x in found if x[0] in letters]
 
 
 def _marker_letters(text: str, patterns: tuple[str, ...], letters: str, options: dict[str, str] | None,
                    needles: set[str] | None = None) -> list[str]:
     """Levels 2-4: every letter named right after any of the markers (`needles`: see `_needles_in`)."""
-    found: list[str] = []
+    return [x for x, _, _ in _marker_spans(text, patterns, letters, options, needles)]
+
+
+def _marker_spans(text: str, patterns: tuple[str, ...], letters: str, options: dict[str, str] | None,
+                  needles: set[str] | None = None) -> list[tuple[str, int, int]]:
+    found: list[tuple[str, int, int]] = []
     for pattern in patterns:
         if needles is not None and needles.isdisjoint(_NEEDLES[pattern]):
             continue  # this marker cannot occur in the text
         for m in _re_finditer(pattern, text, flags=_I):
-            found.extend(_letter_list_after(text, m.end(), letters, options))
+            found.extend(_letter_spans_after(text, m.end(), letters, options))
     return found
 
 
@@ -248,7 +339,8 @@ def _option_matches(fragment: str, options: dict[str, str] | None) -> list[str]:
 
 
 def _option_text_letters(text: str, letters: str, options: dict[str, str] | None) -> list[str]:
-    """Level 5: the response, or the clause after the last marker, is exactly one option's text."""
+    """Level 5: the response, or the clause after the last marker, is exactly one option's text; an option text
+    that itself begins with a marker word ("option text 3", "选项三") may also start at the last marker."""
     if not options:
         return []
     allowed = {k: v for k, v in options.items() if k in letters}
@@ -256,6 +348,7 @@ def _option_text_letters(text: str, letters: str, options: dict[str, str] | None
     if whole:
         return whole
     last = None
+    last_start = None
     needles = _needles_in(text)
     for pattern in _ANSWER_MARKERS + _CHOICE_MARKERS + _OPTION_MARKERS:
         if needles is not None and needles.isdisjoint(_NEEDLES[pattern]):
@@ -263,10 +356,16 @@ def _option_text_letters(text: str, letters: str, options: dict[str, str] | None
         for m in _re_finditer(pattern, text, flags=_I):
             if last is None or m.end() > last:
                 last = m.end()
+            if pattern in _OPTION_MARKERS and (last_start is None or m.start() > last_start):
+                last_start = m.start()
     if last is None:
         return []
     clause = _re_split(r"[。.!！?？\n;；]", text[last:].lstrip(" :=是为"), maxsplit=1)[0]
-    return _option_matches(clause, allowed)
+    found = _option_matches(clause, allowed)
+    if not found and last_start is not None:
+        clause = _re_split(r"[。.!！?？\n;；]", text[last_start:], maxsplit=1)[0]
+        found = _option_matches(clause, allowed)
+    return found
 
 
 def _decide(found: list[str]) -> tuple[str, str | None]:
@@ -276,27 +375,94 @@ def _decide(found: list[str]) -> tuple[str, str | None]:
     return INVALID, None
 
 
+# A self-correction that opens a sentence: "Wait, ...", "Actually, ...", "On second thought", "等等", "不对".
+_CORRECTION = (
+    r"(?:^|(?<=[.。!！?？;；,，:\n]))\s*(?:(?:no\s*,?\s*)?wait\b|hold\s+on\b|actually\b|on\s+second\s+thought\b"
+    r"|looking\s+(?:at\s+it\s+)?again\b|on\s+closer\s+inspection\b|correction\b|let\s+me\s+reconsider\b"
+    r"|I\s+was\s+wrong\b|scratch\s+that\b|等等|等一下|不对|更正|纠正|再看|重新看|仔细一看|其实|我错了)"
+)
+
+
+def _segments(text: str) -> list[str]:
+    """The response cut before each self-correction (the first segment holds what came before any)."""
+    cuts = [m.start() for m in _re_finditer(_CORRECTION, text, _I) if m.start() > 0 or m.group(0).strip()]
+    cuts = sorted({c for c in cuts if c > 0})
+    if not cuts:
+        return [text]
+    bounds = [0, *cuts, len(text)]
+    return [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+
+
 def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, standalone: bool = True,
                   option_text: bool = True) -> tuple[str, str | None] | None:
+    """The last committed answer: each self-correction starts a new segment, and the last segment that names
+    any letter decides (see `_parse_segment`); None when no segment names one."""
+    bare = _bare_form(text, letters, options)
+    if bare:
+        return _decide(bare)
+    segments = _segments(text) if not _SHORTCUTS or _might_correct(text) else [text]
+    for seg in reversed(segments):
+        result = _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text)
+        if result is not None:
+            return result
+    return None
+
+
+def _might_correct(text: str) -> bool:
+    """False only when `text` cannot hold a self-correction (a cheap precheck; the regex decides)."""
+    return not text.isascii() or any(w in text.lower() for w in
+                                     ("wait", "hold", "actually", "second", "again", "closer", "correction",
+                                      "reconsider", "wrong", "scratch"))
+
+
+def _parse_segment(text: str, letters: str, options: dict[str, str] | None, *, standalone: bool = True,
+                   option_text: bool = True) -> tuple[str, str | None] | None:
     """The first evidence level that names any letter decides; None when no level names one."""
     bare = _bare_form(text, letters, options)
     if bare:
         return _decide(bare)
+    lead = _leading_letter(text, letters, options)
     needles = _needles_in(text)
+    commitments = []
     if needles is None or needles:  # an ASCII text without any needle has no marker at all
-        for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS, _OPTION_MARKERS):
-            found = _marker_letters(text, patterns, letters, options, needles)
-            if found:
-                return _decide(found)
+        for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS):
+            commitments.append(_marker_spans(text, patterns, letters, options, needles))
+    else:
+        commitments = [[], []]
+    commitments[1] = commitments[1] + _affirmed_letters(text, letters)
+    if lead is not None:
+        # the opening letter decides unless an answer marker or a choice verb in the explanation names another
+        # letter (a conclusion word or a mention there is explanation: "so A and B cannot hold")
+        strong = _marker_spans(text, _ANSWER_MARKERS + _CHOICE_MARKERS[:2], letters, options, needles) \
+            if needles is None or needles else []
+        return _decide([lead[0], *(x for x, s, e in strong if not _negated(text, s, e))])
+    for level in commitments:
+        if level:
+            kept = [x for x, s, e in level if not _negated(text, s, e)]
+            if kept:
+                return _decide(kept)
+    ruled_out = any(level for level in commitments)  # every commitment was negated ("the answer is not A")
+    if needles is None or needles:
+        mentions = _marker_spans(text, _OPTION_MARKERS, letters, options, needles)
+        if mentions:
+            return _mentions(text, mentions)
     if option_text:
         found = _option_text_letters(text, letters, options)
         if found:
             return _decide(found)
     if standalone:
-        found = _standalone_letters(text, letters, options)
-        if found:
-            return _decide(found)
-    return None
+        spans = _standalone_spans(text, letters, options)
+        if spans:
+            return _mentions(text, spans)
+    return (INVALID, None) if ruled_out else None
+
+
+def _mentions(text: str, spans: list[tuple[str, int, int]]) -> tuple[str, str | None]:
+    """Levels 4 and 6 (letters named without a commitment): a response that rules any letter out ("A is
+    wrong. B is right.", "It is definitely not A.") commits to none; otherwise all letters must agree."""
+    if any(_negated(text, s, e) for _, s, e in spans):
+        return INVALID, None
+    return _decide([x for x, _, _ in spans])
 
 
 def _final_response(text: str) -> tuple[str, str]:
@@ -350,14 +516,22 @@ def _last_line(text: str) -> str:
 
 def _final_line_decision(last_line: str, letters: str, options: dict[str, str] | None) -> tuple[str, str | None]:
     """The tag style without tags: a letter from the final line, else a unique standalone letter in its final
-    sentence; a function of the final line alone (with letters and options)."""
-    sentences = [s.strip() for s in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", last_line) if s and s.strip()]
-    last_sentence = sentences[-1] if sentences else last_line
-    result = _parse_letter(last_line, letters, options, standalone=False, option_text=False)
-    if result is None:
-        found = _standalone_letters(last_sentence, letters, options)
-        result = _decide(found) if found else (INVALID, None)
-    return result
+    sentence; after a self-correction on that line, the last part that names a letter; a function of the final
+    line alone (with letters and options)."""
+    bare = _bare_form(last_line, letters, options)
+    if bare:
+        return _decide(bare)
+    segments = _segments(last_line) if not _SHORTCUTS or _might_correct(last_line) else [last_line]
+    for seg in reversed(segments):
+        result = _parse_segment(seg, letters, options, standalone=False, option_text=False)
+        if result is None:
+            sentences = [x.strip() for x in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", seg) if x and x.strip()]
+            last_sentence = sentences[-1] if sentences else seg
+            spans = _standalone_spans(last_sentence, letters, options)
+            result = _mentions(last_sentence, spans) if spans else None
+        if result is not None:
+            return result
+    return INVALID, None
 
 
 @functools.lru_cache(maxsize=4096)

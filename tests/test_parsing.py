@@ -349,3 +349,128 @@ def test_final_line_cache_keeps_options_apart():
         text, "ABCDEFGH", "tag", {"F": "inal answer: b"}, False)
     opts = {"A": ["not", "a", "string"], "B": "x"}  # a caller's own dict: not cached, still decided
     assert parse_answer(text, "ABCD", "tag", opts) == _full_rules(text, "ABCD", "tag", opts, False)
+
+
+# Answers read as a careful person reads them (000 App. A "never converted to a guessed answer", 002 C.2; issue 13
+# point 8): one table per class, English and Chinese, with real-looking option texts. Each row: response, options,
+# the letter-style result.
+OPTION_WORD = {"A": "option text 1", "B": "option text 2", "C": "option text 3", "D": "option text 4"}
+OPTION_WORD_ZH = {"A": "选项一所描述的情形", "B": "选项二所描述的情形", "C": "选项三所描述的情形", "D": "选项四所描述的情形"}
+CAREFUL_CASES = {
+    "first line letter, explanation names others": [
+        ("B\nOption A is wrong because the lamp is behind the sofa, and C would need the camera to face the door.",
+         EN_OPTIONS, (OK, "B")),
+        ("C. The cup is behind the book from the camera; A and D are ruled out, B is the opposite side.",
+         EN_OPTIONS, (OK, "C")),
+        ("**Answer: D**\n\nExplanation: in image 2 the chair faces the window, so A (left) and B (front) cannot "
+         "hold; C ignores the door.", EN_OPTIONS, (OK, "D")),
+        ("(B)\nA would require the camera to face north; D is the opposite.", EN_OPTIONS, (OK, "B")),
+        ("B\n解析：选项A是左边，选项C是后面，都与第2张图不符，所以答案是B。", FE_OPTIONS, (OK, "B")),
+        ("D。\n理由：从第1张图看，A和B都不对，C也不成立。", FE_OPTIONS, (OK, "D")),
+        ("B（前）。A与图1矛盾。", FE_OPTIONS, (OK, "B")),
+        # the explanation's own answer marker disagrees: no single commitment
+        ("B\nHowever, the answer is D.", EN_OPTIONS, (INV, None)),
+        ("B\n综上，答案是D。", FE_OPTIONS, (INV, None)),
+    ],
+    "letters ruled out, then the correct choice": [
+        ("Option A would put the cup left of the book, which contradicts image 1. B is impossible because the book "
+         "hides the front. C ignores the second view. The correct choice is D.", EN_OPTIONS, (OK, "D")),
+        ("A is ruled out by image 1, B by image 2, and C by the door. The correct option is D.", EN_OPTIONS, (OK, "D")),
+        ("A and B contradict the first view, so neither fits; the best option is C.", EN_OPTIONS, (OK, "C")),
+        ("It is not A, so D.", EN_OPTIONS, (OK, "D")),
+        ("A is wrong; B is correct.", EN_OPTIONS, (OK, "B")),
+        ("选项A与图1矛盾，选项B被图2排除，选项C忽略了门的位置，正确的选项是D。", FE_OPTIONS, (OK, "D")),
+        ("A不对，B也不对，C错误，正确的是D。", FE_OPTIONS, (OK, "D")),
+        ("选项A错误，选项B正确。", FE_OPTIONS, (OK, "B")),
+        ("A和B都不对，所以选C。", FE_OPTIONS, (OK, "C")),
+    ],
+    "self-correction: the last committed answer": [
+        ("The answer is B. Wait, looking again, it is D.", EN_OPTIONS, (OK, "D")),
+        ("The answer is B.\nActually, on closer inspection the mug is to the right, so the answer is D.",
+         EN_OPTIONS, (OK, "D")),
+        ("I'd go with A. On second thought, C fits both views.", EN_OPTIONS, (OK, "C")),
+        ("The answer is B. Wait, let me double-check the second image. Yes, B.", EN_OPTIONS, (OK, "B")),
+        ("The answer is B.\nwait", EN_OPTIONS, (OK, "B")),  # a cue without a new answer retracts nothing
+        ("答案是B。等等，再看一遍，应该是D。", FE_OPTIONS, (OK, "D")),
+        ("我选A。不对，仔细看第二张图，应该选C。", FE_OPTIONS, (OK, "C")),
+        ("答案是C。其实，第3张图显示杯子在右边，所以答案是D。", FE_OPTIONS, (OK, "D")),
+        # retracted without a new answer, or corrected to two letters: nothing committed
+        ("The answer is B. Wait, it is not B.", EN_OPTIONS, (INV, None)),
+        ("答案是B。等等，应该是A或D。", FE_OPTIONS, (INV, None)),
+    ],
+    "negation commits to nothing": [
+        ("It is definitely not A.", EN_OPTIONS, (INV, None)),
+        ("The answer is not A.", EN_OPTIONS, (INV, None)),
+        ("It cannot be C.", EN_OPTIONS, (INV, None)),
+        ("A can be ruled out.", EN_OPTIONS, (INV, None)),
+        ("肯定不是A。", FE_OPTIONS, (INV, None)),
+        ("答案不是A。", FE_OPTIONS, (INV, None)),
+        ("可以排除C。", FE_OPTIONS, (INV, None)),
+        # a negation beside a committed answer leaves the answer
+        ("The answer is B, not A.", EN_OPTIONS, (OK, "B")),
+        ("I think the answer is C, because A is not possible.", EN_OPTIONS, (OK, "C")),
+        ("答案是B，而不是A。", FE_OPTIONS, (OK, "B")),
+    ],
+    "option texts that begin with the word option": [
+        ("The answer is option text 3", OPTION_WORD, (OK, "C")),
+        ("The answer is option text 3.", OPTION_WORD, (OK, "C")),
+        ("Answer: option text 2", OPTION_WORD, (OK, "B")),
+        ("I choose option text 4", OPTION_WORD, (OK, "D")),
+        ("option text 1", OPTION_WORD, (OK, "A")),
+        ("The answer is option C", OPTION_WORD, (OK, "C")),
+        ("答案是选项三所描述的情形", OPTION_WORD_ZH, (OK, "C")),
+        ("答案：选项二所描述的情形。", OPTION_WORD_ZH, (OK, "B")),
+        ("The answer is option text 5", OPTION_WORD, (INV, None)),  # no such option
+    ],
+    "no single option stays invalid": [
+        ("A or B", EN_OPTIONS, (INV, None)),
+        ("The answer is B or D; I cannot tell.", EN_OPTIONS, (INV, None)),
+        ("A is wrong. B is right.", FE_OPTIONS, (INV, None)),  # "right" is also a direction: no commitment
+        ("Option A is wrong and option C is wrong.", EN_OPTIONS, (INV, None)),
+        ("选项A和选项B都有可能。", FE_OPTIONS, (INV, None)),
+        ("选项A错误，选项C错误。", FE_OPTIONS, (INV, None)),
+        ("I cannot tell from these images.", EN_OPTIONS, (INV, None)),
+        ("无法判断。", FE_OPTIONS, (INV, None)),
+    ],
+}
+
+
+@pytest.mark.parametrize(("response", "options", "expected"),
+                         [pytest.param(*row, id=f"{cls}:{i}") for cls, rows in CAREFUL_CASES.items()
+                          for i, row in enumerate(rows)])
+def test_letter_style_reads_like_a_careful_person(response, options, expected):
+    assert parse_answer(response, "ABCD", "letter", options) == expected
+
+
+# The tag style without a tag reads the final line only (002 C.2); a self-correction on that line counts there too.
+@pytest.mark.parametrize(("response", "expected"), [
+    ("Reasoning about the rotation.\nThe answer is B. Wait, looking again, it is D.", (OK, "D")),
+    ("推理过程略。\n答案是B。等等，应该是D。", (OK, "D")),
+    ("Reasoning.\nThe correct choice is C.", (OK, "C")),
+    ("推理。\n正确的选项是A。", (OK, "A")),
+    ("Reasoning.\nIt is definitely not A.", (INV, None)),
+    ("推理。\n肯定不是A。", (INV, None)),
+    ("B\nThe rows rotate clockwise, so A and C cannot hold.", (INV, None)),  # the final line commits to nothing
+])
+def test_tag_style_final_line_careful(response, expected):
+    assert parse_answer(response, "ABCD", "tag") == expected
+
+
+CAREFUL_TOKENS = st.one_of(
+    SHORTCUT_TOKENS,
+    st.sampled_from(["Wait", "wait, ", "Actually", "On second thought", "looking again", "not ", "isn't ",
+                     "cannot be ", " is wrong", " is correct", " can be ruled out", "so ", "Therefore, ", "thus ",
+                     "The correct choice is ", "the best option is ", "final option: ", "等等，", "不对，", "其实",
+                     "不是", "错误", "也不对", "正确的选项是", "所以", "排除", "option text 3", "(前)", "。"]),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(CAREFUL_TOKENS, max_size=12).map("".join), st.sampled_from(["letter", "tag"]),
+       st.sampled_from([None, FE_OPTIONS, EN_OPTIONS, OPTION_WORD]))
+def test_shortcuts_agree_on_careful_reading_words(text, style, options):
+    """The shortcuts (needles, the self-correction precheck, the final-line cache) stay exact on the new words."""
+    if text.strip():
+        want = _full_rules(text, "ABCD", style, options, False)
+        assert _full_rules(text, "ABCD", style, options, True) == want
+        assert parse_answer(text, "ABCD", style, options) == want
