@@ -68,7 +68,7 @@ def cmd_import_labels(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from core.scoring import score_all
+    from core.scoring import score_all, split_arg
     from db.frames import load_for_scoring, score_extras
 
     store = _store(args)
@@ -82,7 +82,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
-    result = score_all(items, runs, names=[args.run], compare=compare, split=args.split or None,
+    result = score_all(items, runs, names=[args.run], compare=compare, split=split_arg(args.split),
                        **extras)[args.run]
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
@@ -93,12 +93,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def _score_all(store: Any, args: argparse.Namespace) -> int:
     """score --all: every run (of --benchmark, or of every benchmark), one result per run."""
+    from core.scoring import split_arg
     from db.bulk import score_benchmarks
 
     if args.compare or args.judge:
         raise CrosscheckError("score --all takes neither --compare nor --judge (each run uses its latest judge run)")
     benchmarks = [args.benchmark] if args.benchmark else None
-    results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=args.split or None)
+    results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=split_arg(args.split))
     for per_run in results.values():
         for result in per_run.values():
             if args.json:  # JSON lines: one result per line
@@ -241,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print {benchmark, run, metrics} as JSON")
     p.add_argument("--compact", action="store_true", help="one-line JSON")
     p.add_argument("--compare", metavar="OTHER_RUN", help="add paired differences with bootstrap CIs")
-    p.add_argument("--split", help="the split to score (default: test)")
+    p.add_argument("--split", help="the split to score, every family (default: test; 'all': every split)")
     p.add_argument("--judge", metavar="JUDGE_RUN", help="StemBind: the judge run whose trace judgements feed L2 "
                    "StepAcc (default: the most recent one)")
 

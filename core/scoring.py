@@ -1,7 +1,8 @@
 """Scoring entry points: pick the family's metric set for a run (pure; the caller brings the data).
 
-- `score_run(items, run, others, compare=None, split=None)`: every metric of one run, plus `metrics["compare"]`
-  (paired differences against another run of the same benchmark) when `compare` is given.
+- `score_run(items, run, others, compare=None, split="test")`: every metric of one run, plus `metrics["compare"]`
+  (paired differences against another run of the same benchmark) when `compare` is given. Every family scores
+  the `test` split by default; `split=None` scores every split (`score --split all`, `split_arg`).
 - `score_all(items, runs, names=None, ...)`: the same for several runs of one benchmark, sharing the work
   (intermediate frames of partner runs, bootstrap resample counts): results equal `score_run`'s for each run.
 
@@ -29,14 +30,25 @@ from core.errors import MetricUndefined
 from core.gcpause import gc_paused
 from core.schema import Rate, RunData, to_jsonable
 
+DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
+ALL_SPLITS = "all"  # the `--split` value that scores every split
+
+
+def split_arg(value: str | None) -> str | None:
+    """The split a `--split` value names: nothing -> "test", "all" -> None (every split), else the value."""
+    if value is None or not value.strip():
+        return DEFAULT_SPLIT
+    return None if value.strip() == ALL_SPLITS else value.strip()
+
 
 def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData | None = None,
-              split: str | None = None, **kw: Any) -> dict[str, Any]:
-    """{"benchmark", "run", "metrics"} for one run, with every Rate as {"value", "k", "n"} or a reason.
+              split: str | None = DEFAULT_SPLIT, **kw: Any) -> dict[str, Any]:
+    """{"benchmark", "run", "family", "synthetic", "split", "metrics"} for one run ("split": the split scored, or
+    "all"), with every Rate as {"value", "k", "n"} or a reason.
 
-    `split` scores one split: FrameEvidence takes it itself (default "test"); for the other families the items
-    are narrowed to it here. `compare` adds metrics["compare"] (this run minus `compare`); a run of another
-    benchmark raises MetricUndefined.
+    `split` scores one split (default "test"), None every split: FrameEvidence takes it itself; for the other
+    families the items are narrowed to it here (a split without items raises MetricUndefined). `compare` adds
+    metrics["compare"] (this run minus `compare`); a run of another benchmark raises MetricUndefined.
     """
     module = families.get(run.family)
     if compare is not None and (compare.benchmark != run.benchmark or compare.family != run.family):
@@ -48,20 +60,21 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     if compare is not None:
         metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items() if k == "split"})
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
-            "metrics": to_jsonable(metrics)}
+            "split": ALL_SPLITS if split is None else split, "metrics": to_jsonable(metrics)}
 
 
 def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
-    """Pass `split` to a family score() that takes it; otherwise keep only the items of that split."""
-    if split is None:
-        return items
+    """Pass `split` to a family score() that takes it (None included: every split); otherwise keep only the
+    items of that split (None: all of them)."""
     if "split" in inspect.signature(_metric_score(module)).parameters:
         kw["split"] = split
+        return items
+    if split is None:
         return items
     scoped = items[items["split"] == split].reset_index(drop=True)
     if scoped.empty:
         known = ", ".join(sorted(map(str, items["split"].unique()))) or "none"
-        raise MetricUndefined(f"no items in split {split!r} (splits: {known})")
+        raise MetricUndefined(f"no items in split {split!r} (splits: {known}); score one of those, or all splits")
     return scoped
 
 
@@ -73,7 +86,7 @@ def _metric_score(module: Any) -> Any:
 
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
-              compare: Mapping[str, RunData] | RunData | None = None, split: str | None = None,
+              compare: Mapping[str, RunData] | RunData | None = None, split: str | None = DEFAULT_SPLIT,
               per_run: Mapping[str, Mapping[str, Any]] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
     """`score_run` for each run in `names` (default: every run), each against all the others, sharing work.
 

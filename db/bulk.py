@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.scoring import DEFAULT_SPLIT
 from db.store import Store
 
 BY_MODEL = frozenset({"stembind", "frameevidence"})
@@ -61,7 +62,7 @@ def default_jobs() -> int:
 
 
 def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str, list[str], int]],
-                split: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+                split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {run: score_run result}} for the given units, in this process: on `source` when it is an
     open Store, else on a store opened here (a worker's own connection) and closed after."""
     from core.scoring import score_all
@@ -77,7 +78,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
         for bench, names in together.items():
             items, runs = load_for_scoring(store, bench, names=names)
             extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
-            out.setdefault(bench, {}).update(score_all(items, runs, split=split or None, per_run=extras))
+            out.setdefault(bench, {}).update(score_all(items, runs, split=split, per_run=extras))
     finally:
         if own:
             store.close()
@@ -105,8 +106,9 @@ def _child(path: str, work: list[tuple[str, list[str], int]], split: str | None,
 
 
 def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs: int | None = None,
-                     split: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    """{benchmark: {run: result}} for every run of `benchmarks` (default: all), on `jobs` processes
+                     split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
+    """{benchmark: {run: result}} for every run of `benchmarks` (default: all) on `split` (None: every split),
+    on `jobs` processes
     (default: the CPUs this process may use; 1 = here, no worker). Results are ordered as the store lists
     benchmarks and runs."""
     work = units(store, benchmarks)

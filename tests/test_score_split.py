@@ -1,0 +1,88 @@
+"""`score` scores the test split by default for every family; `--split all` scores every split (issue 13 point 7).
+
+docs/METRICS.md "Conventions": the test split unless `--split` names another one, or `all`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import fe_lines, write_benchmark
+from test_scoring_compare import _generic, _run, _spur, _stembind
+
+from core.errors import MetricUndefined
+from core.scoring import score_run, split_arg
+
+# Group 0 of each builder moves to "dev": generic 4 groups of 2 items, StemBind 4 stems of 2 P / 1 R / 1 F,
+# SPUR 3 figures of 7 tasks. Expected counts by hand: test = the other groups, dev = group 0, all = every group.
+CASES = [
+    # family, builder, dev group, metric, n on test, n on dev, n on all splits
+    ("generic", _generic, "g0", "accuracy", 6, 2, 8),
+    ("generic", _generic, "g0", "group_exact_match", 3, 1, 4),
+    ("stembind", _stembind, "s0", "p_accuracy", 6, 2, 8),
+    ("stembind", _stembind, "s0", "f_accuracy", 3, 1, 4),
+    ("stembind", _stembind, "s0", "stem_coherent", 3, 1, 4),
+    ("spur", _spur, "f0", "overall", 14, 7, 21),
+    ("spur", _spur, "f0", "perception", 6, 3, 9),
+]
+
+
+@pytest.mark.parametrize(("family", "make", "dev_group", "key", "n_test", "n_dev", "n_all"), CASES)
+def test_every_family_scores_the_test_split_by_default(family, make, dev_group, key, n_test, n_dev, n_all):
+    items = make()
+    items.loc[items["group_id"] == dev_group, "split"] = "dev"
+    run = _run("r", family, dict.fromkeys(items["item_id"], True))
+    assert score_run(items, run, [])["metrics"][key]["n"] == n_test
+    assert score_run(items, run, [], split="test")["metrics"][key]["n"] == n_test
+    assert score_run(items, run, [], split="dev")["metrics"][key]["n"] == n_dev
+    every = score_run(items, run, [], split=None)
+    assert every["metrics"][key]["n"] == n_all and every["split"] == "all"
+
+
+@pytest.mark.parametrize(("value", "split"), [(None, "test"), ("", "test"), ("  ", "test"), ("test", "test"),
+                                              ("dev", "dev"), ("all", None), (" all ", None)])
+def test_split_argument(value, split):
+    assert split_arg(value) == split
+
+
+def test_a_benchmark_without_a_test_split_says_which_splits_it_has():
+    items = _generic()
+    items["split"] = "train"
+    run = _run("r", "generic", dict.fromkeys(items["item_id"], True))
+    with pytest.raises(MetricUndefined, match=r"no items in split 'test' \(splits: train\)"):
+        score_run(items, run, [])
+    assert score_run(items, run, [], split=None)["metrics"]["accuracy"]["n"] == 8
+
+
+def _generic_lines() -> list[dict]:
+    return [{"benchmark": "generic", "item_id": f"i{i}", "group_id": f"g{i // 2}", "split": s, "kind": "x",
+             "question": f"q{i}", "options": {"A": "red", "B": "blue"}, "answer": "A"}
+            for i, s in enumerate(["test"] * 4 + ["dev"] * 2 + ["train"] * 2)]
+
+
+@pytest.mark.parametrize(("family", "lines", "count"), [
+    # FrameEvidence: 12 test items and 12 train items; accuracy counts rotation-0 answers of the split
+    ("frameevidence", fe_lines(prefix="t") + fe_lines(split="train", prefix="tr"),
+     {None: 12, "test": 12, "train": 12, "all": 24}),
+    ("generic", _generic_lines(), {None: 4, "test": 4, "dev": 2, "all": 8}),
+])
+def test_cli_default_and_split_all(family, lines, count, tmp_path, capsys):
+    import app
+
+    db = tmp_path / "s.db"
+    bench = write_benchmark(tmp_path / "b", lines)
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"item_id": x["item_id"], "response": x["answer"]}) + "\n" for x in lines),
+                     encoding="utf-8")
+    assert app.main(["import", str(bench), "--name", "b", "--db", str(db)]) == 0
+    assert app.main(["import-predictions", str(preds), "--run", "r", "--db", str(db)]) == 0
+    capsys.readouterr()
+    for split, n in count.items():
+        args = ["score", "--run", "r", "--json", "--db", str(db)] + (["--split", split] if split else [])
+        assert app.main(args) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["split"] == (split or "test")
+        metrics = result["metrics"]
+        assert metrics["accuracy"]["n"] == n, (split, metrics["accuracy"])
+        assert metrics["accuracy"]["k"] == n  # every answer is the gold letter
