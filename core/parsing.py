@@ -278,7 +278,12 @@ def _leading_letter(text: str, letters: str, options: dict[str, str] | None) -> 
         return None
     if m.group(2) is not None and _option_matches(m.group(2), options) not in ([], [m.group(1)]):
         return None  # "B (左)" where 左 is another option's text: not a plain opening answer
-    return m.group(1), text[m.end():]
+    rest = text[m.end():]
+    for other, own in (options or {}).items():
+        if other != m.group(1) and other in letters and _norm_option(str(own)) and _re_search(
+                r"(?<![A-Za-z0-9])" + re.escape(other) + r"\s*[.:)、]\s*" + re.escape(_normalize(str(own))), rest, _I):
+            return None  # "A. left\nB. front\n...": the options echoed, not an opening answer
+    return m.group(1), rest
 
 
 def _letter_list_after(text: str, start: int, letters: str, options: dict[str, str] | None) -> list[str]:

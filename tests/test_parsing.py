@@ -368,6 +368,9 @@ CAREFUL_CASES = {
         ("B\n解析：选项A是左边，选项C是后面，都与第2张图不符，所以答案是B。", FE_OPTIONS, (OK, "B")),
         ("D。\n理由：从第1张图看，A和B都不对，C也不成立。", FE_OPTIONS, (OK, "D")),
         ("B（前）。A与图1矛盾。", FE_OPTIONS, (OK, "B")),
+        # the options echoed first are no opening answer
+        ("A. left\nB. front\nC. behind\nD. right\nAnswer: C", EN_OPTIONS, (OK, "C")),
+        ("A. 左 B. 前 C. 后 D. 右\n答案：C", FE_OPTIONS, (OK, "C")),
         # the explanation's own answer marker disagrees: no single commitment
         ("B\nHowever, the answer is D.", EN_OPTIONS, (INV, None)),
         ("B\n综上，答案是D。", FE_OPTIONS, (INV, None)),
