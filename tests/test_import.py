@@ -92,6 +92,12 @@ ITEM_CASES = {
                             [":8:", "remove exactly one"]),
     "fq2_question_differs": (lambda ls: mutate(ls, 8, question="另一个问题"), [":9:", "question"]),
     "fq2_missing_variant": (lambda ls: [x for i, x in enumerate(ls) if i != 8], ["lacks add"]),
+    # 000 §3 / §4.1 (issue 13): the MSS gold is a spatial answer; an FQ1 triplet shows two to four images
+    "fq2_mss_gold_insufficient": (lambda ls: mutate(mutate(ls, 6, answer="D"), 8, answer="D"),
+                                  [":7:", "answer", "must be a spatial answer"]),
+    "fq1_five_images": (lambda ls: [*[{**x, "images": ["img/g1_0_1.png", "img/g1_0_2.png", "img/g1_1_1.png",
+                                                       "img/g1_1_2.png", "img/g2_0_1.png"]} for x in ls[:3]], *ls[3:]],
+                        [":1:", "images", "expected two to four"]),
 }
 
 
