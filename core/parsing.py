@@ -24,7 +24,8 @@ letters found at that level must agree, otherwise the response is invalid (confl
 2. answer markers: "答案", "答", "answer", ``\\boxed{}``, ``<answer>`` tags, "the correct choice is", "正确的选项是";
    the letter or letter list that directly follows the marker ("答案是A或B" gives A and B -> invalid).
 3. choice verbs: "选", "选择", "应选", "所以选", "choose", "pick", "select", "go with"; conclusions "so",
-   "therefore", "所以", "因此"; affirmations "B is correct", "选项B正确" ("选项A错误，所以选B" gives B).
+   "therefore", "所以", "因此"; statements "it is", "应该是"; affirmations "B is correct", "选项B正确"
+   ("选项A错误，所以选B" gives B).
 4. option mentions: "选项X", "option X", "choice X" ("选项A和选项B" gives A and B -> invalid).
 5. option text: the whole response, or the clause after the last marker, equals exactly one option's
    text ("前", "答案是前", "The answer is left", "The answer is option text 3").
@@ -118,6 +119,9 @@ _CHOICE_MARKERS = (
     # a conclusion: "..., so D", "Therefore, it is D", "所以是D"
     r"\b(?:so|therefore|thus|hence)\b,?(?:\s+(?:it(?:'s|\s+is|\s+must\s+be|\s+should\s+be)|the\s+answer\s+is))?",
     r"(?:所以|因此|因而|故而|综上)[,]?(?:应该|应当|应|就)?(?:是|为)?",
+    # a plain statement of the answer: "it is C", "it must be C", "应该是C"
+    r"\b(?:it|this|that)(?:'s|\s+is|\s+must\s+be|\s+should\s+be|\s+would\s+be)\b",
+    r"(?:应该|应当|肯定|一定|就)是",
 )
 _OPTION_MARKERS = (r"选项", r"\b(?:option|choice)\b")
 # For each marker: substrings (lowercase ASCII) of which every match in ASCII text contains one; a marker
@@ -128,6 +132,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     _ANSWER_MARKERS[6]: (),
     _CHOICE_MARKERS[0]: (), _CHOICE_MARKERS[1]: ("choose", "pick", "select", "go"),
     _CHOICE_MARKERS[2]: ("so", "therefore", "thus", "hence"), _CHOICE_MARKERS[3]: (),
+    _CHOICE_MARKERS[4]: ("it", "this", "that"), _CHOICE_MARKERS[5]: (),
     _OPTION_MARKERS[0]: (), _OPTION_MARKERS[1]: ("option", "choice"),
 }
 
@@ -135,7 +140,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
 # Every needle occurrence in lowercased ASCII text (a lookahead, so overlapping needles are all found; no needle
 # is a prefix of another, so one capture per position loses none).
 _NEEDLE_RX = re.compile(
-    r"(?=(\\boxed\{|answer|choose|pick|select|go|option|choice|correct|right|best|final|so|therefore|thus|hence))")
+    r"(?=(\\boxed\{|answer|choose|pick|select|go|option|choice|correct|right|best|final|so|therefore|thus|hence"
+    r"|it|this|that))")
 
 
 def _needles_in(text: str) -> set[str] | None:

@@ -386,6 +386,8 @@ CAREFUL_CASES = {
         ("A不对，B也不对，C错误，正确的是D。", FE_OPTIONS, (OK, "D")),
         ("选项A错误，选项B正确。", FE_OPTIONS, (OK, "B")),
         ("A和B都不对，所以选C。", FE_OPTIONS, (OK, "C")),
+        ("A is not the answer; it is C.", EN_OPTIONS, (OK, "C")),
+        ("不应该是A，应该是C。", FE_OPTIONS, (OK, "C")),
     ],
     "self-correction: the last committed answer": [
         ("The answer is B. Wait, looking again, it is D.", EN_OPTIONS, (OK, "D")),
@@ -464,7 +466,8 @@ CAREFUL_TOKENS = st.one_of(
     st.sampled_from(["Wait", "wait, ", "Actually", "On second thought", "looking again", "not ", "isn't ",
                      "cannot be ", " is wrong", " is correct", " can be ruled out", "so ", "Therefore, ", "thus ",
                      "The correct choice is ", "the best option is ", "final option: ", "等等，", "不对，", "其实",
-                     "不是", "错误", "也不对", "正确的选项是", "所以", "排除", "option text 3", "(前)", "。"]),
+                     "不是", "错误", "也不对", "正确的选项是", "所以", "排除", "option text 3", "(前)", "。",
+                     "it is ", "It's ", "this is ", "that must be ", "应该是", "肯定是"]),
 )
 
 
