@@ -177,6 +177,12 @@ def _letter_class(letters: str) -> str:
     return "[" + re.escape(letters) + "]"
 
 
+@functools.lru_cache(maxsize=64)
+def _letter_chars(letters: str) -> frozenset[str]:
+    """The characters every letter-naming level needs one of: the allowed letters in either case."""
+    return frozenset(letters + letters.lower())
+
+
 def _is_article(text: str, end: int, letter: str, options: dict[str, str] | None) -> bool:
     """True when the capital A ending at `end` reads as the English article ("A cat")."""
     if letter != "A":
@@ -274,6 +280,9 @@ def _leading_letter(text: str, letters: str, options: dict[str, str] | None) -> 
     """A response that opens with its answer: one decorated capital letter, optionally its own option text in
     parentheses, then sentence punctuation or a line break, then an explanation ("B.\\nA is wrong because ...",
     "B（前）。A与图1矛盾。"); returns (letter, explanation)."""
+    head = text.lstrip(" \t\n\"'“”‘’「」『』([{<")[:1]
+    if not head or (head not in letters and head not in "oOcCaA选答"):
+        return None  # cannot open with a decorated letter (a cheap precheck; the pattern decides)
     m = _re_match(
         r"[\s\"'“”‘’「」『』]*(?:(?:option|choice|answer|选项|答案|答)\s*[:]?\s*)?[(\[{<]?\s*(" + _letter_class(letters)
         + r")\s*[)\]}>]?(?:\s*\(([^()\n]{1,40})\))?(?:\s*[.。:;!)]+|[ \t]*\n)",
@@ -413,47 +422,59 @@ def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, st
         return _decide(bare)
     segments = _segments(text) if not _SHORTCUTS or _might_correct(text) else [text]
     for seg in reversed(segments):
-        result = _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text)
+        result = _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text,
+                                whole=seg is text)
         if result is not None:
             return result
     return None
 
 
+_CUE_WORDS = ("wait", "hold", "actually", "second", "again", "closer", "correction", "reconsider", "wrong", "scratch",
+              "等", "不对", "更正", "纠正", "再看", "重新看", "仔细一看", "其实", "我错了")
+_CUE_RX = re.compile("|".join(map(re.escape, _CUE_WORDS)))
+
+
 def _might_correct(text: str) -> bool:
-    """False only when `text` cannot hold a self-correction (a cheap precheck; the regex decides)."""
-    return not text.isascii() or any(w in text.lower() for w in
-                                     ("wait", "hold", "actually", "second", "again", "closer", "correction",
-                                      "reconsider", "wrong", "scratch"))
+    """False only when `text` cannot hold a self-correction (a cheap precheck; the regex decides). The text is
+    NFKC-normalised, so the only non-ASCII letter IGNORECASE still matches to an ASCII cue letter is "ı" (i)."""
+    low = text.lower()
+    if not text.isascii():
+        low = low.replace("ı", "i")
+    return _CUE_RX.search(low) is not None
 
 
 def _parse_segment(text: str, letters: str, options: dict[str, str] | None, *, standalone: bool = True,
-                   option_text: bool = True) -> tuple[str, str | None] | None:
-    """The first evidence level that names any letter decides; None when no level names one."""
-    bare = _bare_form(text, letters, options)
-    if bare:
-        return _decide(bare)
-    lead = _leading_letter(text, letters, options)
+                   option_text: bool = True, whole: bool = False) -> tuple[str, str | None] | None:
+    """The first evidence level that names any letter decides; None when no level names one (`whole`: the
+    caller already tried level 1 on this very text)."""
+    if not whole:
+        bare = _bare_form(text, letters, options)
+        if bare:
+            return _decide(bare)
+    if _SHORTCUTS and not _letter_chars(letters).intersection(text):
+        # no allowed letter in either case: only an option text can name one
+        found = _option_text_letters(text, letters, options) if option_text else []
+        return _decide(found) if found else None
     needles = _needles_in(text)
-    commitments = []
-    if needles is None or needles:  # an ASCII text without any needle has no marker at all
-        for patterns in (_ANSWER_MARKERS, _CHOICE_MARKERS):
-            commitments.append(_marker_spans(text, patterns, letters, options, needles))
-    else:
-        commitments = [[], []]
-    commitments[1] = commitments[1] + _affirmed_letters(text, letters)
+    markers = needles is None or bool(needles)  # an ASCII text without any needle has no marker at all
+    lead = _leading_letter(text, letters, options)
     if lead is not None:
         # the opening letter decides unless an answer marker or a choice verb in the explanation names another
         # letter (a conclusion word or a mention there is explanation: "so A and B cannot hold")
         strong = _marker_spans(text, _ANSWER_MARKERS + _CHOICE_MARKERS[:2], letters, options, needles) \
-            if needles is None or needles else []
+            if markers else []
         return _decide([lead[0], *(x for x, s, e in strong if not _negated(text, s, e))])
-    for level in commitments:
-        if level:
-            kept = [x for x, s, e in level if not _negated(text, s, e)]
+    ruled_out = False  # a commitment whose letters were all ruled out ("the answer is not A")
+    for level, patterns in enumerate((_ANSWER_MARKERS, _CHOICE_MARKERS)):
+        spans = _marker_spans(text, patterns, letters, options, needles) if markers else []
+        if level == 1:
+            spans += _affirmed_letters(text, letters)
+        if spans:
+            kept = [x for x, s, e in spans if not _negated(text, s, e)]
             if kept:
                 return _decide(kept)
-    ruled_out = any(level for level in commitments)  # every commitment was negated ("the answer is not A")
-    if needles is None or needles:
+            ruled_out = True
+    if markers:
         mentions = _marker_spans(text, _OPTION_MARKERS, letters, options, needles)
         if mentions:
             return _mentions(text, mentions)
@@ -534,7 +555,7 @@ def _final_line_decision(last_line: str, letters: str, options: dict[str, str] |
         return _decide(bare)
     segments = _segments(last_line) if not _SHORTCUTS or _might_correct(last_line) else [last_line]
     for seg in reversed(segments):
-        result = _parse_segment(seg, letters, options, standalone=False, option_text=False)
+        result = _parse_segment(seg, letters, options, standalone=False, option_text=False, whole=seg is last_line)
         if result is None:
             sentences = [x.strip() for x in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", seg) if x and x.strip()]
             last_sentence = sentences[-1] if sentences else seg
