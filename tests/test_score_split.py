@@ -86,3 +86,30 @@ def test_cli_default_and_split_all(family, lines, count, tmp_path, capsys):
         metrics = result["metrics"]
         assert metrics["accuracy"]["n"] == n, (split, metrics["accuracy"])
         assert metrics["accuracy"]["k"] == n  # every answer is the gold letter
+
+
+def test_metrics_tab_scores_the_test_split_like_the_cli(tmp_path, capsys):
+    """The Metrics tab's handler (ui.metrics.run_scores, no browser) scores what `score --run` scores."""
+    import app
+    from db.store import Store
+    from ui.metrics import run_scores
+
+    lines = _generic_lines()
+    db = tmp_path / "s.db"
+    bench = write_benchmark(tmp_path / "b", lines)
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"item_id": x["item_id"], "response": "A" if i % 3 else "B"}) + "\n"
+                             for i, x in enumerate(lines)), encoding="utf-8")
+    assert app.main(["import", str(bench), "--name", "b", "--db", str(db)]) == 0
+    assert app.main(["import-predictions", str(preds), "--run", "r", "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert app.main(["score", "--run", "r", "--json", "--db", str(db)]) == 0
+    cli = json.loads(capsys.readouterr().out)["metrics"]
+    store = Store(db)
+    try:
+        _, runs, _ = run_scores(store, "b", ["r"])
+    finally:
+        store.close()
+    assert runs[0].metrics["accuracy"] == cli["accuracy"]
+    # every third item is answered B (wrong): items 0 and 3 of the test split (items 0-3), so 2 of 4 right
+    assert (cli["accuracy"]["k"], cli["accuracy"]["n"]) == (2, 4)
