@@ -111,7 +111,7 @@ _ANSWER_MARKERS = (
     # a named commitment without the word "answer": "the correct choice is D", "正确的选项是D"
     r"\b(?:correct|right|best|final)\s+(?:choice|option|one|letter)\b"
     r"(?:\s+(?:is|would\s+be|should\s+be|must\s+be|will\s+be|here\s+is))?",
-    r"(?:正确|最佳|最终)的?(?:选项|选择|一项|项)(?:应该|应当|应|就)?(?:是|为)?|(?:正确|对)的(?:是|为)",
+    r"(?:正确|最佳|最终)的?(?:选项|选择|一项|项)(?:应该|应当|应|就)?(?:是|为)?|正确的(?:是|为)",
 )
 _CHOICE_MARKERS = (
     r"(?:应|故|所以|因此|我)?选(?!项)(?:择)?(?:是|为)?",
@@ -214,7 +214,8 @@ def _standalone_spans(text: str, letters: str, options: dict[str, str] | None) -
 # before it, or "A is wrong", "A can be ruled out", "A错误", "A也不对", "A是错的" after it.
 _NEG_BEFORE = (
     r"(?:\bnot|n't|\bcannot|\bnever|\bno|\brul(?:e|es|ed|ing)\s+out|\beliminat\w*|\bexclud\w*|\brather\s+than"
-    r"|\binstead\s+of|\bother\s+than|\bexcept|不是|不选|不可能是|不会是|不应该?是|排除(?:了|掉)?|并非|而非)"
+    r"|\binstead\s+of|\bother\s+than|\bexcept|不是|不选|不可能是|不会是|不应该?是|不一定是|未必是|排除(?:了|掉)?|并非"
+    r"|而非)"
     r"\s*(?:(?:be|definitely|certainly|clearly|obviously|the|answer|pick|choose|select|say|go\s+with|option|choice"
     r"|选项|是)\s*)*[(\[]?\s*$"
 )

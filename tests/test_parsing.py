@@ -411,6 +411,8 @@ CAREFUL_CASES = {
         ("肯定不是A。", FE_OPTIONS, (INV, None)),
         ("答案不是A。", FE_OPTIONS, (INV, None)),
         ("可以排除C。", FE_OPTIONS, (INV, None)),
+        ("不一定是A。", FE_OPTIONS, (INV, None)),
+        ("与之相对的是A，但题目问的是另一侧。", FE_OPTIONS, (OK, "A")),  # no marker: one standalone letter
         # a negation beside a committed answer leaves the answer
         ("The answer is B, not A.", EN_OPTIONS, (OK, "B")),
         ("I think the answer is C, because A is not possible.", EN_OPTIONS, (OK, "C")),
