@@ -118,6 +118,7 @@ def test_prompt_holds_one_bos_and_the_images_in_order(models, bench, arch):
 
 
 def test_paligemma_plain_format_images_first_then_one_bos(models, bench):
+    """PaliGemma ships no chat template: its processor's documented plain format, decided at load."""
     from core.runners.transformers_runner import TransformersRunner
 
     r = TransformersRunner(models["paligemma"])
@@ -128,6 +129,12 @@ def test_paligemma_plain_format_images_first_then_one_bos(models, bench):
     n = 3 * r.processor.image_seq_length
     assert ids[:n] == [image_id] * n and ids[n] == r.tokenizer.bos_token_id and ids.count(r.tokenizer.bos_token_id) == 1
     assert r.tokenizer.decode(ids[n + 1:]) == "Image 1:\nImage 2:\nImage 3:\nWhich? A. x B. y\n"
+
+
+def test_text_only_run_on_an_image_only_processor_is_refused_at_load(models, bench, capsys):
+    assert _run(bench, models["paligemma"], "--run", "pt", "--input-mode", "text") == 2
+    assert "--input-mode text cannot run on it" in capsys.readouterr().err
+    assert "pt" not in _run_names(bench)
 
 
 def _strip_template(src: Path, dst: Path) -> Path:

@@ -251,6 +251,9 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     tasks = build_tasks(items, s, family, sink.image_path)
     if runner is None:
         runner = make_runner(s, items)
+    if s.input_mode == "text" and getattr(runner, "requires_images", False):
+        raise RunnerError(f"{s.model}: this checkpoint's processor needs an image in every prompt; "
+                          "--input-mode text cannot run on it")
     ident = dict(runner.identity()) if hasattr(runner, "identity") else {"model": s.model}
     config = s.identity(ident.pop("model", s.model))
     config.update(ident)  # prompt decisions the runner made at load (chat template file, images_separated, ...)

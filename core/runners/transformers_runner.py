@@ -132,6 +132,8 @@ class TransformersRunner:
         if template_text is not None:
             self.processor.chat_template = template_text
         self.prompt_format = self._decide_format()
+        # PaliGemma's processor refuses a prompt without an image: a text-only run is refused before it starts
+        self.requires_images = type(self.processor).__name__ == "PaliGemmaProcessor"
         self.images_separated = self._images_separated()
         try:
             self.model = AutoModelForImageTextToText.from_pretrained(self.path, local_files_only=True,
