@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tiny_models import BUILDERS, TEMPLATES, write_benchmark, write_qwen2vl
+from tiny_models import BUILDERS, TEMPLATES, write_benchmark, write_qwen2vl, write_smolvlm
 
 import app
 from core import prompts
@@ -215,6 +215,19 @@ def test_processor_needing_torchvision_fails_at_load_with_one_line(bench, tmp_pa
     err = capsys.readouterr().err
     assert ("'torchvision'" in err) is not _has_torchvision()
     assert "Traceback" not in err and "qj" not in _run_names(db)
+
+
+def test_smolvlm_processor_names_the_first_missing_package(tmp_path):
+    """SmolVLM's processor needs torchvision and num2words (neither is in requirements.txt): the error names the
+    one transformers asks for first, as a MissingPackage with its install command."""
+    from core.errors import MissingPackage
+    from core.runners.transformers_runner import TransformersRunner
+
+    folder = write_smolvlm(tmp_path / "smolvlm")
+    with pytest.raises(MissingPackage) as err:
+        TransformersRunner(folder)
+    want = "num2words" if _has_torchvision() else "torchvision"
+    assert err.value.package == want and f"'{want}'" in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(("message", "package"), [

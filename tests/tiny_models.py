@@ -244,6 +244,27 @@ def write_qwen2vl(path: Path) -> Path:
     return path
 
 
+def write_smolvlm(path: Path) -> Path:
+    """A SmolVLM-style checkpoint folder without weights. Its processor needs torchvision (video processor) and
+    num2words (it spells out frame counts): where either is missing it fails at processor load."""
+    from transformers import SmolVLMConfig
+
+    specials = ["<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>", "<image>", "<global-img>",
+                "<|endoftext|>"]
+    tok = _tokenizer(specials, bos="<|im_start|>", eos="<end_of_utterance>", pad="<|endoftext|>")
+    path.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(path)
+    SmolVLMConfig(text_config={"vocab_size": len(tok), "hidden_size": 32, "num_hidden_layers": 1,
+                               "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 64},
+                  vision_config={"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                 "intermediate_size": 32, "image_size": 16, "patch_size": 8}).save_pretrained(path)
+    (path / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "SmolVLMImageProcessor", "processor_class": "SmolVLMProcessor"}), encoding="utf-8")
+    (path / "processor_config.json").write_text(json.dumps({"processor_class": "SmolVLMProcessor",
+                                                            "image_seq_len": 1}), encoding="utf-8")
+    return path
+
+
 def write_benchmark(folder: Path, n_groups: int = 3, per_group: int = 3, n_images: int = 3, splits: tuple[str, ...] = ("train", "test"),
                     family: str = "generic", name: str = "tiny", question: str = "Which direction is it?") -> Path:
     """A small multi-image items JSONL (generic family) with distinct PNGs per group, for end-to-end runs.
