@@ -175,6 +175,13 @@ def test_chat_template_file_overrides_the_checkpoints(models, bench, tmp_path, c
     assert "warning" not in out.err and "warning" not in out.out
     assert "images_separated" not in Store(bench).run("ct2")["config"]
     assert len(Store(bench).predictions_frame("ct2")) == 4
+    # a template that cannot render a turn of text and images is refused once, at load, not per item
+    bad = tmp_path / "bad.jinja"
+    bad.write_text("{{ raise_exception('system message required') }}")
+    assert _run(bench, models["llava"], "--run", "ct4", "--chat-template", str(bad)) == 2
+    err = capsys.readouterr().err
+    assert "cannot render a user turn" in err and "system message required" in err and "Traceback" not in err
+    assert "ct4" not in _run_names(bench)
     # a template file that is not there is a one-line error, nothing stored
     assert _run(bench, models["llava"], "--run", "ct3", "--chat-template", str(tmp_path / "nope.jinja")) == 2
     assert "--chat-template" in capsys.readouterr().err and "ct3" not in _run_names(bench)
@@ -277,6 +284,31 @@ def test_empty_generation_status(runner, text, status):
     pred = to_prediction(d.task, d, "letter", s, keep_trace=False)
     assert pred.status == status
     assert (pred.error is None) is (status != "api_error")
+
+
+def _sentencepiece_style(with_spaced: bool):
+    """A Metaspace BPE tokenizer as Llama-2 / Gemma ship (" A" is "▁A"), built with `tokenizers`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "\u2581": 1, "A": 2, "B": 3, "C": 4}
+    merges = []
+    if with_spaced:
+        vocab.update({"\u2581A": 5, "\u2581B": 6})
+        merges = [("\u2581", "A"), ("\u2581", "B")]
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="never")
+    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>")
+
+
+@pytest.mark.parametrize(("with_spaced", "expect"), [
+    (True, {"A": [2, 5], "B": [3, 6], "C": [4]}),  # C has no "▁C": its bare token only
+    (False, {"A": [2], "B": [3], "C": [4]}),
+])
+def test_letter_candidates_sentencepiece_vocabulary(with_spaced, expect):
+    from core.runners.transformers_runner import letter_candidates
+
+    assert letter_candidates(_sentencepiece_style(with_spaced), "ABC") == expect
 
 
 # logits at the answer position over (A, " A", B, " B"); the probabilities are the softmax over these four

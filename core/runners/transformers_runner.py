@@ -80,6 +80,26 @@ def _missing(path: Path, exc: ImportError, what: str) -> MissingPackage:
                           f"installed; install it with: {how}", package=pkg)
 
 
+def letter_candidates(tokenizer: Any, letters: str) -> dict[str, list[int]]:
+    """Each letter's candidate answer tokens: the first token of the bare letter as the tokenizer encodes it,
+    the space-prefixed letter where it encodes to one token, and the vocabulary's own "A", "ĠA" (byte-level
+    BPE) and "▁A" (SentencePiece) entries; each token once, in that order."""
+    vocab = tokenizer.get_vocab()
+    out: dict[str, list[int]] = {}
+    for letter in letters:
+        bare = tokenizer.encode(letter, add_special_tokens=False)
+        spaced = tokenizer.encode(" " + letter, add_special_tokens=False)
+        found = bare[:1] + (spaced if len(spaced) == 1 else []) + [
+            vocab[t] for t in (letter, "\u0120" + letter, "\u2581" + letter) if t in vocab]
+        ids: list[int] = []
+        for i in found:
+            if i not in ids:
+                ids.append(i)
+        if ids:
+            out[letter] = ids
+    return out
+
+
 def _load_image(path: Path) -> Any:
     from PIL import Image
 
@@ -127,6 +147,7 @@ class TransformersRunner:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunnerError(f"cannot load the processor of {self.path}: {_first_line(exc)}") from exc
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self._letter_cache: dict[str, dict[str, list[int]]] = {}
         self.template_file = template_file
         self.template_sha256 = hashlib.sha256(template_text.encode()).hexdigest() if template_text else None
         if template_text is not None:
@@ -172,8 +193,12 @@ class TransformersRunner:
         l1, l2, q = _PROBE
         with_images = [{"type": "text", "text": l1}, {"type": "image"}, {"type": "text", "text": l2},
                        {"type": "image"}, {"type": "text", "text": q}]
-        a = self._render([{"role": "user", "content": with_images}])
-        b = self._render([{"role": "user", "content": [p for p in with_images if p["type"] == "text"]}])
+        try:
+            a = self._render([{"role": "user", "content": with_images}])
+            b = self._render([{"role": "user", "content": [p for p in with_images if p["type"] == "text"]}])
+        except Exception as exc:  # noqa: BLE001 - a template error of any kind: refused once, at load
+            raise RunnerError(f"the chat template of {self.path} cannot render a user turn of text and images "
+                              f"({type(exc).__name__}: {_first_line(exc)}); pass --chat-template FILE") from exc
         try:
             spans_a = (a[a.index(l1) + len(l1):a.index(l2)], a[a.index(l2) + len(l2):a.index(q)])
             spans_b = (b[b.index(l1) + len(l1):b.index(l2)], b[b.index(l2) + len(l2):b.index(q)])
@@ -204,22 +229,10 @@ class TransformersRunner:
     # ---- prompts ---------------------------------------------------------------------------------------
 
     def letter_tokens(self, letters: str) -> dict[str, list[int]]:
-        """Each letter's candidate answer tokens: the first token of the bare letter, and the space-prefixed
-        letter where the vocabulary holds it as one token (" A", "ĠA", "▁A")."""
-        vocab = self.tokenizer.get_vocab()
-        out: dict[str, list[int]] = {}
-        for letter in letters:
-            ids: list[int] = []
-            bare = self.tokenizer.encode(letter, add_special_tokens=False)
-            if bare:
-                ids.append(bare[0])
-            spaced = self.tokenizer.encode(" " + letter, add_special_tokens=False)
-            found = [spaced[0]] if len(spaced) == 1 else [vocab[t] for t in ("\u0120" + letter, "\u2581" + letter)
-                                                            if t in vocab]
-            ids += [i for i in found if i not in ids]
-            if ids:
-                out[letter] = ids
-        return out
+        """Each letter's candidate answer tokens (`letter_candidates`), computed once per letter set."""
+        if letters not in self._letter_cache:
+            self._letter_cache[letters] = letter_candidates(self.tokenizer, letters)
+        return self._letter_cache[letters]
 
     def letter_token_strings(self, letters: str) -> dict[str, list[str]]:
         """`letter_tokens` as token strings (what the run config records as probs_tokens)."""
