@@ -26,7 +26,7 @@ def setup(tmp_path_factory):
     return db, build_llava(root / "llava"), write_qwen2vl(root / "qwen2vl")
 
 
-def _start(page, name: str, model) -> str:
+def _start(page, name: str, model, limit: int = 2, seen: list[str] | None = None) -> str:
     page.get_by_role("tab", name="Run", exact=True).click()
     box = page.locator("#cc-run-name input, #cc-run-name textarea").first
     box.fill(name)
@@ -37,14 +37,17 @@ def _start(page, name: str, model) -> str:
     path.fill(str(model))
     path.press("Tab")
     lim = page.locator("#cc-run-limit input").first
-    lim.fill("2")
+    lim.fill(str(limit))
     lim.press("Tab")
     page.locator("#cc-run-start").click()
     deadline = time.time() + 120
     while time.time() < deadline:
         el = page.locator("#cc-run-progress")
         st = el.get_attribute("data-status")
-        if st in ("done", "failed") and name in el.inner_text():
+        text = el.inner_text()
+        if seen is not None and st == "running" and name in text:
+            seen.append(text)
+        if st in ("done", "failed") and name in text:
             return str(st)
         time.sleep(0.25)
     raise AssertionError(page.locator("#cc-run-progress").inner_text())
@@ -57,9 +60,12 @@ def test_run_tab_warns_and_refuses(setup):
     with running_app(db) as url, browser() as b:
         page = b.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
-        assert _start(page, "gui-llava", llava) == "done"
+        seen: list[str] = []
+        assert _start(page, "gui-llava", llava, limit=24, seen=seen) == "done"
         text = page.locator("#cc-run-progress").inner_text()
         assert "labels are detached from their images" in text and "images_separated" in text
+        # the warning is there while the run goes on, not only at its end
+        assert seen and all("warning: " in t and "labels are detached" in t for t in seen)
         if os.environ.get("CROSSCHECK_SHOTS"):
             page.screenshot(path=os.path.join(os.environ["CROSSCHECK_SHOTS"], "run-local-warning.png"), full_page=True)
         page.reload()
