@@ -1,13 +1,20 @@
 # One command each (STYLE 11). `make run` and `make test` set everything up on a fresh machine.
 PY      := .venv/bin/python
-STAMP   := .venv/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+# cuda where nvidia-smi answers (CUDA torch + torchvision, scripts/torch-setup.sh), else cpu (the CPU torch)
+ACCEL   := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+STAMP   := .venv/.installed-$(shell cat requirements.txt scripts/torch-setup.sh | cksum | cut -d' ' -f1)-$(ACCEL)
 
-.PHONY: run test lint bench system-deps clean
+.PHONY: run test lint bench system-deps torch-cuda clean
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt scripts/torch-setup.sh
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	bash scripts/torch-setup.sh $(PY)
 	rm -f .venv/.installed-* && touch $@
+
+# the CUDA torch + torchvision even where nvidia-smi is not on PATH (a GPU workstation's odd driver setup)
+torch-cuda: $(STAMP)
+	bash scripts/torch-setup.sh $(PY) --cuda
 
 system-deps:
 	bash scripts/system-deps.sh

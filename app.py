@@ -153,7 +153,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from core.runners.engine import run_from_args
 
-    summary = run_from_args(_store(args), args)
+    summary = run_from_args(_store(args), args, notify=lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
     print(summary.get("line", json.dumps(summary, default=str)))
     return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
 

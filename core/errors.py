@@ -41,3 +41,11 @@ class MetricUndefined(CrosscheckError, ValueError):
 
 class RunnerError(CrosscheckError, RuntimeError):
     """A runner cannot start (missing backend, bad model path, bad settings)."""
+
+
+class MissingPackage(RunnerError):
+    """A checkpoint's processor or model needs a package that is not installed (`package`, when known)."""
+
+    def __init__(self, message: str, package: str | None = None) -> None:
+        super().__init__(message)
+        self.package = package

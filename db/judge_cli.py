@@ -34,6 +34,8 @@ def add_judge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--batch-size", type=int, default=8, help="transformers batch size")
+    p.add_argument("--chat-template", metavar="FILE",
+                   help="transformers: a Jinja chat template overriding the checkpoint's (recorded by sha256)")
     p.add_argument("--threshold", type=float, default=0.5, help="lexical judge: token-recall threshold")
     p.add_argument("--sample", help="judge only the traces of this calibration sample")
     p.add_argument("--limit", type=int, help="judge at most this many traces (the first by item order)")
@@ -56,7 +58,8 @@ def make_judge(args: argparse.Namespace) -> Any:
         raise CrosscheckError("--judge-runner transformers needs --model CHECKPOINT_DIR")
     from core.runners.transformers_runner import TransformersRunner
 
-    return ModelJudge(TransformersRunner(args.model), max_tokens=args.max_tokens, batch_size=args.batch_size)
+    local = TransformersRunner(args.model, chat_template=getattr(args, "chat_template", None))
+    return ModelJudge(local, max_tokens=args.max_tokens, batch_size=args.batch_size)
 
 
 def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sample: str | None = None,

@@ -109,8 +109,13 @@ class Jobs:
             with job.lock:
                 job.done, job.total, job.status = done, total, "running"
 
+        def notify(message: str) -> None:  # a warning about the prompts, shown while the run goes on
+            with job.lock:
+                job.message = f"warning: {message}"
+
         try:
-            summary = engine_run(_CountingSink(store, job), job.settings, progress=progress, cancel=job.cancel)
+            summary = engine_run(_CountingSink(store, job), job.settings, progress=progress, cancel=job.cancel,
+                                 notify=notify)
         except Exception as exc:  # noqa: BLE001 - shown in the progress panel; the engine marked the run failed
             with job.lock:
                 job.status, job.message = "failed", f"{type(exc).__name__}: {exc}"

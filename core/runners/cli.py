@@ -34,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random baseline, demo pool, irrelevant-S1")
     p.add_argument("--split", default="test")
     p.add_argument("--probs", action="store_true", help="transformers: store option-letter probabilities")
+    p.add_argument("--chat-template", metavar="FILE",
+                   help="transformers: a Jinja chat template overriding the checkpoint's (recorded by sha256)")
     p.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
     p.add_argument("--max-retries", type=int, default=5, help="openai: retries on 429 / 5xx / timeouts")
     p.add_argument("--backoff", type=float, default=1.0, help="openai: first retry delay in seconds (doubles)")

@@ -29,6 +29,9 @@ from core.runners.base import Dialog, ItemView, Reply, Task, run_coroutine
 from core.schema import INPUT_MODES, Prediction
 
 RUNNERS = ("baseline", "transformers", "openai")
+# Runners that generate on this machine: an empty generation is the model's (invalid) answer, where an empty
+# body from an endpoint is a failed call (api_error).
+LOCAL_RUNNERS = ("transformers",)
 DEFAULT_SEED = 20260722  # 000 §6.1: the demonstration pool's selection seed
 
 
@@ -51,6 +54,7 @@ class RunSettings:
     split: str = "test"
     ssa_level: str | None = None
     probs: bool = False
+    chat_template: str | None = None  # transformers: a Jinja file overriding the checkpoint's (its sha256 is in the config)
     # execution settings (do not change answers; not part of the run's identity)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -93,6 +97,8 @@ class RunSettings:
             raise RunnerError(f"--runner {self.runner} needs --model")
         if self.probs and self.runner != "transformers":
             raise RunnerError("--probs (option-letter probabilities) needs the transformers runner")
+        if self.chat_template and self.runner != "transformers":
+            raise RunnerError("--chat-template applies to the transformers runner only")
 
     def identity(self, model: str | None = None) -> dict[str, Any]:
         cfg: dict[str, Any] = {
@@ -177,6 +183,8 @@ def to_prediction(task: Task, dialog: Dialog | None, style: str, s: RunSettings,
         probs = {unrotate(k, letters, task.rotation): v for k, v in probs.items() if k in letters}
     trace = dialog.trace() or (response if keep_trace else None)
     error = "empty response" if status == "api_error" else None
+    if status == "api_error" and s.runner in LOCAL_RUNNERS:  # the model answered nothing: its answer, not a failed call
+        status, error = "invalid", None
     return Prediction(response=response, status=status, answer=answer, shown=shown if status == "ok" else None,
                       trace=trace, probs=probs or None, error=error, **base)
 
@@ -220,7 +228,7 @@ def make_runner(s: RunSettings, items: Any) -> Any:
     if s.runner == "transformers":
         from core.runners.transformers_runner import TransformersRunner
 
-        return TransformersRunner(str(s.model))
+        return TransformersRunner(str(s.model), chat_template=s.chat_template)
     from core.runners.openai_runner import OpenAIRunner
 
     return OpenAIRunner(s.base_url, str(s.model), api_key_env=s.api_key_env, concurrency=s.concurrency,
@@ -228,11 +236,13 @@ def make_runner(s: RunSettings, items: Any) -> Any:
 
 
 def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, int], None] | None = None,
-        cancel: threading.Event | None = None) -> dict[str, Any]:
+        cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Execute run `s` into `sink`; returns the summary dict (with `line`, the one-line summary).
 
     `runner` may be passed in (an already loaded model, or a test double); `progress(done, total)` is called
     after each commit; setting `cancel` stops taking new tasks (the summary's status is then "cancelled").
+    `notify(message)` gets each warning about the run's prompts as soon as the runner is loaded (they are
+    also in the summary's `warnings` and at the end of its line).
     """
     s.check()
     t0 = time.perf_counter()
@@ -241,8 +251,20 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     tasks = build_tasks(items, s, family, sink.image_path)
     if runner is None:
         runner = make_runner(s, items)
-    model_id = runner.identity()["model"] if hasattr(runner, "identity") else s.model
-    sink.ensure_run(s.run, s.benchmark, s.identity(model_id))
+    if s.input_mode == "text" and getattr(runner, "requires_images", False):
+        raise RunnerError(f"{s.model}: this checkpoint's processor needs an image in every prompt; "
+                          "--input-mode text cannot run on it")
+    ident = dict(runner.identity()) if hasattr(runner, "identity") else {"model": s.model}
+    config = s.identity(ident.pop("model", s.model))
+    config.update(ident)  # prompt decisions the runner made at load (chat template file, images_separated, ...)
+    model_id = config["model"]
+    if s.probs and hasattr(runner, "letter_token_strings"):
+        config["probs_tokens"] = runner.letter_token_strings(_all_letters(tasks))
+    warnings = list(runner.warnings()) if hasattr(runner, "warnings") else []
+    for w in warnings:
+        if notify is not None:
+            notify(w)
+    sink.ensure_run(s.run, s.benchmark, config)
     if s.retry_errors:
         todo_keys = sink.done_keys(s.run, statuses=("api_error",))
         pending = [t for t in tasks if t.key in todo_keys]
@@ -284,15 +306,23 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
         "run": s.run, "benchmark": s.benchmark, "runner": s.runner, "model": model_id, "status": status,
         "tasks": len(tasks), "skipped": len(tasks) - len(pending), "sent": bar.done, **bar.counts,
         "api_error_stored": len(left), "seconds": round(time.perf_counter() - t0, 3),
-        "send_seconds": round(send_seconds, 3),
+        "send_seconds": round(send_seconds, 3), "warnings": warnings,
     }
     rate = f", {bar.done / seconds:.1f}/s" if seconds > 0 and bar.done else ""
     summary["line"] = (
         f"run {s.run!r} {status}: {bar.done} answered now ({bar.counts['ok']} ok, {bar.counts['invalid']} invalid, "
         f"{bar.counts['api_error']} api_error), {summary['skipped']} already done, {len(tasks)} keys in all, "
         f"{summary['seconds']:.1f} s{rate}"
-        + (f"; {len(left)} api_error stored (re-send them with --retry-errors)" if left else ""))
+        + (f"; {len(left)} api_error stored (re-send them with --retry-errors)" if left else "")
+        + "".join(f"; warning: {w}" for w in warnings))
     return summary
+
+
+def _all_letters(tasks: list[Task]) -> str:
+    seen: dict[str, None] = {}
+    for t in tasks:
+        seen.update(dict.fromkeys(t.view.letters))
+    return "".join(seen)
 
 
 def _dialog_factory(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]
@@ -419,6 +449,7 @@ async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task]
 
 
 def run_from_args(store: Any, args: Any, progress: Callable[[int, int], None] | None = None,
-                  cancel: threading.Event | None = None) -> dict[str, Any]:
+                  cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None
+                  ) -> dict[str, Any]:
     """The CLI / GUI entry: argparse namespace (see core.runners.cli) -> summary dict (`line`, `status`, counts)."""
-    return run(store, settings_from_args(args), progress=progress, cancel=cancel)
+    return run(store, settings_from_args(args), progress=progress, cancel=cancel, notify=notify)

@@ -1,0 +1,80 @@
+"""The Run tab with a local checkpoint in the real app: a tiny LLaVA-1.5 (its real template renders every image
+first) runs from the form, and the finished job's line warns that the image labels are detached; a checkpoint
+whose processor needs torchvision (missing here) fails at load with the one-line message and stores no run."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from tiny_models import build_llava, write_qwen2vl
+from uiharness import browser, running_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from core.demo import SMALL
+    from db.demo import build_demo_store
+    from db.store import Store
+
+    root = tmp_path_factory.mktemp("runlocal")
+    db = root / "demo.db"
+    build_demo_store(Store(db), sizes=SMALL, progress=lambda m: None)
+    return db, build_llava(root / "llava"), write_qwen2vl(root / "qwen2vl")
+
+
+def _start(page, name: str, model, limit: int = 2, seen: list[str] | None = None) -> str:
+    page.get_by_role("tab", name="Run", exact=True).click()
+    box = page.locator("#cc-run-name input, #cc-run-name textarea").first
+    box.fill(name)
+    box.press("Tab")
+    page.locator("#cc-run-runner").get_by_text("Local transformers checkpoint").click()
+    path = page.locator("#cc-run-model-path input, #cc-run-model-path textarea").first
+    path.wait_for(state="visible", timeout=20_000)
+    path.fill(str(model))
+    path.press("Tab")
+    lim = page.locator("#cc-run-limit input").first
+    lim.fill(str(limit))
+    lim.press("Tab")
+    page.locator("#cc-run-start").click()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        el = page.locator("#cc-run-progress")
+        st = el.get_attribute("data-status")
+        text = el.inner_text()
+        if seen is not None and st == "running" and name in text:
+            seen.append(text)
+        if st in ("done", "failed") and name in text:
+            return str(st)
+        time.sleep(0.25)
+    raise AssertionError(page.locator("#cc-run-progress").inner_text())
+
+
+def test_run_tab_warns_and_refuses(setup):
+    from db.store import Store
+
+    db, llava, qwen = setup
+    with running_app(db) as url, browser() as b:
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        seen: list[str] = []
+        assert _start(page, "gui-llava", llava, limit=24, seen=seen) == "done"
+        text = page.locator("#cc-run-progress").inner_text()
+        assert "labels are detached from their images" in text and "images_separated" in text
+        # the warning is there while the run goes on, not only at its end
+        assert seen and all("warning: " in t and "labels are detached" in t for t in seen)
+        if os.environ.get("CROSSCHECK_SHOTS"):
+            page.screenshot(path=os.path.join(os.environ["CROSSCHECK_SHOTS"], "run-local-warning.png"), full_page=True)
+        page.reload()
+        assert _start(page, "gui-qwen", qwen) == "failed"
+        text = page.locator("#cc-run-progress").inner_text()
+        assert "'torchvision'" in text and "make torch-cuda" in text and "Traceback" not in text
+        if os.environ.get("CROSSCHECK_SHOTS"):
+            page.screenshot(path=os.path.join(os.environ["CROSSCHECK_SHOTS"], "run-local-missing.png"), full_page=True)
+    s = Store(db)
+    assert s.run("gui-llava")["config"]["images_separated"] is True
+    assert [r[0] for r in s.conn.execute("SELECT name FROM runs WHERE name = 'gui-qwen'")] == []
+    s.close()
