@@ -46,6 +46,7 @@ from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, parse_answer, rotate_options, unrotate
 from core.report import Report
 from core.schema import Item, Prediction
+from db import overrides
 from db.store import Store, config_hash, now
 
 _T = TypeVar("_T")
@@ -914,6 +915,8 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
             "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
             " FROM predictions WHERE run_id = ?", (existing[0],))}
         fresh = []
+        replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
+        lines_of: dict[tuple[int, int, int], int] = {}
         for i, row in enumerate(rows):
             prev = old.get((row[1], row[2], row[3]))
             if prev is None:
@@ -927,8 +930,13 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                                  f"{p.item_id!r} rotation {p.rotation} repeat {p.repeat}; use --replace to overwrite")
                 else:
                     fresh.append(row)
+                    replaced[(row[1], row[2], row[3])] = row[4]
+                    if preds is not None:
+                        lines_of[(row[1], row[2], row[3])] = preds[i].line
         _refuse(report)
         rows = fresh
+        if replaced and preds is None and overrides.live_keys(store, existing[0]) & replaced.keys():
+            raise _Fallback  # the reference path reports each override with its file line
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
         if existing is None:
@@ -952,6 +960,10 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                     raise _Fallback from None  # a duplicate key: the reference path reports its lines
                 raise
         else:
+            if existing is not None and replace:
+                settled = overrides.settle_replaced(conn, run_id, replaced, f"import of {name}")
+                ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
+                _report_settled(report, name, run, settled, lines_of, ids)
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
         n_rows = len(rows) + len(plain)
         if n_rows:
@@ -959,8 +971,26 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
     statuses = Counter(map(itemgetter(7), rows))
     statuses.update(map(itemgetter(3), plain))
-    report.counts = _counts(n_lines, n_rows, statuses)
+    report.counts = {**_counts(n_lines, n_rows, statuses), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
+
+
+def _report_settled(report: Report, name: str, run: str, settled: list[dict[str, Any]],
+                    lines_of: dict[tuple[int, int, int], int], item_ids: dict[int, str]) -> None:
+    """One warning per extraction-audit override a --replace import met, saying what became of it."""
+    for o in settled:
+        key = (o["item_pk"], o["rotation"], o["repeat"])
+        what = f"{item_ids.get(o['item_pk'], o['item_pk'])!r} rotation {o['rotation']} repeat {o['repeat']}"
+        made = f"override #{o['id']} ({o['method']}: {o['new_status']} {o['new_answer'] or ''})".replace(" )", ")")
+        if o["outcome"] == "kept":
+            msg = f"{made} of {what} kept: the replaced row has the same raw response, so it still reads the override"
+        else:
+            msg = (f"{made} of {what} is now stale and inactive: the replaced row has another raw response, so it "
+                   f"reads as imported; audit it again in run {run!r} if needed")
+        report.warn(name, lines_of.get(key, 0), "response", msg)
+    if settled:
+        report.counts["overrides_kept"] = sum(o["outcome"] == "kept" for o in settled)
+        report.counts["overrides_stale"] = sum(o["outcome"] == "stale" for o in settled)
 
 
 # ---- labels -------------------------------------------------------------------------------------------------
