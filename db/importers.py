@@ -41,6 +41,7 @@ from core.formats import (
     parse_label,
     parse_prediction_fields,
     plain_prediction,
+    prediction_key,
 )
 from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, parse_answer, rotate_options, unrotate
@@ -848,17 +849,21 @@ def _import_pipelined(store: Store, path: Path, run: str, model: str | None, b: 
 def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
                                   model: str | None, config: dict[str, Any] | None, benchmark: str | None,
                                   replace: bool) -> ImportResult:
-    """Line-by-line validation that reports every problem (file, line, field) before refusing."""
+    """Line-by-line validation that reports every problem (file, line, field) before refusing: a line's field
+    errors do not hide its unknown item, duplicate key or letter errors, nor any other line's (issue 14.4)."""
     name = path.name
-    preds: list[Prediction] = []
+    lines: list[tuple[int, Prediction | None, tuple[str, int, int] | None]] = []
     for no, obj in objs:
         p = fast_prediction(obj, no) or parse_prediction_fields(obj, name, no, report)
-        if p is not None:
-            preds.append(p)
-    if not preds and report.ok:
+        lines.append((no, p, (p.item_id, p.rotation, p.repeat) if p is not None else prediction_key(obj)))
+    if not objs and report.ok:
         report.error(name, 0, "(file)", "no predictions in the file")
-    bench = _resolve_benchmark(store, run, benchmark, preds[0].item_id if preds else None, report, name)
-    _refuse(report)
+    first = next((key[0] for _, _, key in lines if key is not None), None)
+    bench = _resolve_benchmark(store, run, benchmark, first, report, name)
+    if bench is None:  # nothing to check items against
+        if report.ok:
+            report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
+        _refuse(report)
     assert bench is not None
     b = store.benchmark(bench)
     parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
@@ -873,19 +878,25 @@ def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int
         return load
 
     seen: dict[tuple[str, int, int], int] = {}
-    for p in preds:
-        info = keys.get(p.item_id)
+    preds: list[Prediction] = []  # the lines without any problem, in file order
+    for no, p, key in lines:
+        if key is None:
+            continue
+        info = keys.get(key[0])
         if info is None:
-            report.error(name, p.line, "item_id", f"unknown item {p.item_id!r} (not in benchmark {bench!r})")
+            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
             continue
-        key = (p.item_id, p.rotation, p.repeat)
         if key in seen:
-            report.error(name, p.line, "item_id", f"duplicate prediction for {p.item_id!r} rotation {p.rotation} "
-                         f"repeat {p.repeat} (first on line {seen[key]})")
+            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                         f"repeat {key[2]} (first on line {seen[key]})")
             continue
-        seen[key] = p.line
+        seen[key] = no
+        if p is None:
+            continue
+        before = len(report.errors)
         resolve_prediction(p, info[1], parser, name, report, options_of(info[0]))
-    _refuse(report)
+        if len(report.errors) == before:
+            preds.append(p)
     cfg, digest = _run_config(model, config)
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
     if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
@@ -896,6 +907,7 @@ def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int
     rows = [(run_id, keys[p.item_id][0], p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
              p.input_mode, p.trace, p.tokens, p.latency,
              None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True)) for p in preds]
+    # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
     return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report)
 
 
@@ -933,10 +945,10 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                     replaced[(row[1], row[2], row[3])] = row[4]
                     if preds is not None:
                         lines_of[(row[1], row[2], row[3])] = preds[i].line
-        _refuse(report)
         rows = fresh
         if replaced and preds is None and overrides.live_keys(store, existing[0]) & replaced.keys():
             raise _Fallback  # the reference path reports each override with its file line
+    _refuse(report)  # every problem of the file (from the reference path's checks, or conflicts found here)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
         if existing is None:
