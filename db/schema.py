@@ -155,9 +155,18 @@ def _m004_override_layer(db: sqlite_utils.Database) -> None:
     db.execute(VIEW_DDL)
 
 
+def _m005_run_jobs(db: sqlite_utils.Database) -> None:
+    """The Run tab's job history, one row per job (issue 14.8)."""
+    from db.jobs import DDL, INDEX
+
+    db.execute(DDL)
+    db.execute(INDEX)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
     ("003_prediction_overrides", _m003_prediction_overrides),
     ("004_override_layer", _m004_override_layer),
+    ("005_run_jobs", _m005_run_jobs),
 ]
