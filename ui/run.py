@@ -428,8 +428,10 @@ def build_run(ctx: Ctx) -> None:
                                  info="runs started from the GUI on this server")
             progress = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
             with gr.Row():
+                # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
+                # list (Resume then says so) instead of failing Gradio's choice check with a toast
                 resume_pick = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
-                                          elem_id="cc-run-resume-pick")
+                                          elem_id="cc-run-resume-pick", allow_custom_value=True)
                 resume = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
             gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
             jobs = gr.HTML(jobs_html(store), elem_id="cc-run-jobs")
@@ -503,6 +505,8 @@ def build_run(ctx: Ctx) -> None:
             raise gr.Error("pick an unfinished run to resume")
         try:
             r = store.run(run)
+            if run not in [c[1] for c in resumable(store, r["benchmark"])]:
+                raise CrosscheckError(f"run {run!r} has nothing left to resume ({r['status']})")
             f = form_from_config(r["config"])
             s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
                                    base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
