@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         p.add_argument("--db", type=Path, help="the store file (default: $CROSSCHECK_DB or the user's data folder)")
-        p.add_argument("-v", "--verbose", action="store_true", help="list every warning")
+        p.add_argument("-v", "--verbose", action="store_true", help="list every warning and every error")
         p.set_defaults(func=func)
         return p
 
@@ -281,11 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ImportRefused as exc:
-        print(f"error: {exc}", file=sys.stderr)
         report = exc.report
-        if getattr(args, "verbose", False) and report is not None:
-            for issue in report.errors:  # type: ignore[attr-defined]
+        errors = sorted(report.errors, key=lambda i: i.line) if report is not None else []  # type: ignore[attr-defined]
+        print(f"error: {exc}", file=sys.stderr)
+        if len(errors) > 1:  # then every problem (the first 20 unless -v), in line order
+            shown = errors if getattr(args, "verbose", False) else errors[:20]
+            for issue in shown:
                 print(f"  {issue}", file=sys.stderr)
+            if len(errors) > len(shown):
+                print(f"  ... and {len(errors) - len(shown)} more (use -v to list them)", file=sys.stderr)
         print("nothing was written", file=sys.stderr)
         return 2
     except CrosscheckError as exc:

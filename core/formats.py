@@ -215,6 +215,20 @@ def parse_prediction_fields(obj: Any, file: str, line: int, report: Report) -> P
                       error=obj.get("error") or None, line=line)
 
 
+def prediction_key(obj: Any) -> tuple[str, int, int] | None:
+    """(item_id, rotation, repeat) of a predictions line as far as it can be read, also on a line with other
+    errors (so an unknown item or a duplicate key is still reported for it); None when the key itself is bad."""
+    if not isinstance(obj, dict):
+        return None
+    item_id = obj.get("item_id")
+    if not isinstance(item_id, str) or not item_id:
+        return None
+    scratch = Report()
+    rotation = _int_field(obj, "rotation", "", 0, scratch, 0, 0, 7)
+    repeat = _int_field(obj, "repeat", "", 0, scratch, 0, 0, 10_000)
+    return None if scratch.errors else (item_id, rotation, repeat)
+
+
 def parse_label(obj: Any, file: str, line: int, report: Report) -> Label | None:
     """One labels-JSONL object (SPEC §3): item_id, annotator or labeler, kind, S1..S4 as 0/1."""
     if not isinstance(obj, dict):

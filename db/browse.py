@@ -14,6 +14,7 @@ import pandas as pd
 
 from core.errors import NotFound
 from core.schema import RunData
+from db.schema import PREDICTIONS_READ
 from db.store import Store, _objects, decode_items
 
 _ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
@@ -40,7 +41,7 @@ def group_predictions(store: Store, runs: list[str], item_pks: list[int]) -> dic
     marks_id = ",".join("?" * len(ids))
     df = pd.read_sql_query(
         "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
-        " p.trace, p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
         f" WHERE p.run_id IN ({marks_id}) AND p.item_pk IN ({marks_i}) ORDER BY p.run_id, p.item_pk, p.rotation,"
         " p.repeat", store.conn, params=(*ids.values(), *item_pks))
     df["tokens"] = df["tokens"].astype(float)
@@ -117,7 +118,7 @@ def problem_predictions(store: Store, run: str, statuses: tuple[str, ...] = ("in
     marks = ",".join("?" * len(statuses))
     df = pd.read_sql_query(
         "SELECT i.item_id, i.group_id, i.kind, p.rotation, p.repeat, p.status, p.response, i.letters, i.options,"
-        " i.answer AS gold FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" i.answer AS gold FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
         f" WHERE p.run_id = ? AND p.status IN ({marks}) ORDER BY p.item_pk, p.rotation, p.repeat LIMIT ?",
         store.conn, params=(row[0], *statuses, limit))
     df["options"] = [json.loads(v) if v else {} for v in df["options"]]
@@ -128,7 +129,7 @@ def problem_predictions(store: Store, run: str, statuses: tuple[str, ...] = ("in
 
 def count_statuses(store: Store, run: str) -> dict[str, int]:
     """Predictions of `run` per status."""
-    cur = store.conn.execute("SELECT p.status, COUNT(*) FROM predictions p JOIN runs r ON r.id = p.run_id"
+    cur = store.conn.execute(f"SELECT p.status, COUNT(*) FROM {PREDICTIONS_READ} p JOIN runs r ON r.id = p.run_id"
                              " WHERE r.name = ? GROUP BY p.status", (run,))
     return {s: int(n) for s, n in cur}
 
@@ -156,7 +157,7 @@ def group_prediction_records(store: Store, runs: list[int], item_pks: list[int])
         return out
     cur = store.conn.execute(
         "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
-        " p.trace, p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
         f" WHERE p.run_id IN ({','.join('?' * len(runs))}) AND p.item_pk IN ({','.join('?' * len(item_pks))})"
         " ORDER BY p.run_id, p.item_pk, p.rotation, p.repeat", (*runs, *item_pks))
     cols = [c[0] for c in cur.description][1:]
@@ -194,7 +195,7 @@ def outcome_predictions(store: Store, run: str, item_ids: dict[int, str] | None 
     if item_ids is None:
         item_ids = dict(store.conn.execute("SELECT i.id, i.item_id FROM items i JOIN runs r"
                                            " ON r.benchmark_id = i.benchmark_id WHERE r.id = ?", (row[0],)).fetchall())
-    rows = store.conn.execute("SELECT item_pk, rotation, repeat, status, answer FROM predictions WHERE run_id = ?",
+    rows = store.conn.execute(f"SELECT item_pk, rotation, repeat, status, answer FROM {PREDICTIONS_READ} WHERE run_id = ?",
                               (row[0],)).fetchall()
     return pd.DataFrame({
         "item_id": pd.Series([item_ids.get(r[0]) for r in rows], dtype=object),

@@ -20,6 +20,7 @@ import pandas as pd
 
 from core.gcpause import gc_paused
 from core.schema import RunData
+from db.schema import PREDICTIONS_READ
 from db.store import Store, decode_item_json
 
 PRED_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",
@@ -104,8 +105,8 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
         packed = _packed_frame(store, run_id, item_ids, wanted, rows_out)
         if packed is not None:
             return packed
-    rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM predictions WHERE run_id = ?"
-                              " ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
+    rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM {PREDICTIONS_READ}"
+                              " WHERE run_id = ? ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(wanted)
     n = len(rows)
     data: dict[str, Any] = {}
@@ -156,7 +157,7 @@ _PACKED_SQL = (
     " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all'))"
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
-    " FROM predictions WHERE run_id = ?")
+    f" FROM {PREDICTIONS_READ} WHERE run_id = ?")
 
 
 def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
@@ -216,7 +217,8 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
                 at = {key: i for i, key in enumerate(zip(pk.tolist(), rotation.tolist(), repeat.tolist(),
                                                                      strict=True))}
                 for p_, r_, q_, value in store.conn.execute(
-                        f"SELECT item_pk, rotation, repeat, {name} FROM predictions WHERE run_id = ? AND {where}",
+                        f"SELECT item_pk, rotation, repeat, {name} FROM {PREDICTIONS_READ} WHERE run_id = ?"
+                        f" AND {where}",
                         (run_id,)):
                     column[at[(p_, r_, q_)]] = value
             data[name] = pd.Series(column, dtype=object, copy=False)

@@ -41,11 +41,13 @@ from core.formats import (
     parse_label,
     parse_prediction_fields,
     plain_prediction,
+    prediction_key,
 )
 from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, parse_answer, rotate_options, unrotate
 from core.report import Report
 from core.schema import Item, Prediction
+from db import overrides
 from db.store import Store, config_hash, now
 
 _T = TypeVar("_T")
@@ -847,17 +849,21 @@ def _import_pipelined(store: Store, path: Path, run: str, model: str | None, b: 
 def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
                                   model: str | None, config: dict[str, Any] | None, benchmark: str | None,
                                   replace: bool) -> ImportResult:
-    """Line-by-line validation that reports every problem (file, line, field) before refusing."""
+    """Line-by-line validation that reports every problem (file, line, field) before refusing: a line's field
+    errors do not hide its unknown item, duplicate key or letter errors, nor any other line's (issue 14.4)."""
     name = path.name
-    preds: list[Prediction] = []
+    lines: list[tuple[int, Prediction | None, tuple[str, int, int] | None]] = []
     for no, obj in objs:
         p = fast_prediction(obj, no) or parse_prediction_fields(obj, name, no, report)
-        if p is not None:
-            preds.append(p)
-    if not preds and report.ok:
+        lines.append((no, p, (p.item_id, p.rotation, p.repeat) if p is not None else prediction_key(obj)))
+    if not objs and report.ok:
         report.error(name, 0, "(file)", "no predictions in the file")
-    bench = _resolve_benchmark(store, run, benchmark, preds[0].item_id if preds else None, report, name)
-    _refuse(report)
+    first = next((key[0] for _, _, key in lines if key is not None), None)
+    bench = _resolve_benchmark(store, run, benchmark, first, report, name)
+    if bench is None:  # nothing to check items against
+        if report.ok:
+            report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
+        _refuse(report)
     assert bench is not None
     b = store.benchmark(bench)
     parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
@@ -872,19 +878,25 @@ def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int
         return load
 
     seen: dict[tuple[str, int, int], int] = {}
-    for p in preds:
-        info = keys.get(p.item_id)
+    preds: list[Prediction] = []  # the lines without any problem, in file order
+    for no, p, key in lines:
+        if key is None:
+            continue
+        info = keys.get(key[0])
         if info is None:
-            report.error(name, p.line, "item_id", f"unknown item {p.item_id!r} (not in benchmark {bench!r})")
+            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
             continue
-        key = (p.item_id, p.rotation, p.repeat)
         if key in seen:
-            report.error(name, p.line, "item_id", f"duplicate prediction for {p.item_id!r} rotation {p.rotation} "
-                         f"repeat {p.repeat} (first on line {seen[key]})")
+            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                         f"repeat {key[2]} (first on line {seen[key]})")
             continue
-        seen[key] = p.line
+        seen[key] = no
+        if p is None:
+            continue
+        before = len(report.errors)
         resolve_prediction(p, info[1], parser, name, report, options_of(info[0]))
-    _refuse(report)
+        if len(report.errors) == before:
+            preds.append(p)
     cfg, digest = _run_config(model, config)
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
     if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
@@ -895,6 +907,7 @@ def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int
     rows = [(run_id, keys[p.item_id][0], p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
              p.input_mode, p.trace, p.tokens, p.latency,
              None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True)) for p in preds]
+    # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
     return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report)
 
 
@@ -914,6 +927,8 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
             "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
             " FROM predictions WHERE run_id = ?", (existing[0],))}
         fresh = []
+        replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
+        lines_of: dict[tuple[int, int, int], int] = {}
         for i, row in enumerate(rows):
             prev = old.get((row[1], row[2], row[3]))
             if prev is None:
@@ -927,8 +942,13 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                                  f"{p.item_id!r} rotation {p.rotation} repeat {p.repeat}; use --replace to overwrite")
                 else:
                     fresh.append(row)
-        _refuse(report)
+                    replaced[(row[1], row[2], row[3])] = row[4]
+                    if preds is not None:
+                        lines_of[(row[1], row[2], row[3])] = preds[i].line
         rows = fresh
+        if replaced and preds is None and overrides.live_keys(store, existing[0]) & replaced.keys():
+            raise _Fallback  # the reference path reports each override with its file line
+    _refuse(report)  # every problem of the file (from the reference path's checks, or conflicts found here)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
         if existing is None:
@@ -952,6 +972,10 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                     raise _Fallback from None  # a duplicate key: the reference path reports its lines
                 raise
         else:
+            if existing is not None and replace:
+                settled = overrides.settle_replaced(conn, run_id, replaced, f"import of {name}")
+                ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
+                _report_settled(report, name, run, settled, lines_of, ids)
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
         n_rows = len(rows) + len(plain)
         if n_rows:
@@ -959,8 +983,26 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
     statuses = Counter(map(itemgetter(7), rows))
     statuses.update(map(itemgetter(3), plain))
-    report.counts = _counts(n_lines, n_rows, statuses)
+    report.counts = {**_counts(n_lines, n_rows, statuses), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
+
+
+def _report_settled(report: Report, name: str, run: str, settled: list[dict[str, Any]],
+                    lines_of: dict[tuple[int, int, int], int], item_ids: dict[int, str]) -> None:
+    """One warning per extraction-audit override a --replace import met, saying what became of it."""
+    for o in settled:
+        key = (o["item_pk"], o["rotation"], o["repeat"])
+        what = f"{item_ids.get(o['item_pk'], o['item_pk'])!r} rotation {o['rotation']} repeat {o['repeat']}"
+        made = f"override #{o['id']} ({o['method']}: {o['new_status']} {o['new_answer'] or ''})".replace(" )", ")")
+        if o["outcome"] == "kept":
+            msg = f"{made} of {what} kept: the replaced row has the same raw response, so it still reads the override"
+        else:
+            msg = (f"{made} of {what} is now stale and inactive: the replaced row has another raw response, so it "
+                   f"reads as imported; audit it again in run {run!r} if needed")
+        report.warn(name, lines_of.get(key, 0), "response", msg)
+    if settled:
+        report.counts["overrides_kept"] = sum(o["outcome"] == "kept" for o in settled)
+        report.counts["overrides_stale"] = sum(o["outcome"] == "stale" for o in settled)
 
 
 # ---- labels -------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from core.errors import CrosscheckError, NotFound
 from core.judge import JudgeInput, Judgement
 from core.metrics.stembind import first_failure
 from core.schema import STAGES
+from db.schema import PREDICTIONS_READ
 from db.store import Store, now
 
 ERROR_CATEGORIES = (
@@ -91,7 +92,7 @@ def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] |
     r = _run_row(store, run)
     df = pd.read_sql_query(
         "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
-        " p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM predictions p"
+        f" p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM {PREDICTIONS_READ} p"
         " JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.kind = 'F' AND i.stages IS NOT NULL"
         " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(r["id"],))
     for col in ("options", "stages", "meta"):

@@ -1,10 +1,17 @@
-"""Extraction audit writes: re-parse a stored response with another parser, or set a letter by hand.
+"""Extraction-audit overrides: re-parse a stored response with another parser, or set a letter by hand.
 
-The prediction row itself is updated (status, answer, shown), so every score computed from the store
-(Metrics tab, `app.py score`) follows at once without rerunning the model; the change is recorded in
-`prediction_overrides` with the method, the old and new values, who made it and when, and can be reverted.
-The raw response is never touched. The table is created here with CREATE TABLE IF NOT EXISTS inside the
-write transaction until db/schema.py carries it as a migration (same DDL).
+An override is a layer over the predictions as imported (issue 14.3): the `predictions` row is never written
+here. Every read of a prediction's status / answer / shown goes through one SQL view, `predictions_effective`
+(VIEW_DDL), which applies the newest *active* override of each prediction key; scoring (db/frames.py,
+Store.predictions_frame), Browse and the audit (db/browse.py), the trace judge (db/judging.py) and export
+(db/exporters.py) all read that view, so they agree by construction. The raw response is never touched.
+
+An override is active when it is not reverted, not marked stale, and the prediction it was made on still has
+the raw response it was made against (`response`, recorded at apply time). An import with `--replace` that
+changes a row calls `settle_replaced` in its write transaction: an override on a row whose raw response is
+unchanged stays active; one whose row got another raw response is marked stale (with the reason) and reported,
+never silently dropped. Imports compare their rows with the imported rows, so re-importing the identical file
+after an override changes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 
 from core.errors import CrosscheckError, NotFound
 from core.parsing import parse_answer, rotate_options, unrotate
+from db.schema import PREDICTIONS_READ as VIEW
 from db.store import Store, now
 
 METHODS = ("parser:letter", "parser:tag", "manual")
@@ -38,15 +46,24 @@ DDL = """CREATE TABLE IF NOT EXISTS prediction_overrides (
 )"""
 INDEX = ("CREATE INDEX IF NOT EXISTS prediction_overrides_key ON prediction_overrides "
          "(run_id, item_pk, rotation, repeat)")
+# Migration 004 (db/schema.py): the raw response an override was made against, and when / why it went stale.
+LAYER_COLUMNS = (("response", "TEXT"), ("stale", "TEXT"), ("stale_reason", "TEXT"))
+
+# The one read path of a prediction: the imported row with its active override (if any) applied.
+VIEW_DDL = f"""CREATE VIEW IF NOT EXISTS {VIEW} AS
+SELECT p.run_id, p.item_pk, p.rotation, p.repeat, p.response,
+    CASE WHEN o.id IS NULL THEN p.shown ELSE o.new_shown END AS shown,
+    CASE WHEN o.id IS NULL THEN p.answer ELSE o.new_answer END AS answer,
+    CASE WHEN o.id IS NULL THEN p.status ELSE o.new_status END AS status,
+    p.error, p.input_mode, p.trace, p.tokens, p.latency, p.probs, o.id AS override_id
+FROM predictions p LEFT JOIN prediction_overrides o ON o.id = (
+    SELECT MAX(x.id) FROM prediction_overrides x
+    WHERE x.run_id = p.run_id AND x.item_pk = p.item_pk AND x.rotation = p.rotation AND x.repeat = p.repeat
+    AND x.reverted IS NULL AND x.stale IS NULL AND x.response IS p.response)"""
 
 
 class OverrideRefused(CrosscheckError, ValueError):
     """A re-parse or manual answer that cannot be applied (unknown method, letter not an option)."""
-
-
-def _ensure(conn: Any) -> None:
-    conn.execute(DDL)
-    conn.execute(INDEX)
 
 
 def _key(store: Store, run: str, item_id: str) -> tuple[int, int, str, dict[str, str]]:
@@ -60,11 +77,12 @@ def _key(store: Store, run: str, item_id: str) -> tuple[int, int, str, dict[str,
 
 def preview(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int = 0, method: str = "parser:letter",
             letter: str | None = None) -> dict[str, Any]:
-    """What `method` would store for this prediction, without writing: {status, answer, shown, old_*}."""
+    """What `method` would make this prediction read, without writing: {status, answer, shown, old_*} (old_*: what
+    it reads now, the imported values or an earlier active override's)."""
     if method not in METHODS:
         raise OverrideRefused(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     run_id, pk, letters, options = _key(store, run, item_id)
-    row = store.conn.execute("SELECT response, status, answer, shown FROM predictions WHERE run_id = ? AND item_pk = ?"
+    row = store.conn.execute(f"SELECT response, status, answer, shown FROM {VIEW} WHERE run_id = ? AND item_pk = ?"
                              " AND rotation = ? AND repeat = ?", (run_id, pk, rotation, repeat)).fetchone()
     if row is None:
         raise NotFound(f"run {run!r} has no prediction for {item_id!r} (rotation {rotation}, repeat {repeat})")
@@ -82,58 +100,83 @@ def preview(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int
     answer = unrotate(shown, letters, rotation) if status == "ok" and shown else None
     return {"status": status, "answer": answer, "shown": shown if status == "ok" else None,
             "old_status": old_status, "old_answer": old_answer, "old_shown": old_shown,
-            "run_id": run_id, "item_pk": pk}
+            "run_id": run_id, "item_pk": pk, "response": response}
 
 
 def apply(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int = 0, method: str = "parser:letter",
           letter: str | None = None, by: str = "", note: str | None = None) -> dict[str, Any]:
-    """Re-parse (method parser:letter / parser:tag) or set a manual letter, record it, and update the
-    prediction in one transaction. Returns the preview dict plus the override id."""
+    """Re-parse (method parser:letter / parser:tag) or set a manual letter: record it as the prediction's active
+    override (the imported row is not written). Returns the preview dict plus the override id."""
     p = preview(store, run, item_id, rotation, repeat, method, letter)
     with store.write() as conn:
-        _ensure(conn)
         cur = conn.execute(
             "INSERT INTO prediction_overrides (run_id, item_pk, rotation, repeat, method, old_status, old_answer,"
-            " old_shown, new_status, new_answer, new_shown, by, note, created) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " old_shown, new_status, new_answer, new_shown, by, note, created, response) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (p["run_id"], p["item_pk"], rotation, repeat, method, p["old_status"], p["old_answer"], p["old_shown"],
-             p["status"], p["answer"], p["shown"], by or "", note, now()))
-        conn.execute("UPDATE predictions SET status = ?, answer = ?, shown = ? WHERE run_id = ? AND item_pk = ?"
-                     " AND rotation = ? AND repeat = ?",
-                     (p["status"], p["answer"], p["shown"], p["run_id"], p["item_pk"], rotation, repeat))
+             p["status"], p["answer"], p["shown"], by or "", note, now(), p["response"]))
         conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), p["run_id"]))
     return {**p, "id": int(cur.lastrowid or 0)}
 
 
 def revert(store: Store, override_id: int, by: str = "") -> None:
-    """Put back the values an override replaced (the override stays recorded, marked reverted)."""
+    """Deactivate an override: the prediction reads what it read before it (an earlier active override, else the
+    imported row). The override stays recorded, marked reverted."""
     with store.write() as conn:
-        _ensure(conn)
-        row = conn.execute("SELECT run_id, item_pk, rotation, repeat, old_status, old_answer, old_shown, reverted"
-                           " FROM prediction_overrides WHERE id = ?", (override_id,)).fetchone()
+        row = conn.execute("SELECT run_id, reverted FROM prediction_overrides WHERE id = ?", (override_id,)).fetchone()
         if row is None:
             raise NotFound(f"no override {override_id}")
-        if row[7] is not None:
+        if row[1] is not None:
             raise OverrideRefused(f"override {override_id} was already reverted")
-        conn.execute("UPDATE predictions SET status = ?, answer = ?, shown = ? WHERE run_id = ? AND item_pk = ?"
-                     " AND rotation = ? AND repeat = ?", (row[4], row[5], row[6], row[0], row[1], row[2], row[3]))
         conn.execute("UPDATE prediction_overrides SET reverted = ?, note = COALESCE(note, '') || ? WHERE id = ?",
                      (now(), f" [reverted by {by}]" if by else "", override_id))
         conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), row[0]))
 
 
-def _has_table(store: Store) -> bool:
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'prediction_overrides'"
-                              ).fetchone() is not None
+def settle_replaced(conn: Any, run_id: int, responses: dict[tuple[int, int, int], str | None], source: str
+                    ) -> list[dict[str, Any]]:
+    """Inside an import's write transaction, before rows of `run_id` are replaced: for each key (item_pk,
+    rotation, repeat) -> its new raw response, what happens to the key's live overrides (not reverted, not
+    stale). Kept when the new row has the raw response the override was made against, else marked stale with
+    `source` as the reason. Returns one record per override: id, item_pk, rotation, repeat, method, new_status,
+    new_answer, outcome ("kept" / "stale")."""
+    if not responses:
+        return []
+    live = conn.execute(
+        "SELECT id, item_pk, rotation, repeat, method, new_status, new_answer, response FROM prediction_overrides"
+        " WHERE run_id = ? AND reverted IS NULL AND stale IS NULL ORDER BY id", (run_id,)).fetchall()
+    out: list[dict[str, Any]] = []
+    at = now()
+    for oid, pk, rot, rep, method, status, answer, made_on in live:
+        key = (pk, rot, rep)
+        if key not in responses:
+            continue
+        kept = responses[key] == made_on
+        if not kept:
+            conn.execute("UPDATE prediction_overrides SET stale = ?, stale_reason = ? WHERE id = ?",
+                         (at, f"replaced by {source} with another raw response", oid))
+        out.append({"id": oid, "item_pk": pk, "rotation": rot, "repeat": rep, "method": method,
+                    "new_status": status, "new_answer": answer, "outcome": "kept" if kept else "stale"})
+    return out
+
+
+def live_keys(store: Store, run_id: int) -> set[tuple[int, int, int]]:
+    """(item_pk, rotation, repeat) of `run_id`'s predictions with an override that is neither reverted nor stale."""
+    return {(int(a), int(b), int(c)) for a, b, c in store.conn.execute(
+        "SELECT item_pk, rotation, repeat FROM prediction_overrides WHERE run_id = ? AND reverted IS NULL"
+        " AND stale IS NULL", (run_id,))}
 
 
 def overrides(store: Store, run: str, item_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """Recorded overrides of `run` (newest first), optionally for some items only."""
-    if not _has_table(store):
-        return []
+    """Recorded overrides of `run` (newest first), optionally for some items only, each with `state`: "active"
+    (what the prediction reads), "reverted", "stale" (its row was replaced with another raw response) or
+    "superseded" (a newer active override of the same prediction)."""
     sql = ("SELECT o.id, i.item_id, o.rotation, o.repeat, o.method, o.old_status, o.old_answer, o.new_status,"
-           " o.new_answer, o.by, o.note, o.created, o.reverted FROM prediction_overrides o"
-           " JOIN runs r ON r.id = o.run_id JOIN items i ON i.id = o.item_pk WHERE r.name = ?")
+           " o.new_answer, o.by, o.note, o.created, o.reverted, o.stale, o.stale_reason,"
+           f" (SELECT e.override_id FROM {VIEW} e WHERE e.run_id = o.run_id AND e.item_pk = o.item_pk"
+           " AND e.rotation = o.rotation AND e.repeat = o.repeat) AS live_id"
+           " FROM prediction_overrides o JOIN runs r ON r.id = o.run_id JOIN items i ON i.id = o.item_pk"
+           " WHERE r.name = ?")
     params: list[Any] = [run]
     if item_ids is not None:
         if not item_ids:
@@ -142,4 +185,11 @@ def overrides(store: Store, run: str, item_ids: list[str] | None = None) -> list
         params += item_ids
     cur = store.conn.execute(sql + " ORDER BY o.id DESC", params)
     cols = [c[0] for c in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur]
+    out = []
+    for r in cur:
+        d = dict(zip(cols, r, strict=True))
+        live = d.pop("live_id")
+        d["state"] = ("reverted" if d["reverted"] else "stale" if d["stale"] else
+                      "active" if live == d["id"] else "stale" if live is None else "superseded")
+        out.append(d)
+    return out

@@ -10,6 +10,9 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+# The view every read of a prediction goes through: the imported row with its active override (db/overrides.py).
+PREDICTIONS_READ = "predictions_effective"
+
 
 def _m001_initial(db: sqlite_utils.Database) -> None:
     db.table("benchmarks").create(
@@ -123,8 +126,47 @@ def _m003_prediction_overrides(db: sqlite_utils.Database) -> None:
     db.execute(INDEX)
 
 
+def _m004_override_layer(db: sqlite_utils.Database) -> None:
+    """Overrides become a layer over the imported predictions (issue 14.3): record the raw response each one was
+    made against, read predictions through the `predictions_effective` view, and put back the imported values of
+    rows that earlier versions rewrote in place (the oldest override of a key recorded them as its old values).
+    A row that no longer holds its newest live override's values was replaced since: left as it is, and that
+    key's overrides are marked stale."""
+    from db.overrides import LAYER_COLUMNS, VIEW_DDL
+
+    for name, sql_type in LAYER_COLUMNS:
+        db.execute(f"ALTER TABLE prediction_overrides ADD COLUMN {name} {sql_type}")
+    key = "o.run_id = p.run_id AND o.item_pk = p.item_pk AND o.rotation = p.rotation AND o.repeat = p.repeat"
+    db.execute(f"UPDATE prediction_overrides AS o SET response = p.response FROM predictions p WHERE {key}")
+    keys = db.execute("SELECT DISTINCT run_id, item_pk, rotation, repeat FROM prediction_overrides"
+                      " WHERE reverted IS NULL").fetchall()
+    for k in keys:
+        where = "run_id = ? AND item_pk = ? AND rotation = ? AND repeat = ?"
+        first = db.execute(f"SELECT old_status, old_answer, old_shown FROM prediction_overrides WHERE {where}"
+                           " ORDER BY id LIMIT 1", k).fetchone()
+        newest = db.execute(f"SELECT new_status, new_answer, new_shown FROM prediction_overrides WHERE {where}"
+                            " AND reverted IS NULL ORDER BY id DESC LIMIT 1", k).fetchone()
+        row = db.execute(f"SELECT status, answer, shown FROM predictions WHERE {where}", k).fetchone()
+        if row is not None and tuple(row) == tuple(newest):
+            db.execute(f"UPDATE predictions SET status = ?, answer = ?, shown = ? WHERE {where}", (*first, *k))
+        else:
+            db.execute(f"UPDATE prediction_overrides SET stale = datetime('now'), stale_reason = ? WHERE {where}"
+                       " AND reverted IS NULL", ("row replaced before overrides became a layer", *k))
+    db.execute(VIEW_DDL)
+
+
+def _m005_run_jobs(db: sqlite_utils.Database) -> None:
+    """The Run tab's job history, one row per job (issue 14.8)."""
+    from db.jobs import DDL, INDEX
+
+    db.execute(DDL)
+    db.execute(INDEX)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
     ("003_prediction_overrides", _m003_prediction_overrides),
+    ("004_override_layer", _m004_override_layer),
+    ("005_run_jobs", _m005_run_jobs),
 ]

@@ -24,7 +24,7 @@ import sqlite_utils
 
 from core.errors import CrosscheckError, NotFound
 from core.schema import Item, Prediction, RunData
-from db.schema import MIGRATIONS
+from db.schema import MIGRATIONS, PREDICTIONS_READ
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -386,7 +386,7 @@ class Store:
         rid, _ = self._run_ids(run)
         df = pd.read_sql_query(
             "SELECT i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode, p.trace,"
-            " p.tokens, p.latency, p.probs, p.error FROM predictions p JOIN items i ON i.id = p.item_pk"
+            f" p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
             " WHERE p.run_id = ? ORDER BY p.item_pk, p.rotation, p.repeat", self.conn, params=(rid,))
         df["tokens"] = df["tokens"].astype(float)
         for col in ("status", "answer", "shown", "response", "input_mode", "trace", "error", "item_id"):

@@ -270,3 +270,10 @@ def test_audit_manual_answer_recorded(env):
     p = store.predictions_frame("synth-sb-binder-weak").set_index(["item_id", "rotation", "repeat"]).loc[
         (first["item_id"], int(first["rotation"]), int(first["repeat"]))]
     assert p["status"] == "ok" and p["answer"] == first["gold"]
+    # a layer: the history says the override is what scores read; the imported row is unchanged
+    assert "active" in page.locator("#cc-audit-history tbody tr").first.inner_text()
+    raw = store.conn.execute(
+        "SELECT p.status, p.answer FROM predictions p JOIN runs r ON r.id = p.run_id JOIN items i ON i.id = p.item_pk"
+        " WHERE r.name = ? AND i.item_id = ? AND p.rotation = ? AND p.repeat = ?",
+        ("synth-sb-binder-weak", first["item_id"], int(first["rotation"]), int(first["repeat"]))).fetchone()
+    assert tuple(raw) == ("invalid", None)

@@ -100,32 +100,60 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
             time.sleep(0.5)
         assert len(set(seen)) >= 3 and seen == sorted(seen), seen  # the bar moves forward
         page.locator("#cc-run-cancel").click()
-        status, done, total = wait_status(page, ("cancelled", "done"))
-        assert status == "cancelled" and 0 < done < int(total)
-        # resume: the run is offered as unfinished, and completes without sending anything twice
-        page.locator("#cc-refresh").click()
-        page.locator("#cc-run-resume-pick input").click()
-        page.get_by_role("option", name="gui-api").first.click()
+        # resume at once: the cancelled run is offered for resume by the cancel itself (no Refresh, no wait for
+        # its last request), and Resume starts a new job as soon as the old one has stopped
+        page.wait_for_function("() => document.querySelector('#cc-run-resume-pick input').value.startsWith('gui-api')",
+                               timeout=10_000)
         fill(page, "cc-run-base-url", chat.base_url)
         page.locator("#cc-run-resume").click()
+        page.wait_for_function("() => document.querySelector('#cc-run-progress').dataset.job !== undefined &&"
+                               " document.querySelectorAll('#cc-run-jobs tr[data-run=\"gui-api\"]').length == 2",
+                               timeout=60_000)
+        first = page.locator("#cc-run-jobs tr[data-run='gui-api']").last  # newest first: the older job is last
+        assert first.get_attribute("data-status") == "cancelled"
+        done = int(first.locator(".cc-job-held").inner_text().split("/")[0])
+        assert 0 < done < 288
         wait_status(page, ("running",), timeout=60)
+        # progress counts what the run holds: the earlier job's predictions included, of all 288 tasks
+        _, held, total = progress(page)
+        assert int(total) == 288 and held >= done
+        assert "from earlier jobs" in page.locator("#cc-run-progress").inner_text()
+        # "Started by" shows without scrolling the history table
+        wrap = page.locator("#cc-run-jobs .cc-jobs-wrap").bounding_box()
+        head = page.locator("#cc-run-jobs th", has_text="Started by").bounding_box()
+        assert head["x"] >= wrap["x"] and head["x"] + head["width"] <= wrap["x"] + wrap["width"], (head, wrap)
         # two other sessions browse while the run goes on
         others = [b.new_page(viewport={"width": 1200, "height": 900}) for _ in range(2)]
         for other in others:
             other.goto(app)
         for other in others:  # each sees the run going on ...
             other.get_by_role("tab", name="Run", exact=True).click()
-            assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").inner_text(timeout=20_000)
+            assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").first.inner_text(timeout=20_000)
         for other in others:  # ... and browses the metrics meanwhile
             other.get_by_role("tab", name="Metrics").click()
             other.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=60_000)
         status, done2, total2 = wait_status(page, ("done", "failed"), timeout=120)
-        assert status == "done" and int(total2) == 288 - done and done2 == int(total2)
+        assert status == "done" and int(total2) == 288 and done2 == 288
+        # every job keeps its own row: the cancelled one keeps its numbers, the resume adds a row
+        page.wait_for_function("() => document.querySelector('#cc-run-jobs tr[data-run=\"gui-api\"]')"
+                               ".dataset.status == 'done'", timeout=20_000)
+        rows = page.locator("#cc-run-jobs tr[data-run='gui-api']")
+        assert rows.count() == 2
+        assert [rows.nth(i).get_attribute("data-status") for i in range(2)] == ["done", "cancelled"]
+        assert rows.nth(0).locator(".cc-job-held").inner_text().replace(" ", "") == "288/288"
+        assert int(rows.nth(1).locator(".cc-job-held").inner_text().split("/")[0]) == done
+        assert "resume" in rows.nth(0).inner_text() and "new" in rows.nth(1).inner_text()
     from db.store import Store
 
     s = Store(db)
     r = s.run("gui-api")
     assert r["status"] == "done" and r["n_predictions"] == 288
+    from db.jobs import recent_jobs
+
+    hist = [j for j in recent_jobs(s) if j["run"] == "gui-api"]
+    assert [(j["kind"], j["status"]) for j in hist] == [("resume", "done"), ("new", "cancelled")]
+    assert hist[1]["held_before"] == 0 and hist[1]["sent"] == done
+    assert hist[0]["held_before"] == done and hist[0]["held_before"] + hist[0]["sent"] == 288
     s.close()
     sent = [body for body in chat.bodies]
     assert len(sent) == 288  # nothing twice

@@ -1,6 +1,6 @@
-"""Extraction audit (issue 6): list a run's invalid parses with their raw text, re-parse one with the other
-parser or set a letter by hand. The change is recorded as such (db/overrides.py) and updates every score
-computed from the store, without rerunning the model."""
+"""Extraction audit (issue 6, 14.3): list a run's invalid parses with their raw text, re-parse one with the other
+parser or set a letter by hand. The change is an override laid over the imported prediction (db/overrides.py):
+every score, Browse and export read it, without rerunning the model, and the imported row is never written."""
 
 from __future__ import annotations
 
@@ -68,17 +68,32 @@ def history_html(store: Any, run: str | None) -> str:
         f'<tr><td>{int(o["id"])}</td><td>{esc(o["item_id"])}</td><td>{int(o["rotation"])}/{int(o["repeat"])}</td>'
         f'<td>{esc(o["method"])}</td><td>{esc(o["old_status"])} {esc(o["old_answer"] or "")}</td>'
         f'<td>{esc(o["new_status"])} {esc(o["new_answer"] or "")}</td><td>{esc(o["by"])}</td><td>{esc(o["created"])}</td>'
-        f'<td>{"reverted " + esc(o["reverted"]) if o["reverted"] else ""}</td></tr>' for o in recs)
-    return ('<div class="cc-table-wrap"><table class="cc-answers-table"><thead><tr><th>id</th><th>item</th>'
-            '<th>rot/rep</th><th>method</th><th>was</th><th>now</th><th>by</th><th>when</th><th></th></tr></thead>'
+        f'<td class="cc-override-{esc(o["state"])}">{state_text(o)}</td></tr>' for o in recs)
+    return ('<div class="cc-table-wrap"><table class="cc-answers-table cc-audit-history"><thead><tr><th>id</th>'
+            '<th>item</th><th>rot/rep</th><th>method</th><th>was</th><th>now</th><th>by</th><th>when</th>'
+            '<th>state</th></tr></thead>'
             f'<tbody>{rows}</tbody></table></div>')
+
+
+def state_text(o: dict[str, Any]) -> str:
+    """An override's state as the history shows it (db/overrides.py `overrides`)."""
+    if o["state"] == "active":
+        return "<b>active</b>: scores read it"
+    if o["state"] == "superseded":
+        return "superseded by a newer override"
+    if o["state"] == "reverted":
+        return f"reverted {esc(o['reverted'])}"
+    why = o.get("stale_reason") or "the prediction now has another raw response"
+    return f"<b>stale</b>, inactive: {esc(why)}"
 
 
 def build_audit(ctx: Ctx) -> None:
     store = ctx.store
     gr.Markdown("A response the parser could not read stays **invalid** (never a guess). Here you can re-read it "
-                "with the other parser or set the letter by hand; the change is recorded with its method and "
-                "author, scores follow at once, and it can be reverted. The raw response is never changed.",
+                "with the other parser or set the letter by hand. The change is an override laid over the "
+                "prediction as imported (which is never rewritten): it is recorded with its method and author, "
+                "scores, Browse and export read it at once, and it can be reverted. An import with `--replace` "
+                "that gives the prediction another raw response makes it stale (listed below).",
                 elem_classes=["cc-muted"])
     with gr.Row():
         run = gr.Dropdown(label="Run", choices=[], scale=3, elem_id="cc-audit-run")

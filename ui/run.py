@@ -2,7 +2,9 @@
 
 Runs execute in a worker thread owned by this server process (`JOBS`), not by the browser request: closing
 the tab leaves the run going, another browser sees it in the jobs table, and every prediction is committed as
-it is made (core.runners.engine), so a cancelled or killed run resumes where it stopped. The start / cancel
+it is made (core.runners.engine), so a cancelled or killed run resumes where it stopped. Every job (a start, a
+resume, a restart) is its own row of the job history (db/jobs.py), which outlives the server; progress counts
+the predictions the run holds (those from earlier jobs included) against all of its tasks. The start / cancel
 handlers return at once and the progress display is a cheap poll of in-memory counters on its own queue
 (concurrency_id "run-poll"), so a long run never blocks anyone's browsing.
 """
@@ -23,6 +25,7 @@ from core.runners.baselines import BASELINES
 from core.runners.engine import DEFAULT_SEED, RunSettings
 from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
+from db import jobs as dbjobs
 from db.store import Store
 from ui.context import Ctx
 from ui.shell import run_choices
@@ -55,6 +58,9 @@ class Job:
 
     settings: RunSettings
     user: str | None
+    id: int = 0  # its row in run_jobs
+    kind: str = "new"  # new | resume (the run held predictions when it started)
+    held_before: int = 0  # predictions the run held when this job started
     started: float = field(default_factory=time.time)
     done: int = 0
     total: int | None = None
@@ -78,26 +84,44 @@ class Job:
             if self.live and self.total and self.done:
                 eta = elapsed / self.done * (self.total - self.done)
             return {"run": self.settings.run, "benchmark": self.settings.benchmark, "status": self.status,
-                    "done": self.done, "total": self.total, "errors": self.counts.get("api_error", 0),
+                    "done": self.done, "total": self.total, "held": self.held_before + self.done,
+                    "held_total": None if self.total is None else self.held_before + self.total,
+                    "id": self.id, "kind": self.kind, "started": self.started,
+                    "errors": self.counts.get("api_error", 0),
                     "invalid": self.counts.get("invalid", 0), "elapsed": elapsed, "eta": eta,
                     "message": self.message, "user": self.user, "runner": self.settings.runner,
                     "model": self.settings.model}
 
 
 class Jobs:
-    """Every run started from the GUI in this process, by run name."""
+    """The jobs started from the GUI in this process: the latest of each run (`jobs`, for Follow run) and every
+    one by its id (`by_id`); the history of all jobs, of this process and earlier ones, is db/jobs.py."""
+
+    STOP_WAIT = 60.0  # seconds a resume waits for a cancelled job of the same run to finish its last requests
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.jobs: dict[str, Job] = {}
+        self.by_id: dict[int, Job] = {}
 
     def start(self, store: Store, s: RunSettings, user: str | None) -> Job:
         with self.lock:
             old = self.jobs.get(s.run)
+        if old is not None and old.live:
+            if not old.cancel.is_set():
+                raise CrosscheckError(f"run {s.run!r} is already running (started by {old.user or 'someone'})")
+            if old.thread is not None:  # cancelled, finishing its requests in flight: resume right after it
+                old.thread.join(self.STOP_WAIT)
+            if old.live:
+                raise CrosscheckError(f"run {s.run!r} is still stopping; try again in a moment")
+        with self.lock:
+            old = self.jobs.get(s.run)
             if old is not None and old.live:
                 raise CrosscheckError(f"run {s.run!r} is already running (started by {old.user or 'someone'})")
-            job = Job(settings=s, user=user)
+            job_id, before = dbjobs.open_job(store, s.run, s.benchmark, s.runner, s.model, user)
+            job = Job(settings=s, user=user, id=job_id, kind="resume" if before else "new", held_before=before)
             self.jobs[s.run] = job
+            self.by_id[job_id] = job
         job.thread = threading.Thread(target=self._work, args=(store, job), name=f"crosscheck-run-{s.run}",
                                       daemon=True)
         job.thread.start()
@@ -129,6 +153,13 @@ class Jobs:
         finally:
             with job.lock:
                 job.finished = time.time()
+                if job.status in ("starting", "running"):  # interrupted (KeyboardInterrupt, SystemExit)
+                    job.status = "failed"
+                end = (job.status, job.total, job.done, dict(job.counts), job.message)
+            try:
+                dbjobs.close_job(store, job.id, *end)
+            except Exception:  # noqa: BLE001 - the history row stays open ("interrupted"); the run itself is safe
+                pass
             store.close()  # this thread's connection
 
     def get(self, run: str | None) -> Job | None:
@@ -162,40 +193,81 @@ def progress_html(job: Job | None) -> str:
                 "page yet. Pick settings and press <b>Start</b>; a run in the jobs table below can be followed by "
                 "choosing it in <i>Follow run</i>.</div>")
     s = job.snapshot()
-    total = s["total"]
-    pct = 100.0 * s["done"] / total if total else (100.0 if s["status"] == "done" else 0.0)
+    held, total = s["held"], s["held_total"]  # what the run holds, of all its tasks (earlier jobs included)
+    pct = 100.0 * held / total if total else (100.0 if s["status"] == "done" else 0.0)
     esc = html.escape
     msg = f"<div class='cc-run-msg'>{esc(s['message'])}</div>" if s["message"] else ""
     total_text = "…" if total is None else str(total)
+    earlier = f" ({s['held'] - s['done']} from earlier jobs)" if s["kind"] == "resume" else ""
     return (
-        f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{s['done']}' "
-        f"data-total='{'' if total is None else total}' data-errors='{s['errors']}'>"
-        f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · {esc(s['benchmark'])} · {esc(s['runner'])} "
+        f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{held}' "
+        f"data-total='{'' if total is None else total}' data-sent='{s['done']}' data-errors='{s['errors']}' "
+        f"data-job='{s['id']}'>"
+        f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · job #{s['id']} ({esc(s['kind'])}) · "
+        f"{esc(s['benchmark'])} · {esc(s['runner'])} "
         f"{esc(str(s['model'] or ''))} · <span class='cc-run-status cc-st-{esc(s['status'])}'>{esc(s['status'])}</span>"
-        f"{' · started by ' + esc(s['user']) if s['user'] else ''}</div>"
+        f" · started by <b class='cc-run-user'>{esc(s['user'] or '— (no sign-in)')}</b></div>"
         f"<progress class='cc-bar cc-bar-{esc(s['status'])}' max='{total or 1}' "
-        f"value='{s['done'] if total else (1 if s['status'] == 'done' else 0)}'>{pct:.0f}%</progress>"
-        f"<div class='cc-run-stats'><span>done <b class='cc-done'>{s['done']}</b> / <b class='cc-total'>"
-        f"{total_text}</b> ({pct:.0f}%)</span><span>errors <b class='cc-errors'>{s['errors']}</b></span>"
+        f"value='{held if total else (1 if s['status'] == 'done' else 0)}'>{pct:.0f}%</progress>"
+        f"<div class='cc-run-stats'><span>done <b class='cc-done'>{held}</b> / <b class='cc-total'>"
+        f"{total_text}</b> ({pct:.0f}%){esc(earlier)}</span><span>this job sent {s['done']}</span>"
+        f"<span>errors <b class='cc-errors'>{s['errors']}</b></span>"
         f"<span>invalid {s['invalid']}</span><span>elapsed {_clock(s['elapsed'])}</span>"
         f"<span>ETA {_clock(s['eta']) if s['status'] in ('running', 'starting') else '—'}</span></div>{msg}</div>")
 
 
-def jobs_html() -> str:
-    jobs = JOBS.all()
-    if not jobs:
-        return "<div class='cc-note'>No run has been started from the GUI since the server started.</div>"
+def job_rows(store: Store, limit: int = 50) -> list[dict[str, Any]]:
+    """The job history, newest first: each stored job (db/jobs.py) with the live numbers of the jobs running in
+    this process; an unfinished row of no live job was cut off by a server stop ("interrupted")."""
+    out = []
+    for row in dbjobs.recent_jobs(store, limit):
+        job = JOBS.by_id.get(int(row["id"]))
+        if job is not None and (job.live or row["finished"] is None):
+            s = job.snapshot()
+            row = {**row, "status": s["status"], "sent": s["done"], "total": s["total"], "api_error": s["errors"],
+                   "elapsed": s["elapsed"]}
+        elif row["finished"] is None:
+            row = {**row, "status": "interrupted", "elapsed": None}
+        else:
+            row = {**row, "elapsed": _seconds_between(row["started"], row["finished"])}
+        out.append(row)
+    return out
+
+
+def _seconds_between(a: str, b: str) -> float | None:
+    from datetime import datetime
+
+    try:
+        return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def _when(stamp: str | None) -> str:
+    """A stored UTC time as "MM-DD HH:MM:SS"."""
+    return (stamp or "")[5:19].replace("T", " ")
+
+
+def jobs_html(store: Store) -> str:
+    rows = job_rows(store)
+    if not rows:
+        return "<div class='cc-note'>No run has been started from the GUI on this store yet.</div>"
     esc = html.escape
-    rows = []
-    for j in jobs:
-        s = j.snapshot()
-        total = "…" if s["total"] is None else s["total"]
-        rows.append(f"<tr><td>{esc(s['run'])}</td><td>{esc(s['benchmark'])}</td><td>{esc(s['status'])}</td>"
-                    f"<td>{s['done']} / {total}</td><td>{s['errors']}</td><td>{_clock(s['elapsed'])}</td>"
-                    f"<td>{esc(s['user'] or '—')}</td></tr>")
-    return ("<div class='cc-jobs-wrap'><table class='cc-jobs'><thead><tr><th>Run</th><th>Benchmark</th><th>Status</th><th>Done</th>"
-            "<th>Errors</th><th>Elapsed</th><th>Started by</th></tr></thead><tbody>" + "".join(rows)
-            + "</tbody></table></div>")
+    out = []
+    for r in rows:
+        held_total = "…" if r["total"] is None else r["held_before"] + r["total"]
+        held = r["held_before"] + (r["sent"] or 0)
+        out.append(f"<tr data-job='{int(r['id'])}' data-run='{esc(r['run'])}' data-status='{esc(r['status'])}'>"
+                   f"<td>#{int(r['id'])}</td><td class='cc-job-run'>{esc(r['run'])}</td>"
+                   f"<td class='cc-job-user'>{esc(r['started_by'] or '—')}</td><td>{esc(r['kind'])}</td>"
+                   f"<td class='cc-st-{esc(r['status'])}'>{esc(r['status'])}</td>"
+                   f"<td class='cc-job-held'>{held} / {held_total}</td><td>{int(r['sent'] or 0)}</td>"
+                   f"<td>{int(r['api_error'] or 0)}</td><td>{esc(_when(r['started']))}</td>"
+                   f"<td>{_clock(r['elapsed'])}</td><td>{esc(r['benchmark'])}</td></tr>")
+    return ("<div class='cc-jobs-wrap'><table class='cc-jobs'><thead><tr><th>Job</th><th>Run</th>"
+            "<th>Started by</th><th>Kind</th><th>Status</th><th title='predictions the run held at the end of the job,"
+            " of all its tasks'>Run holds</th><th>Sent</th><th>Errors</th><th>Started (UTC)</th><th>Elapsed</th>"
+            "<th>Benchmark</th></tr></thead><tbody>" + "".join(out) + "</tbody></table></div>")
 
 
 CSS = """
@@ -217,6 +289,12 @@ progress.cc-bar-failed::-webkit-progress-value { background: #b8423a; }
 .cc-jobs-wrap { overflow-x: auto; }
 table.cc-jobs { border-collapse: collapse; font-size: 0.82rem; }
 table.cc-jobs td { white-space: nowrap; }
+table.cc-jobs td.cc-job-run { white-space: normal; overflow-wrap: anywhere; min-width: 7em; }
+#cc-run-jobs table.cc-jobs { border: none; margin: 0; width: auto; }
+#cc-run-jobs table.cc-jobs th, #cc-run-jobs table.cc-jobs td { padding: 3px 8px; border: none;
+  border-bottom: 1px solid #e4e4e4; line-height: 1.35; vertical-align: top; }
+#cc-run-jobs table.cc-jobs th { white-space: nowrap; font-weight: 600; background: #f6f7f9; }
+.cc-jobs-wrap { max-height: 420px; overflow-y: auto; }
 table.cc-jobs th, table.cc-jobs td { padding: 3px 10px; border-bottom: 1px solid #e4e4e4; text-align: left; }
 """
 
@@ -287,8 +365,8 @@ def resumable(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
     for r in store.runs(benchmark):
         if r["runner"] in ("baseline", "transformers", "openai") and r["status"] != "done":
             job = JOBS.get(r["name"])
-            if job is not None and job.live:
-                continue
+            if job is not None and job.live and not job.cancel.is_set():
+                continue  # running (a cancelled one still stopping is offered: Resume waits for it)
             out.append((f"{r['name']} ({r['status']}, {r['n_predictions']} predictions)", r["name"]))
     return out
 
@@ -355,11 +433,13 @@ def build_run(ctx: Ctx) -> None:
                                  info="runs started from the GUI on this server")
             progress = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
             with gr.Row():
+                # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
+                # list (Resume then says so) instead of failing Gradio's choice check with a toast
                 resume_pick = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
-                                          elem_id="cc-run-resume-pick")
+                                          elem_id="cc-run-resume-pick", allow_custom_value=True)
                 resume = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
-            gr.Markdown("**Jobs on this server**")
-            jobs = gr.HTML(jobs_html(), elem_id="cc-run-jobs")
+            gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
+            jobs = gr.HTML(jobs_html(store), elem_id="cc-run-jobs")
     timer = gr.Timer(1.0, active=False)
 
     form = [bench, name, runner, baseline, model_path, base_url, api_model, key_env, strategy, ssa_level, shots,
@@ -393,26 +473,36 @@ def build_run(ctx: Ctx) -> None:
 
     start.click(on_start, form, [follow, timer], concurrency_id="run-control", concurrency_limit=4)
 
-    def on_cancel(run: str | None) -> Any:
+    def on_cancel(run: str | None, bench_v: str | None) -> Any:
         job = JOBS.get(run)
         if job is None or not job.live:
             raise gr.Error("no running job selected under Follow run")
         job.cancel.set()
-        return progress_html(job)
+        # offered for resume at once (Resume waits for the requests still in flight)
+        choices = resumable(store, job.settings.benchmark)
+        pick = gr.update(choices=choices, value=job.settings.run) if job.settings.benchmark == bench_v else gr.update()
+        return progress_html(job), pick
 
-    cancel.click(on_cancel, follow, progress, concurrency_id="run-control")
+    cancel.click(on_cancel, [follow, bench], [progress, resume_pick], concurrency_id="run-control")
 
-    def on_tick(run: str | None, header_bench: str | None) -> Any:
+    def on_tick(run: str | None, header_bench: str | None, bench_v: str | None, pick_v: str | None) -> Any:
         job = JOBS.get(run)
         live = JOBS.any_live()
-        # when the last job stops, the header's run picker learns the new run (Browse / Metrics follow it)
+        # when the last job stops, the header's run picker learns the new run (Browse / Metrics follow it) and the
+        # resume list what is left unfinished
         runs_update = gr.update() if live else gr.update(choices=run_choices(store, header_bench))
-        return progress_html(job), jobs_html(), gr.Timer(active=live), runs_update
+        if live:
+            pick_update = gr.update()
+        else:
+            choices = resumable(store, bench_v)
+            # the value is left alone unless it is gone (a tick may carry a pick older than Cancel's own)
+            gone = pick_v is not None and pick_v not in [c[1] for c in choices]
+            pick_update = gr.update(choices=choices, value=None) if gone else gr.update(choices=choices)
+        return progress_html(job), jobs_html(store), gr.Timer(active=live), runs_update, pick_update
 
-    timer.tick(on_tick, [follow, ctx.benchmark], [progress, jobs, timer, ctx.runs], concurrency_id="run-poll",
-               concurrency_limit=None, show_progress="hidden")
-    follow.change(on_tick, [follow, ctx.benchmark], [progress, jobs, timer, ctx.runs], concurrency_id="run-poll",
-                  concurrency_limit=None, show_progress="hidden")
+    tick_io = ([follow, ctx.benchmark, bench, resume_pick], [progress, jobs, timer, ctx.runs, resume_pick])
+    timer.tick(on_tick, *tick_io, concurrency_id="run-poll", concurrency_limit=None, show_progress="hidden")
+    follow.change(on_tick, *tick_io, concurrency_id="run-poll", concurrency_limit=None, show_progress="hidden")
 
     def on_resume(run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float, limit_v: float | None,
                   request: gr.Request) -> Any:
@@ -420,6 +510,8 @@ def build_run(ctx: Ctx) -> None:
             raise gr.Error("pick an unfinished run to resume")
         try:
             r = store.run(run)
+            if run not in [c[1] for c in resumable(store, r["benchmark"])]:
+                raise CrosscheckError(f"run {run!r} has nothing left to resume ({r['status']})")
             f = form_from_config(r["config"])
             s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
                                    base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
@@ -438,7 +530,7 @@ def build_run(ctx: Ctx) -> None:
         b = header_bench if header_bench in [x["name"] for x in store.benchmarks()] else None
         upd = follow_choices(selected)
         return (gr.update(choices=[x["name"] for x in store.benchmarks()], value=b) if b else gr.update(),
-                upd, gr.Timer(active=JOBS.any_live()), jobs_html())
+                upd, gr.Timer(active=JOBS.any_live()), jobs_html(store))
 
     get_root = __import__("gradio.context", fromlist=["get_blocks_context"]).get_blocks_context
     get_root().root_block.load(on_load, [ctx.benchmark, follow], [bench, follow, timer, jobs], queue=False)

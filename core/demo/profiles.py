@@ -115,8 +115,8 @@ def _fe_answer(item: dict[str, Any], prof: dict[str, Any], rng, mode: str) -> st
     n_img = len(item["images"])
     ins = item["meta"].get("insufficient_option")
     if mode == "text":
-        p = 0.0
-    elif mode == "first" and n_img > 1:
+        return _blind_guess(item, prof, rng)
+    if mode == "first" and n_img > 1:
         p = p * (0.55 if item["kind"] == "FQ1" else 0.3)
     if rng.random() < p:
         return gold
@@ -130,6 +130,19 @@ def _fe_answer(item: dict[str, Any], prof: dict[str, Any], rng, mode: str) -> st
     if rng.random() < prof["bias"]:
         return "A" if gold != "A" else "B"
     return _wrong(rng, item, {gold})
+
+
+def _blind_guess(item: dict[str, Any], prof: dict[str, Any], rng) -> str:
+    """What a model that cannot see the images answers (text-only input, 000 VG): near chance, never a skill.
+    With the profile's position bias it says A; on an FQ2 item it sometimes says the insufficient-evidence option
+    (sensible without any image); else any option uniformly, the gold one included."""
+    ins = item["meta"].get("insufficient_option")
+    u = rng.random()
+    if u < prof["bias"] / 2:
+        return "A"
+    if ins and u < prof["bias"] / 2 + 0.2:
+        return str(ins)
+    return rng.choice(list(item["options"]))
 
 
 def frameevidence_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
@@ -232,8 +245,10 @@ def _sb_rows(items: list[dict[str, Any]], name: str, model: str, prof: dict[str,
         gold = it["answer"]
         trace = None
         tokens = None
-        if it["kind"] == "P":
-            p_ok = (0.94 if see else 0.45) if mode == "all" else 0.3
+        if mode == "text" and it["kind"] != "F":  # cannot see the stem: a blind guess, near chance
+            letter = rng.choice(list(it["options"]))
+        elif it["kind"] == "P":
+            p_ok = 0.94 if see else 0.45
             letter = gold if rng.random() < p_ok else _wrong(rng, it, {gold})
         elif it["kind"] == "R":
             p_ok = 0.93 if rule else 0.3

@@ -739,11 +739,12 @@ def find_think_partner(run: RunData, others: Iterable[RunData]) -> RunData | Non
 
 
 def find_ssa_runs(run: RunData, others: Iterable[RunData]) -> dict[str, RunData]:
-    """Runs of the same model, strategy and input mode keyed by ssa_level; the unaugmented run stands for H0
-    when no run says H0 explicitly."""
+    """Runs of the same model and input mode keyed by ssa_level, whatever their strategy (a run of the SSA
+    protocol says strategy "ssa"; the run scored is usually the model's direct or thinking run); the unaugmented
+    run of the scored run's strategy stands for H0 when no run says H0 explicitly."""
     pool = [run, *[o for o in others if o is not run]]
-    same = [o for o in pool if _same_model(run, o) and _strategy(o) == _strategy(run)
-            and _input_mode(o) == _input_mode(run)]
+    same = [o for o in pool if _same_model(run, o) and _input_mode(o) == _input_mode(run)
+            and (_ssa_level(o) is not None or _strategy(o) == _strategy(run))]
     by_level: dict[str, RunData] = {}
     for level in (*SSA_LEVELS, SSA_CONTROL):
         pick = _pick([o for o in same if _ssa_level(o) == level])

@@ -1,0 +1,72 @@
+"""The Run tab's job history (issue 14.8): one row per job started from the GUI, never overwritten.
+
+A job is one execution of a run: the first start, each resume, each restart after a cancel or a failure. Its
+row records who started it, when, what kind it was ("new": the run held no prediction yet; "resume": it held
+some), how many predictions the run held when it began, and, when it ends, its status and what it sent. The
+history outlives the server process; a row left unfinished by a server that stopped reads "interrupted".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from db.store import Store, now
+
+DDL = """CREATE TABLE IF NOT EXISTS run_jobs (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    model TEXT,
+    kind TEXT NOT NULL CHECK (kind IN ('new', 'resume')),
+    started_by TEXT,
+    started TEXT NOT NULL,
+    held_before INTEGER NOT NULL DEFAULT 0,
+    finished TEXT,
+    status TEXT NOT NULL DEFAULT 'running',
+    total INTEGER,
+    sent INTEGER NOT NULL DEFAULT 0,
+    ok INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    api_error INTEGER NOT NULL DEFAULT 0,
+    message TEXT
+)"""
+INDEX = "CREATE INDEX IF NOT EXISTS run_jobs_run ON run_jobs (run, id)"
+
+COLUMNS = ("id", "run", "benchmark", "runner", "model", "kind", "started_by", "started", "held_before", "finished",
+           "status", "total", "sent", "ok", "invalid", "api_error", "message")
+
+
+def held(store: Store, run: str) -> int:
+    """Predictions run `run` holds now (0 for a run not created yet)."""
+    row = store.conn.execute("SELECT COUNT(*) FROM predictions p JOIN runs r ON r.id = p.run_id WHERE r.name = ?",
+                             (run,)).fetchone()
+    return int(row[0])
+
+
+def open_job(store: Store, run: str, benchmark: str, runner: str, model: str | None, started_by: str | None
+             ) -> tuple[int, int]:
+    """Record a job starting; returns (job id, predictions the run held before it)."""
+    before = held(store, run)
+    with store.write() as conn:
+        cur = conn.execute(
+            "INSERT INTO run_jobs (run, benchmark, runner, model, kind, started_by, started, held_before)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run, benchmark, runner, model, "resume" if before else "new", started_by, now(), before))
+    return int(cur.lastrowid or 0), before
+
+
+def close_job(store: Store, job_id: int, status: str, total: int | None, sent: int, counts: dict[str, int],
+              message: str) -> None:
+    """Record how a job ended (done / cancelled / failed) and what it sent."""
+    with store.write() as conn:
+        conn.execute("UPDATE run_jobs SET finished = ?, status = ?, total = ?, sent = ?, ok = ?, invalid = ?,"
+                     " api_error = ?, message = ? WHERE id = ?",
+                     (now(), status, total, sent, counts.get("ok", 0), counts.get("invalid", 0),
+                      counts.get("api_error", 0), message, job_id))
+
+
+def recent_jobs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest `limit` jobs, newest first, as dicts of COLUMNS."""
+    cur = store.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM run_jobs ORDER BY id DESC LIMIT ?", (limit,))
+    return [dict(zip(COLUMNS, r, strict=True)) for r in cur]

@@ -1,0 +1,112 @@
+"""A predictions file's validation lists every bad line (issue 14.4): a line's field error hides neither its own
+unknown item or duplicate key nor any other line's error; the fast path refuses with the reference path's list."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import fe_lines, run_cli, write_benchmark
+
+# fe_lines(): FrameEvidence items with options A-D; g1_0-cam gold A.
+BAD_FILE = [
+    {"item_id": "g1_0-cam", "response": "A", "answer": "Z"},          # 1 answer: not a letter A-H (format)
+    {"item_id": "g1_0-cam", "response": "B"},                         # 2 duplicate of line 1 (which has an error)
+    {"item_id": "nope", "response": "A"},                             # 3 unknown item
+    {"item_id": "g1_0-obj", "response": "A", "answer": "E"},          # 4 answer: not an option of this item
+    {"item_id": "g1_0-scene"},                                        # 5 response missing
+    {"item_id": "g2_0-mss", "response": "B"},                         # 6 fine
+    {"item_id": "ghost", "response": "A", "status": "fine"},          # 7 status and unknown item, same line
+    {"item_id": "g2_0-del", "response": "A", "rotation": 9},          # 8 rotation out of range
+    {"item_id": "g2_0-add", "response": "A", "status": "invalid", "answer": "B"},  # 9 invalid with a letter
+]
+EXPECTED = [(1, "answer"), (2, "item_id"), (3, "item_id"), (4, "answer"), (5, "response"), (7, "item_id"),
+            (7, "status"), (8, "rotation"), (9, "answer")]
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def fe_store(tmp_path, store):
+    from db.importers import import_items
+
+    import_items(store, write_benchmark(tmp_path / "fe", fe_lines()), name="fe")
+    return store
+
+
+def refused(store, path: Path, run: str = "r", **kw) -> list[tuple[int, str]]:
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    before = store.counts()
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(store, path, run, **kw)
+    assert store.counts() == before  # nothing written
+    return sorted((i.line, i.field) for i in info.value.report.errors)
+
+
+def test_every_bad_line_is_listed(fe_store, tmp_path):
+    errors = refused(fe_store, write(tmp_path / "p.jsonl", BAD_FILE))
+    assert errors == EXPECTED
+
+
+def test_duplicate_reported_when_first_line_has_another_error(fe_store, tmp_path):
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    rows = [{"item_id": "g1_0-cam", "response": "A", "tokens": -3}, {"item_id": "g1_0-obj", "response": "B"},
+            {"item_id": "g1_0-cam", "response": "A"}]
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, write(tmp_path / "p.jsonl", rows), "r")
+    errs = sorted(info.value.report.errors, key=lambda i: i.line)
+    assert [(i.line, i.field) for i in errs] == [(1, "tokens"), (3, "item_id")]
+    assert "first on line 1" in errs[1].message
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_fast_and_reference_paths_list_the_same(suffix, fe_store, tmp_path):
+    """The public entry (fast path first) refuses with exactly the reference path's list."""
+    from core.errors import ImportRefused
+    from core.report import Report
+    from db import importers
+
+    rows = BAD_FILE if suffix == "jsonl" else [r for r in BAD_FILE if r.get("response") is not None]
+    path = tmp_path / f"p.{suffix}"
+    if suffix == "jsonl":
+        write(path, rows)
+    else:
+        fields = ["item_id", "response", "answer", "status", "rotation"]
+        path.write_text(",".join(fields) + "\n" + "".join(
+            ",".join(str(r.get(f, "")) for f in fields) + "\n" for r in rows), encoding="utf-8")
+    entry = refused(fe_store, path)
+    report = Report()
+    objs = importers._read_prediction_objects(path, report)
+    with pytest.raises(ImportRefused) as info:
+        importers._import_predictions_reference(fe_store, path, objs, report, "r", None, None, None, False)
+    ref = sorted((i.line, i.field) for i in info.value.report.errors)
+    assert entry == ref and len(ref) >= 7
+
+
+def test_conflicts_with_the_stored_run_listed_with_line_errors(fe_store, tmp_path):
+    from db.importers import import_predictions
+
+    good = [{"item_id": line["item_id"], "response": line["answer"]} for line in fe_lines()]
+    import_predictions(fe_store, write(tmp_path / "a.jsonl", good), "r")
+    again = [dict(r) for r in good]
+    again[2] = {**again[2], "response": "D"}  # differs from the stored row: needs --replace
+    again[4] = {**again[4], "answer": "Q"}  # a bad letter
+    errors = refused(fe_store, write(tmp_path / "b.jsonl", again))
+    assert errors == [(3, "response"), (5, "answer")]
+
+
+def test_cli_prints_every_bad_line(fe_store, tmp_path):
+    proc = run_cli("import-predictions", str(write(tmp_path / "p.jsonl", BAD_FILE)), "--run", "r",
+                   db=fe_store.path)
+    assert proc.returncode == 2
+    listed = [ln.strip() for ln in proc.stderr.splitlines() if ln.startswith("  p.jsonl:")]
+    assert sorted((int(ln.split(":")[1]), ln.split(":")[2].strip()) for ln in listed) == EXPECTED
+    assert "nothing was written" in proc.stderr
