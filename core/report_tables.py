@@ -589,7 +589,7 @@ def sb_think_gain(runs: Sequence[RunScore]) -> Table:
 def sb_ssa(runs: Sequence[RunScore]) -> Table:
     levels = [*SSA_LEVELS, "irrelevant"]
     cols = [*(f"Acc {lv}" for lv in levels), "Irrelevant − H0", "H3−H2 raw", "H3−H2 isotonic", "Largest raw jump",
-            "Largest isotonic jump"]
+            "Largest isotonic jump", "Items with stage text cut"]
     rows, seen = [], set()
     for r in runs:
         node = get(r.metrics, ("ssa",))
@@ -603,12 +603,20 @@ def sb_ssa(runs: Sequence[RunScore]) -> Table:
         cells = [_cell(r, ("ssa", "accuracy", lv)) for lv in levels]
         cells += [_cell(r, ("ssa", "irrelevant_minus_h0"), "diff"), _cell(r, ("ssa", "raw_deltas", "H3-H2"), "diff"),
                   _cell(r, ("ssa", "isotonic_gains", "H3-H2"), "diff"), _cell(r, ("ssa", "largest_raw_jump")),
-                  _cell(r, ("ssa", "largest_isotonic_jump"))]
+                  _cell(r, ("ssa", "largest_isotonic_jump")), Cell(_text_removed(node), None, r.name, "text")]
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     return Table("sb_ssa", "SSA: verified stage text H0–H4 and the irrelevant-S1 control (002 §4.4)", ["Run"],
                  cols, rows, note="Accuracy on the F items every level answered. Isotonic gain: per-item monotone "
                                   "envelopes (an item solved at one level counts as solved at every later level); "
                                   "the chart draws the envelope accuracy.")
+
+
+def _text_removed(node: dict[str, Any]) -> str:
+    """Per level, the F items whose stage text the SSA leakage guard cut (k/n), or "not recorded"."""
+    parts = []
+    for lv, rate in (node.get("text_removed") or {}).items():
+        parts.append(f"{lv} {rate['k']}/{rate['n']}" if is_rate(rate) and rate.get("n") else f"{lv} not recorded")
+    return " · ".join(parts) or "—"
 
 
 def sb_l2(runs: Sequence[RunScore]) -> Table:

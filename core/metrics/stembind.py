@@ -585,7 +585,19 @@ def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict
                                                key=lambda s: out["fit_isotonic_gains"][s].value)
     if SSA_CONTROL in acc:
         out["irrelevant_minus_h0"] = _diff(acc[SSA_CONTROL], acc["H0"], "")
+    out["text_removed"] = {lv: ssa_text_removed(runs_by_level[lv]) for lv in correct}
     return out
+
+
+def ssa_text_removed(run: RunData) -> Rate:
+    """F items whose injected stage text lost something to the leakage guard / F items of the split, as the
+    runner recorded it in config.ssa_guard (002 C.5; core.prompts.ssa_guard_count)."""
+    rec = (run.config or {}).get("ssa_guard")
+    if not isinstance(rec, Mapping) or "text_removed" not in rec or "items" not in rec:
+        if _ssa_level(run) is None:
+            return Rate.undefined("not an SSA run (no stage text injected)")
+        return Rate.undefined("the run config records no leakage-guard count (imported, or made before the guard)")
+    return Rate.of(int(rec["text_removed"]), int(rec["items"]), "F items")
 
 
 def isotonic_envelope(correct: np.ndarray) -> np.ndarray:
@@ -933,6 +945,8 @@ def score(
             direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
             result["think_gain"] = think_gain(items, direct, thinking, seed)
 
+    if _strategy(run) == "ssa":
+        result["ssa_text_removed"] = ssa_text_removed(run)
     levels = find_ssa_runs(run, others)
     result["ssa"] = (_or_reason(ssa_curve(items, levels)) if levels else Rate.undefined(
         "no SSA runs (config ssa_level) of this model"))
