@@ -41,3 +41,7 @@ class MetricUndefined(CrosscheckError, ValueError):
 
 class RunnerError(CrosscheckError, RuntimeError):
     """A runner cannot start (missing backend, bad model path, bad settings)."""
+
+
+class CalibrationChoice(CrosscheckError, ValueError):
+    """A calibration choice (ceiling pairs, consensus annotators) is malformed or names no annotator."""
