@@ -680,15 +680,35 @@ def spur_tables(runs: Sequence[RunScore]) -> list[Table]:
     out.append(Table("spur_paradigm", "Reasoning by paradigm (001 Figure 5)", ["Paradigm", "Run"], ["Accuracy"],
                      [Row([p, r.name], [_cell(r, ("by_paradigm", p))], r.name, r.synthetic)
                       for p in paradigms for r in runs if get(r.metrics, ("by_paradigm", p)) is not None]))
-    sc = run_table("spur_shortcut", "Text-only shortcut filter (001 §2.3)", runs,
-                   [("Flagged items", ("shortcut", "flagged")), ("Rule", ("shortcut", "k"))],
-                   note="An item is flagged when enough randomized text-only trials answer it correctly.")
-    for row in sc.rows:
-        node = get(next(r for r in runs if r.name == row.run).metrics, ("shortcut",))
-        if reason_of(node) is not None:
-            row.cells = [Cell(node, ("shortcut",), row.run) for _ in row.cells]
-    out.append(sc)
+    out.append(spur_shortcut(runs))
     return [t for t in out if not t.empty]
+
+
+def spur_shortcut(runs: Sequence[RunScore], choice: str | None = None) -> Table:
+    """The §2.3 filter of the benchmark (the same for every run): one row per text-only model, or only the
+    `choice` model's row; the headline row of a pooled score (`shortcut.pooled`) comes labelled as a pool."""
+    cols = ["Text-only runs", "Trials per item", "Flagged items", "Rule"]
+    rows: list[Row] = []
+    r = runs[0] if runs else None
+    node = get(r.metrics, ("shortcut",)) if r is not None else None
+    if r is not None and reason_of(node) is not None:
+        rows.append(Row(["—"], [Cell(node, ("shortcut",), r.name) for _ in cols], r.name, r.synthetic))
+    elif r is not None and isinstance(node, dict):
+        blocks: list[tuple[tuple[str, ...], Any]] = [(("shortcut", "by_model", m), b) for m, b in (node.get("by_model") or {}).items()
+                  if choice is None or m == choice]
+        if node.get("pooled"):
+            blocks.append((("shortcut",), node))
+        for path, b in blocks:
+            trials = b.get("trials") or {}
+            span = f"{trials.get('min', 0)}" + (f"–{trials['max']}" if trials.get("max") != trials.get("min") else "")
+            rows.append(Row([str(b.get("model"))], [
+                Cell(", ".join(b.get("runs") or []), None, r.name, "text"), Cell(span, None, r.name, "text"),
+                Cell(b.get("flagged"), (*path, "flagged"), r.name), Cell(b.get("k"), (*path, "k"), r.name, "text")],
+                r.name, r.synthetic))
+    return Table("spur_shortcut", "Text-only shortcut filter per model (001 §2.3)", ["Filter model"], cols, rows,
+                 note="Counted per text-only model: an item is flagged when at least half of that model's "
+                      "randomized text-only trials (5 of 10 in the paper) answer it correctly. A pooled row "
+                      "appears only when asked for (score --shortcut-pool, or the picker) and is labelled so.")
 
 
 def spur_mcot(runs: Sequence[RunScore]) -> Table:
