@@ -702,9 +702,9 @@ def spur_shortcut(runs: Sequence[RunScore], choice: str | None = None) -> Table:
             trials = b.get("trials") or {}
             span = f"{trials.get('min', 0)}" + (f"–{trials['max']}" if trials.get("max") != trials.get("min") else "")
             rows.append(Row([str(b.get("model"))], [
-                Cell(", ".join(b.get("runs") or []), None, r.name, "text"), Cell(span, None, r.name, "text"),
+                Cell(len(b.get("runs") or []), None, r.name, "count"), Cell(span, None, r.name, "text"),
                 Cell(b.get("flagged"), (*path, "flagged"), r.name), Cell(b.get("k"), (*path, "k"), r.name, "text")],
-                r.name, r.synthetic))
+                r.name, r.synthetic, reference=bool(b.get("pooled"))))
     return Table("spur_shortcut", "Text-only shortcut filter per model (001 §2.3)", ["Filter model"], cols, rows,
                  note="Counted per text-only model: an item is flagged when at least half of that model's "
                       "randomized text-only trials (5 of 10 in the paper) answer it correctly. A pooled row "

@@ -44,9 +44,9 @@ def _kappa_cell(p: dict[str, Any]) -> str:
     k = float(p["kappa"])
     shade = max(0.0, min(1.0, k))
     bg = f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)"
-    agree = "" if p.get("agreement") is None else f"{100 * p['agreement']:.0f}%"
+    agree = "" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · "
     return (f"<td class='num'><span class='cb-k' style='background:{bg}'><b>{k:.3f}</b></span>"
-            f"<div class='cb-sub'>agree {agree} · n={p['n']}</div></td>")
+            f"<div class='cb-sub'>{agree}n={p['n']}</div></td>")
 
 
 def pairs_table(rep: dict[str, Any]) -> str:
