@@ -242,7 +242,10 @@ def _letter_spans(folded: str, letters: str) -> list[tuple[int, int]]:
         before, after = folded[:i], folded[j:]
         cue = _CUE_BEFORE_RE.search(before[-40:]) is not None
         word = re.match(r"\s+([a-z][a-z']*|\d)", after)
-        article = word is not None and word.group(1) not in _REF_FOLLOWERS
+        # the article: a lowercase "a", or a capital "A" opening a sentence or a clause ("Encode: A 3x3 grid"),
+        # before a word that does not make it the letter ("A is", "A and", "A fits")
+        opens = ch == "a" or re.search(r"(?:^|[.!?:;。！？：；\n(\[\"'“‘-]|\d\.)\s*$", before) is not None
+        article = opens and word is not None and word.group(1) not in _REF_FOLLOWERS
         if ch == "a" and article:
             continue  # "answer a question", "pick a shape": the article
         if ch.islower() and not cue and not re.match(r"\s*\)", after):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import prompts
 from core.errors import RunnerError
@@ -181,6 +184,10 @@ GUARD_CASES = [
      "Map: [withheld] is correct because the count drops by one.", ["C is"]),
     ("Map: A is ruled out; so is D.", "Map: [withheld] is ruled out; so is [withheld].", ["A is", "D."]),
     ("Map: the correct choice is [C].", "Map: the correct choice is [withheld].", ["[C]"]),
+    ("Map: B and A break the count.", "Map: [withheld] and [withheld] break the count.", ["A break"]),
+    ("Map: the answer is A because the ring stays.", "Map: the answer is [withheld] because the ring stays.",
+     ["A because"]),
+    ("Map: it must be A given the rotation.", "Map: it must be [withheld] given the rotation.", ["A given"]),
     ("Map: C) keeps the rotation.", "Map: [withheld] keeps the rotation.", ["C)"]),
     ("Map: pick Ⓒ.", "Map: pick [withheld].", ["Ⓒ"]),
     ("Map: => C", "Map: => [withheld]", ["C"]),
@@ -387,3 +394,26 @@ def test_ssa_run_records_the_guard_count_and_score_shows_it(tmp_path, monkeypatc
     assert app.main(["score", "--db", str(db), "--run", "h3", "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)["metrics"]
     assert metrics["ssa_text_removed"] == {"value": pytest.approx(1 / 3), "k": 1, "n": 3}
+
+
+# Phrasings an annotator may use, each with the letter slot {L}; the letter comes as ASCII, full-width or
+# circled, and each phrasing ends a sentence that opens with neutral upstream text.
+PHRASINGS = ["candidate {L}.", "so ({L})", "option {L} fits", "the answer is {L}", "{L} is correct", "pick {L}",
+             "=> {L}", "[{L}]", "{L}) keeps the rotation", "选{L}", "答案是{L}。", "{L}项符合", "{L}选项", "（{L}）",
+             "答案：{L}", "so {L}, not the others", "{L} and {L} break it", "go with {L}"]
+NEUTRAL = ["Map: the row-wise XOR leaves one shape.", "A 3x3 grid rotates by 90 degrees.", "映射：逐行异或。",
+           "The count drops by one per row."]
+FORMS = {"ascii": lambda c: c, "full-width": lambda c: chr(ord(c) + 0xFEE0), "circled": lambda c: chr(ord(c) + 0x2475)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PHRASINGS), st.sampled_from("ABCD"), st.sampled_from(sorted(FORMS)),
+                          st.sampled_from(NEUTRAL)), min_size=1, max_size=5))
+def test_ssa_guard_leaves_no_letter_in_any_phrasing(parts):
+    text = " ".join(f"{n} {p.format(L=FORMS[f](c))}." for p, c, f, n in parts)  # one sentence each
+    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
+    folded = out.translate(prompts._FOLD)
+    for m in re.finditer(r"(?<![A-Za-z0-9])[A-D](?![A-Za-z0-9])", folded):
+        # the only capital left standing alone is the article of "A 3x3 grid"
+        assert folded[m.start():m.start() + 6] == "A 3x3 ", (text, out)
+    assert out.count("A 3x3 grid") == text.count("A 3x3 grid")  # upstream content stays
