@@ -82,6 +82,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
+    if args.shortcut_model or args.shortcut_pool:
+        if row["family"] != "spur":
+            raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
+        extras.update(shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
     result = score_all(items, runs, names=[args.run], compare=compare, split=split_arg(args.split),
                        **extras)[args.run]
     if args.json:
@@ -96,8 +100,9 @@ def _score_all(store: Any, args: argparse.Namespace) -> int:
     from core.scoring import split_arg
     from db.bulk import score_benchmarks
 
-    if args.compare or args.judge:
-        raise CrosscheckError("score --all takes neither --compare nor --judge (each run uses its latest judge run)")
+    if args.compare or args.judge or args.shortcut_model or args.shortcut_pool:
+        raise CrosscheckError("score --all takes neither --compare, --judge nor --shortcut-model / --shortcut-pool "
+                              "(each run uses its latest judge run and the default shortcut filter)")
     benchmarks = [args.benchmark] if args.benchmark else None
     results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=split_arg(args.split))
     for per_run in results.values():
@@ -245,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", help="the split to score, every family (default: test; 'all': every split)")
     p.add_argument("--judge", metavar="JUDGE_RUN", help="StemBind: the judge run whose trace judgements feed L2 "
                    "StepAcc (default: the most recent one)")
+    p.add_argument("--shortcut-model", metavar="ID", help="SPUR: the text-only model (config model) whose "
+                   "randomized trials flag shortcut items (001 §2.3; default: the only one)")
+    p.add_argument("--shortcut-pool", action="store_true", help="SPUR: pool every text-only model's trials "
+                   "(labelled as pooled)")
 
     p = add("export", cmd_export, "export items or predictions to standard output")
     p.add_argument("what", choices=("items", "predictions"))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.errors import CalibrationChoice
 from core.metrics.common import join
 from core.metrics.stembind import NO_FAILURE, error_audit, first_failure, inconsistent, item_outcomes
 from core.schema import STAGES, Rate, RunData
@@ -184,20 +185,75 @@ def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def human_ceiling(pairs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per stage, the annotator-pair kappa (the mean over human-human pairs with a defined kappa) as the
-    human ceiling (C.3: the A2-A3 pair)."""
+def parse_pairs(text: str | None) -> list[tuple[str, str]] | None:
+    """`--ceiling` text "A2,A3;A1,A2" as [("A2", "A3"), ("A1", "A2")]; empty or None -> None (every pair)."""
+    if text is None or not str(text).strip():
+        return None
+    out: list[tuple[str, str]] = []
+    for group in str(text).split(";"):
+        names = [n.strip() for n in group.split(",")]
+        if len(names) != 2 or not all(names):
+            raise CalibrationChoice(f"ceiling pair {group.strip()!r}: expected two annotator names NAME,NAME "
+                                    "(several pairs separated by ';')")
+        if names[0] == names[1]:
+            raise CalibrationChoice(f"ceiling pair {group.strip()!r}: an annotator cannot be paired with itself")
+        out.append((names[0], names[1]))
+    return out
+
+
+def parse_names(text: str | None) -> list[str] | None:
+    """`--consensus` text "A2,A3" as ["A2", "A3"]; empty or None -> None (every annotator)."""
+    if text is None or not str(text).strip():
+        return None
+    names = [n.strip() for n in str(text).split(",")]
+    if not all(names):
+        raise CalibrationChoice(f"consensus annotators {text!r}: expected NAME,NAME,... without empty names")
+    if len(set(names)) != len(names):
+        raise CalibrationChoice(f"consensus annotators {text!r}: a name is given twice")
+    return names
+
+
+def annotators(labels: pd.DataFrame) -> list[str]:
+    """The human labelers of `labels`, alphabetical."""
+    return sorted({str(n) for n, k in zip(labels["labeler"], labels["kind"], strict=True) if k == "human"}) if len(
+        labels) else []
+
+
+def check_annotators(labels: pd.DataFrame, names: Iterable[str], what: str) -> None:
+    """Every name is an annotator (human labeler) of `labels`, else CalibrationChoice naming the known ones."""
+    known = annotators(labels)
+    judges = {str(n) for n, k in zip(labels["labeler"], labels["kind"], strict=True) if k == "judge"} if len(
+        labels) else set()
+    for n in names:
+        if n in judges:
+            raise CalibrationChoice(f"{what}: {n!r} is a judge, not an annotator (annotators: "
+                                    f"{', '.join(known) or 'none'})")
+        if n not in known:
+            raise CalibrationChoice(f"{what}: no annotator named {n!r} labeled these traces (annotators: "
+                                    f"{', '.join(known) or 'none'})")
+
+
+def human_ceiling(pairs: list[dict[str, Any]], chosen: Iterable[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Per stage, the human ceiling: the mean kappa over the chosen annotator pairs with a defined kappa (C.3:
+    "the A2-A3 pair ... serves as a human-human ceiling"); `chosen=None` takes every annotator pair. Each
+    stage names the pairs it averaged (`pairs`)."""
+    want = None if chosen is None else {frozenset(p) for p in chosen}
     out: dict[str, Any] = {}
     for s in STAGES:
-        hh = [p for p in pairs if p["pair_kind"] == "human-human" and p["stage"] == s]
-        defined = [p["kappa"] for p in hh if p["kappa"] is not None]
+        hh = [p for p in pairs if p["pair_kind"] == "human-human" and p["stage"] == s
+              and (want is None or frozenset((p["a"], p["b"])) in want)]
+        defined = [p for p in hh if p["kappa"] is not None]
         if not hh:
-            out[s] = {"kappa": None, "n_pairs": 0, "reason": "fewer than two annotators labeled the same traces"}
+            out[s] = {"kappa": None, "n_pairs": 0, "pairs": [],
+                      "reason": "fewer than two annotators labeled the same traces" if want is None
+                      else "the chosen annotators labeled no trace in common"}
         elif not defined:
-            out[s] = {"kappa": None, "n_pairs": len(hh), "reason": "; ".join(sorted({p["reason"] for p in hh}))}
+            out[s] = {"kappa": None, "n_pairs": len(hh), "pairs": [],
+                      "reason": "; ".join(sorted({p["reason"] for p in hh}))}
         else:
-            out[s] = {"kappa": float(np.mean(defined)), "n_pairs": len(defined), "reason": None,
-                      "min": float(min(defined)), "max": float(max(defined))}
+            ks = [p["kappa"] for p in defined]
+            out[s] = {"kappa": float(np.mean(ks)), "n_pairs": len(defined), "reason": None,
+                      "pairs": [[p["a"], p["b"]] for p in defined], "min": float(min(ks)), "max": float(max(ks))}
     return out
 
 
@@ -222,10 +278,13 @@ def judge_vs_ceiling(pairs: list[dict[str, Any]], ceiling: dict[str, Any]) -> di
 # --------------------------------------------------------------------------- consensus and first failure
 
 
-def consensus(labels: pd.DataFrame) -> pd.DataFrame:
-    """Human consensus per trace and stage: the majority flag of the annotators who labeled it; a tie is None.
-    Columns: item_id, rotation, repeat, S1..S4, n_annotators."""
+def consensus(labels: pd.DataFrame, of: Iterable[str] | None = None) -> pd.DataFrame:
+    """Human consensus per trace and stage: the majority flag of the annotators in `of` (default: every
+    annotator) who labeled it; a tie is None (with two annotators, C.3's A2/A3 consensus: a flag where they
+    agree). Columns: item_id, rotation, repeat, S1..S4, n_annotators."""
     humans = labels[labels["kind"] == "human"]
+    if of is not None:
+        humans = humans[humans["labeler"].astype(str).isin(set(of))]
     cols = [*KEY, *STAGES, "n_annotators"]
     if len(humans) == 0:
         return pd.DataFrame(columns=cols)
@@ -407,9 +466,22 @@ def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
 
 
 def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_judge: str | None = None,
-           second: tuple[str, Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]] | None = None) -> dict[str, Any]:
+           second: tuple[str, Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]] | None = None,
+           ceiling: Iterable[tuple[str, str]] | None = None, consensus_of: Iterable[str] | None = None
+           ) -> dict[str, Any]:
     """The Calibration tab and `calibration --json` in one dict: labelers, pairs, human ceiling, judge gaps,
-    first-failure distribution (primary judge vs human consensus), inconsistency, second judge."""
+    first-failure distribution (primary judge vs human consensus), inconsistency, second judge.
+
+    `ceiling`: the annotator pairs whose kappa is the human ceiling (C.3: A2-A3; default every annotator
+    pair); `consensus_of`: the annotators whose majority is the human consensus (C.3: A2/A3; default all).
+    `ceiling_pairs` and `consensus_of` in the result name what was used; a name that is no annotator of
+    `labels` raises CalibrationChoice."""
+    chosen = None if ceiling is None else [(str(a), str(b)) for a, b in ceiling]
+    cons = None if consensus_of is None else list(consensus_of)
+    if chosen is not None:
+        check_annotators(labels, [n for p in chosen for n in p], "ceiling")
+    if cons is not None:
+        check_annotators(labels, cons, "consensus")
     names = labels.groupby(["labeler", "kind"]).size().reset_index(name="n") if len(labels) else None
     out: dict[str, Any] = {
         "labelers": [] if names is None else [{"name": r.labeler, "kind": r.kind, "n": int(r.n)}
@@ -418,9 +490,15 @@ def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_jud
     }
     pairs = pairwise(labels) if len(labels) else []
     out["pairs"] = pairs
-    ceiling = human_ceiling(pairs)
-    out["human_ceiling"] = ceiling
-    out["judge_vs_ceiling"] = judge_vs_ceiling(pairs, ceiling)
+    ceiling_stages = human_ceiling(pairs, chosen)
+    humans_all = annotators(labels)
+    out["ceiling_pairs"] = ([list(p) for p in chosen] if chosen is not None
+                            else [list(p) for p in combinations(humans_all, 2)])
+    out["ceiling_rule"] = "chosen pairs" if chosen is not None else "every annotator pair"
+    out["consensus_of"] = cons if cons is not None else humans_all
+    out["consensus_rule"] = "chosen annotators" if cons is not None else "every annotator"
+    out["human_ceiling"] = ceiling_stages
+    out["judge_vs_ceiling"] = judge_vs_ceiling(pairs, ceiling_stages)
     out["inconsistent"] = inconsistency(labels) if len(labels) else {}
     judges = [n for n, k in _order(labels) if k == "judge"] if len(labels) else []
     humans = labels[labels["kind"] == "human"] if len(labels) else labels
@@ -431,7 +509,8 @@ def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_jud
         out["first_failure"] = {"reason": "no annotator labels on these traces"}
     else:
         jl = labels[labels["labeler"] == primary]
-        out["first_failure"] = {"judge_name": primary, **first_failure_distribution(jl, consensus(labels), strata)}
+        out["first_failure"] = {"judge_name": primary,
+                                **first_failure_distribution(jl, consensus(labels, cons), strata)}
     if second is None:
         out["second_judge"] = {"reason": "needs two judges on these traces (choose a second judge)"}
     else:

@@ -49,3 +49,7 @@ class MissingPackage(RunnerError):
     def __init__(self, message: str, package: str | None = None) -> None:
         super().__init__(message)
         self.package = package
+
+
+class CalibrationChoice(CrosscheckError, ValueError):
+    """A calibration choice (ceiling pairs, consensus annotators) is malformed or names no annotator."""

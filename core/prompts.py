@@ -14,8 +14,9 @@ reply's text, and returns the final response that the family's parser reads. Pro
   then the plan followed with the images, 2 calls), Cantor (decision generation naming expert sub-tasks ->
   the model acting as those experts -> answer synthesis, 3 calls).
 - ssa (002 §3.3, C.5; StemBind F items): H0 raw input, H1..H4 inject verified S1..S4 text cumulatively,
-  `irrelevant` injects the S1 text of another stem. Stage text is scrubbed of answer tags, choice-letter
-  references and option texts; downstream stages are never included.
+  `irrelevant` injects the S1 text of another stem. A leakage guard removes answer tags and every reference
+  to an option letter or position from the stage text, and option texts from S1..S3; downstream stages are
+  never included.
 """
 
 from __future__ import annotations
@@ -170,28 +171,141 @@ def select_images(images: list[Any], input_mode: str) -> list[Any]:
     raise RunnerError(f"unknown input mode {input_mode!r}; expected all, first or text")
 
 
-# ---- SSA (002 C.5) -------------------------------------------------------------------------------------
+# ---- SSA (002 §3.3, C.5): leakage guard ---------------------------------------------------------------
+#
+# "No condition includes the answer letter or downstream content." The prompt builder never sees the gold
+# letter, so the guard removes every reference to any option letter, in every phrasing an annotator uses:
+# bare letters ("..., candidate C.", "C is correct", "选C", "C项"), bracketed ones ("(C)", "[C]", "（Ｃ）",
+# "Ⓒ"), lowercase ones next to a cue word ("option c"), position words ("the third option", "option 3",
+# "第三个选项") and answer tags. Full-width and circled letters are matched as their ASCII letters. The option
+# texts themselves are removed from S1..S3 (and the irrelevant-S1 control), where naming the target instance
+# would be downstream (S4) content; S4 is the target-instance description and keeps it (only the letter goes).
 
-_TAG_RE = re.compile(r"<\s*/?\s*answer\s*>", re.IGNORECASE)
-_CHOICE_RE = re.compile(
-    r"(?:\b(?:answer|option|choice|choose|pick|select)\b|答案|选项|选)\s*(?:is|would be|should be|[:：=是为])?\s*"
-    r"[(\[（]?\s*[A-H]\b[)\]）]?", re.IGNORECASE)
-_PAREN_LETTER_RE = re.compile(r"[(\[（]\s*[A-H]\s*[)\]）]")
 WITHHELD = "[withheld]"
+_TAG_BLOCK_RE = re.compile(r"<\s*answer\s*>.*?<\s*/\s*answer\s*>", re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"<\s*/?\s*answer\s*>", re.IGNORECASE)
+# one-to-one character map for matching (indices are kept, so spans apply to the original text)
+_FOLD = {**{0xFF01 + i: 0x21 + i for i in range(0x5E)},  # full-width ASCII: Ａ -> A, （ -> (
+         **{0x24B6 + i: 0x41 + i for i in range(26)},   # circled capitals: Ⓒ -> C
+         **{0x24D0 + i: 0x61 + i for i in range(26)},   # circled small letters: ⓒ -> c
+         **{0x249C + i: 0x61 + i for i in range(26)},   # parenthesized small letters: ⒞ -> c
+         0x3010: 0x5B, 0x3011: 0x5D, 0x3014: 0x5B, 0x3015: 0x5D, 0x300C: 0x5B, 0x300D: 0x5D}  # 【】〔〕「」
+_EN_CUE = (r"candidates?|options?|choices?|answers?|alternatives?|letters?|picks?|picked|choose|chose|chosen|"
+           r"selects?|selected|select|go(?:es)?\s+with|went\s+with|opt(?:s|ed)?\s+for|mark(?:ed)?|circle[sd]?")
+_CUE_BEFORE_RE = re.compile(
+    rf"(?:\b(?:{_EN_CUE})\b|选项|选择|答案|应选|故选|候选项?|选)\s*(?:(?:is|are|was|would\s+be|should\s+be|must\s+be|"
+    r"be|no\.?|number|#|=|:|-|是|为|應|应为|应该是)\s*)*[(\[<]?\s*$", re.IGNORECASE)
+# words after which a capital "A" is the letter, not the English article ("A is correct", "A or B")
+_REF_FOLLOWERS = frozenset("""is was are fits fit matches match works wins and or nor then seems seem looks appears would
+should must might may can could will remains stays has had gives completes satisfies follows holds contains
+shows breaks violates differs also too vs versus instead because since but does did doesn't isn't
+wasn't cannot can't won't alone only""".split())
+_ORDINALS = (r"first|second|third|fourth|fifth|sixth|seventh|eighth|1st|2nd|3rd|4th|5th|6th|7th|8th|last|final|"
+             r"leftmost|rightmost|top|bottom|middle|penultimate|second[-\s]to[-\s]last|next[-\s]to[-\s]last")
+_NUMBER_WORDS = r"one|two|three|four|five|six|seven|eight"
+_OPT_NOUN = r"(?:options?|candidates?|choices?|answers?|alternatives?)"
+_POSITION_RES = [
+    re.compile(rf"\b(?:the\s+)?(?:{_ORDINALS})\s+(?:one\s+|listed\s+)?{_OPT_NOUN}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:options?|candidates?|choices?|alternatives?)\s*(?:no\.?|number|#)?\s*"
+               rf"(?:\d+|{_NUMBER_WORDS})\b(?![.,]\d)", re.IGNORECASE),
+    re.compile(r"\banswers?\s*(?:no\.?|number|#)\s*\d+\b", re.IGNORECASE),
+    re.compile(r"(?:倒数)?第\s*[一二三四五六七八1-8]\s*(?:个|項|项)?\s*(?:选项|候选项?|答案|选择|项|項)"),
+    re.compile(r"(?:选|选择|答案是|答案为|应选|故选)\s*(?P<p>(?:倒数)?第\s*[一二三四五六七八1-8]\s*(?:个|项|項)?)"),
+    re.compile(r"最后一\s*(?:个|项)\s*(?:选项|候选项?)?"),
+]
 
 
-def scrub_stage_text(text: str, options: dict[str, str]) -> str:
-    """Stage text without answer tags, choice-letter references ("option C", "(C)") or any option's text.
+@dataclass(slots=True)
+class Scrubbed:
+    """A stage text after the leakage guard, and what the guard removed."""
 
-    Option texts of at least two characters are removed wherever they appear (in any rotation every option
-    is shown, so no option text may tell which one is meant)."""
-    text = _TAG_RE.sub(" ", text)
-    text = _CHOICE_RE.sub(WITHHELD, text)
-    text = _PAREN_LETTER_RE.sub(WITHHELD, text)
-    for opt in sorted((str(o).strip() for o in options.values()), key=len, reverse=True):
-        if len(opt) >= 2:
-            text = re.sub(re.escape(opt), WITHHELD, text, flags=re.IGNORECASE)
-    return text.strip()
+    text: str
+    removed: list[str] = field(default_factory=list)
+
+
+def _letter_spans(folded: str, letters: str) -> list[tuple[int, int]]:
+    """Spans of every reference to an option letter in `folded` (the case-folded-width copy of a text)."""
+    upper = "".join(sorted({c.upper() for c in letters if c.isascii() and c.isalpha()}))
+    if not upper:
+        return []
+    cls = re.escape(upper)
+    spans: list[tuple[int, int]] = []
+    # (C), [C], <C>, (c): the brackets go with the letter
+    for m in re.finditer(rf"[(\[<]\s*[{cls}]\s*[)\]>]", folded, re.IGNORECASE):
+        spans.append(m.span())
+    # "C)" / "C]" opening an enumeration: the closing bracket goes too
+    for m in re.finditer(rf"(?<![A-Za-z0-9(\[<])[{cls}]\s*[)\]]", folded, re.IGNORECASE):
+        spans.append(m.span())
+    # a letter standing alone (touching no Latin letter or digit)
+    for m in re.finditer(rf"(?<![A-Za-z0-9])([{cls}])(?![A-Za-z0-9])", folded, re.IGNORECASE):
+        ch, (i, j) = m.group(1), m.span()
+        before, after = folded[:i], folded[j:]
+        cue = _CUE_BEFORE_RE.search(before[-40:]) is not None
+        word = re.match(r"\s+([a-z][a-z']*|\d)", after)
+        # the article: a lowercase "a", or a capital "A" opening a sentence or a clause ("Encode: A 3x3 grid"),
+        # before a word that does not make it the letter ("A is", "A and", "A fits")
+        opens = ch == "a" or re.search(r"(?:^|[.!?:;。！？：；\n(\[\"'“‘-]|\d\.)\s*$", before) is not None
+        article = opens and word is not None and word.group(1) not in _REF_FOLLOWERS
+        if ch == "a" and article:
+            continue  # "answer a question", "pick a shape": the article
+        if ch.islower() and not cue and not re.match(r"\s*\)", after):
+            continue  # a lowercase letter counts only after a cue word or as "c)"
+        if not cue:
+            if re.match(r"-[A-Za-z]", after) or re.search(r"\d-$", before):
+                continue  # a shape word ("C-shaped", "an E-shaped block") or a dimension ("3-D")
+            if ch == "A" and article:
+                continue  # the English article: "A 3x3 grid", "A rotation ..."
+        spans.append((i, j))
+    return spans
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def scrub_stage_text(text: str, options: dict[str, str], letters: str = "", keep_options: bool = False) -> Scrubbed:
+    """Stage text without answer tags, any reference to an option letter or an option's position, and (unless
+    `keep_options`, the S4 target-instance description) any option's text; each removal becomes WITHHELD.
+
+    `letters`: the item's option letters (default: the keys of `options`). Option texts of at least two
+    characters are removed wherever they appear, matched case-insensitively (every option is shown in every
+    rotation, so removing all of them tells nothing about which one is meant)."""
+    letters = letters or "".join(options)
+    removed: list[str] = []
+
+    def cut(src: str, spans: list[tuple[int, int]]) -> str:
+        pieces, last = [], 0
+        for a, b in _merge(spans):
+            removed.append(src[a:b])
+            pieces += [src[last:a], WITHHELD]
+            last = b
+        return "".join([*pieces, src[last:]])
+
+    out = cut(text, [m.span() for m in _TAG_BLOCK_RE.finditer(text)])
+    out = cut(out, [m.span() for m in _TAG_RE.finditer(out)])
+    if not keep_options:
+        spans = []
+        folded = out.translate(_FOLD)
+        for opt in sorted({str(o).strip() for o in options.values()}, key=len, reverse=True):
+            if len(opt) >= 2:
+                pat = re.escape(opt.translate(_FOLD))
+                if opt[0].isalnum():
+                    pat = r"(?<![A-Za-z0-9])" + pat
+                if opt[-1].isalnum():
+                    pat += r"(?![A-Za-z0-9])"
+                spans += [m.span() for m in re.finditer(pat, folded, re.IGNORECASE)]
+        out = cut(out, spans)
+    folded = out.translate(_FOLD)
+    spans = [m.span("p") if "p" in r.groupindex else m.span() for r in _POSITION_RES for m in r.finditer(folded)]
+    out = cut(out, spans)
+    out = cut(out, _letter_spans(out.translate(_FOLD), letters))
+    return Scrubbed(re.sub(r"\s+", " ", out).strip() if removed else out.strip(), removed)
 
 
 def ssa_stage_texts(view: ItemView, level: str, irrelevant_s1: str | None) -> list[tuple[str, str]]:
@@ -212,13 +326,33 @@ def ssa_stage_texts(view: ItemView, level: str, irrelevant_s1: str | None) -> li
     return out
 
 
+def ssa_guarded(view: ItemView, shown: dict[str, str], level: str, irrelevant_s1: str | None
+                ) -> list[tuple[str, Scrubbed]]:
+    """The injected (stage, scrubbed text) pairs at `level` (S4 keeps the target-instance description)."""
+    options = {**view.options, **shown}
+    return [(s, scrub_stage_text(t, options, view.letters, keep_options=(s == "S4" and level != "irrelevant")))
+            for s, t in ssa_stage_texts(view, level, irrelevant_s1)]
+
+
 def ssa_block(view: ItemView, shown: dict[str, str], level: str, irrelevant_s1: str | None) -> str:
     """The verified-analysis text injected before the question (empty at H0)."""
-    pairs = ssa_stage_texts(view, level, irrelevant_s1)
+    pairs = ssa_guarded(view, shown, level, irrelevant_s1)
     if not pairs:
         return ""
-    lines = [f"{s} ({STAGE_NAMES[s]}): {scrub_stage_text(t, {**view.options, **shown})}" for s, t in pairs]
+    lines = [f"{s} ({STAGE_NAMES[s]}): {t.text}" for s, t in pairs]
     return "Verified analysis so far (continue from here):\n" + "\n".join(lines)
+
+
+def ssa_guard_count(views: list[ItemView], level: str, irrelevant: Callable[[ItemView], str | None] | None
+                    ) -> dict[str, int]:
+    """{"items": F items, "text_removed": items whose injected stage text lost something to the guard} at
+    `level`; recorded in the run's config (one count per item: the guard does not depend on the rotation)."""
+    removed = 0
+    for v in views:
+        s1 = irrelevant(v) if irrelevant is not None else None
+        if any(t.removed for _, t in ssa_guarded(v, v.options, level, s1)):
+            removed += 1
+    return {"items": len(views), "text_removed": removed}
 
 
 def irrelevant_s1_source(items: Any, seed: int) -> Callable[[ItemView], str | None]:

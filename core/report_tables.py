@@ -578,14 +578,18 @@ def sb_visual_gain(runs: Sequence[RunScore]) -> Table:
 
 def sb_think_gain(runs: Sequence[RunScore]) -> Table:
     return _paired_block(runs, "sb_thinkgain", "think_gain",
-                         [("ThinkGain@P", "at_P"), ("ThinkGain@R", "at_R"), ("ThinkGain@F", "at_F")],
-                         ("direct", "thinking"), "ThinkGain: thinking minus direct (002 §4.5)",
-                         "Percentage points; stem-clustered paired 95% intervals.")
+                         [("ThinkGain@P", "at_P"), ("ThinkGain@R", "at_R"), ("ThinkGain@F", "at_F"),
+                          ("@P w/o cap-hit", "at_P_no_cap"), ("@R w/o cap-hit", "at_R_no_cap"),
+                          ("@F w/o cap-hit", "at_F_no_cap")],
+                         ("direct", "thinking"), "ThinkGain: thinking minus direct (002 §4.5, D.4)",
+                         "Percentage points; stem-clustered paired 95% intervals. 'w/o cap-hit': recomputed without "
+                         "the items whose output reached max_tokens in either run (002 D.4).")
 
 
 def sb_ssa(runs: Sequence[RunScore]) -> Table:
     levels = [*SSA_LEVELS, "irrelevant"]
-    cols = [*(f"Acc {lv}" for lv in levels), "Irrelevant − H0", "Largest raw jump", "Largest isotonic jump"]
+    cols = [*(f"Acc {lv}" for lv in levels), "Irrelevant − H0", "H3−H2 raw", "H3−H2 isotonic", "Largest raw jump",
+            "Largest isotonic jump", "Items with stage text cut"]
     rows, seen = [], set()
     for r in runs:
         node = get(r.metrics, ("ssa",))
@@ -597,12 +601,22 @@ def sb_ssa(runs: Sequence[RunScore]) -> Table:
             continue  # the same SSA family seen from another of its level runs
         seen.add(ident)
         cells = [_cell(r, ("ssa", "accuracy", lv)) for lv in levels]
-        cells += [_cell(r, ("ssa", "irrelevant_minus_h0"), "diff"), _cell(r, ("ssa", "largest_raw_jump")),
-                  _cell(r, ("ssa", "largest_isotonic_jump"))]
+        cells += [_cell(r, ("ssa", "irrelevant_minus_h0"), "diff"), _cell(r, ("ssa", "raw_deltas", "H3-H2"), "diff"),
+                  _cell(r, ("ssa", "isotonic_gains", "H3-H2"), "diff"), _cell(r, ("ssa", "largest_raw_jump")),
+                  _cell(r, ("ssa", "largest_isotonic_jump")), Cell(_text_removed(node), None, r.name, "text")]
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     return Table("sb_ssa", "SSA: verified stage text H0–H4 and the irrelevant-S1 control (002 §4.4)", ["Run"],
-                 cols, rows, note="Accuracy on the F items every level answered; raw deltas and isotonic gains in "
-                                  "the chart.")
+                 cols, rows, note="Accuracy on the F items every level answered. Isotonic gain: per-item monotone "
+                                  "envelopes (an item solved at one level counts as solved at every later level); "
+                                  "the chart draws the envelope accuracy.")
+
+
+def _text_removed(node: dict[str, Any]) -> str:
+    """Per level, the F items whose stage text the SSA leakage guard cut (k/n), or "not recorded"."""
+    parts = []
+    for lv, rate in (node.get("text_removed") or {}).items():
+        parts.append(f"{lv} {rate['k']}/{rate['n']}" if is_rate(rate) and rate.get("n") else f"{lv} not recorded")
+    return " · ".join(parts) or "—"
 
 
 def sb_l2(runs: Sequence[RunScore]) -> Table:
@@ -666,15 +680,35 @@ def spur_tables(runs: Sequence[RunScore]) -> list[Table]:
     out.append(Table("spur_paradigm", "Reasoning by paradigm (001 Figure 5)", ["Paradigm", "Run"], ["Accuracy"],
                      [Row([p, r.name], [_cell(r, ("by_paradigm", p))], r.name, r.synthetic)
                       for p in paradigms for r in runs if get(r.metrics, ("by_paradigm", p)) is not None]))
-    sc = run_table("spur_shortcut", "Text-only shortcut filter (001 §2.3)", runs,
-                   [("Flagged items", ("shortcut", "flagged")), ("Rule", ("shortcut", "k"))],
-                   note="An item is flagged when enough randomized text-only trials answer it correctly.")
-    for row in sc.rows:
-        node = get(next(r for r in runs if r.name == row.run).metrics, ("shortcut",))
-        if reason_of(node) is not None:
-            row.cells = [Cell(node, ("shortcut",), row.run) for _ in row.cells]
-    out.append(sc)
+    out.append(spur_shortcut(runs))
     return [t for t in out if not t.empty]
+
+
+def spur_shortcut(runs: Sequence[RunScore], choice: str | None = None) -> Table:
+    """The §2.3 filter of the benchmark (the same for every run): one row per text-only model, or only the
+    `choice` model's row; the headline row of a pooled score (`shortcut.pooled`) comes labelled as a pool."""
+    cols = ["Text-only runs", "Trials per item", "Flagged items", "Rule"]
+    rows: list[Row] = []
+    r = runs[0] if runs else None
+    node = get(r.metrics, ("shortcut",)) if r is not None else None
+    if r is not None and reason_of(node) is not None:
+        rows.append(Row(["—"], [Cell(node, ("shortcut",), r.name) for _ in cols], r.name, r.synthetic))
+    elif r is not None and isinstance(node, dict):
+        blocks: list[tuple[tuple[str, ...], Any]] = [(("shortcut", "by_model", m), b) for m, b in (node.get("by_model") or {}).items()
+                  if choice is None or m == choice]
+        if node.get("pooled"):
+            blocks.append((("shortcut",), node))
+        for path, b in blocks:
+            trials = b.get("trials") or {}
+            span = f"{trials.get('min', 0)}" + (f"–{trials['max']}" if trials.get("max") != trials.get("min") else "")
+            rows.append(Row([str(b.get("model"))], [
+                Cell(len(b.get("runs") or []), None, r.name, "count"), Cell(span, None, r.name, "text"),
+                Cell(b.get("flagged"), (*path, "flagged"), r.name), Cell(b.get("k"), (*path, "k"), r.name, "text")],
+                r.name, r.synthetic, reference=bool(b.get("pooled"))))
+    return Table("spur_shortcut", "Text-only shortcut filter per model (001 §2.3)", ["Filter model"], cols, rows,
+                 note="Counted per text-only model: an item is flagged when at least half of that model's "
+                      "randomized text-only trials (5 of 10 in the paper) answer it correctly. A pooled row "
+                      "appears only when asked for (score --shortcut-pool, or the picker) and is labelled so.")
 
 
 def spur_mcot(runs: Sequence[RunScore]) -> Table:

@@ -4,8 +4,8 @@ Scoring a whole store is CPU-bound Python and numpy work, one core per process. 
 that can be scored apart: a unit holds every run whose scores can depend on each other's predictions (the
 partner metrics), and units are packed into one bin per worker by prediction count. StemBind and
 FrameEvidence only ever pair runs of one model (config `model`: text-only, thinking and SSA partners; input
-mode partners and seed siblings), so their units are (benchmark, model); SPUR's text-only shortcut flag pools
-every text-only run of a benchmark, so a SPUR benchmark is one unit; the generic family pairs nothing, and
+mode partners and seed siblings), so their units are (benchmark, model); SPUR's text-only shortcut filter reads
+every text-only run of a benchmark (each text-only model's count), so a SPUR benchmark is one unit; the generic family pairs nothing, and
 is one unit too. Each worker opens the store itself (no connection crosses a fork), loads its units with
 db.frames and scores them with core.scoring.score_all, so every result equals `score --run NAME --json`'s
 (tests/test_frames.py checks it).

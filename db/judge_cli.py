@@ -119,6 +119,11 @@ def add_calibration_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sample", help="restrict to this calibration sample")
     p.add_argument("--judge", help="the primary judge run (default: the first judge of the run)")
     p.add_argument("--second-judge", help="a second judge run: kappa vs the first, Spearman rho, weakest stage")
+    p.add_argument("--ceiling", metavar="NAME,NAME[;NAME,NAME...]",
+                   help="the annotator pair(s) whose kappa is the human ceiling (002 C.3: A2,A3); default every "
+                        "annotator pair")
+    p.add_argument("--consensus", metavar="NAME,...", help="the annotators whose majority is the human consensus "
+                   "for the first-failure comparison (002 C.3: A2,A3); default every annotator")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--draw-sample", metavar="NAME", help="draw and freeze a stratified sample of the run's F traces")
     p.add_argument("--per-operation", type=int, default=20, help="traces per operation when drawing (002 C.3: 20)")
@@ -148,8 +153,11 @@ def run_calibration(store: Store, args: argparse.Namespace) -> int:
             for row in res["table"]:
                 print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
         return 0
+    from core import calibration as cal
+
     rep = to_jsonable(judging.calibration_report(store, args.run, sample=args.sample, judge=args.judge,
-                                                 second=args.second_judge))
+                                                 second=args.second_judge, ceiling=cal.parse_pairs(args.ceiling),
+                                                 consensus_of=cal.parse_names(args.consensus)))
     if args.json:
         print(json.dumps(rep, ensure_ascii=False, indent=2))
         return 0
@@ -164,8 +172,10 @@ def run_calibration(store: Store, args: argparse.Namespace) -> int:
         why = f"  ({p['reason']})" if p["reason"] else ""
         print(f"{p['a'] + ' vs ' + p['b']:<44.44} {p['stage']:<5} {k:>7} {a:>7} {p['n']:>5}{why}")
     ceil = rep["human_ceiling"]
-    print("human ceiling: " + ", ".join(
+    used = "; ".join(f"{a}-{b}" for a, b in rep["ceiling_pairs"]) or "none"
+    print(f"human ceiling ({rep['ceiling_rule']}: {used}): " + ", ".join(
         f"{s} {'n/a' if ceil[s]['kappa'] is None else format(ceil[s]['kappa'], '.3f')}" for s in STAGES))
+    print(f"human consensus ({rep['consensus_rule']}): majority of {', '.join(rep['consensus_of']) or 'none'}")
     ff = rep["first_failure"]
     if "reason" in ff:
         print(f"first failure: n/a ({ff['reason']})")

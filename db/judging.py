@@ -433,10 +433,13 @@ def sample_frame(store: Store, name: str) -> pd.DataFrame:
 
 
 def calibration_report(store: Store, run: str, sample: str | None = None, judge: str | None = None,
-                       second: str | None = None, audit: bool = True) -> dict[str, Any]:
+                       second: str | None = None, audit: bool = True,
+                       ceiling: list[tuple[str, str]] | None = None,
+                       consensus_of: list[str] | None = None) -> dict[str, Any]:
     """Everything the Calibration tab and `calibration --json` show for the traces of `run` (restricted to
-    calibration sample `sample` when given): see core.calibration.report; adds `error_audit` (every trace run
-    of the benchmark with annotator categories) and the scope."""
+    calibration sample `sample` when given): see core.calibration.report (`ceiling` pairs and `consensus_of`
+    annotators, default all); adds `error_audit` (every trace run of the benchmark with annotator categories)
+    and the scope."""
     from core import calibration as cal
 
     r = store.run(run)
@@ -468,7 +471,8 @@ def calibration_report(store: Store, run: str, sample: str | None = None, judge:
                 jb = cal.judge_labels(jj[jj["judge"] == second])
                 by_run[tr["name"]] = (ja, jb)
         second_arg = (second, by_run)
-    out = cal.report(labels, strata, primary_judge=primary, second=second_arg)
+    out = cal.report(labels, strata, primary_judge=primary, second=second_arg, ceiling=ceiling,
+                     consensus_of=consensus_of)
     out = {"run": run, "benchmark": r["benchmark"], "sample": sample,
            "n_sample": None if keys is None else len(keys), **out}
     out["judges"] = judges

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,9 @@ from conftest import copy_store
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
+import app
 from core import calibration as cal
+from core.errors import CalibrationChoice
 from core.judge import LexicalJudge
 from db import judge_cli, judging
 from db.importers import import_labels
@@ -123,6 +126,72 @@ def test_consensus_and_first_failure_distribution():
     assert ff["same_first_failure"].k == 1 and ff["same_first_failure"].n == 1
 
 
+# Four traces. S1: A2 and A3 agree everywhere (kappa 1); A1 agrees with each on half the traces with both
+# raters at 50% ones (kappa (0.5 - 0.5) / (1 - 0.5) = 0). S2 differs per annotator, for the consensus.
+PROTOCOL_S1 = {"A1": [1, 0, 1, 0], "A2": [1, 1, 0, 0], "A3": [1, 1, 0, 0]}
+PROTOCOL_S2 = {"A1": [0, 0, 1, 1], "A2": [1, 0, 1, 0], "A3": [1, 0, 0, 0]}
+
+
+def _protocol_labels():
+    rows = [["J", "judge", f"t{i}", 0, 0, 1, 1, 1, 1] for i in range(4)]
+    for who in ("A1", "A2", "A3"):
+        rows += [[who, "human", f"t{i}", 0, 0, PROTOCOL_S1[who][i], PROTOCOL_S2[who][i], 1, 1] for i in range(4)]
+    return _long(rows)
+
+
+@pytest.mark.parametrize(("ceiling", "kappa", "used"), [
+    (None, 1 / 3, [["A1", "A2"], ["A1", "A3"], ["A2", "A3"]]),     # mean of 0, 0 and 1
+    ("A2,A3", 1.0, [["A2", "A3"]]),                                 # 002 C.3: the A2-A3 pair
+    ("A3,A2", 1.0, [["A3", "A2"]]),                                 # a pair in either order
+    ("A1,A2;A2,A3", 0.5, [["A1", "A2"], ["A2", "A3"]]),
+    ("A1,A3", 0.0, [["A1", "A3"]]),
+])
+def test_human_ceiling_uses_the_chosen_pairs(ceiling, kappa, used):
+    rep = cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling))
+    assert rep["human_ceiling"]["S1"]["kappa"] == pytest.approx(kappa)
+    assert rep["human_ceiling"]["S1"]["n_pairs"] == len(used)
+    assert rep["ceiling_pairs"] == used
+    assert rep["ceiling_rule"] == ("every annotator pair" if ceiling is None else "chosen pairs")
+    gap = rep["judge_vs_ceiling"]["J"]["S1"]
+    assert gap["ceiling"] == pytest.approx(kappa)
+
+
+# Consensus S1 / S2 per trace, and the first failure of each trace under it (the judge passes every stage;
+# S3 and S4 are 1 for everyone): a stage left undecided before the first failure makes it "undecided".
+@pytest.mark.parametrize(("of", "s1", "s2", "first"), [
+    (None, [1, 1, 0, 0], [1, 0, 1, 0], ["none", "S2", "S1", "S1"]),            # majority of A1, A2, A3
+    ("A2,A3", [1, 1, 0, 0], [1, 0, None, 0], ["none", "S2", "S1", "S1"]),      # 002 C.3: A2/A3 consensus
+    ("A1", [1, 0, 1, 0], [0, 0, 1, 1], ["S2", "S1", "none", "S1"]),
+    ("A1,A3", [1, None, None, 0], [None, 0, None, None], ["undecided", "undecided", "undecided", "S1"]),
+])
+def test_consensus_of_the_chosen_annotators(of, s1, s2, first):
+    labels = _protocol_labels()
+    names = cal.parse_names(of)
+    cons = cal.consensus(labels, names).set_index("item_id")
+    assert [cons.loc[f"t{i}", "S1"] for i in range(4)] == s1
+    assert [cons.loc[f"t{i}", "S2"] for i in range(4)] == s2
+    rep = cal.report(labels, primary_judge="J", consensus_of=names)
+    assert rep["consensus_of"] == (names or ["A1", "A2", "A3"])
+    human = rep["first_failure"]["human"]
+    assert {k: v.k for k, v in human.items() if v.k} == {f: first.count(f) for f in set(first)}
+
+
+@pytest.mark.parametrize(("ceiling", "consensus", "message"), [
+    ("A2", None, "expected two annotator names"),
+    ("A2,A3,A1", None, "expected two annotator names"),
+    ("A2,A2", None, "paired with itself"),
+    ("A2,A4", None, "no annotator named 'A4' labeled these traces (annotators: A1, A2, A3)"),
+    ("J,A2", None, "'J' is a judge, not an annotator"),
+    ("A2,;A2,A3", None, "expected two annotator names"),
+    (None, "A2,,A3", "without empty names"),
+    (None, "A2,A2", "given twice"),
+    (None, "A9", "no annotator named 'A9'"),
+])
+def test_calibration_choices_refused_with_a_reason(ceiling, consensus, message):
+    with pytest.raises(CalibrationChoice, match=re.escape(message)):
+        cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling), consensus_of=cal.parse_names(consensus))
+
+
 def test_draw_sample_is_stratified_seeded_and_deterministic():
     rows = []
     for op in ("RI-Pos", "VP-Rot"):
@@ -203,7 +272,7 @@ def test_sample_is_frozen_and_reusable(labeled_store):
 def test_calibration_json_equals_sklearn(labeled_store, capsys):
     store, sample, lines = labeled_store
     args = argparse.Namespace(run=RUN, sample="cal", judge=None, second_judge=None, json=True, draw_sample=None,
-                              per_operation=20, seed=0)
+                              per_operation=20, seed=0, ceiling=None, consensus=None)
     assert judge_cli.run_calibration(store, args) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["n_sample"] == len(sample) and rep["n_traces"] == len(sample)
@@ -243,3 +312,36 @@ def test_calibration_second_judge_over_runs(labeled_store, capsys):
     assert set(sj["runs"]) == {RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"}
     assert sj["spearman"]["S3"]["n_runs"] == 3
     assert sj["weakest_preserved"].n == 3
+
+
+def test_calibration_cli_ceiling_and_consensus(labeled_store, capsys):
+    store, sample, lines = labeled_store
+    args = argparse.Namespace(run=RUN, sample="cal", judge=None, second_judge=None, json=True, draw_sample=None,
+                              per_operation=20, seed=0, ceiling="A2,A3", consensus="A2,A3")
+    assert judge_cli.run_calibration(store, args) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ceiling_pairs"] == [["A2", "A3"]] and rep["consensus_of"] == ["A2", "A3"]
+    human = pd.DataFrame(lines).set_index(["annotator", "item_id"])
+    for s in ("S1", "S2", "S3", "S4"):
+        xa = [int(human.loc[("A2", i), s]) for i in sample["item_id"]]
+        xb = [int(human.loc[("A3", i), s]) for i in sample["item_id"]]
+        want = cohen_kappa_score(xa, xb)
+        got = rep["human_ceiling"][s]
+        assert got["pairs"] == ([["A2", "A3"]] if not math.isnan(want) else [])
+        if not math.isnan(want):
+            assert got["kappa"] == pytest.approx(want) and got["n_pairs"] == 1
+    # the consensus of two annotators decides a stage only where they agree
+    ff = rep["first_failure"]
+    assert sum(v["k"] for v in ff["human"].values()) == ff["n"]
+    args.json, args.ceiling, args.consensus = False, None, None
+    assert judge_cli.run_calibration(store, args) == 0
+    out = capsys.readouterr().out
+    assert "human ceiling (every annotator pair: A1-A2; A1-A3; A2-A3)" in out
+    assert "human consensus (every annotator): majority of A1, A2, A3" in out
+
+
+def test_calibration_cli_refuses_an_unknown_annotator(labeled_store, capsys):
+    store, _, _ = labeled_store
+    rc = app.main(["calibration", "--db", str(store.path), "--run", RUN, "--ceiling", "A2,A9"])
+    assert rc == 2
+    assert "no annotator named 'A9' labeled these traces (annotators: A1, A2, A3)" in capsys.readouterr().err

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import prompts
 from core.errors import RunnerError
@@ -153,11 +156,102 @@ def test_ssa_prompts_never_contain_the_answer(level, rotation):
         assert ("Verified analysis" in text) == (level != "H0")
         gold_shown = "ABCD"[("ABCD".index("C") + rotation) % 4]
         assert "<ANSWER>C</ANSWER>" not in text and "<ANSWER>" not in injected.split("Give your final")[0]
-        for marker in ("(C)", "option C", "choose C", "answer is", "two black squares"):
-            assert marker not in injected.split("Give your final")[0]
-        assert f"({gold_shown})" not in injected
-        # the gold option's text appears once: in the options list, not in the injected stages
-        assert text.count("two black squares") == 1
+        stages = injected.split("Give your final")[0]
+        for marker in ("(C)", "option C", "choose C", "answer is (", f"({gold_shown})"):
+            assert marker not in stages
+        # the gold option's text: in the options list, and in S4's target-instance description only (H4)
+        assert text.count("two black squares") == (2 if level == "H4" else 1)
+        if level == "H4":
+            assert "S4 (Apply): Apply: the target is two black squares, choose [withheld]." in text
+
+
+# Real-looking StemBind options (002 App. A): an annotator's stage text names the answer in many ways.
+SB_OPTIONS = {"A": "a 2x2 grid of dots", "B": "three black triangles", "C": "a white square inside a circle",
+              "D": "two crossed lines"}
+
+# (stage text, what must remain, fragments that must be gone)
+GUARD_CASES = [
+    ("Map: the row-wise XOR leaves one shape in the last cell, candidate C.",
+     "Map: the row-wise XOR leaves one shape in the last cell, candidate [withheld].", ["C."]),
+    ("Map: the last cell keeps the outer ring only (C).", "Map: the last cell keeps the outer ring only [withheld].",
+     ["(C)"]),
+    ("Map: so option C fits, while A and B break the count.",
+     "Map: so option [withheld] fits, while [withheld] and [withheld] break the count.", ["C", "B"]),
+    ("Map: Option-C is consistent with both rows.", "Map: Option-[withheld] is consistent with both rows.", ["-C"]),
+    ("Map: the answer is c, the only one with a closed contour.",
+     "Map: the answer is [withheld], the only one with a closed contour.", [" c,"]),
+    ("Map: C is correct because the count drops by one.",
+     "Map: [withheld] is correct because the count drops by one.", ["C is"]),
+    ("Map: A is ruled out; so is D.", "Map: [withheld] is ruled out; so is [withheld].", ["A is", "D."]),
+    ("Map: the correct choice is [C].", "Map: the correct choice is [withheld].", ["[C]"]),
+    ("Map: B and A break the count.", "Map: [withheld] and [withheld] break the count.", ["A break"]),
+    ("Map: the answer is A because the ring stays.", "Map: the answer is [withheld] because the ring stays.",
+     ["A because"]),
+    ("Map: it must be A given the rotation.", "Map: it must be [withheld] given the rotation.", ["A given"]),
+    ("Map: C) keeps the rotation.", "Map: [withheld] keeps the rotation.", ["C)"]),
+    ("Map: pick Ⓒ.", "Map: pick [withheld].", ["Ⓒ"]),
+    ("Map: => C", "Map: => [withheld]", ["C"]),
+    ("Map: <ANSWER>C</ANSWER>", "Map: [withheld]", ["<ANSWER>", "C<"]),
+    ("Map: the third option matches the rule.", "Map: [withheld] matches the rule.", ["third option"]),
+    ("Map: the last candidate keeps both strokes.", "Map: [withheld] keeps both strokes.", ["last candidate"]),
+    ("Map: so we pick option 3.", "Map: so we pick [withheld].", ["option 3"]),
+    ("Map: choice number three is consistent.", "Map: [withheld] is consistent.", ["number three"]),
+    ("映射：逐行异或后只剩一个图形，选C。", "映射：逐行异或后只剩一个图形，选[withheld]。", ["选C"]),
+    ("映射：答案是Ｃ。", "映射：答案是[withheld]。", ["Ｃ"]),
+    ("映射：答案为（Ｃ）", "映射：答案为[withheld]", ["（Ｃ）"]),
+    ("映射：C项符合规律，A项不符合。", "映射：[withheld]项符合规律，[withheld]项不符合。", ["C项", "A项"]),
+    ("映射：C选项保留外圈。", "映射：[withheld]选项保留外圈。", ["C选项"]),
+    ("映射：正确答案为第三个选项。", "映射：正确答案为[withheld]。", ["第三个选项"]),
+    ("映射：故选第三个。", "映射：故选[withheld]。", ["第三个"]),
+    ("映射：选项【C】正确。", "映射：选项[withheld]正确。", ["【C】"]),
+    # kept: the English article, shape words, dimensions, letters inside words, upstream content
+    ("Encode: A 3x3 grid; each row rotates by 90 degrees.", "Encode: A 3x3 grid; each row rotates by 90 degrees.",
+     []),
+    ("Encode: A rotation of the C-shaped stroke in 3-D.", "Encode: A rotation of the C-shaped stroke in 3-D.", []),
+    ("Encode: CAD-style panels, ABC order in row 1.", "Encode: CAD-style panels, ABC order in row 1.", []),
+    # option texts are downstream (S4) content before S4
+    ("Map: the last cell shows a white square inside a circle.", "Map: the last cell shows [withheld].",
+     ["white square"]),
+    ("Map: not three black triangles, but A WHITE SQUARE INSIDE A CIRCLE.", "Map: not [withheld], but [withheld].",
+     ["triangles", "SQUARE"]),
+]
+
+
+@pytest.mark.parametrize(("text", "kept", "gone"), GUARD_CASES)
+def test_ssa_guard_removes_every_reference_to_an_option(text, kept, gone):
+    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD")
+    assert out.text == kept
+    for g in gone:
+        assert g not in out.text
+    assert bool(out.removed) == (kept != text)
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Apply: the target is a white square inside a circle, candidate C.",
+     "Apply: the target is a white square inside a circle, candidate [withheld]."),
+    ("Apply: the target keeps two crossed lines, so (D).", "Apply: the target keeps two crossed lines, so [withheld]."),
+    ("应用：目标是圆内的白色方块，即选项C。", "应用：目标是圆内的白色方块，即选项[withheld]。"),
+    ("Apply: the target is a white square inside a circle.", "Apply: the target is a white square inside a circle."),
+])
+def test_ssa_guard_keeps_the_s4_target_instance_description(text, kept):
+    assert prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD", keep_options=True).text == kept
+
+
+def test_ssa_guard_count_goes_into_the_run_config(tmp_path):
+    from core.runners.engine import ssa_guard_record
+
+    clean = {"S1": "Encode: three panels per row.", "S2": "Infer: rotate by 90 degrees.",
+             "S3": "Map: the last cell keeps one stroke.", "S4": "Apply: the target has one stroke."}
+    leaky = {**clean, "S3": "Map: the last cell keeps one stroke, candidate C."}
+    rows = [_row("f0", "g0", "test", "F", "", ["h0"], stages=clean, options=SB_OPTIONS),
+            _row("f1", "g1", "test", "F", "", ["h1"], stages=leaky, options=SB_OPTIONS),
+            _row("f2", "g2", "test", "F", "", ["h2"], stages={**clean, "S4": "Apply: choose (B)."}, options=SB_OPTIONS)]
+    items = pd.DataFrame(rows)
+    record = {lv: ssa_guard_record(items, RunSettings(benchmark="b", run="r", runner="openai", model="m",
+                                                      strategy="ssa", ssa_level=lv), str)
+              for lv in ("H0", "H2", "H3", "H4")}
+    assert record == {"H0": {"items": 3, "text_removed": 0}, "H2": {"items": 3, "text_removed": 0},
+                      "H3": {"items": 3, "text_removed": 1}, "H4": {"items": 3, "text_removed": 2}}
 
 
 @pytest.mark.parametrize("level,shown,hidden", [
@@ -259,3 +353,67 @@ def test_task_key():
     keys = [t.key for t in build_tasks(items, s, "generic", str)]
     assert keys == [("x", 0, 0), ("x", 0, 1), ("x", 1, 0), ("x", 1, 1)]
     assert isinstance(build_tasks(items, s, "generic", str)[0], Task)
+
+
+def test_ssa_run_records_the_guard_count_and_score_shows_it(tmp_path, monkeypatch, capsys):
+    """End to end: a StemBind benchmark in a real store, an SSA H3 run against the real chat server; the run's
+    config holds the count, the prompts sent carry no letter, and `score --json` reports the count."""
+    import json
+
+    from chat_server import ChatServer, request_text
+
+    import app
+    from db.importers import import_items
+    from db.store import Store
+
+    clean = {"S1": "Encode: three panels per row.", "S2": "Infer: each row rotates by 90 degrees.",
+             "S3": "Map: the last cell keeps one stroke.", "S4": "Apply: the target has one stroke."}
+    lines = []
+    for s in range(3):
+        stages = {**clean, "S3": "Map: the last cell keeps one stroke, candidate C."} if s == 1 else clean
+        base = {"benchmark": "stembind", "group_id": f"s{s}", "split": "test", "options": SB_OPTIONS,
+                "question": "Which option completes the matrix?", "meta": {"operation": "RI-Pos"}}
+        lines += [{**base, "item_id": f"s{s}-P0", "kind": "P", "answer": "A"},
+                  {**base, "item_id": f"s{s}-R", "kind": "R", "answer": "B"},
+                  {**base, "item_id": f"s{s}-F", "kind": "F", "answer": "C", "stages": stages}]
+    path = tmp_path / "sb.jsonl"
+    path.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    db = tmp_path / "s.db"
+    import_items(Store(db), path, name="sb")
+    monkeypatch.setenv("CC_TEST_KEY", "sk-test")
+    monkeypatch.setenv("CROSSCHECK_OPENAI_TRANSPORT", "lean")
+    with ChatServer(responder=lambda b: "<ANSWER>C</ANSWER>") as server:
+        assert app.main(["run", "--db", str(db), "--benchmark", "sb", "--runner", "openai", "--model", "m",
+                         "--base-url", server.base_url, "--api-key-env", "CC_TEST_KEY", "--no-progress",
+                         "--run", "h3", "--strategy", "ssa", "--ssa-level", "H3"]) == 0
+    sent = [request_text(b) for b in server.bodies]
+    assert len(sent) == 3 and not any("candidate C" in t for t in sent)
+    assert sum("candidate [withheld]" in t for t in sent) == 1
+    assert Store(db).run("h3")["config"]["ssa_guard"] == {"items": 3, "text_removed": 1}
+    capsys.readouterr()
+    assert app.main(["score", "--db", str(db), "--run", "h3", "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)["metrics"]
+    assert metrics["ssa_text_removed"] == {"value": pytest.approx(1 / 3), "k": 1, "n": 3}
+
+
+# Phrasings an annotator may use, each with the letter slot {L}; the letter comes as ASCII, full-width or
+# circled, and each phrasing ends a sentence that opens with neutral upstream text.
+PHRASINGS = ["candidate {L}.", "so ({L})", "option {L} fits", "the answer is {L}", "{L} is correct", "pick {L}",
+             "=> {L}", "[{L}]", "{L}) keeps the rotation", "选{L}", "答案是{L}。", "{L}项符合", "{L}选项", "（{L}）",
+             "答案：{L}", "so {L}, not the others", "{L} and {L} break it", "go with {L}"]
+NEUTRAL = ["Map: the row-wise XOR leaves one shape.", "A 3x3 grid rotates by 90 degrees.", "映射：逐行异或。",
+           "The count drops by one per row."]
+FORMS = {"ascii": lambda c: c, "full-width": lambda c: chr(ord(c) + 0xFEE0), "circled": lambda c: chr(ord(c) + 0x2475)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PHRASINGS), st.sampled_from("ABCD"), st.sampled_from(sorted(FORMS)),
+                          st.sampled_from(NEUTRAL)), min_size=1, max_size=5))
+def test_ssa_guard_leaves_no_letter_in_any_phrasing(parts):
+    text = " ".join(f"{n} {p.format(L=FORMS[f](c))}." for p, c, f, n in parts)  # one sentence each
+    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
+    folded = out.translate(prompts._FOLD)
+    for m in re.finditer(r"(?<![A-Za-z0-9])[A-D](?![A-Za-z0-9])", folded):
+        # the only capital left standing alone is the article of "A 3x3 grid"
+        assert folded[m.start():m.start() + 6] == "A 3x3 ", (text, out)
+    assert out.count("A 3x3 grid") == text.count("A 3x3 grid")  # upstream content stays

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
+from core.errors import MetricUndefined
 from core.metrics import spur
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
 
@@ -218,6 +221,55 @@ def test_shortcut_in_score():
     assert spur.score(items, full, [], seed=None)["shortcut"].reason
 
 
+# Two text-only models with 10 randomized trials each (001 §2.3). Item "q": gpt answers it 6 of 10 times, qwen 2
+# of 10 (pooled 8 of 20: not flagged); item "r": gpt 4, qwen 6 (pooled 10 of 20: flagged by the pool only
+# through qwen's share); item "s": never right.
+SHORTCUT_TRIALS = {"gpt-4o": {"q": 6, "r": 4, "s": 0}, "qwen": {"q": 2, "r": 6, "s": 0}}
+
+
+def _two_model_runs():
+    items = make_items([("q", "f", "TA", {}), ("r", "f", "TA", {}), ("s", "f", "TA", {})])
+    runs = [make_run(f"{m}-t{i}", {it: i < n for it, n in per.items()}, input_mode="text", model=m)
+            for m, per in SHORTCUT_TRIALS.items() for i in range(10)]
+    return items, make_run("full", {"q": True, "r": True, "s": True}, model="gpt-4o"), runs
+
+
+@pytest.mark.parametrize(("model", "pool", "label", "flagged", "items_flagged"), [
+    ("gpt-4o", False, "gpt-4o", (1, 3), ["q"]),
+    ("qwen", False, "qwen", (1, 3), ["r"]),
+    (None, True, "pooled: gpt-4o + qwen", (1, 3), ["r"]),   # q: 8/20 < 10, r: 10/20 >= 10
+])
+def test_shortcut_counted_per_model_and_pooled_only_on_request(model, pool, label, flagged, items_flagged):
+    items, full, text = _two_model_runs()
+    out = spur.score(items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)["shortcut"]
+    assert out["model"] == label and out["pooled"] is pool
+    assert (out["flagged"].k, out["flagged"].n) == flagged and out["flagged_items"] == items_flagged
+    assert out["trials"] == ({"min": 20, "max": 20} if pool else {"min": 10, "max": 10})
+    # every model's own count is always there, never pooled
+    by = out["by_model"]
+    assert by["gpt-4o"]["flagged_items"] == ["q"] and by["qwen"]["flagged_items"] == ["r"]
+    assert len(by["gpt-4o"]["runs"]) == 10 and not by["qwen"]["pooled"]
+
+
+def test_shortcut_with_several_models_and_no_choice_gives_a_reason():
+    items, full, text = _two_model_runs()
+    out = spur.score(items, full, text, seed=None)["shortcut"]
+    assert out["flagged"].value is None and "2 text-only models (gpt-4o, qwen)" in out["flagged"].reason
+    assert out["models"] == ["gpt-4o", "qwen"] and set(out["by_model"]) == {"gpt-4o", "qwen"}
+    one = spur.score(items, full, [r for r in text if r.config["model"] == "qwen"], seed=None)["shortcut"]
+    assert one["model"] == "qwen" and one["flagged_items"] == ["r"]  # a single model needs no choice
+
+
+@pytest.mark.parametrize(("model", "pool", "message"), [
+    ("gpt-5", False, "no text-only run of model 'gpt-5' for the shortcut filter (text-only models: gpt-4o, qwen)"),
+    ("qwen", True, "not both"),
+])
+def test_shortcut_choice_refused(model, pool, message):
+    items, full, text = _two_model_runs()
+    with pytest.raises(MetricUndefined, match=re.escape(message)):
+        spur.score(items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)
+
+
 # --------------------------------------------------------------------------- edge cases
 
 
@@ -240,3 +292,44 @@ def test_missing_tasks_give_reasons_and_json():
     js = to_jsonable(out)
     assert js["tasks"]["NP"] == {"value": 1.0, "k": 1, "n": 1, "ci": [1.0, 1.0]}
     assert isinstance(out["shortcut"], Rate)
+
+
+def test_score_cli_shortcut_model_and_pool(tmp_path, capsys):
+    """`score --shortcut-model ID` / `--shortcut-pool` on a real store: SPUR items and ten text-only trials of
+    each of two models imported as predictions."""
+    import json
+
+    import app
+    from db.importers import import_items, import_predictions
+    from db.store import Store
+
+    db = tmp_path / "s.db"
+    store = Store(db)
+    lines = [{"benchmark": "spur", "item_id": i, "group_id": "fig1", "kind": "TA", "question": f"What changes? {i}",
+              "options": {"A": "it rises", "B": "it falls"}, "answer": "A", "meta": {"discipline": "Cell Biology"}}
+             for i in ("q", "r", "s")]
+    items_path = tmp_path / "items.jsonl"
+    items_path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    import_items(store, items_path, name="sp")
+    for model, per in SHORTCUT_TRIALS.items():
+        for t in range(10):
+            pred = tmp_path / f"{model}-{t}.jsonl"
+            pred.write_text("".join(json.dumps({"item_id": it, "response": "A" if t < n else "B"}) + "\n"
+                                    for it, n in per.items()))
+            import_predictions(store, pred, f"{model}-t{t}", model=model, benchmark="sp",
+                               config={"input_mode": "text"})
+    full = tmp_path / "full.jsonl"
+    full.write_text("".join(json.dumps({"item_id": it, "response": "A"}) + "\n" for it in ("q", "r", "s")))
+    import_predictions(store, full, "full", model="gpt-4o", benchmark="sp")
+
+    def shortcut(*flags):
+        capsys.readouterr()
+        assert app.main(["score", "--db", str(db), "--run", "full", "--json", *flags]) == 0
+        return json.loads(capsys.readouterr().out)["metrics"]["shortcut"]
+
+    assert "2 text-only models" in shortcut()["flagged"]["reason"]
+    assert shortcut("--shortcut-model", "qwen")["flagged_items"] == ["r"]
+    pooled = shortcut("--shortcut-pool")
+    assert pooled["model"] == "pooled: gpt-4o + qwen" and pooled["pooled"] is True
+    assert app.main(["score", "--db", str(db), "--run", "full", "--shortcut-model", "gpt-5"]) == 2
+    assert "text-only models: gpt-4o, qwen" in capsys.readouterr().err

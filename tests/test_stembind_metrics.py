@@ -284,6 +284,50 @@ def test_think_gain_is_thinking_minus_direct_either_way():
     assert explicit["at_F"].value == pytest.approx(-1.0)
 
 
+# Two stems (a, b) with P0, R, F each. Per run: the items answered wrong and the items whose output hit the
+# cap (tokens = max_tokens = 100; every other prediction uses 10 tokens). Expected: plain and no-cap deltas.
+THINK_CAP_CASES = [
+    # thinking loses a-F at the cap and solves b-F; direct the other way round: plain F 0, without a-F +1
+    pytest.param({"b-F"}, set(), {"a-F"}, {"a-F"}, {"F": 0.0, "R": 0.0, "P": 0.0},
+                 {"F": 1.0, "R": 0.0, "P": 0.0}, 1, id="thinking-cap-hit-F"),
+    # the direct run hits the cap on a-R (and still answers right): a-R leaves both runs
+    pytest.param({"b-R"}, {"a-R"}, {"a-R", "b-R"}, set(), {"F": 0.0, "R": -0.5, "P": 0.0},
+                 {"F": 0.0, "R": 0.0, "P": 0.0}, 1, id="direct-cap-hit-R"),
+    # no cap hit: the recomputed deltas equal the plain ones
+    pytest.param(set(), set(), {"a-P0", "b-F"}, set(), {"F": -0.5, "R": 0.0, "P": -0.5},
+                 {"F": -0.5, "R": 0.0, "P": -0.5}, 0, id="no-cap-hit"),
+]
+
+
+@pytest.mark.parametrize(("d_wrong", "d_cap", "t_wrong", "t_cap", "plain", "no_cap", "n_hit"), THINK_CAP_CASES)
+def test_think_gain_without_cap_hit_items(d_wrong, d_cap, t_wrong, t_cap, plain, no_cap, n_hit):
+    items = _three_stems()
+    ids = list(items["item_id"])
+
+    def run(name, wrong, cap, strategy):
+        return make_run(name, {i: i not in wrong for i in ids}, {i: 100.0 if i in cap else 10.0 for i in ids},
+                        strategy=strategy, max_tokens=100)
+
+    tg = sb.score(items, run("d", d_wrong, d_cap, "direct"), [run("t", t_wrong, t_cap, "thinking")],
+                  seed=None)["think_gain"]
+    for kind in ("P", "R", "F"):
+        assert tg[f"at_{kind}"].value == pytest.approx(plain[kind])
+        assert tg[f"at_{kind}_no_cap"].value == pytest.approx(no_cap[kind])
+    assert (tg["n_cap_hit"].k, tg["n_cap_hit"].n) == (n_hit, 6)
+
+
+def test_think_gain_without_cap_hit_needs_tokens_and_cap():
+    items = _three_stems()
+    ids = list(items["item_id"])
+    direct = make_run("d", {i: True for i in ids}, {i: 5.0 for i in ids}, max_tokens=64)
+    no_cap = make_run("t", {i: True for i in ids}, {i: 5.0 for i in ids}, strategy="thinking")
+    no_tokens = make_run("t", {i: True for i in ids}, strategy="thinking", max_tokens=64)
+    for other, reason in ((no_cap, "no max_tokens"), (no_tokens, "no output-token counts")):
+        tg = sb.think_gain(items, direct, other, seed=None)
+        assert tg["at_F"].value == pytest.approx(0.0)
+        assert tg["at_F_no_cap"].value is None and reason in tg["at_F_no_cap"].reason
+
+
 def test_think_gain_reason_without_pair():
     items = _three_stems()
     out = sb.score(items, make_run("d", {i: True for i in items["item_id"]}), seed=None)
@@ -307,12 +351,71 @@ def test_ssa_curve_raw_deltas_isotonic_gains_and_control():
     raw = {k: round(v.value, 10) for k, v in out["raw_deltas"].items()}
     assert raw == {"H1-H0": -0.2, "H2-H1": 0.1, "H3-H2": 0.3, "H4-H3": 0.1}
     assert out["vs_h0"]["H4"].value == pytest.approx(0.3)
-    # isotonic fit pools H0..H2 to their mean 0.5
-    assert out["isotonic"] == pytest.approx({"H0": 0.5, "H1": 0.5, "H2": 0.5, "H3": 0.8, "H4": 0.9})
-    gains = {k: round(v.value, 10) for k, v in out["isotonic_gains"].items()}
-    assert gains == {"H1-H0": 0.0, "H2-H1": 0.0, "H3-H2": 0.3, "H4-H3": 0.1}
+    # per-item envelopes: s0..s5 solved at H0 stay solved; s6, s7 first solved at H3, s8 at H4
+    assert out["isotonic"] == pytest.approx({"H0": 0.6, "H1": 0.6, "H2": 0.6, "H3": 0.8, "H4": 0.9})
+    gains = {k: (v.k, v.n) for k, v in out["isotonic_gains"].items()}
+    assert gains == {"H1-H0": (0, 10), "H2-H1": (0, 10), "H3-H2": (2, 10), "H4-H3": (1, 10)}
+    # the one isotonic fit of the accuracies pools H0..H2 to their mean 0.5
+    assert out["fit_isotonic"] == pytest.approx({"H0": 0.5, "H1": 0.5, "H2": 0.5, "H3": 0.8, "H4": 0.9})
+    fit = {k: round(v.value, 10) for k, v in out["fit_isotonic_gains"].items()}
+    assert fit == {"H1-H0": 0.0, "H2-H1": 0.0, "H3-H2": 0.3, "H4-H3": 0.1}
     assert out["largest_raw_jump"] == "H3-H2" and out["largest_isotonic_jump"] == "H3-H2"
+    assert out["largest_fit_isotonic_jump"] == "H3-H2"
     assert out["irrelevant_minus_h0"].value == pytest.approx(-0.1)
+
+
+def _pattern_ssa_runs(patterns: list[str]) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    """patterns: one string of 0/1 per F item, one character per level H0..H4 in order."""
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(len(patterns))])
+    runs = {lv: make_run(lv, {f"s{i}-F": p[j] == "1" for i, p in enumerate(patterns)}, ssa_level=lv)
+            for j, lv in enumerate(sb.SSA_LEVELS)}
+    return items, runs
+
+
+# Items as H0..H4 outcome strings; expected H3-H2 raw gain, isotonic (envelope) gain, fitted-curve gain.
+SSA_ENVELOPE_CASES = [
+    # a: solved at H2, lost at H3; b, c: first solved at H3; d: always solved; six never solved.
+    # raw H3-H2 = (3 - 2) / 10; envelope: a stays solved, b and c are new: 2 / 10; fit = raw (already rising)
+    pytest.param(["00101", "00011", "00011", "11111", *["00000"] * 6], 0.1, 0.2, 0.1, id="loss-hidden-by-raw"),
+    # every item monotone already: the envelope is the raw curve
+    pytest.param(["00011", "00111", "01111", "00001", "00000"], 0.2, 0.2, 0.2, id="monotone-items"),
+    # items flip back and forth: 2 of 4 solved at H1, H2 and H3 each (raw H3-H2 = 0); only the third item is
+    # first solved at H3 (envelope 1 / 4); H4 solves none, so the fit pools H1..H4 and its gain is 0
+    pytest.param(["01010", "01100", "00010", "00100"], 0.0, 0.25, 0.0, id="flip-flop"),
+    # a solved item that is lost never counts again: raw falls, the envelope stays
+    pytest.param(["11100", "00000"], -0.5, 0.0, 0.0, id="loss-only"),
+]
+
+
+@pytest.mark.parametrize(("patterns", "raw", "envelope", "fit"), SSA_ENVELOPE_CASES)
+def test_ssa_isotonic_gain_is_per_item_envelope(patterns, raw, envelope, fit):
+    items, runs = _pattern_ssa_runs(patterns)
+    out = sb.ssa_curve(items, runs)
+    assert out["raw_deltas"]["H3-H2"].value == pytest.approx(raw)
+    assert out["isotonic_gains"]["H3-H2"].value == pytest.approx(envelope)
+    assert out["fit_isotonic_gains"]["H3-H2"].value == pytest.approx(fit, abs=1e-9)
+    env = list(out["isotonic"].values())
+    assert env == sorted(env)  # the envelope accuracy never falls
+
+
+def test_ssa_isotonic_gain_can_exceed_raw_gain_at_a_rising_step():
+    """002 §4.4 reports H2->H3 +10.9 pp raw and +14.5 pp isotonic: only the envelope reading can do that."""
+    items, runs = _pattern_ssa_runs(["00101", "00011", "00011", "11111", *["00000"] * 6])
+    out = sb.ssa_curve(items, runs)
+    raw, iso = out["raw_deltas"]["H3-H2"].value, out["isotonic_gains"]["H3-H2"].value
+    assert raw > 0 and iso > raw
+    assert out["fit_isotonic_gains"]["H3-H2"].value <= raw + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="01", min_size=5, max_size=5), min_size=1, max_size=12))
+def test_fitted_isotonic_gain_never_exceeds_a_rising_raw_gain(patterns):
+    items, runs = _pattern_ssa_runs(patterns)
+    out = sb.ssa_curve(items, runs)
+    for step, raw in out["raw_deltas"].items():
+        if raw.value > 0:
+            assert out["fit_isotonic_gains"][step].value <= raw.value + 1e-9
+        assert out["isotonic_gains"][step].value >= 0
 
 
 def test_ssa_common_items_only_and_found_by_score():

@@ -44,9 +44,9 @@ def _kappa_cell(p: dict[str, Any]) -> str:
     k = float(p["kappa"])
     shade = max(0.0, min(1.0, k))
     bg = f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)"
-    agree = "" if p.get("agreement") is None else f"{100 * p['agreement']:.0f}%"
+    agree = "" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · "
     return (f"<td class='num'><span class='cb-k' style='background:{bg}'><b>{k:.3f}</b></span>"
-            f"<div class='cb-sub'>agree {agree} · n={p['n']}</div></td>")
+            f"<div class='cb-sub'>{agree}n={p['n']}</div></td>")
 
 
 def pairs_table(rep: dict[str, Any]) -> str:
@@ -73,8 +73,10 @@ def pairs_table(rep: dict[str, Any]) -> str:
         c = ceil.get(s) or {}
         cells.append(_kappa_cell({"kappa": c.get("kappa"), "reason": c.get("reason"), "agreement": None,
                                   "n": f"{c.get('n_pairs', 0)} pair(s)"}))
-    body.append("<tr class='cb-ceiling'><td>human ceiling<div class='cb-kind'>mean annotator-pair kappa</div></td>"
-                + "".join(cells) + "</tr>")
+    used = "; ".join(f"{a}–{b}" for a, b in rep.get("ceiling_pairs") or []) or "no annotator pair"
+    rule = "chosen" if rep.get("ceiling_rule") == "chosen pairs" else "every annotator pair"
+    body.append(f"<tr class='cb-ceiling'><td>human ceiling<div class='cb-kind'>mean kappa of {html.escape(used)} "
+                f"({rule})</div></td>" + "".join(cells) + "</tr>")
     for judge, row in (rep.get("judge_vs_ceiling") or {}).items():
         tds = []
         for s in STAGES:
@@ -96,8 +98,11 @@ def summary_md(rep: dict[str, Any]) -> str:
     inc = rep.get("inconsistent") or {}
     inc_txt = ", ".join(f"{html.escape(n)} {100 * r['value']:.0f}% ({r['k']}/{r['n']})" for n, r in inc.items()
                         if r.get("value") is not None)
+    cons = ", ".join(html.escape(n) for n in rep.get("consensus_of") or []) or "none"
+    cons_rule = "chosen" if rep.get("consensus_rule") == "chosen annotators" else "every annotator"
     return (f"**Run** {html.escape(rep['run'])} · scope: {scope} · labeled traces: **{rep['n_traces']}**\n\n"
             f"**Labelers:** {who}\n\n"
+            f"**Human consensus** (first-failure comparison): majority of {cons} ({cons_rule})\n\n"
             + (f"**Inconsistent flag patterns** (a correct stage after a failed one): {inc_txt}" if inc_txt else ""))
 
 
@@ -196,6 +201,15 @@ def build_calibration(ctx: Ctx) -> None:
     def judge_choices(run: str | None) -> list[tuple[str, str]]:
         return [("(first judge)", "")] + ([(j, j) for j in judging.judge_runs_of(store, run)] if run else [])
 
+    def annotator_names(run: str | None) -> list[str]:
+        if not run:
+            return []
+        return sorted({str(n) for n in judging.labels_frame(store, run, kind="human")["labeler"]})
+
+    def pair_choices(run: str | None) -> list[tuple[str, str]]:
+        names = annotator_names(run)
+        return [(f"{a} – {b}", f"{a},{b}") for i, a in enumerate(names) for b in names[i + 1:]]
+
     runs0 = run_choices()
     run0 = runs0[0][1] if runs0 else None
     gr.HTML(STYLE)
@@ -206,6 +220,11 @@ def build_calibration(ctx: Ctx) -> None:
         second = gr.Dropdown([("(none)", "")] + judge_choices(run0)[1:], value="", label="Second judge", scale=2,
                              elem_id="cb-second")
         compute = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
+    with gr.Row(equal_height=True):
+        ceiling = gr.Dropdown(pair_choices(run0), value=[], multiselect=True, scale=3, elem_id="cb-ceiling",
+                              label="Human-ceiling pairs (002 C.3: A2 – A3; none chosen = every annotator pair)")
+        consensus = gr.Dropdown(annotator_names(run0), value=[], multiselect=True, scale=3, elem_id="cb-consensus",
+                                label="Human consensus of (002 C.3: A2, A3; none chosen = every annotator)")
     with gr.Accordion("Draw a calibration sample (frozen, seeded, stratified by operation x outcome bin)",
                       open=False):
         with gr.Row(equal_height=True):
@@ -225,18 +244,23 @@ def build_calibration(ctx: Ctx) -> None:
         audit_out = gr.HTML(elem_id="cb-audit")
     raw_json = gr.JSON(label="calibration --json", visible=False)
 
-    def on_run(r: str | None) -> tuple[Any, Any, Any]:
+    def on_run(r: str | None) -> tuple[Any, Any, Any, Any, Any]:
         js = judge_choices(r)
         return (gr.update(choices=sample_choices(r), value=""), gr.update(choices=js, value=""),
-                gr.update(choices=[("(none)", "")] + js[1:], value=""))
+                gr.update(choices=[("(none)", "")] + js[1:], value=""),
+                gr.update(choices=pair_choices(r), value=[]), gr.update(choices=annotator_names(r), value=[]))
 
-    def on_compute(r: str | None, s: str | None, j: str | None, j2: str | None) -> list[Any]:
+    def on_compute(r: str | None, s: str | None, j: str | None, j2: str | None, c: list[str] | None,
+                   cs: list[str] | None) -> list[Any]:
         if not r:
             return ["No traces run in this store (StemBind F items with S1-S4 targets).", "", go.Figure(), "", "",
                     None]
+        from core import calibration as cal
+
         try:
-            rep = to_jsonable(judging.calibration_report(store, r, sample=s or None, judge=j or None,
-                                                         second=j2 or None))
+            rep = to_jsonable(judging.calibration_report(
+                store, r, sample=s or None, judge=j or None, second=j2 or None,
+                ceiling=cal.parse_pairs(";".join(c)) if c else None, consensus_of=list(cs) if cs else None))
         except CrosscheckError as exc:
             raise gr.Error(str(exc)) from exc
         return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
@@ -256,10 +280,10 @@ def build_calibration(ctx: Ctx) -> None:
                 gr.update(choices=sample_choices(r), value=res["name"]))
 
     outs = [summary, table, chart, second_out, audit_out, raw_json]
-    run.change(on_run, run, [sample, judge, second], api_visibility="private")
-    compute.click(on_compute, [run, sample, judge, second], outs, api_name="calibration")
+    run.change(on_run, run, [sample, judge, second, ceiling, consensus], api_visibility="private")
+    compute.click(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_name="calibration")
     draw_btn.click(on_draw, [run, name, per_op, seed], [draw_out, draw_table, sample], api_visibility="private")
-    ctx.refresh.click(on_run, run, [sample, judge, second], api_visibility="private")
+    ctx.refresh.click(on_run, run, [sample, judge, second, ceiling, consensus], api_visibility="private")
     tab = gr.context.Context.block
     if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
-        tab.select(on_compute, [run, sample, judge, second], outs, api_visibility="private")
+        tab.select(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_visibility="private")

@@ -24,6 +24,7 @@ from db.frames import score_extras
 from db.store import Store
 from ui import charts
 from ui.context import Ctx
+from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
 
 # (section title, [table keys], [chart keys]) per family, in display order. Keys missing for a selection
@@ -182,4 +183,7 @@ def build_metrics(ctx: Ctx) -> None:
                     elif plots:
                         _chart_block(figs[plots[0]], prefix, plots[0])
                     for key in present:
-                        _table_block(tables[key], prefix)
+                        if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
+                            shortcut_block(store, benchmark, runs, tables[key], prefix)
+                        else:
+                            _table_block(tables[key], prefix)

@@ -281,9 +281,20 @@ def stembind_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
     for level in ("H0", "H1", "H2", "H3", "H4", "irrelevant"):
         name = f"synth-sb-binder-ssa-{level}"
         cfg = _config("binder-weak-v1", strategy="ssa", ssa_level=level, seed=seed, max_tokens=4096)
+        cfg["ssa_guard"] = _ssa_guard(items, name, level, seed)
         runs.append(RunSpec(name, "stembind", cfg, _sb_rows(items, name, "binder-weak-v1", SB_PROFILES["binder-weak-v1"],
                                                             "all", seed, SSA_BOOST[level], True, kinds=("F",))))
     return runs
+
+
+def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) -> dict[str, int]:
+    """The leakage-guard count the runner would record for this SSA run (core.runners.engine)."""
+    import pandas as pd
+
+    from core.runners.engine import RunSettings, ssa_guard_record
+
+    s = RunSettings(benchmark="stembind", run=name, runner="synthetic", strategy="ssa", ssa_level=level, seed=seed)
+    return ssa_guard_record(pd.DataFrame(items), s, str)
 
 
 # ---------------------------------------------------------------- SPUR

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.errors import MetricUndefined
 from core.metrics.common import join, memoized
 from core.schema import Rate, RunData
 
@@ -185,6 +186,60 @@ def shortcut_flags(items: pd.DataFrame, text_runs: Iterable[RunData], k: int | N
     return pd.DataFrame({"item_id": ids.to_numpy(), "n_trials": n_trials, "n_correct": n_correct, "flagged": flagged})
 
 
+def _model(run: RunData) -> str:
+    return str((run.config or {}).get("model") or run.name)
+
+
+def _shortcut_block(items: pd.DataFrame, runs: list[RunData], k: int | None, label: str, pooled: bool
+                    ) -> dict[str, Any]:
+    flags = shortcut_flags(items, runs, k)
+    tried = flags[flags["n_trials"] > 0]
+    return {
+        "model": label,
+        "pooled": pooled,
+        "flagged": Rate.of(int(tried["flagged"].sum()), len(tried)) if len(tried) else
+        Rate(None, 0, 0, reason="no item has a text-only prediction"),
+        "k": "half of the trials" if k is None else k,
+        "trials": {"min": int(tried["n_trials"].min()), "max": int(tried["n_trials"].max())} if len(tried) else
+        {"min": 0, "max": 0},
+        "runs": sorted(r.name for r in runs),
+        "flagged_items": tried.loc[tried["flagged"], "item_id"].tolist(),
+    }
+
+
+def shortcut_summary(items: pd.DataFrame, text_runs: Iterable[RunData], model: str | None = None,
+                     pool: bool = False, k: int | None = None) -> dict[str, Any]:
+    """§2.3 filter per text-only model (one model's randomized text-only trials flag an item), for `score`.
+
+    `by_model`: one block per model (config.model) of `text_runs`: {model, pooled, flagged, k, trials {min,
+    max}, runs, flagged_items}. The headline (the same keys at the top level) is `model`'s block when given,
+    the only model's when there is one, the pool of every model when `pool` (labelled "pooled: a + b",
+    `pooled: true`); with several models and no choice the headline `flagged` gives the reason. A `model`
+    with no text-only run raises MetricUndefined naming the models there are."""
+    if model is not None and pool:
+        raise MetricUndefined("choose one shortcut model or pool them all, not both")
+    by: dict[str, list[RunData]] = {}
+    for r in text_runs:
+        by.setdefault(_model(r), []).append(r)
+    models = sorted(by)
+    if model is not None and model not in by:
+        raise MetricUndefined(f"no text-only run of model {model!r} for the shortcut filter (text-only models: "
+                              f"{', '.join(models) or 'none'})")
+    out: dict[str, Any] = {"models": models,
+                           "by_model": {m: _shortcut_block(items, by[m], k, m, False) for m in models}}
+    if pool:
+        head = _shortcut_block(items, [r for m in models for r in by[m]], k, "pooled: " + " + ".join(models), True)
+    elif model is not None or len(models) == 1:
+        head = out["by_model"][model if model is not None else models[0]]
+    else:
+        why = (f"{len(models)} text-only models ({', '.join(models)}): the filter is counted per model (001 "
+               "§2.3); choose one (score --shortcut-model ID) or pool them (--shortcut-pool)")
+        head = {"model": None, "pooled": False, "flagged": Rate.undefined(why), "k": "half of the trials" if k is None
+                else k, "runs": [], "flagged_items": []}
+    out.update(head)
+    return out
+
+
 def _input_mode(run: RunData) -> str:
     mode = (run.config or {}).get("input_mode")
     if mode:
@@ -193,6 +248,11 @@ def _input_mode(run: RunData) -> str:
     if preds is not None and len(preds) and "input_mode" in preds and preds["input_mode"].notna().any():
         return str(preds["input_mode"].dropna().mode().iloc[0])
     return "all"
+
+
+def text_only_runs(runs: Iterable[RunData]) -> list[RunData]:
+    """The runs made without images (input mode `text`: config, else the predictions' own mode)."""
+    return [r for r in runs if _input_mode(r) == "text"]
 
 
 def _strategy(run: RunData) -> str:
@@ -206,8 +266,11 @@ def _diff(a: Rate, b: Rate) -> Rate:
 
 
 def score(items: pd.DataFrame, run: RunData, others: Iterable[RunData] = (), seed: int | None = DEFAULT_SEED,
-          shortcut_k: int | None = None) -> dict[str, Any]:
-    """Every SPUR metric of `run`. `seed=None` skips the bootstrap CIs."""
+          shortcut_k: int | None = None, shortcut_model: str | None = None,
+          shortcut_pool: bool = False) -> dict[str, Any]:
+    """Every SPUR metric of `run`. `seed=None` skips the bootstrap CIs. `shortcut_model` / `shortcut_pool`:
+    the text-only model whose trials flag shortcut items, or the labelled pool of every such model
+    (shortcut_summary)."""
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
     result: dict[str, Any] = accuracies(outcomes, seed)
@@ -229,17 +292,9 @@ def score(items: pd.DataFrame, run: RunData, others: Iterable[RunData] = (), see
         }
     result["reasoning_by_perception"] = split
 
-    text_runs = [r for r in [run, *others] if _input_mode(r) == "text"]
-    if text_runs:
-        flags = shortcut_flags(items, text_runs, shortcut_k)
-        tried = flags[flags["n_trials"] > 0]
-        result["shortcut"] = {
-            "flagged": Rate.of(int(tried["flagged"].sum()), len(tried)) if len(tried) else
-            Rate(None, 0, 0, reason="no item has a text-only prediction"),
-            "k": "half of the trials" if shortcut_k is None else shortcut_k,
-            "runs": sorted(r.name for r in text_runs),
-            "flagged_items": tried.loc[tried["flagged"], "item_id"].tolist(),
-        }
+    text_runs = text_only_runs([run, *others])
+    if text_runs or shortcut_model is not None:
+        result["shortcut"] = shortcut_summary(items, text_runs, shortcut_model, shortcut_pool, shortcut_k)
     else:
         result["shortcut"] = Rate.undefined("no text-only run of this benchmark")
     return result

@@ -471,16 +471,58 @@ def visual_gain(items: pd.DataFrame, full_run: RunData, text_run: RunData, seed:
 
 
 def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, seed: int | None = DEFAULT_SEED) -> dict:
-    """ThinkGain@X = Acc_think,X - Acc_non-think,X for X in P, R, F (§4.5, D.4), on items both runs answered."""
+    """ThinkGain@X = Acc_think,X - Acc_non-think,X for X in P, R, F (§4.5, D.4), on items both runs answered;
+    beside it the same deltas without cap-hit items (`at_X_no_cap`, D.4 "Re-computing the paired ThinkGain
+    deltas after excluding cap-hit items"): an item leaves when any prediction of it, in either run, reached
+    that run's config.max_tokens."""
     both = _paired_outcomes(items, direct_run, thinking_run)  # a = direct, b = thinking
     masks = _kind_masks(both, items)
     stems = _row_stems(items, both)
     out: dict[str, Any] = {
         f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind], stems) for kind in KINDS
     }
+    hit, reason = _cap_hit_items(items, direct_run, thinking_run)
+    if hit is None:
+        for kind in KINDS:
+            out[f"at_{kind}_no_cap"] = Rate.undefined(reason or "")
+        out["n_cap_hit"] = Rate.undefined(reason or "")
+    else:
+        rows = _rows_of(items, both)
+        keep = ~hit.take(rows)
+        for kind in KINDS:
+            out[f"at_{kind}_no_cap"] = _paired_diff(both, seed, f"{kind} items without a cap hit",
+                                                    masks[kind] & keep, stems)
+        out["n_cap_hit"] = Rate.of(int((~keep).sum()), len(both))
     out["direct"] = direct_run.name
     out["thinking"] = thinking_run.name
     return out
+
+
+def cap_hit_items(items: pd.DataFrame, run: RunData) -> tuple[np.ndarray | None, str | None]:
+    """Per item row, whether any prediction of `run` reached its config.max_tokens (D.4, Table 24 cap-hit);
+    (None, reason) when the run has no max_tokens or records no output-token count. A prediction without a
+    token count is taken as not at the cap."""
+    cap = _config(run, "max_tokens")
+    if not cap:
+        return None, f"run {run.name!r}: the config has no max_tokens"
+    preds = run.preds
+    if preds is None or not len(preds) or "tokens" not in preds:
+        return None, f"run {run.name!r} records no output-token counts"
+    tokens = pd.to_numeric(preds["tokens"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(tokens).all():
+        return None, f"run {run.name!r} records no output-token counts"
+    pos = _pred_rows(items, run)
+    keep = pos >= 0
+    at_cap = np.nan_to_num(tokens, nan=-np.inf) >= float(cap)
+    return np.bincount(pos[keep], weights=at_cap[keep], minlength=len(items)) > 0, None
+
+
+def _cap_hit_items(items: pd.DataFrame, a: RunData, b: RunData) -> tuple[np.ndarray | None, str | None]:
+    hit_a, reason_a = cap_hit_items(items, a)
+    hit_b, reason_b = cap_hit_items(items, b)
+    if hit_a is None or hit_b is None:
+        return None, reason_a or reason_b
+    return hit_a | hit_b, None
 
 
 # --------------------------------------------------------------------------- SSA (§4.4, C.5, D.3)
@@ -488,11 +530,15 @@ def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, 
 
 def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict[str, Any]:
     """SSA accuracies per level on the F items every given run answered, raw deltas, isotonic gains and the
-    irrelevant-S1 control (§3.3, §4.4, C.5, Table 22).
+    irrelevant-S1 control (§3.3, §4.4, C.5, Table 22); see docs/METRICS.md (SSA) for both isotonic readings.
 
-    Raw deltas: between consecutive present levels (e.g. "H3-H2") and against H0 (`vs_h0`). Isotonic gains:
-    consecutive differences of the non-decreasing isotonic fit of accuracy on level order H0 < ... < H4,
-    weighted by item count. Control: accuracy(irrelevant) - accuracy(H0).
+    Raw deltas: between consecutive present levels (e.g. "H3-H2") and against H0 (`vs_h0`). Isotonic gains
+    (`isotonic`, `isotonic_gains`): per-item monotone envelopes, an item solved at one level counting as
+    solved at every later level; the envelope accuracy never falls, and a step's gain counts the items first
+    solved there, so it can exceed the raw gain when items solved before the step are lost at it. The fit
+    of one isotonic regression to the level accuracies (weights = item counts) stays as `fit_isotonic` /
+    `fit_isotonic_gains`; it can never exceed the raw gain at a rising step. Control: accuracy(irrelevant) -
+    accuracy(H0).
     """
     levels = [lv for lv in SSA_LEVELS if lv in runs_by_level]
     if "H0" not in runs_by_level:
@@ -521,18 +567,43 @@ def ssa_curve(items: pd.DataFrame, runs_by_level: Mapping[str, RunData]) -> dict
         "vs_h0": {lv: _diff(acc[lv], acc["H0"], "") for lv in levels[1:]},
     }
     if len(levels) >= 2:
+        steps = [f"{b}-{a}" for a, b in zip(levels, levels[1:], strict=False)]
+        env = isotonic_envelope(np.stack([correct[lv][common] for lv in levels]))
+        out["isotonic"] = {lv: float(v) for lv, v in zip(levels, env.mean(axis=1), strict=True)}
+        out["isotonic_accuracy"] = {lv: Rate.of(int(env[i].sum()), n_common) for i, lv in enumerate(levels)}
+        # k = items first solved at the step (the envelope never falls, so k >= 0)
+        out["isotonic_gains"] = {s: Rate.of(int(env[i + 1].sum() - env[i].sum()), n_common)
+                                 for i, s in enumerate(steps)}
         x = [float(SSA_LEVELS.index(lv)) for lv in levels]
         y = [float(acc[lv].value or 0.0) for lv in levels]  # every level is defined on the common items
         fit = stats.isotonic_fit(x, y, [float(n_common)] * len(levels))
-        out["isotonic"] = {lv: float(v) for lv, v in zip(levels, fit, strict=True)}
-        out["isotonic_gains"] = {
-            f"{b}-{a}": Rate(float(fit[i + 1] - fit[i])) for i, (a, b) in enumerate(zip(levels, levels[1:], strict=False))
-        }
+        out["fit_isotonic"] = {lv: float(v) for lv, v in zip(levels, fit, strict=True)}
+        out["fit_isotonic_gains"] = {s: Rate(float(fit[i + 1] - fit[i])) for i, s in enumerate(steps)}
         out["largest_raw_jump"] = max(out["raw_deltas"], key=lambda s: out["raw_deltas"][s].value)
         out["largest_isotonic_jump"] = max(out["isotonic_gains"], key=lambda s: out["isotonic_gains"][s].value)
+        out["largest_fit_isotonic_jump"] = max(out["fit_isotonic_gains"],
+                                               key=lambda s: out["fit_isotonic_gains"][s].value)
     if SSA_CONTROL in acc:
         out["irrelevant_minus_h0"] = _diff(acc[SSA_CONTROL], acc["H0"], "")
+    out["text_removed"] = {lv: ssa_text_removed(runs_by_level[lv]) for lv in correct}
     return out
+
+
+def ssa_text_removed(run: RunData) -> Rate:
+    """F items whose injected stage text lost something to the leakage guard / F items of the split, as the
+    runner recorded it in config.ssa_guard (002 C.5; core.prompts.ssa_guard_count)."""
+    rec = (run.config or {}).get("ssa_guard")
+    if not isinstance(rec, Mapping) or "text_removed" not in rec or "items" not in rec:
+        if _ssa_level(run) is None:
+            return Rate.undefined("not an SSA run (no stage text injected)")
+        return Rate.undefined("the run config records no leakage-guard count (imported, or made before the guard)")
+    return Rate.of(int(rec["text_removed"]), int(rec["items"]), "F items")
+
+
+def isotonic_envelope(correct: np.ndarray) -> np.ndarray:
+    """Per-item monotone envelope of a levels x items 0/1 table: an item solved at a level counts as solved at
+    every later level (the running maximum down the level axis)."""
+    return np.maximum.accumulate(np.asarray(correct, dtype=bool), axis=0)
 
 
 # --------------------------------------------------------------------------- L2 / L3 (§3.3, §4.4, A.3, C.3)
@@ -875,6 +946,8 @@ def score(
             direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
             result["think_gain"] = think_gain(items, direct, thinking, seed)
 
+    if _strategy(run) == "ssa":
+        result["ssa_text_removed"] = ssa_text_removed(run)
     levels = find_ssa_runs(run, others)
     result["ssa"] = (_or_reason(ssa_curve(items, levels)) if levels else Rate.undefined(
         "no SSA runs (config ssa_level) of this model"))

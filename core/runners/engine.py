@@ -264,6 +264,8 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     for w in warnings:
         if notify is not None:
             notify(w)
+    if s.strategy == "ssa":
+        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path)
     sink.ensure_run(s.run, s.benchmark, config)
     if s.retry_errors:
         todo_keys = sink.done_keys(s.run, statuses=("api_error",))
@@ -323,6 +325,20 @@ def _all_letters(tasks: list[Task]) -> str:
     for t in tasks:
         seen.update(dict.fromkeys(t.view.letters))
     return "".join(seen)
+
+
+def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any]) -> dict[str, int]:
+    """The leakage guard's count for an SSA run, over every F item of the split (not only the first --limit
+    ones, so a resumed run keeps its config): {"items", "text_removed"} (002 C.5; prompts.ssa_guard_count)."""
+    rows = items[(items["split"] == s.split) & (items["kind"] == "F")]
+    views = [make_view(row, image_path) for _, row in rows.iterrows()]
+    level = s.ssa_level or "H0"
+    needed = () if level == "irrelevant" else ("S1", "S2", "S3", "S4")[: int(level[1])]
+    views = [v for v in views if all((v.stages or {}).get(st) for st in needed)]  # the others fail when sent
+    irrelevant = prompts.irrelevant_s1_source(items, s.seed) if level == "irrelevant" else None
+    if irrelevant is not None:
+        views = [v for v in views if irrelevant(v)]
+    return prompts.ssa_guard_count(views, level, irrelevant)
 
 
 def _dialog_factory(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]
