@@ -527,3 +527,20 @@ def test_parquet_shard_folder_with_letter_columns_and_map(tmp_path):
     assert [it.item_id for it in items] == ["q00", "q01", "q02", "q10", "q11", "q12"]
     assert items[0].options == {"A": "x", "B": "y"} and items[0].answer == "B" and items[0].meta == {"origin": "c"}
     s.close()
+
+
+def test_audit_shows_the_tools_extracted_letter_beside_the_raw_response(mmbench_store, tmp_path):
+    from db.importers import import_predictions
+    from ui.audit import problems_html
+
+    _root, db = mmbench_store
+    recs = prediction_table()
+    recs[4]["prediction"] = "I cannot tell; maybe A, maybe B."  # Crosscheck's letter parser: invalid
+    recs[4]["extracted"] = "B"  # what VLMEvalKit's extraction made of it
+    s = store_at(db)
+    import_predictions(s, write_xlsx(tmp_path / "m_MMBench_result.xlsx", recs), "qwen-audit", benchmark="mmb")
+    html, keys = problems_html(s, "qwen-audit", "invalid")
+    s.close()
+    assert keys == ["1 · r0/rep0"]
+    assert "the tool&#x27;s answer" in html or "the tool's answer" in html
+    assert "vlmevalkit extracted <b class=\"cc-letter\">B</b>" in html and "maybe A, maybe B." in html
