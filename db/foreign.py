@@ -196,6 +196,7 @@ def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], l
 
     items: list[Item] = []
     images: dict[str, tuple[str, int, int, bytes]] = {}
+    checked: dict[bytes, tuple[str, str, int, int, bytes]] = {}  # copies share their original's image bytes
     for file, no, obj, pics in rows:
         it = parse_item(obj, file, no, report)
         if it is None:
@@ -204,8 +205,10 @@ def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], l
             column = getattr(pic, "column", "image")
             label = f"{column} {k + 1}" if len(pics) > 1 else column
             if isinstance(pic, bytes) or getattr(pic, "data", None) is not None:
-                loaded = check_image_bytes(pic if isinstance(pic, bytes) else pic.data, label, file, no, report,
-                                           fld=column)
+                blob = pic if isinstance(pic, bytes) else pic.data
+                loaded = checked.get(blob) or check_image_bytes(blob, label, file, no, report, fld=column)
+                if loaded is not None:
+                    checked[blob] = loaded
             else:
                 rel = pic if isinstance(pic, str) else pic.path
                 real = _resolve_image(base, rel, file, no, report)

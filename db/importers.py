@@ -560,8 +560,9 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
 
     kind = foreign.prediction_format(path, fmt)
     if kind in foreign.PREDICTION_FORMATS:
-        return foreign.import_predictions(store, path, kind, run, model=model, config=config, benchmark=benchmark,
-                                          replace=replace, key=key)
+        with gc_paused():  # rows are acyclic dicts and tuples
+            return foreign.import_predictions(store, path, kind, run, model=model, config=config,
+                                              benchmark=benchmark, replace=replace, key=key)
     try:
         with gc_paused():  # the fast path allocates only acyclic tuples and dicts
             result = _import_predictions_fast(store, path, run, model, config, benchmark, replace)

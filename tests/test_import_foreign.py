@@ -544,3 +544,86 @@ def test_audit_shows_the_tools_extracted_letter_beside_the_raw_response(mmbench_
     assert keys == ["1 · r0/rep0"]
     assert "the tool&#x27;s answer" in html or "the tool's answer" in html
     assert "vlmevalkit extracted <b class=\"cc-letter\">B</b>" in html and "maybe A, maybe B." in html
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv", ".json", ".json-dict"])
+def test_vlmevalkit_prediction_tsv_csv_json(mmbench_store, tmp_path, suffix):
+    from db.importers import import_predictions
+
+    _root, db = mmbench_store
+    recs = prediction_table()
+    path = tmp_path / f"Qwen_MMBench{suffix.split('-')[0]}"
+    if suffix in (".tsv", ".csv"):
+        with open(path, "w", newline="", encoding="utf-8") as f:  # pandas to_csv's layout
+            w = csv.DictWriter(f, fieldnames=list(recs[0]), delimiter="\t" if suffix == ".tsv" else ",")
+            w.writeheader()
+            w.writerows(recs)
+    elif suffix == ".json":
+        path.write_text(json.dumps(recs), encoding="utf-8")
+    else:
+        path.write_text(json.dumps({str(r["index"]): r["prediction"] for r in recs}), encoding="utf-8")
+    s = store_at(db)
+    run = f"qwen{suffix}"
+    res = import_predictions(s, path, run, benchmark="mmb")
+    assert res.report.counts["ok"] == 9
+    got = s.predictions_frame(run).set_index("item_id")["shown"].to_dict()
+    want = s.predictions_frame("qwen-xlsx").set_index("item_id")["shown"].to_dict()
+    s.close()
+    assert got == want
+
+
+def test_prediction_dry_run_writes_nothing(mmbench_store):
+    from db.validate import validate_predictions
+
+    root, db = mmbench_store
+    s = store_at(db)
+    report = validate_predictions(s, root / "Qwen_MMBench_DEV_EN.xlsx", "dry", model=None)
+    assert report.ok and report.counts["ok"] == 9
+    assert s.conn.execute("SELECT count(*) FROM runs WHERE name = 'dry'").fetchone()[0] == 0
+    s.close()
+
+
+def test_mmmu_and_mmbench_parquet_presets(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from db.importers import import_items
+
+    img = {"bytes": png((5, 5, 5)), "path": "x.png"}
+    mmmu = [{"id": "validation_Art_1", "question": "<image 1> Which style?", "options": "['Baroque', 'Rococo', 'Gothic']",
+             "explanation": "", "image_1": img, "image_2": None, "image_3": None, "image_4": None, "image_5": None,
+             "image_6": None, "image_7": None, "img_type": "['Paintings']", "answer": "B",
+             "topic_difficulty": "Easy", "question_type": "multiple-choice", "subfield": "Art History"}]
+    schema = pa.schema([(k, image_struct() if k.startswith("image_") else pa.string()) for k in mmmu[0]])
+    pq.write_table(pa.Table.from_pylist(mmmu, schema=schema), tmp_path / "mmmu.parquet")
+    mmb = [{"index": i + k * 1_000_000, "question": "Which?", "hint": "h" if i else None, "A": opts[0], "B": opts[1],
+            "C": None, "D": None, "answer": "AB"[(1 + k) % 2] if i else "AB"[k], "category": "c",
+            "image": img, "source": "s", "l2-category": "l2", "comment": None, "split": "dev"}
+           for i in range(2) for k, opts in enumerate((["x", "y"], ["y", "x"]))]
+    schema = pa.schema([("index", pa.int64()), ("question", pa.string()), ("hint", pa.string()),
+                        *[(c, pa.string()) for c in "ABCD"], ("answer", pa.string()), ("category", pa.string()),
+                        ("image", image_struct()), ("source", pa.string()), ("l2-category", pa.string()),
+                        ("comment", pa.string()), ("split", pa.string())])
+    pq.write_table(pa.Table.from_pylist(mmb, schema=schema), tmp_path / "mmbench.parquet")
+    s = store_at(tmp_path / "s.db")
+    import_items(s, tmp_path / "mmmu.parquet")
+    it = s.items("mmmu")[0]
+    assert it.options == {"A": "Baroque", "B": "Rococo", "C": "Gothic"} and it.answer == "B" and len(it.images) == 1
+    assert it.kind == "Art History" and it.meta["question_type"] == "multiple-choice" and "explanation" not in it.meta
+    res = import_items(s, tmp_path / "mmbench.parquet")
+    assert res.report.counts["groups"] == 2 and res.report.counts["images"] == 1
+    items = {x.item_id: x for x in s.items("mmbench")}
+    assert items["1000001"].group_id == "1" and items["1000001"].meta == {"copy": 1, "hint": "h", "source": "s",
+                                                                          "l2-category": "l2"}
+    assert items["1000001"].options == {"A": "y", "B": "x"} and items["1"].split == "dev"
+    assert import_items(s, tmp_path / "mmbench.parquet").unchanged  # re-import: a no-op
+    s.close()
+
+
+def test_family_rules_apply_to_foreign_items(tmp_path):
+    tsv = write_tsv(tmp_path / "MMBench.tsv", mmbench_rows())
+    db = tmp_path / "s.db"
+    proc = run_cli("import", str(tsv), "--family", "frameevidence", db=db)
+    assert proc.returncode == 2 and "MMBench.tsv" in proc.stderr and counts(db)["items"] == 0
+    proc = run_cli("import", str(tsv), "--family", "nosuch", db=db)
+    assert proc.returncode == 2 and "--family: unknown family 'nosuch'" in proc.stderr

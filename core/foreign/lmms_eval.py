@@ -15,6 +15,7 @@ from core.report import Report
 
 DEFAULT_KEYS = ("doc.index", "doc.idx", "doc.id", "doc.question_id")
 REQUIRED = ("doc_id", "doc", "resps", "filtered_resps")
+_REQUIRED = frozenset(REQUIRED)
 
 
 def looks_like_samples(obj: Any) -> bool:
@@ -52,8 +53,8 @@ def sample_fields(obj: Any, no: int, file: str, report: Report) -> tuple[str, st
     if not isinstance(obj, dict):
         report.error(file, no, "(line)", "expected a JSON object (an lmms-eval sample)")
         return None
-    missing = [k for k in REQUIRED if k not in obj]
-    if missing:
+    if not obj.keys() >= _REQUIRED:
+        missing = [k for k in REQUIRED if k not in obj]
         report.error(file, no, ",".join(missing), "missing (an lmms-eval sample has doc_id, doc, target, resps "
                      "and filtered_resps)")
         return None
@@ -63,6 +64,7 @@ def sample_fields(obj: Any, no: int, file: str, report: Report) -> tuple[str, st
         report.error(file, no, "filtered_resps", "expected a response (a string, or a list holding one)")
         return None
     kept: dict[str, Any] = {"raw": raw or ""}
-    if "target" in obj and not is_null(obj["target"]):
-        kept["target"] = cell_text(obj["target"]) if not isinstance(obj["target"], (list, dict)) else obj["target"]
+    target = obj.get("target")
+    if target is not None and target != "":
+        kept["target"] = target if isinstance(target, (str, list, dict)) else cell_text(target)
     return (filtered if filtered is not None else raw or ""), raw or "", kept

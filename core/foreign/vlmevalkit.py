@@ -71,6 +71,7 @@ def _decode(text: str) -> bytes | None:
 def read_images(rows: list[tuple[int, dict[str, str]]], file: str, report: Report) -> list[RowImages]:
     """Each row's images, following VLMEvalKit's rules; a bad cell or a dangling reference is an error."""
     by_index = {r.get("index", ""): (no, r.get("image", "")) for no, r in rows}
+    decoded: dict[str, bytes | None] = {}  # a referenced cell is decoded once
     out = []
     for no, row in rows:
         cell = row.get("image", "")
@@ -104,7 +105,9 @@ def read_images(rows: list[tuple[int, dict[str, str]]], file: str, report: Repor
             continue
         blobs = []
         for k, part in enumerate(parts):
-            data = _decode(part.strip())
+            if part not in decoded:
+                decoded[part] = _decode(part.strip())
+            data = decoded[part]
             if data is None or not data:
                 which = f"image {k + 1} of {len(parts)}" if len(parts) > 1 else "the cell"
                 report.error(file, no, "image", f"{which} is not valid base64{where}")
