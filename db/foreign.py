@@ -238,9 +238,10 @@ def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | Non
     if not report.ok:
         return None, [], {}
     pics = vlmevalkit.read_images(rows, name, report)
+    indices = {row.get("index", "").strip() for _no, row in rows}
     objs: list[tuple[str, int, dict[str, Any], list[Any]]] = []
     for (no, row), imgs in zip(rows, pics, strict=True):
-        obj = vlmevalkit.item_object(row, no, family, name, report)
+        obj = vlmevalkit.item_object(row, no, family, name, report, indices)
         if obj is not None:
             objs.append((name, no, obj, [*imgs.blobs] or [*imgs.paths]))
     return _finish(name, family, objs, path.parent, report)

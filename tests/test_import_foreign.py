@@ -577,7 +577,7 @@ def test_prediction_dry_run_writes_nothing(mmbench_store):
 
     root, db = mmbench_store
     s = store_at(db)
-    report = validate_predictions(s, root / "Qwen_MMBench_DEV_EN.xlsx", "dry", model=None)
+    report = validate_predictions(s, root / "Qwen_MMBench_DEV_EN.xlsx", "dry", benchmark="mmb")
     assert report.ok and report.counts["ok"] == 9
     assert s.conn.execute("SELECT count(*) FROM runs WHERE name = 'dry'").fetchone()[0] == 0
     s.close()
@@ -627,3 +627,18 @@ def test_family_rules_apply_to_foreign_items(tmp_path):
     assert proc.returncode == 2 and "MMBench.tsv" in proc.stderr and counts(db)["items"] == 0
     proc = run_cli("import", str(tsv), "--family", "nosuch", db=db)
     assert proc.returncode == 2 and "--family: unknown family 'nosuch'" in proc.stderr
+
+
+def test_index_over_a_million_without_its_base_row_is_its_own_group(tmp_path):
+    from db.importers import import_items
+
+    rows = [r for r in mmbench_rows() if r["index"] not in ("1", "0")]
+    for r in rows:  # the references pointed at the removed rows
+        if r["image"] in ("0", "1"):
+            r["image"] = b64(IMAGES[int(r["image"])])
+    s = store_at(tmp_path / "s.db")
+    import_items(s, write_tsv(tmp_path / "part.tsv", rows))
+    items = {it.item_id: it for it in s.items("part")}
+    assert items["1000001"].group_id == "1000001" and "copy" not in items["1000001"].meta
+    assert items["1000003"].group_id == "3" and items["1000003"].meta["copy"] == 1
+    s.close()

@@ -231,6 +231,12 @@ def item_objects(rows: list[tuple[str, int, dict[str, Any]]], m: Mapping, family
         out.append((file, no, obj, images))
     if m.group is not None and m.group[0] == "pair":
         _pair_groups(out, m.group[1], report)
+    if m.group is not None and m.group[0] == "circular":  # a copy whose base question is absent: its own group
+        bases = {obj["group_id"] for _f, _n, obj, _i in out if obj["meta"].get("copy") == 0}
+        for _f, _n, obj, _i in out:
+            if obj["group_id"] not in bases:
+                obj["group_id"] = obj["item_id"]
+                obj["meta"].pop("copy", None)
     return out
 
 

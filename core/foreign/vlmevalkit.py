@@ -117,8 +117,14 @@ def read_images(rows: list[tuple[int, dict[str, str]]], file: str, report: Repor
     return out
 
 
-def item_object(row: dict[str, str], no: int, family: str, file: str, report: Report) -> dict[str, Any] | None:
-    """The items-JSONL object of one dataset row (images apart); None when the row cannot be one."""
+def item_object(row: dict[str, str], no: int, family: str, file: str, report: Report,
+                indices: set[str] | frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """The items-JSONL object of one dataset row (images apart); None when the row cannot be one.
+
+    An integer index i >= 1,000,000 is a circular copy of the row with index i mod 1,000,000 when that row is in
+    the file (`indices`): it joins that row's group with `meta.copy` = i div 1,000,000. Any other row is its own
+    group (copy 0 when its index is an integer).
+    """
     index = row.get("index", "").strip()
     if not index:
         report.error(file, no, "index", "missing (expected the row's index, an integer)")
@@ -126,11 +132,10 @@ def item_object(row: dict[str, str], no: int, family: str, file: str, report: Re
     value = int_index(index)
     options = {c: row[c] for c in LETTERS if not is_null(row.get(c))}
     meta: dict[str, Any] = {}
-    if value is not None and value >= 0:
-        group, copy = str(value % CIRCULAR), value // CIRCULAR
-        meta["copy"] = copy
-    else:
-        group = index
+    group = index
+    if value is not None and value >= 0 and (value < CIRCULAR or str(value % CIRCULAR) in indices):
+        group = str(value % CIRCULAR)
+        meta["copy"] = value // CIRCULAR
     for col, text in row.items():
         if col in ITEM_COLUMNS or col is None or is_null(text):
             continue
