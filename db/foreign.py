@@ -305,6 +305,10 @@ def _read_hf(path: Path, family: str, report: Report, mapping: str | None,
         report.error(tables[0][0], 0, "--map", str(exc))
     if not report.ok:
         return None, [], {}
+    unused = [c for c in columns if c not in m.used()]
+    if unused:
+        report.warn(tables[0][0], 0, ",".join(unused), "column(s) not mapped and not imported (keep one with "
+                    "--map ...,meta.NAME=COLUMN)")
     rows: list[tuple[str, int, dict[str, Any]]] = []
     split_of: dict[str, str | None] = {}
     for file, split, t in tables:
@@ -369,12 +373,15 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
     objs: list[tuple[int, dict[str, Any]]] = []
     kept: dict[int, dict[str, Any]] = {}
     cfg = dict(config or {})
+    golds: dict[int, str] = {}
     if kind == "vlmevalkit":
         for no, row in _vlmevalkit_rows(path, report):
             got = vlmevalkit.prediction_object(row, no, name, report)
             if got is not None:
                 objs.append((no, got[0]))
                 kept[no] = got[1]
+                if not is_null(row.get("answer")):
+                    golds[no] = cell_text(row["answer"]).strip()
     else:
         objs, kept, bench = _lmms_objects(store, path, run, benchmark, key, report)
         benchmark = bench or benchmark
@@ -384,6 +391,8 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
         benchmark = _resolve_benchmark(store, run, benchmark, str(objs[0][1]["item_id"]), report, name)
     _refuse(report)
     cfg.setdefault("source_format", kind)
+    if kind == "vlmevalkit" and benchmark:
+        _check_gold(store, benchmark, objs, golds, name, report)
     b = store.benchmark(benchmark) if benchmark else None
     keys = store.item_keys(int(b["id"])) if b else {}
     line_item = {no: obj["item_id"] for no, obj in objs}
@@ -396,6 +405,20 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
                          " VALUES (?, ?, 0, 0, ?, ?)", rows)
 
     return _import_predictions_reference(store, path, objs, report, run, model, cfg, benchmark, replace, after=after)
+
+
+def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, Any]]], golds: dict[int, str],
+                name: str, report: Report) -> None:
+    """A prediction table repeats the dataset's `answer`: one that differs from the item's gold letter is
+    warned about (the table may belong to another version of the dataset)."""
+    if not golds:
+        return
+    gold = {it.item_id: it.answer for it in store.items(benchmark)}
+    for no, obj in objs:
+        mine, theirs = gold.get(obj["item_id"]), golds.get(no)
+        if mine is not None and theirs is not None and theirs != mine:
+            report.warn(name, no, "answer", f"the table's answer {theirs!r:.20} differs from item "
+                        f"{obj['item_id']!r}'s gold {mine!r} in benchmark {benchmark!r} (another dataset version?)")
 
 
 def _item_order(store: Store, benchmark: str) -> list[str]:

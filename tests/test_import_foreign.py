@@ -642,3 +642,27 @@ def test_index_over_a_million_without_its_base_row_is_its_own_group(tmp_path):
     assert items["1000001"].group_id == "1000001" and "copy" not in items["1000001"].meta
     assert items["1000003"].group_id == "3" and items["1000003"].meta["copy"] == 1
     s.close()
+
+
+def test_unmapped_columns_and_other_gold_are_warned_about(tmp_path, mmbench_store):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from db.importers import import_items, import_predictions
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": "a", "q": "?", "opts": ["x", "y"], "gold": "y", "note": "n"}]), path)
+    s = store_at(tmp_path / "s.db")
+    res = import_items(s, path, mapping="item_id=id,question=q,options=opts,answer=gold")
+    s.close()
+    assert [str(w) for w in res.report.warnings] == \
+        ["d.parquet: note: column(s) not mapped and not imported (keep one with --map ...,meta.NAME=COLUMN)"]
+    _root, db = mmbench_store
+    recs = prediction_table()
+    recs[1]["answer"] = "D"  # index 1000000's gold is B
+    s = store_at(db)
+    res = import_predictions(s, write_xlsx(tmp_path / "other.xlsx", recs), "qwen-other", benchmark="mmb")
+    s.close()
+    assert [str(w) for w in res.report.warnings] == ["other.xlsx:3: answer: the table's answer 'D' differs from "
+                                                     "item '1000000''s gold 'B' in benchmark 'mmb' (another "
+                                                     "dataset version?)"]
