@@ -666,3 +666,59 @@ def test_unmapped_columns_and_other_gold_are_warned_about(tmp_path, mmbench_stor
     assert [str(w) for w in res.report.warnings] == ["other.xlsx:3: answer: the table's answer 'D' differs from "
                                                      "item '1000000''s gold 'B' in benchmark 'mmb' (another "
                                                      "dataset version?)"]
+
+
+def test_dataset_dict_folder_path_images_and_escapes(tmp_path):
+    import pyarrow as pa
+
+    from db.importers import import_items
+
+    root = tmp_path / "dd"
+    (root / "imgs").mkdir(parents=True)
+    (root / "imgs" / "a.png").write_bytes(png((50, 60, 70)))
+    schema = pa.schema([("id", pa.string()), ("q", pa.string()), ("opts", pa.list_(pa.string())),
+                        ("gold", pa.int64()), ("pic", image_struct())])
+    for split in ("train", "test"):
+        rows = [{"id": f"{split}-1", "q": "?", "opts": ["x", "y"], "gold": 1,
+                 "pic": {"bytes": None, "path": "imgs/a.png"}}]
+        write_save_to_disk(root / split, pa.Table.from_pylist(rows, schema=schema))
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
+    mapping = "item_id=id,question=q,options=opts,answer=gold,images=pic"
+    s = store_at(tmp_path / "s.db")
+    import_items(s, root, name="dd", mapping=mapping)
+    items = {it.item_id: it for it in s.items("dd")}
+    assert items["train-1"].split == "train" and items["test-1"].split == "test"
+    assert items["test-1"].answer == "B" and items["test-1"].images == items["train-1"].images != []
+    # a path that leaves the dataset's folder is refused like a JSONL image path
+    rows = [{"id": "t", "q": "?", "opts": ["x", "y"], "gold": 0, "pic": {"bytes": None, "path": "../secret.png"}}]
+    (tmp_path / "secret.png").write_bytes(png((1, 1, 1)))
+    esc = tmp_path / "esc"
+    write_save_to_disk(esc, pa.Table.from_pylist(rows, schema=schema))
+    from core.errors import ImportRefused
+
+    with pytest.raises(ImportRefused, match=r"data-00000-of-00001.arrow:1: images: '../secret.png' contains '..'"):
+        import_items(s, esc, mapping=mapping)
+    assert s.counts()["items"] == 2
+    s.close()
+
+
+def test_map_and_preset_refused_for_jsonl_and_bad_map(tmp_path):
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    jsonl = tmp_path / "items.jsonl"
+    jsonl.write_text(json.dumps({"benchmark": "generic", "item_id": "a", "question": "?",
+                                 "options": {"A": "x", "B": "y"}, "answer": "A"}) + "\n")
+    s = store_at(tmp_path / "s.db")
+    with pytest.raises(ImportRefused, match="--map: --map applies to VLMEvalKit and Hugging Face files"):
+        import_items(s, jsonl, mapping="item_id=id")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist([{"id": "a"}]), tmp_path / "x.parquet")
+    with pytest.raises(ImportRefused, match="match no known layout"):
+        import_items(s, tmp_path / "x.parquet")
+    with pytest.raises(ImportRefused, match="unknown field 'colour'"):
+        import_items(s, tmp_path / "x.parquet", mapping="colour=id")
+    assert s.counts()["items"] == 0
+    s.close()
