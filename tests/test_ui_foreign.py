@@ -76,3 +76,26 @@ def test_audit_shows_the_extracted_letter(page):
     assert "the tool's answer" in listing.locator("thead").inner_text()
     cells = [c.strip() for c in listing.locator("tbody tr").first.locator("td").all_inner_texts()]
     assert cells[0] == "1" and "maybe A, maybe B." in cells[4] and cells[5] == "vlmevalkit extracted B"
+
+
+def test_data_tab_validates_and_imports_a_vlmevalkit_tsv(page, tmp_path):
+    rows = mmbench_rows()
+    bad = write_tsv(tmp_path / "bad_mmb.tsv", [dict(r, image="77") if r["index"] == "1000000" else r for r in rows])
+    good = write_tsv(tmp_path / "mmb_ui.tsv", rows)
+    page.get_by_role("tab", name="Data").click()
+    page.get_by_text("Items (benchmark JSONL or zip)").click()
+    page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
+    page.get_by_text("bad_mmb.tsv").first.wait_for(timeout=20_000)
+    page.locator("#cc-data-validate").click()
+    page.locator("#cc-data-verdict[data-ok='0']").wait_for(timeout=60_000)
+    report = page.locator("#cc-data-report").inner_text()
+    assert "names no row's index" in report and "image" in report
+    assert page.locator("#cc-data-import").is_disabled()
+    page.locator("#cc-data-upload button[aria-label='Clear']").first.click()
+    page.locator("#cc-data-upload input[type=file]").set_input_files(str(good))
+    page.get_by_text("mmb_ui.tsv").first.wait_for(timeout=20_000)
+    page.locator("#cc-data-validate").click()
+    page.locator("#cc-data-verdict[data-ok='1']").wait_for(timeout=60_000)
+    page.locator("#cc-data-import").click()
+    page.get_by_text("Imported.").wait_for(timeout=60_000)
+    assert "items: 9" in page.locator("#cc-data-report").inner_text()
