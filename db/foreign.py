@@ -76,9 +76,18 @@ def prediction_format(path: Path, fmt: str) -> str:
                                   "lmms-eval)")
         return fmt
     suffix = path.suffix.lower()
-    if suffix in (".xlsx", ".tsv", ".json"):
+    if suffix in (".xlsx", ".tsv"):
         return "vlmevalkit"
     head = _head(path)
+    if suffix == ".json":  # one JSON document is VLMEvalKit's; one object a line is a JSONL file named .json
+        line = next((x for x in head.split("\n") if x.strip()), "")
+        try:
+            first = json.loads(line)
+        except json.JSONDecodeError:
+            return "vlmevalkit"
+        if isinstance(first, dict) and "item_id" in first:
+            return "jsonl"
+        return "lmms-eval" if lmms_eval.looks_like_samples(first) else "vlmevalkit"
     if suffix == ".csv":
         first = head.split("\n", 1)[0]
         cols = next(csv.reader([first]), [])

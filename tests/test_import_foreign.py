@@ -722,3 +722,21 @@ def test_map_and_preset_refused_for_jsonl_and_bad_map(tmp_path):
         import_items(s, tmp_path / "x.parquet", mapping="colour=id")
     assert s.counts()["items"] == 0
     s.close()
+
+
+@pytest.mark.parametrize("name, text, fmt", [
+    ("a.json", '{"item_id": "x", "response": "A"}\n{"item_id": "y", "response": "B"}\n', "jsonl"),
+    ("b.json", '[\n  {"index": 1, "prediction": "A"}\n]', "vlmevalkit"),
+    ("c.json", '{"1": "A", "2": "B"}', "vlmevalkit"),
+    ("d.jsonl", '{"doc_id": 0, "doc": {}, "resps": [["A"]], "filtered_resps": ["A"]}\n', "lmms-eval"),
+    ("e.jsonl", '{"item_id": "x", "response": "A"}\n', "jsonl"),
+    ("f.csv", "index,prediction\n1,A\n", "vlmevalkit"),
+    ("g.csv", "item_id,response\nx,A\n", "csv"),
+    ("h.xlsx", "", "vlmevalkit"),
+])
+def test_prediction_format_auto(tmp_path, name, text, fmt):
+    from db.foreign import prediction_format
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert prediction_format(path, "auto") == fmt
