@@ -34,7 +34,8 @@ def _print_report(result: Any, verbose: bool) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     from db.importers import import_items
 
-    result = import_items(_store(args), args.path, name=args.name)
+    result = import_items(_store(args), args.path, name=args.name, fmt=args.format, family=args.family,
+                          mapping=args.map, preset=args.preset)
     _print_report(result, args.verbose)
     if result.unchanged:
         print(f"benchmark {result.target!r}: unchanged (already imported from identical items)")
@@ -49,7 +50,7 @@ def cmd_import_predictions(args: argparse.Namespace) -> int:
 
     config = json.loads(args.config) if args.config else None
     result = import_predictions(_store(args), args.path, args.run, model=args.model, config=config,
-                                benchmark=args.benchmark, replace=args.replace)
+                                benchmark=args.benchmark, replace=args.replace, fmt=args.format, key=args.key)
     _print_report(result, args.verbose)
     c = result.report.counts
     print(f"run {args.run!r}: {c['predictions']} predictions written ({c['ok']} ok, {c['invalid']} invalid, "
@@ -139,11 +140,21 @@ def cmd_export(args: argparse.Namespace) -> int:
         bench = args.benchmark or (store.run(args.run)["benchmark"] if args.run else None)
         if bench is None:
             raise CrosscheckError("export items needs --benchmark NAME (or --run NAME)")
-        write_records(item_records(store, bench), sys.stdout, args.format)
+        if args.format == "vlmevalkit":
+            from db.foreign_export import write_vlmevalkit_items
+
+            write_vlmevalkit_items(store, bench, sys.stdout)
+        else:
+            write_records(item_records(store, bench), sys.stdout, args.format)
     else:
         if not args.run:
             raise CrosscheckError("export predictions needs --run NAME")
-        write_records(prediction_records(store, args.run), sys.stdout, args.format, PRED_EXPORT_FIELDS)
+        if args.format == "vlmevalkit":
+            from db.foreign_export import write_vlmevalkit_predictions
+
+            write_vlmevalkit_predictions(store, args.run, sys.stdout)
+        else:
+            write_records(prediction_records(store, args.run), sys.stdout, args.format, PRED_EXPORT_FIELDS)
     return 0
 
 
@@ -222,9 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("user")
     p.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
 
-    p = add("import", cmd_import, "import a benchmark's items (JSONL, or a zip of the JSONL and its images)")
+    p = add("import", cmd_import, "import a benchmark's items (JSONL, a zip of the JSONL and its images, a "
+            "VLMEvalKit TSV, or a Hugging Face parquet / arrow dataset)")
     p.add_argument("path", type=Path)
     p.add_argument("--name", help="the benchmark's name (default: the file name without extension)")
+    p.add_argument("--format", choices=("auto", "jsonl", "vlmevalkit", "hf"), default="auto",
+                   help="auto: .tsv is VLMEvalKit; .parquet, .arrow or a folder is Hugging Face; else JSONL")
+    p.add_argument("--family", help="VLMEvalKit / Hugging Face files: the family (default: generic)")
+    p.add_argument("--map", help="Hugging Face files: FIELD=COLUMN,... (see docs/FORMATS.md)")
+    p.add_argument("--preset", help="Hugging Face files: force a known layout (mmmu, blink, muirbench, mmbench)")
 
     p = add("import-predictions", cmd_import_predictions, "import predictions (JSONL or CSV) into a named run")
     p.add_argument("path", type=Path)
@@ -233,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark", help="the benchmark (default: the run's, or the one holding the items)")
     p.add_argument("--config", help="run settings as a JSON object (e.g. '{\"input_mode\": \"text\"}')")
     p.add_argument("--replace", action="store_true", help="overwrite predictions that differ from stored ones")
+    p.add_argument("--format", choices=("auto", "jsonl", "csv", "vlmevalkit", "lmms-eval"), default="auto",
+                   help="auto: by extension and columns (VLMEvalKit .xlsx/.tsv/.json, lmms-eval samples JSONL)")
+    p.add_argument("--key", help="lmms-eval: the sample field naming the item (default: doc.index, doc.idx, "
+                   "doc.id, doc.question_id, else doc_id as a position)")
 
     p = add("import-labels", cmd_import_labels, "import stage labels (JSONL) for the traces of a run")
     p.add_argument("path", type=Path)
@@ -259,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=("items", "predictions"))
     p.add_argument("--run")
     p.add_argument("--benchmark")
-    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit"), default="jsonl",
+                   help="vlmevalkit: a dataset TSV (items) or a prediction TSV (predictions) VLMEvalKit loads")
 
     p = add("demo", cmd_demo, "build the embedded demo store (synthetic benchmarks and runs)")
     p.add_argument("--seed", type=int, default=0)

@@ -1,11 +1,17 @@
 """Import speed: 470,000 prediction rows (24 runs x 19,533 StemBind-scale items) through the real importer,
 against a bare sqlite3 executemany of the same rows into a table of the same shape, in one run.
 
-Target: the importer reaches at least 50% of the bare insert rate. Ends with one JSON line.
+Target: the importer reaches at least 50% of the bare insert rate. Beside that JSONL rate it prints the rates of
+the other tools' files (issue 16): a 10,000-row VLMEvalKit dataset TSV with base64 images (2,500 questions x 4
+circular copies, copies referring to the original's image) and a 100,000-line lmms-eval samples file.
+`--foreign-only` skips the JSONL part. Ends with one JSON line.
 """
 
 from __future__ import annotations
 
+import base64
+import csv
+import io
 import json
 import random
 import sqlite3
@@ -86,7 +92,74 @@ def bare_rate(rows: list[tuple], db_path: Path) -> float:
     return len(rows) / dt
 
 
+N_TSV_QUESTIONS, N_COPIES, N_SAMPLES = 2_500, 4, 100_000
+
+
+def write_tsv(folder: Path) -> Path:
+    """An MMBench-style TSV: each question's original row holds a distinct 64x48 PNG as base64, its circular
+    copies (index + k * 1,000,000, options rotated) refer to it by index."""
+    from PIL import Image
+
+    path = folder / "MMBench_bench.tsv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "l2-category", "split",
+                    "image"])
+        for q in range(N_TSV_QUESTIONS):
+            buf = io.BytesIO()
+            Image.new("RGB", (64, 48), (q % 256, (q // 256) % 256, 7)).save(buf, format="PNG")
+            img = base64.b64encode(buf.getvalue()).decode("ascii")
+            texts = [f"option {q}-{i}" for i in range(4)]
+            for k in range(N_COPIES):
+                opts = [texts[(i - k) % 4] for i in range(4)]
+                w.writerow([q + k * 1_000_000, f"question {q}?", "a hint" if q % 3 == 0 else "", *opts,
+                            "ABCD"[opts.index(texts[q % 4])], f"cat{q % 20}", "perception", "dev",
+                            img if k == 0 else str(q)])
+    return path
+
+
+def write_lmms(folder: Path) -> tuple[Path, Path]:
+    """A 100,000-item generic benchmark (JSONL) and an lmms-eval samples file answering each item."""
+    items = folder / "big.jsonl"
+    samples = folder / "samples_big.jsonl"
+    rng = random.Random(3)
+    with items.open("w", encoding="utf-8") as fi, samples.open("w", encoding="utf-8") as fs:
+        for n in range(N_SAMPLES):
+            fi.write(json.dumps({"benchmark": "generic", "item_id": str(n), "group_id": str(n // 4),
+                                 "question": f"q {n}", "options": {"A": "x", "B": "y", "C": "z", "D": "w"},
+                                 "answer": "ABCD"[n % 4]}) + "\n")
+            letter = rng.choice("ABCD")
+            fs.write(json.dumps({"doc_id": n, "doc": {"index": n, "question": f"q {n}", "answer": "ABCD"[n % 4]},
+                                 "target": "ABCD"[n % 4], "arguments": [["q", {"max_new_tokens": 16}]],
+                                 "resps": [[f"The answer is {letter}."]], "filtered_resps": [letter],
+                                 "exact_match": 0.0}) + "\n")
+    return items, samples
+
+
+def foreign_rates(root: Path) -> dict[str, float]:
+    """Rows per second of the VLMEvalKit TSV import and lines per second of the lmms-eval samples import."""
+    tsv = write_tsv(root)
+    items, samples = write_lmms(root)
+    store = Store(root / "foreign.db")
+    t0 = time.perf_counter()
+    n_tsv = import_items(store, tsv, name="mmb").rows
+    tsv_s = time.perf_counter() - t0
+    import_items(store, items, name="big")
+    t0 = time.perf_counter()
+    n_lmms = import_predictions(store, samples, "lmms", benchmark="big").rows
+    lmms_s = time.perf_counter() - t0
+    store.close()
+    print(f"VLMEvalKit TSV: {n_tsv} rows (base64 images) in {tsv_s:.2f} s = {n_tsv / tsv_s:,.0f} rows/s")
+    print(f"lmms-eval samples: {n_lmms} lines in {lmms_s:.2f} s = {n_lmms / lmms_s:,.0f} lines/s")
+    return {"vlmevalkit_tsv_rows_per_s": round(n_tsv / tsv_s), "lmms_eval_lines_per_s": round(n_lmms / lmms_s)}
+
+
 def main() -> int:
+    if "--foreign-only" in sys.argv[1:]:
+        with tempfile.TemporaryDirectory(prefix="cc-bench-import-") as tmp:
+            rates = foreign_rates(Path(tmp))
+        print(json.dumps({"bench": "import-foreign", **rates}))
+        return 0
     with tempfile.TemporaryDirectory(prefix="cc-bench-import-") as tmp:
         root = Path(tmp)
         items_path, ids = write_items(root)
@@ -102,11 +175,13 @@ def main() -> int:
         rows = store.conn.execute("SELECT * FROM predictions").fetchall()
         store.close()
         bare = bare_rate(rows, root / "bare.db")
+        print(f"JSONL predictions: {importer_rate:,.0f} rows/s")
+        rates = foreign_rates(root)
     ratio = importer_rate / bare
     print(f"importer: {n_rows} rows in {importer_s:.2f} s = {importer_rate:,.0f} rows/s (read, validate, parse, write)")
     print(f"bare executemany: {bare:,.0f} rows/s; ratio {ratio:.2f} (target >= {TARGET})")
     print(json.dumps({"bench": "import", "value": round(ratio, 3), "unit": "ratio to bare executemany",
-                      "target": TARGET, "ok": ratio >= TARGET}))
+                      "target": TARGET, "ok": ratio >= TARGET, "jsonl_rows_per_s": round(importer_rate), **rates}))
     return 0
 
 

@@ -63,8 +63,11 @@ def options_block(shown: dict[str, str]) -> str:
     return "\n".join(f"{letter}. {text}" for letter, text in shown.items())
 
 
-def question_block(question: str, shown: dict[str, str]) -> str:
-    return f"{question.strip()}\n\nOptions:\n{options_block(shown)}"
+def question_block(question: str, shown: dict[str, str], hint: Any = None) -> str:
+    """The question and its options; an item's `meta.hint` (VLMEvalKit's hint column) goes first, as
+    VLMEvalKit's MCQ prompt puts it (vlmeval/dataset/image_mcq.py: "Hint: ...")."""
+    head = f"Hint: {hint.strip()}\n" if isinstance(hint, str) and hint.strip() else ""
+    return f"{head}{question.strip()}\n\nOptions:\n{options_block(shown)}"
 
 
 def answer_instruction(style: str, letters: str) -> str:
@@ -156,7 +159,7 @@ def demo_messages(demos: list[Demo], style: str, input_mode: str) -> list[dict[s
     msgs: list[dict[str, Any]] = []
     for d in demos:
         imgs = select_images(d.view.images, input_mode)
-        text = question_block(d.view.question, d.view.options) + "\n\n" + answer_instruction(style, d.view.letters)
+        text = question_block(d.view.question, d.view.options, d.view.meta.get("hint")) + "\n\n" + answer_instruction(style, d.view.letters)
         msgs += [user(image_parts(imgs) + [text_part(text)]), assistant(formatted_answer(style, d.answer))]
     return msgs
 
@@ -398,7 +401,7 @@ class PromptContext:
 
     @property
     def q(self) -> str:
-        return question_block(self.task.view.question, self.task.shown)
+        return question_block(self.task.view.question, self.task.shown, self.task.view.meta.get("hint"))
 
     @property
     def imgs(self) -> list[dict[str, Any]]:

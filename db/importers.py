@@ -184,26 +184,32 @@ def _resolve_image(base: Path, rel: str, file: str, line: int, report: Report) -
 
 
 def _load_image(path: Path, rel: str, file: str, line: int, report: Report) -> tuple[str, str, int, int, bytes] | None:
+    return check_image_bytes(path.read_bytes(), rel, file, line, report)
+
+
+def check_image_bytes(data: bytes, rel: str, file: str, line: int, report: Report,
+                      fld: str = "images") -> tuple[str, str, int, int, bytes] | None:
+    """(content hash, extension, width, height, bytes) of a readable image within the limits; None with the
+    error (naming `rel`, and the column `fld`) in `report` otherwise."""
     from PIL import Image, UnidentifiedImageError
 
-    data = path.read_bytes()
     try:
         with Image.open(io.BytesIO(data)) as im:
             width, height = im.size
             fmt = im.format or ""
             if width * height > MAX_IMAGE_PIXELS:
-                report.error(file, line, "images", f"{rel!r} is {width}x{height} pixels, over the "
+                report.error(file, line, fld, f"{rel!r} is {width}x{height} pixels, over the "
                              f"{MAX_IMAGE_PIXELS:,} pixel limit (possible decompression bomb)")
                 return None
             im.verify()
     except Image.DecompressionBombError:
-        report.error(file, line, "images", f"{rel!r} is over the pixel limit (possible decompression bomb)")
+        report.error(file, line, fld, f"{rel!r} is over the pixel limit (possible decompression bomb)")
         return None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        report.error(file, line, "images", f"{rel!r} is not a readable image ({type(exc).__name__})")
+        report.error(file, line, fld, f"{rel!r} is not a readable image ({type(exc).__name__})")
         return None
     if fmt not in IMAGE_FORMATS:
-        report.error(file, line, "images", f"{rel!r} is a {fmt or 'unknown'} image (expected PNG, JPEG, WEBP, GIF or BMP)")
+        report.error(file, line, fld, f"{rel!r} is a {fmt or 'unknown'} image (expected PNG, JPEG, WEBP, GIF or BMP)")
         return None
     return hashlib.sha256(data).hexdigest()[:32], IMAGE_FORMATS[fmt], width, height, data
 
@@ -219,17 +225,7 @@ def read_items(jsonl: Path, report: Report, display: str | None = None) -> tuple
         it = parse_item(obj, name, no, report)
         if it is not None:
             items.append(it)
-    if not items and report.ok:
-        report.error(name, 0, "(file)", "no items in the file")
-    seen: dict[str, int] = {}
-    for it in items:
-        if it.item_id in seen:
-            report.error(name, it.line, "item_id", f"duplicate item_id {it.item_id!r} (first on line {seen[it.item_id]})")
-        else:
-            seen[it.item_id] = it.line
-    fams = {it.benchmark for it in items}
-    if len(fams) > 1:
-        report.error(name, 0, "benchmark", f"one file must hold one family, found {', '.join(sorted(fams))}")
+    fams = check_item_set(items, name, report)
     base = jsonl.parent
     images: dict[str, tuple[str, int, int, bytes]] = {}
     by_path: dict[Path, str] = {}
@@ -252,21 +248,49 @@ def read_items(jsonl: Path, report: Report, display: str | None = None) -> tuple
     return family, items, images
 
 
+def check_item_set(items: list[Item], name: str, report: Report) -> set[str]:
+    """The file-level item rules: some items, unique item ids, one family (returned as a set of names)."""
+    if not items and report.ok:
+        report.error(name, 0, "(file)", "no items in the file")
+    seen: dict[str, int] = {}
+    for it in items:
+        if it.item_id in seen:
+            report.error(name, it.line, "item_id", f"duplicate item_id {it.item_id!r} (first on line {seen[it.item_id]})")
+        else:
+            seen[it.item_id] = it.line
+    fams = {it.benchmark for it in items}
+    if len(fams) > 1:
+        report.error(name, 0, "benchmark", f"one file must hold one family, found {', '.join(sorted(fams))}")
+    return fams
+
+
 def _item_signature(items: list[Item]) -> str:
     blob = json.dumps([[it.item_id, it.group_id, it.split, it.kind, it.variant, it.question, it.options, it.answer,
                         it.images, it.meta, it.stages] for it in items], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def validate_items_file(path: str | os.PathLike[str]) -> Report:
-    """Validate an items JSONL or zip without touching any store (the Data tab's dry run)."""
+def validate_items_file(path: str | os.PathLike[str], **foreign_opts: Any) -> Report:
+    """Validate an items JSONL or zip (or another tool's files) without touching any store (the Data tab's
+    dry run)."""
     report = Report()
     with tempfile.TemporaryDirectory(prefix="crosscheck-zip-") as tmp:
-        _read_items_any(Path(path), Path(tmp), report)
+        _read_items_any(Path(path), Path(tmp), report, **foreign_opts)
     return report
 
 
-def _read_items_any(path: Path, tmp: Path, report: Report) -> tuple[str | None, list[Item], dict]:
+def _read_items_any(path: Path, tmp: Path, report: Report, **foreign_opts: Any) -> tuple[str | None, list[Item], dict]:
+    """Items of a JSONL, a zip, or another tool's files (db/foreign.py: `fmt`, `family`, `mapping`, `preset`)."""
+    from db import foreign
+
+    fmt = foreign.item_format(path, foreign_opts.pop("fmt", None) or "auto", report)
+    if fmt is None:
+        return None, [], {}
+    if fmt != "jsonl":
+        return foreign.read_items(path, fmt, report, **foreign_opts)
+    foreign.refuse_options_for_jsonl(path, report, **foreign_opts)
+    if not report.ok:
+        return None, [], {}
     if path.suffix.lower() == ".zip":
         jsonl = _safe_extract(path, tmp, report)
         if jsonl is None:
@@ -275,13 +299,17 @@ def _read_items_any(path: Path, tmp: Path, report: Report) -> tuple[str | None, 
     return read_items(path, report)
 
 
-def import_items(store: Store, path: str | os.PathLike[str], name: str | None = None) -> ImportResult:
-    """Import an items JSONL (or a zip holding it and its images) as benchmark `name` (default: file stem)."""
+def import_items(store: Store, path: str | os.PathLike[str], name: str | None = None,
+                 **foreign_opts: Any) -> ImportResult:
+    """Import an items JSONL (or a zip holding it and its images) as benchmark `name` (default: file stem).
+
+    `foreign_opts` (fmt, family, mapping, preset) read other tools' files instead: db/foreign.py.
+    """
     path = Path(path)
     bench = name or path.stem
     report = Report()
     with tempfile.TemporaryDirectory(prefix="crosscheck-zip-") as tmp:
-        family, items, images = _read_items_any(path, Path(tmp), report)
+        family, items, images = _read_items_any(path, Path(tmp), report, **foreign_opts)
     _refuse(report)
     assert family is not None
     signature = _item_signature(items)
@@ -406,6 +434,7 @@ def _plain_insert(run_id: int) -> str:
 def _full_row(run_id: int, r: _PlainRow) -> _PredRow:
     return (run_id, r[0], 0, 0, r[1], r[2], r[2], r[3], None, "all", None, r[4], None, None)
 
+_After = Callable[[sqlite3.Connection, int], None]  # (write connection, run id) inside the import's transaction
 PIPELINE_MIN_LINES = 4_000  # a new run from a JSONL file this long is parsed in a worker process while this one writes
 _CHUNK = 500  # lines per chunk: one unit of work, and one message from the worker
 
@@ -517,8 +546,11 @@ class _RowBuilder:
 
 def import_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
                        config: dict[str, Any] | None = None, benchmark: str | None = None,
-                       replace: bool = False) -> ImportResult:
+                       replace: bool = False, fmt: str = "auto", key: str | None = None) -> ImportResult:
     """Import predictions (JSONL or CSV) into run `run` in one transaction; see docs/FORMATS.md.
+
+    `fmt` vlmevalkit / lmms-eval (or auto, by extension and columns) reads another tool's predictions through
+    db/foreign.py, which validates them by the reference path's rules; `key` picks lmms-eval's item key.
 
     A file without problems takes the fast path (row tuples built directly; a long JSONL file for a new run is
     parsed in a worker process while this one writes, inside the same transaction). Anything else, or any
@@ -526,6 +558,13 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
     reports every problem before writing. Both decide every line by the same rules.
     """
     path = Path(path)
+    from db import foreign
+
+    kind = foreign.prediction_format(path, fmt)
+    if kind in foreign.PREDICTION_FORMATS:
+        with gc_paused():  # rows are acyclic dicts and tuples
+            return foreign.import_predictions(store, path, kind, run, model=model, config=config,
+                                              benchmark=benchmark, replace=replace, key=key)
     try:
         with gc_paused():  # the fast path allocates only acyclic tuples and dicts
             result = _import_predictions_fast(store, path, run, model, config, benchmark, replace)
@@ -848,9 +887,10 @@ def _import_pipelined(store: Store, path: Path, run: str, model: str | None, b: 
 
 def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
                                   model: str | None, config: dict[str, Any] | None, benchmark: str | None,
-                                  replace: bool) -> ImportResult:
+                                  replace: bool, after: _After | None = None) -> ImportResult:
     """Line-by-line validation that reports every problem (file, line, field) before refusing: a line's field
-    errors do not hide its unknown item, duplicate key or letter errors, nor any other line's (issue 14.4)."""
+    errors do not hide its unknown item, duplicate key or letter errors, nor any other line's (issue 14.4).
+    `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
     name = path.name
     lines: list[tuple[int, Prediction | None, tuple[str, int, int] | None]] = []
     for no, obj in objs:
@@ -908,13 +948,14 @@ def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int
              p.input_mode, p.trace, p.tokens, p.latency,
              None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True)) for p in preds]
     # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
-    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report)
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report,
+                              after=after)
 
 
 def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
                        cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
                        preds: list[Prediction] | None, replace: bool, report: Report | None = None,
-                       plain: list[_PlainRow] | tuple[()] = ()) -> ImportResult:
+                       plain: list[_PlainRow] | tuple[()] = (), after: _After | None = None) -> ImportResult:
     """Write validated rows (one per file line, in order, with `preds` their predictions) in one transaction;
     with an existing run only the new or (with `replace`) changed ones, refusing other changes. Without `preds`
     (the fast path) a refusal raises _Fallback instead, for the reference path to report; its `plain` rows (of a
@@ -978,6 +1019,8 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                 _report_settled(report, name, run, settled, lines_of, ids)
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
         n_rows = len(rows) + len(plain)
+        if n_rows and after is not None:
+            after(conn, run_id)
         if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))

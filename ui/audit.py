@@ -10,6 +10,7 @@ import gradio as gr
 
 from core.errors import CrosscheckError
 from db import browse as dbb
+from db import foreign as dbf
 from db import overrides as dbo
 from ui.context import Ctx
 from ui.views.common import esc, mark, synthetic_badge
@@ -34,6 +35,21 @@ def parse_key(key: str) -> tuple[str, int, int]:
     return item, int(r.lstrip("r")), int(rep.replace("rep", ""))
 
 
+def _tool_cell(src: dict[str, Any] | None) -> str:
+    """The importing tool's own reading of a response (VLMEvalKit's extracted letter and hit, lmms-eval's raw
+    response), beside Crosscheck's parse."""
+    if not src:
+        return '<td><span class="cc-muted">—</span></td>'
+    parts = []
+    if src.get("extracted"):
+        parts.append(f'{esc(src["tool"])} extracted <b class="cc-letter">{esc(src["extracted"])}</b>')
+    if "hit" in src:
+        parts.append(f'hit {esc(src["hit"])}')
+    if src.get("raw"):
+        parts.append(f'raw: <span class="cc-resp">{esc(src["raw"])}</span>')
+    return f'<td>{"<br>".join(parts) or esc(src["tool"])}</td>'
+
+
 def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, list[str]]:
     """The audit list (escaped raw text) and the prediction keys it holds."""
     if not run:
@@ -46,14 +62,17 @@ def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, 
         return head + '<div class="cc-muted">nothing to audit for this status</div>', []
     rows = []
     keys = []
+    sources = dbf.prediction_sources(store, run)  # what VLMEvalKit / lmms-eval kept beside the raw response
     for r in df.to_dict("records"):
         keys.append(key_of(r))
+        tool = _tool_cell(sources.get(r["item_id"])) if sources else ""
         rows.append(f'<tr><td>{esc(r["item_id"])}</td><td>{esc(r["group_id"])}</td><td>{int(r["rotation"])}/'
                     f'{int(r["repeat"])}</td><td>{mark(r["status"])} {esc(r["status"])}</td>'
-                    f'<td class="cc-resp">{esc(r["response"]) or "<span class=cc-muted>(empty)</span>"}</td>'
+                    f'<td class="cc-resp">{esc(r["response"]) or "<span class=cc-muted>(empty)</span>"}</td>{tool}'
                     f'<td><b class="cc-letter">{esc(r["gold"])}</b></td></tr>')
+    tool_head = "<th>the tool's answer</th>" if sources else ""
     table = ('<div class="cc-table-wrap cc-scroll"><table class="cc-answers-table cc-audit-table"><thead><tr><th>item</th>'
-             '<th>group</th><th>rot/rep</th><th>status</th><th>raw response</th><th>gold</th></tr></thead>'
+             f'<th>group</th><th>rot/rep</th><th>status</th><th>raw response</th>{tool_head}<th>gold</th></tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table></div>')
     return head + table, keys
 

@@ -160,7 +160,8 @@ def build_data(ctx: Ctx) -> None:
                         "**Import**. A file with any bad line writes nothing; re-importing the same file changes "
                         "nothing. Formats: docs/FORMATS.md.")
             kind = gr.Radio(KINDS, value="items", label="What the file holds", elem_id="cc-data-kind")
-            upload = gr.File(label="File (.jsonl, .zip, .csv)", file_types=[".jsonl", ".zip", ".csv", ".json"],
+            upload = gr.File(label="File (.jsonl, .zip, .csv; VLMEvalKit .tsv / .xlsx, lmms-eval samples, parquet)",
+                             file_types=[".jsonl", ".zip", ".csv", ".json", ".tsv", ".xlsx", ".parquet", ".arrow"],
                              type="filepath", elem_id="cc-data-upload")
             with gr.Row():
                 name = gr.Textbox(label="Benchmark name (items; default: the file name)", elem_id="cc-data-name")

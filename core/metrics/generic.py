@@ -44,13 +44,61 @@ def _gem_with_ci(df: pd.DataFrame, seed: int | None, draws: int) -> Rate:
 def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
     """Circular metrics over repeat 0, or reasons when the run has a single rotation."""
     rotations = sorted(int(r) for r in joined["rotation"].unique()) if len(joined) else []
-    keys = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
+    keys = ROTATION_KEYS
     if len(rotations) < 2:
         return {k: Rate.undefined("the run has a single option rotation") for k in keys}
     if rotations[0] != 0:
         return {k: Rate.undefined("the run has no rotation 0") for k in keys}
     block = common.rotation_metrics(common.select(joined, rotation=None, repeat=0), rotations)
     return {k: block[k] for k in keys}
+
+
+ROTATION_KEYS = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
+
+
+def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] | None:
+    """VLMEvalKit's circular scores over circular copies (docs/METRICS.md "Circular copies"); None when the
+    items have no circular group.
+
+    A circular group is a group of at least two items that all carry an integer `meta.copy` (0 = the original
+    question; VLMEvalKit's copies at index + k * 1,000,000 carry k). Over the N such groups: Circular = groups
+    with every copy answered correctly; Consistency = groups where every copy has a valid answer and they all
+    choose the same option text (right or wrong); Vanilla = accuracy on the copy-0 items; mean_rotation = all
+    correct copy answers / all copies; Drop = Vanilla - Circular. A copy without a prediction gives no credit.
+    """
+    copy = np.array([m.get("copy") if isinstance(m, dict) else None for m in items["meta"]], dtype=object)
+    has = np.array([isinstance(c, int) and not isinstance(c, bool) for c in copy], dtype=bool)
+    gid = items["group_id"].to_numpy(dtype=object)
+    sizes = pd.Series(has).groupby(gid).agg(["all", "size"])
+    circular_groups = set(sizes.index[(sizes["all"]) & (sizes["size"] >= 2)])
+    if not circular_groups:
+        return None
+    scope = items[[g in circular_groups for g in gid]]
+    got = base.drop_duplicates("item_id").set_index("item_id")
+    text: list[Any] = []
+    correct: list[bool] = []
+    for item_id, options in zip(scope["item_id"], scope["options"], strict=True):
+        if item_id in got.index and got.at[item_id, "status"] == "ok":
+            letter = got.at[item_id, "answer"]
+            text.append(options.get(letter) if isinstance(options, dict) else None)
+            correct.append(bool(got.at[item_id, "correct"]))
+        else:
+            text.append(None)
+            correct.append(False)
+    frame = pd.DataFrame({"group_id": scope["group_id"].to_numpy(dtype=object), "text": text, "correct": correct,
+                          "copy": [m["copy"] for m in scope["meta"]]})
+    per = frame.groupby("group_id", sort=False)
+    n = len(per)
+    circ = int(per["correct"].all().sum())
+    consistent = int(per["text"].agg(lambda t: t.notna().all() and t.nunique() == 1).sum())
+    originals = frame[frame["copy"] == 0]
+    vanilla = Rate.of(int(originals["correct"].sum()), len(originals))
+    circular = Rate.of(circ, n, "circular groups")
+    drop = (Rate(vanilla.value - circular.value) if vanilla.value is not None and circular.value is not None
+            else Rate.undefined("no copy-0 items"))
+    return {"vanilla": vanilla, "circular": circular, "consistency": Rate.of(consistent, n, "circular groups"),
+            "mean_rotation": Rate.of(int(frame["correct"].sum()), len(frame), "copies"), "drop": drop,
+            "circular_over": "copies"}
 
 
 def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None, *,
@@ -68,6 +116,13 @@ def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None
                      for kind, rate in common.accuracy_by(base, "kind").items()},
         "group_exact_match": _gem_with_ci(base, seed, draws),
     }
-    out.update(_rotation_block(joined))
+    rotations = joined["rotation"].nunique() if len(joined) else 0
+    copies = circular_copies(items, base) if rotations < 2 else None
+    if copies is not None:  # VLMEvalKit's circular copies stand for the rotations the run does not have
+        out.update(copies)
+    else:
+        out.update(_rotation_block(joined))
+        if rotations >= 2:
+            out["circular_over"] = "rotations"
     out["n_predictions"] = int(len(joined))
     return out

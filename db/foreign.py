@@ -1,0 +1,493 @@
+"""Imports from other tools' files (VLMEvalKit, lmms-eval, Hugging Face datasets): docs/FORMATS.md.
+
+This module reads the files (TSV, xlsx, parquet, arrow, JSON) and hands the rows to the pure readers in
+core/foreign/, which turn each into the object an items- or predictions-JSONL line would be. Those objects
+then go through the same checks as the JSONL import (core.formats, the family's group rules, the image checks,
+db.importers' reference path for predictions), so a file with any bad row writes nothing, errors name the
+file, the line (the header is line 1) or row, the column and what was expected, and a re-import is a no-op.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core import families
+from core.errors import CrosscheckError
+from core.foreign import hf, lmms_eval, vlmevalkit
+from core.foreign.answers import cell_text, is_null
+from core.formats import parse_item
+from core.report import Report
+from core.schema import Item
+from db.store import Store
+
+ITEM_FORMATS = ("auto", "jsonl", "vlmevalkit", "hf")
+PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
+PARQUET = (".parquet",)
+SOURCES_DDL = """CREATE TABLE IF NOT EXISTS prediction_sources (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    item_pk INTEGER NOT NULL REFERENCES items(id),
+    rotation INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    tool TEXT NOT NULL,
+    kept TEXT NOT NULL,
+    PRIMARY KEY (run_id, item_pk, rotation, repeat)
+) WITHOUT ROWID"""
+
+csv.field_size_limit(sys.maxsize)  # base64 image cells are long
+
+
+# ---- format detection ---------------------------------------------------------------------------------------
+
+
+def item_format(path: Path, fmt: str, report: Report) -> str | None:
+    """jsonl, vlmevalkit or hf for an items path (`auto`: by extension, and a folder is a datasets folder)."""
+    if fmt not in ITEM_FORMATS:
+        report.error(path.name, 0, "--format", f"unknown items format {fmt!r} (expected {', '.join(ITEM_FORMATS)})")
+        return None
+    if fmt != "auto":
+        return fmt
+    suffix = path.suffix.lower()
+    if path.is_dir() or suffix in (*PARQUET, ".arrow"):
+        return "hf"
+    if suffix == ".tsv":
+        return "vlmevalkit"
+    return "jsonl"
+
+
+def refuse_options_for_jsonl(path: Path, report: Report, family: str | None = None, mapping: str | None = None,
+                             preset: str | None = None) -> None:
+    """--family, --map and --preset belong to other tools' files: a JSONL names its family on every line."""
+    for flag, value in (("--family", family), ("--map", mapping), ("--preset", preset)):
+        if value:
+            report.error(path.name, 0, flag, f"{flag} applies to VLMEvalKit and Hugging Face files; an items "
+                         "JSONL names its family in each line's `benchmark` field")
+
+
+def prediction_format(path: Path, fmt: str) -> str:
+    """jsonl, csv, vlmevalkit or lmms-eval for a predictions path (`auto`: by extension and columns)."""
+    if fmt != "auto":
+        if fmt not in ("jsonl", "csv", *PREDICTION_FORMATS):
+            raise CrosscheckError(f"unknown predictions format {fmt!r} (expected auto, jsonl, csv, vlmevalkit or "
+                                  "lmms-eval)")
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix in (".xlsx", ".tsv"):
+        return "vlmevalkit"
+    head = _head(path)
+    if suffix == ".json":  # one JSON document is VLMEvalKit's; one object a line is a JSONL file named .json
+        line = next((x for x in head.split("\n") if x.strip()), "")
+        try:
+            first = json.loads(line)
+        except json.JSONDecodeError:
+            return "vlmevalkit"
+        if isinstance(first, dict) and "item_id" in first:
+            return "jsonl"
+        return "lmms-eval" if lmms_eval.looks_like_samples(first) else "vlmevalkit"
+    if suffix == ".csv":
+        first = head.split("\n", 1)[0]
+        cols = next(csv.reader([first]), [])
+        return "vlmevalkit" if "index" in cols and "prediction" in cols and "item_id" not in cols else "csv"
+    line = next((x for x in head.split("\n") if x.strip()), "")
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return "jsonl"  # the JSONL path reports the line
+    return "lmms-eval" if lmms_eval.looks_like_samples(obj) else "jsonl"
+
+
+def _head(path: Path, size: int = 1 << 20) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(size).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return ""
+
+
+# ---- reading tables -----------------------------------------------------------------------------------------
+
+
+def _text(path: Path, report: Report) -> str | None:
+    from db.importers import _read_text
+
+    return _read_text(path, report)
+
+
+def read_delimited(path: Path, report: Report, delimiter: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """(header, [(line of the row's first physical line, {column: cell})]); the header is line 1."""
+    text = _text(path, report)
+    if text is None:
+        return [], []
+    name = path.name
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error) as exc:
+        report.error(name, 1, "(header)", f"expected a header row ({exc})")
+        return [], []
+    if len(set(header)) != len(header):
+        dup = sorted({c for c in header if header.count(c) > 1})
+        report.error(name, 1, "(header)", f"repeated column name(s): {', '.join(dup)}")
+    rows = []
+    start = reader.line_num + 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            report.error(name, start, "(line)", f"malformed row ({exc})")
+            break
+        if cells and any(c.strip() for c in cells):
+            if len(cells) > len(header):
+                report.error(name, start, "(line)", f"{len(cells)} cells but the header names {len(header)} columns")
+            else:
+                rows.append((start, dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))))
+        start = reader.line_num + 1
+    return header, rows
+
+
+def read_xlsx(path: Path, report: Report) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """The first sheet of a workbook (VLMEvalKit writes one with pandas' to_excel); the header is row 1."""
+    import openpyxl
+
+    try:
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises several unrelated types for an unreadable file
+        report.error(path.name, 0, "(file)", f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})")
+        return [], []
+    try:
+        ws = wb.worksheets[0]
+        it = ws.iter_rows(values_only=True)
+        first = next(it, None)
+        if first is None:
+            report.error(path.name, 0, "(file)", "the sheet is empty (expected a header row)")
+            return [], []
+        header = ["" if c is None else str(c) for c in first]
+        rows = []
+        for no, cells in enumerate(it, start=2):
+            if all(is_null(c) for c in cells):
+                continue
+            rows.append((no, {h: c for h, c in zip(header, cells, strict=False) if h}))
+        return header, rows
+    finally:
+        wb.close()
+
+
+# ---- items --------------------------------------------------------------------------------------------------
+
+
+def read_items(path: Path, fmt: str, report: Report, family: str | None = None, mapping: str | None = None,
+               preset: str | None = None) -> tuple[str | None, list[Item], dict]:
+    """(family, items, images by hash) of a VLMEvalKit TSV or a Hugging Face parquet / arrow dataset."""
+    fam = family or "generic"
+    try:
+        families.get(fam)
+    except CrosscheckError as exc:
+        report.error(path.name, 0, "--family", str(exc))
+        return None, [], {}
+    if fmt == "vlmevalkit":
+        if mapping or preset:
+            report.error(path.name, 0, "--map" if mapping else "--preset", "applies to Hugging Face files only")
+            return None, [], {}
+        return _read_vlmevalkit(path, fam, report)
+    return _read_hf(path, fam, report, mapping, preset)
+
+
+def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], list[Any]]], base: Path,
+            report: Report) -> tuple[str | None, list[Item], dict]:
+    """Items from item objects and their images (bytes or file names), checked as the JSONL import checks."""
+    from db.importers import _load_image, _resolve_image, check_image_bytes, check_item_set
+
+    items: list[Item] = []
+    images: dict[str, tuple[str, int, int, bytes]] = {}
+    checked: dict[bytes, tuple[str, str, int, int, bytes]] = {}  # copies share their original's image bytes
+    for file, no, obj, pics in rows:
+        it = parse_item(obj, file, no, report)
+        if it is None:
+            continue
+        for k, pic in enumerate(pics):
+            column = getattr(pic, "column", "image")
+            label = f"{column} {k + 1}" if len(pics) > 1 else column
+            if isinstance(pic, bytes) or getattr(pic, "data", None) is not None:
+                blob = pic if isinstance(pic, bytes) else pic.data
+                loaded = checked.get(blob) or check_image_bytes(blob, label, file, no, report, fld=column)
+                if loaded is not None:
+                    checked[blob] = loaded
+            else:
+                rel = pic if isinstance(pic, str) else pic.path
+                real = _resolve_image(base, rel, file, no, report)
+                loaded = None if real is None else _load_image(real, rel, file, no, report)
+            if loaded is None:
+                continue
+            digest, ext, w, h, data = loaded
+            images[digest] = (ext, w, h, data)
+            it.images.append(digest)
+            it.image_names.append(f"{digest}.{ext}")
+        items.append(it)
+    fams = check_item_set(items, name, report)
+    if fams and report.ok:
+        families.get(family).validate(items, name, report)
+    return (family if report.ok else None), items, images
+
+
+def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | None, list[Item], dict]:
+    header, rows = read_delimited(path, report, "\t")
+    name = path.name
+    if not report.ok:
+        return None, [], {}
+    for col in ("index", "question", "answer"):
+        if col not in header:
+            report.error(name, 1, col, f"missing column (a VLMEvalKit dataset TSV has index, question, A..H, "
+                         f"answer; this one has {', '.join(header)})")
+    if not report.ok:
+        return None, [], {}
+    pics = vlmevalkit.read_images(rows, name, report)
+    indices = {row.get("index", "").strip() for _no, row in rows}
+    objs: list[tuple[str, int, dict[str, Any], list[Any]]] = []
+    for (no, row), imgs in zip(rows, pics, strict=True):
+        obj = vlmevalkit.item_object(row, no, family, name, report, indices)
+        if obj is not None:
+            objs.append((name, no, obj, [*imgs.blobs] or [*imgs.paths]))
+    return _finish(name, family, objs, path.parent, report)
+
+
+def _hf_tables(path: Path, report: Report) -> list[tuple[str, str | None, Any]]:
+    """(display name, split or None, pyarrow Table) of each file of a parquet file / folder / save_to_disk."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def arrow(p: Path) -> Any:
+        with pa.memory_map(str(p)) as src:  # datasets writes the IPC stream format; accept the file format too
+            try:
+                return pa.ipc.open_stream(src).read_all()
+            except pa.ArrowInvalid:
+                src.seek(0)
+                return pa.ipc.open_file(src).read_all()
+
+    def saved(folder: Path, split: str | None) -> list[tuple[str, str | None, Any]]:
+        state = json.loads((folder / "state.json").read_text())
+        names = [f["filename"] for f in state.get("_data_files", [])]
+        return [(str((folder / n).relative_to(root)), split, arrow(folder / n)) for n in names]
+
+    root = path if path.is_dir() else path.parent
+    try:
+        if path.is_file():
+            if path.suffix.lower() == ".arrow":
+                return [(path.name, None, arrow(path))]
+            return [(path.name, None, pq.read_table(path))]
+        if not path.is_dir():
+            report.error(path.name, 0, "(file)", f"no such file or folder: {path}")
+            return []
+        if (path / "dataset_dict.json").is_file():  # DatasetDict.save_to_disk: one folder per split
+            splits = json.loads((path / "dataset_dict.json").read_text()).get("splits", [])
+            return [t for s in splits for t in saved(path / s, s)]
+        if (path / "state.json").is_file():  # Dataset.save_to_disk
+            return saved(path, None)
+        shards = sorted(path.rglob("*.parquet"))
+        if not shards:
+            report.error(path.name, 0, "(file)", "a folder with no .parquet files and no save_to_disk layout "
+                         "(state.json or dataset_dict.json)")
+        return [(str(p.relative_to(root)), None, pq.read_table(p)) for p in shards]
+    except (OSError, ValueError, KeyError, json.JSONDecodeError, pa.ArrowException) as exc:
+        report.error(path.name, 0, "(file)", f"not a readable parquet / arrow dataset ({type(exc).__name__}: {exc})")
+        return []
+
+
+def _read_hf(path: Path, family: str, report: Report, mapping: str | None,
+             preset: str | None) -> tuple[str | None, list[Item], dict]:
+    tables = _hf_tables(path, report)
+    if not report.ok or not tables:
+        return None, [], {}
+    columns = list(tables[0][2].column_names)
+    for file, _split, t in tables[1:]:
+        if list(t.column_names) != columns:
+            report.error(file, 0, "(columns)", f"columns {', '.join(t.column_names)} differ from the first file's "
+                         f"({', '.join(columns)})")
+    try:
+        m = hf.resolve(columns, mapping, preset, tables[0][0])
+    except hf.BadMap as exc:
+        report.error(tables[0][0], 0, "--map", str(exc))
+    if not report.ok:
+        return None, [], {}
+    unused = [c for c in columns if c not in m.used()]
+    if unused:
+        report.warn(tables[0][0], 0, ",".join(unused), "column(s) not mapped and not imported (keep one with "
+                    "--map ...,meta.NAME=COLUMN)")
+    rows: list[tuple[str, int, dict[str, Any]]] = []
+    split_of: dict[str, str | None] = {}
+    for file, split, t in tables:
+        split_of[file] = split
+        rows.extend((file, no, row) for no, row in enumerate(t.to_pylist(), start=1))
+    objs = hf.item_objects(rows, m, family, report)
+    for file, _no, obj, _imgs in objs:
+        if "split" not in obj and split_of.get(file):
+            obj["split"] = split_of[file]
+    base = path if path.is_dir() else path.parent
+    return _finish(path.name, family, objs, base, report)  # type: ignore[arg-type]
+
+
+# ---- predictions --------------------------------------------------------------------------------------------
+
+
+def _vlmevalkit_rows(path: Path, report: Report) -> list[tuple[int, dict[str, Any]]]:
+    suffix = path.suffix.lower()
+    if suffix == ".xlsx":
+        header, rows = read_xlsx(path, report)
+    elif suffix in (".tsv", ".csv"):
+        header, rows = read_delimited(path, report, "\t" if suffix == ".tsv" else ",")  # type: ignore[assignment]
+    else:
+        return _vlmevalkit_json(path, report)
+    if report.ok and header and ("index" not in header or "prediction" not in header):
+        report.error(path.name, 1, "(header)", "expected columns index and prediction (a VLMEvalKit prediction "
+                     f"file); this one has {', '.join(h for h in header if h)}")
+    return rows
+
+
+def _vlmevalkit_json(path: Path, report: Report) -> list[tuple[int, dict[str, Any]]]:
+    """A list of objects with index and prediction, or an object mapping index -> prediction (entry numbers
+    from 1 stand for lines)."""
+    text = _text(path, report)
+    if text is None:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        report.error(path.name, exc.lineno, "(file)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+        return []
+    if isinstance(data, dict):
+        return [(k, v if isinstance(v, dict) and "prediction" in v and "index" in v else
+                 {"index": idx, "prediction": v.get("prediction") if isinstance(v, dict) else v})
+                for k, (idx, v) in enumerate(data.items(), start=1)]
+    if isinstance(data, list) and all(isinstance(v, dict) for v in data):
+        return list(enumerate(data, start=1))
+    report.error(path.name, 0, "(file)", "expected a list of {index, prediction} objects or an object mapping "
+                 "index to prediction")
+    return []
+
+
+def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: str | None = None,
+                       config: dict[str, Any] | None = None, benchmark: str | None = None, replace: bool = False,
+                       key: str | None = None) -> Any:
+    """VLMEvalKit prediction tables or lmms-eval samples into run `run`, through the reference path's checks;
+    what the tool kept beside each response (its extracted letter, its raw response) is stored with it."""
+    from db.importers import _import_predictions_reference, _refuse, _resolve_benchmark
+
+    report = Report()
+    name = path.name
+    objs: list[tuple[int, dict[str, Any]]] = []
+    kept: dict[int, dict[str, Any]] = {}
+    cfg = dict(config or {})
+    golds: dict[int, str] = {}
+    if kind == "vlmevalkit":
+        for no, row in _vlmevalkit_rows(path, report):
+            got = vlmevalkit.prediction_object(row, no, name, report)
+            if got is not None:
+                objs.append((no, got[0]))
+                kept[no] = got[1]
+                if not is_null(row.get("answer")):
+                    golds[no] = cell_text(row["answer"]).strip()
+    else:
+        objs, kept, bench = _lmms_objects(store, path, run, benchmark, key, report)
+        benchmark = bench or benchmark
+    if not objs and report.ok:
+        report.error(name, 0, "(file)", "no predictions in the file")
+    if objs and report.ok:
+        benchmark = _resolve_benchmark(store, run, benchmark, str(objs[0][1]["item_id"]), report, name)
+    _refuse(report)
+    cfg.setdefault("source_format", kind)
+    if kind == "vlmevalkit" and benchmark:
+        _check_gold(store, benchmark, objs, golds, name, report)
+    b = store.benchmark(benchmark) if benchmark else None
+    keys = store.item_keys(int(b["id"])) if b else {}
+    line_item = {no: obj["item_id"] for no, obj in objs}
+
+    def after(conn: Any, run_id: int) -> None:
+        conn.execute(SOURCES_DDL)
+        rows = [(run_id, keys[line_item[no]][0], kind, json.dumps(k, ensure_ascii=False, sort_keys=True))
+                for no, k in kept.items() if k and line_item.get(no) in keys]
+        conn.executemany("INSERT OR REPLACE INTO prediction_sources (run_id, item_pk, rotation, repeat, tool, kept)"
+                         " VALUES (?, ?, 0, 0, ?, ?)", rows)
+
+    return _import_predictions_reference(store, path, objs, report, run, model, cfg, benchmark, replace, after=after)
+
+
+def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, Any]]], golds: dict[int, str],
+                name: str, report: Report) -> None:
+    """A prediction table repeats the dataset's `answer`: one that differs from the item's gold letter is
+    warned about (the table may belong to another version of the dataset)."""
+    if not golds:
+        return
+    gold = {it.item_id: it.answer for it in store.items(benchmark)}
+    for no, obj in objs:
+        mine, theirs = gold.get(obj["item_id"]), golds.get(no)
+        if mine is not None and theirs is not None and theirs != mine:
+            report.warn(name, no, "answer", f"the table's answer {theirs!r:.20} differs from item "
+                        f"{obj['item_id']!r}'s gold {mine!r} in benchmark {benchmark!r} (another dataset version?)")
+
+
+def _item_order(store: Store, benchmark: str) -> list[str]:
+    """The benchmark's item ids in import order (lmms-eval's doc_id is a position in the dataset)."""
+    b = store.benchmark(benchmark)
+    cur = store.conn.execute("SELECT item_id FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],))
+    return [r[0] for r in cur]
+
+
+def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key: str | None,
+                  report: Report) -> tuple[list[tuple[int, dict[str, Any]]], dict[int, dict[str, Any]], str | None]:
+    from db.importers import _json_lines, _resolve_benchmark
+
+    name = path.name
+    text = _text(path, report)
+    if text is None:
+        return [], {}, None
+    lines = _json_lines(text, name, report)
+    samples = []
+    for no, obj in lines:
+        got = lmms_eval.sample_fields(obj, no, name, report)
+        if got is not None:
+            samples.append((no, obj, got))
+    if not samples:
+        return [], {}, None
+    use = key or lmms_eval.choose_key(samples[0][1])
+    order: list[str] | None = None
+    if use == "doc_id":
+        bench = _resolve_benchmark(store, run, benchmark, None, report, name)
+        if bench is None:
+            report.error(name, 0, "--benchmark", "the samples' doc_id is a position in the benchmark's items: "
+                         "name the benchmark with --benchmark (or pass --key doc.FIELD)")
+            return [], {}, None
+        benchmark = bench
+        order = _item_order(store, bench)
+    objs, kept = [], {}
+    for no, obj, (response, _raw, extra) in samples:
+        value = lmms_eval.key_value(obj, use)
+        if is_null(value):
+            report.error(name, no, use, f"missing (the key chosen for this file is {use}; pass --key FIELD)")
+            continue
+        if order is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(order):
+                report.error(name, no, "doc_id", f"expected a position 0..{len(order) - 1} in benchmark "
+                             f"{benchmark!r}'s items, got {value!r:.40}")
+                continue
+            item_id = order[value]
+        else:
+            item_id = cell_text(value)
+        objs.append((no, {"item_id": item_id, "response": response}))
+        kept[no] = extra
+    return objs, kept, benchmark
+
+
+def prediction_sources(store: Store, run: str) -> dict[str, dict[str, Any]]:
+    """item_id -> {tool, and what the tool kept: extracted, hit, log, raw, target} for an imported run."""
+    conn = store.conn
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'prediction_sources'").fetchone() is None:
+        return {}
+    cur = conn.execute("SELECT i.item_id, s.tool, s.kept FROM prediction_sources s JOIN runs r ON r.id = s.run_id"
+                       " JOIN items i ON i.id = s.item_pk WHERE r.name = ? AND s.rotation = 0 AND s.repeat = 0",
+                       (run,))
+    return {item_id: {"tool": tool, **json.loads(k)} for item_id, tool, k in cur}
