@@ -28,15 +28,6 @@ from db.store import Store
 ITEM_FORMATS = ("auto", "jsonl", "vlmevalkit", "hf")
 PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
 PARQUET = (".parquet",)
-SOURCES_DDL = """CREATE TABLE IF NOT EXISTS prediction_sources (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    item_pk INTEGER NOT NULL REFERENCES items(id),
-    rotation INTEGER NOT NULL DEFAULT 0,
-    repeat INTEGER NOT NULL DEFAULT 0,
-    tool TEXT NOT NULL,
-    kept TEXT NOT NULL,
-    PRIMARY KEY (run_id, item_pk, rotation, repeat)
-) WITHOUT ROWID"""
 
 csv.field_size_limit(sys.maxsize)  # base64 image cells are long
 
@@ -407,7 +398,6 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
     line_item = {no: obj["item_id"] for no, obj in objs}
 
     def after(conn: Any, run_id: int) -> None:
-        conn.execute(SOURCES_DDL)
         rows = [(run_id, keys[line_item[no]][0], kind, json.dumps(k, ensure_ascii=False, sort_keys=True))
                 for no, k in kept.items() if k and line_item.get(no) in keys]
         conn.executemany("INSERT OR REPLACE INTO prediction_sources (run_id, item_pk, rotation, repeat, tool, kept)"
@@ -484,10 +474,7 @@ def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key
 
 def prediction_sources(store: Store, run: str) -> dict[str, dict[str, Any]]:
     """item_id -> {tool, and what the tool kept: extracted, hit, log, raw, target} for an imported run."""
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'prediction_sources'").fetchone() is None:
-        return {}
-    cur = conn.execute("SELECT i.item_id, s.tool, s.kept FROM prediction_sources s JOIN runs r ON r.id = s.run_id"
+    cur = store.conn.execute("SELECT i.item_id, s.tool, s.kept FROM prediction_sources s JOIN runs r ON r.id = s.run_id"
                        " JOIN items i ON i.id = s.item_pk WHERE r.name = ? AND s.rotation = 0 AND s.repeat = 0",
                        (run,))
     return {item_id: {"tool": tool, **json.loads(k)} for item_id, tool, k in cur}

@@ -163,10 +163,25 @@ def _m005_run_jobs(db: sqlite_utils.Database) -> None:
     db.execute(INDEX)
 
 
+def _m006_prediction_sources(db: sqlite_utils.Database) -> None:
+    """What an importing tool kept beside each raw response (VLMEvalKit's extracted letter and hit, lmms-eval's
+    raw response and target), shown by the extraction audit (db/foreign.py)."""
+    db.execute("""CREATE TABLE IF NOT EXISTS prediction_sources (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    item_pk INTEGER NOT NULL REFERENCES items(id),
+    rotation INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    tool TEXT NOT NULL,
+    kept TEXT NOT NULL,
+    PRIMARY KEY (run_id, item_pk, rotation, repeat)
+) WITHOUT ROWID""")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
     ("003_prediction_overrides", _m003_prediction_overrides),
     ("004_override_layer", _m004_override_layer),
     ("005_run_jobs", _m005_run_jobs),
+    ("006_prediction_sources", _m006_prediction_sources),
 ]
