@@ -38,10 +38,11 @@ def _obj(values: Sequence[Any]) -> pd.Series:
 
 ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer", "images",
                 "meta", "stages", "n_images")
-# What core/metrics reads from the items (common.JOIN_ITEM_COLUMNS, item_id and answer): no metric reads the
-# question, the image list (only its length) or the stage texts, the longest values of a row.
-SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
-                        "n_images")
+# What core/metrics reads from the items (common.JOIN_ITEM_COLUMNS, item_id and answer, and the image content
+# hashes that the exact-image / union bootstrap clusterings link groups by, core.stats.cluster_labels): no
+# metric reads the question or the stage texts, the longest values of a row.
+SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "images",
+                        "meta", "n_images")
 
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
