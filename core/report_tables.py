@@ -480,13 +480,13 @@ def fe_table13(runs: Sequence[RunScore]) -> Table:
             cells = [_cell(r, (*base, "estimate"), "diff" if diff else "rate")]
             cells += [_cell(r, (*base, name), "interval_diff" if diff else "interval") for name, _ in schemes]
             rows.append(Row([r.name, _table13_label(key)], cells, r.name, r.synthetic))
-    primary = next((get(r.metrics, ("repeat_intervals", "primary")) for r in runs
-                    if isinstance(get(r.metrics, ("repeat_intervals", "primary")), str)), None)
+    primary = [f"{r.name} → {get(r.metrics, ('repeat_intervals', 'primary'))}" for r in runs
+               if isinstance(get(r.metrics, ("repeat_intervals", "primary")), str)]
     note = ("Rates in %, differences in points. R0 = rotation 0 / repeat 0, the repeat = rotation 0 / repeat 1; "
             "contrasts subtract the R0–Rj pair from the R0–repeat pair. Percentile cluster bootstrap, 20,000 draws, "
             "seed 20261010, whole clusters resampled, item-weighted ratios.")
     if primary:
-        note += f" Primary run: {primary}."
+        note += f" Primary run: {', '.join(primary)}."
     return Table("fe_table13", "Same-order repeat with 95% cluster-bootstrap intervals (000 Table 13)",
                  ["Run", "Quantity"], cols, rows, note=note)
 
@@ -509,7 +509,7 @@ def fe_seeds_rotations(runs: Sequence[RunScore]) -> Table:
                 cells.append(Cell(mean, ("seeds", m, "mean"), r.name))
                 continue
             cells.append(Cell({"value": value_of(mean), "sd": value_of(sd) if reason_of(sd) is None else None},
-                              ("seeds", m), r.name, "mean_sd"))
+                              ("seeds", m, "mean"), r.name, "mean_sd"))
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     return Table("fe_seeds_rotations", "Option rotations, multi-seed mean ± sample SD (000 Table 6b)", ["Run"],
                  [c for c, _ in cols], rows, note="Over runs that differ from the row's run only in seed; Vanilla "

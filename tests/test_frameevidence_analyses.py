@@ -223,8 +223,8 @@ def test_table13_reasons(gpt_runs):
     circular, primary = gpt_runs
     twin = run("gpt-primary-2", primary.preds, model="gpt")
     out = fe.repeat_intervals(PAPER, circular, [primary, twin], draws=200)
-    assert "several ordinary runs could be the primary run (gpt-primary, gpt-primary-2)" in out["primary"]
-    assert out["quantities"]["repeat_minus_primary_accuracy"]["group"].reason == out["primary"]
+    assert "several ordinary runs could be the primary run (gpt-primary, gpt-primary-2)" in out["primary"].reason
+    assert out["quantities"]["repeat_minus_primary_accuracy"]["group"].reason == out["primary"].reason
     named = run("gpt-circular", *[circular.preds], model="gpt", rotations=4, primary_run="gpt-primary-2")
     assert fe.repeat_intervals(PAPER, named, [primary, twin], draws=200)["primary"] == "gpt-primary-2"
     alone = fe.repeat_intervals(PAPER, run("x", preds_df(_gold()), model="gpt"), [primary])
@@ -366,6 +366,7 @@ def test_report_tables_table13_seeds_controls(gpt_runs):
     assert display(first.cells[1]) == f"[{100 * lo:.1f}, {100 * hi:.1f}]"
     diff = next(r for r in t13.rows if r.labels[1] == "Consistency, difference from R0–R1")
     assert display(diff.cells[0]) == "-5.9"
+    assert "Primary run: gpt-circular → gpt-primary." in t13.note
     controls = tables["fe_controls"]
     ref = next(r for r in controls.rows if r.labels == ["Always insufficient (exact)"])
     assert display(ref.cells[controls.columns.index("FQ2 Acc")]) == "33.3"

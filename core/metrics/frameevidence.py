@@ -867,7 +867,8 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
     the split's items, so one draw resamples whole clusters and takes the item-weighted ratio
     (stats.cluster_bootstrap_many, the same draws for every quantity). Per quantity: `estimate` and, per
     clustering name, the same Rate with its interval in `ci` (or a reason: a union field that no item has).
-    The primary rows carry a reason without a primary run; the whole section is a reason without a repeat.
+    `primary` is the primary run's name, or a reason (its rows then carry it too); the whole section is a
+    reason without a repeat.
     """
     preds = _pred_columns(run)
     reps = sorted(int(r) for r in _present(preds["repeat"][preds["rotation"] == 0]) if r != 0)
@@ -904,7 +905,8 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
     defined = [k for k in keys if not isinstance(values[k], str)]
     matrix = np.column_stack([np.asarray(values[k], dtype=float) for k in defined])
     scope = _scope(items, split)
-    out: dict[str, Any] = {"repeat": reps[0], "primary": primary if isinstance(primary, str) else primary.name,
+    out: dict[str, Any] = {"repeat": reps[0],
+                           "primary": Rate.undefined(primary) if isinstance(primary, str) else primary.name,
                            "draws": draws, "seed": seed, "level": level, "clusterings": {}, "quantities": {}}
     intervals: dict[str, tuple[np.ndarray, np.ndarray] | str] = {}
     for c in clusterings:
