@@ -470,39 +470,35 @@ def _always_insufficient_of(items_scope: pd.DataFrame) -> dict[str, Any]:
     answer for FQ1 items (they have no insufficient option), so accuracy, macro P / R / F1 and fq1_gem carry
     a reason when the split has FQ1 items (accuracy = the FQ2 value otherwise).
     """
-    kind = items_scope["kind"].to_numpy(dtype=object) if len(items_scope) else np.empty(0, dtype=object)
-    fq2 = items_scope[kind == FQ2]
-    out: dict[str, Any] = {}
+    t = _item_columns(items_scope, None)  # the scope is one split's items already
 
     def undefined(reason: str) -> dict[str, Any]:
         return {**{k: Rate.undefined(reason) for k in _AI_KEYS}, "kind_accuracy": {"FQ2": Rate.undefined(reason)}}
 
-    if fq2.empty:
+    fq2 = t["kind"] == FQ2 if len(t) else np.zeros(0, dtype=bool)
+    if not fq2.any():
         return undefined("no FQ2 items")
-    ins = np.array([_meta(m, "insufficient_option") for m in fq2["meta"]], dtype=object) if "meta" in fq2 \
-        else np.full(len(fq2), None, dtype=object)
-    if pd.isna(ins).any():
-        return undefined(f"FQ2 item {fq2['item_id'].to_numpy()[pd.isna(ins)][0]!r} has no meta.insufficient_option")
-    hit = fq2["answer"].to_numpy(dtype=object) == ins
-    fq2_acc = Rate.of(int(hit.sum()), len(fq2), "FQ2 items")
-    out["kind_accuracy"] = {"FQ2": fq2_acc}
-    has_fq1 = bool((kind == FQ1).any())
+    ins = t["insufficient"]
+    lacking = fq2 & pd.isna(ins)
+    if lacking.any():
+        return undefined(f"FQ2 item {t['item_id'][lacking][0]!r} has no meta.insufficient_option")
+    hit = fq2 & (t["gold"] == ins)
+    fq2_acc = Rate.of(int(hit.sum()), int(fq2.sum()), "FQ2 items")
+    out: dict[str, Any] = {"kind_accuracy": {"FQ2": fq2_acc}}
+    has_fq1 = bool((t["kind"] == FQ1).any())
     no_fq1 = "the rule answers FQ2 items only (FQ1 items have no insufficient-information option); see FQ2 Acc"
     out["accuracy"] = Rate.undefined(no_fq1) if has_fq1 else dataclasses.replace(fq2_acc)
     for key in ("macro_precision", "macro_recall", "macro_f1"):
         out[key] = Rate.undefined(no_fq1 if has_fq1 else "a constant-option rule: see FQ2 Acc")
-    out["fq1_gem"] = Rate.undefined(no_fq1) if has_fq1 else Rate.undefined("no FQ1 groups")
-    # per FQ2 group: whether each variant's gold is its insufficient option
-    table = pd.DataFrame({"group": fq2["group_id"].to_numpy(dtype=object),
-                          "variant": fq2["variant"].to_numpy(dtype=object), "hit": hit})
-    wide = table.pivot_table(index="group", columns="variant", values="hit", aggfunc="first")
+    out["fq1_gem"] = Rate.undefined(no_fq1 if has_fq1 else "no FQ1 groups")
+    g = _group_layout(t, FQ2)[0]  # per FQ2 group, each variant's gold and insufficient option
     for key, v in (("nts", "del"), ("dis", "add")):
-        if "mss" not in wide or v not in wide:
+        done = _complete(g, ("mss", v))
+        if not done.any():
             out[key] = Rate.undefined(f"no FQ2 groups with mss and {v} items")
             continue
-        both = wide[["mss", v]].dropna()
-        k = int((both["mss"].astype(bool) & both[v].astype(bool)).sum())
-        out[key] = Rate.of(k, len(both), "FQ2 groups")
+        both = done & (g["gold_mss"] == g["ins_mss"]) & (g[f"gold_{v}"] == g[f"ins_{v}"])
+        out[key] = Rate.of(int(both.sum()), int(done.sum()), "FQ2 groups")
     return out
 
 
