@@ -842,8 +842,14 @@ def primary_run(run: RunData, others: Sequence[RunData]) -> RunData | str:
 
 
 def _cluster_codes(scope: pd.DataFrame, clustering: stats.Clustering) -> tuple[np.ndarray, int]:
-    """Each item's cluster as a code 0..clusters-1 (sorted cluster names) and the cluster count."""
-    labels = stats.cluster_labels(scope, clustering)
+    """Each item's cluster as a code 0..clusters-1 (sorted cluster names) and the cluster count (the same for
+    every run of a split: memoized on the clustering's name and fields)."""
+    return _cluster_codes_of(scope, clustering.name, tuple(clustering.fields))
+
+
+@memoized
+def _cluster_codes_of(scope: pd.DataFrame, name: str, fields: tuple[str, ...]) -> tuple[np.ndarray, int]:
+    labels = stats.cluster_labels(scope, stats.Clustering(name, fields))
     names, code = np.unique(labels.astype(str), return_inverse=True)
     return code, len(names)
 
