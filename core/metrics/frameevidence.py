@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from core import stats
 from core.errors import MetricUndefined
@@ -923,8 +924,13 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
         size = np.bincount(code, minlength=n_clusters).astype(float)
         out["clusterings"][c.name] = {"label": c.label, "clusters": n_clusters,
                                       **({"fields": list(c.fields)} if c.name == "union" else {})}
-        intervals[c.name] = (stats.cluster_bootstrap_many(k, size, draws=draws, seed=seed, level=level)
-                             if seed is not None else "seed=None: no intervals")
+        if seed is None:
+            intervals[c.name] = "seed=None: no intervals"
+            continue
+        # products of a few columns: one BLAS thread is faster than several contending for the cores (and the
+        # worker processes of score --all), with the same numbers
+        with threadpool_limits(1, user_api="blas"):
+            intervals[c.name] = stats.cluster_bootstrap_many(k, size, draws=draws, seed=seed, level=level)
     for key in keys:
         value = values[key]
         if isinstance(value, str):
