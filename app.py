@@ -87,6 +87,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         if row["family"] != "spur":
             raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
         extras.update(shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
+    clusterings = _clusterings(args, row["family"])
+    if clusterings:
+        extras["clusterings"] = clusterings
     result = score_all(items, runs, names=[args.run], compare=compare, split=split_arg(args.split),
                        **extras)[args.run]
     if args.json:
@@ -94,6 +97,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         _print_metrics(result["metrics"])
     return 0
+
+
+def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
+    """The --cluster / --cluster-field choice as core.stats.Clustering objects (empty: the defaults)."""
+    from core.stats import Clustering
+
+    if not args.cluster and not args.cluster_field:
+        return ()
+    if family != "frameevidence":
+        raise CrosscheckError(f"--cluster / --cluster-field apply to FrameEvidence runs (000 App. A, D.6); a "
+                              f"{family} run's intervals cluster by group")
+    names = [n.strip() for n in (args.cluster or "group,union").split(",") if n.strip()]
+    if not names:
+        raise CrosscheckError("--cluster needs one or more of group, image, union (comma-separated)")
+    if args.cluster_field and "union" not in names:
+        raise CrosscheckError("--cluster-field names the fields of the union clustering: add union to --cluster")
+    chosen = tuple(Clustering.parse(n, args.cluster_field) for n in names)
+    if len({c.name for c in chosen}) < len(chosen):
+        raise CrosscheckError(f"--cluster {args.cluster!r} names a clustering twice")
+    return chosen
 
 
 def _score_all(store: Any, args: argparse.Namespace) -> int:
@@ -104,6 +127,9 @@ def _score_all(store: Any, args: argparse.Namespace) -> int:
     if args.compare or args.judge or args.shortcut_model or args.shortcut_pool:
         raise CrosscheckError("score --all takes neither --compare, --judge nor --shortcut-model / --shortcut-pool "
                               "(each run uses its latest judge run and the default shortcut filter)")
+    if args.cluster or args.cluster_field:
+        raise CrosscheckError("score --all uses the default clusterings (groups and union components by "
+                              "meta.scene); pass --cluster with --run NAME")
     benchmarks = [args.benchmark] if args.benchmark else None
     results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=split_arg(args.split))
     for per_run in results.values():
@@ -269,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compact", action="store_true", help="one-line JSON")
     p.add_argument("--compare", metavar="OTHER_RUN", help="add paired differences with bootstrap CIs")
     p.add_argument("--split", help="the split to score, every family (default: test; 'all': every split)")
+    p.add_argument("--cluster", metavar="NAME[,NAME]", help="FrameEvidence: bootstrap clusterings, side by side "
+                   "in repeat_intervals (Table 13), the first also for --compare: group (matched groups), image "
+                   "(exact-image components: groups sharing an image by content hash), union (groups linked by a "
+                   "shared image or a shared --cluster-field value); default group,union (--compare: group)")
+    p.add_argument("--cluster-field", metavar="FIELD[,FIELD]", help="the meta field(s) whose shared values link "
+                   "groups in the union clustering (default: scene), e.g. scene,template")
     p.add_argument("--judge", metavar="JUDGE_RUN", help="StemBind: the judge run whose trace judgements feed L2 "
                    "StepAcc (default: the most recent one)")
     p.add_argument("--shortcut-model", metavar="ID", help="SPUR: the text-only model (config model) whose "

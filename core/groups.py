@@ -409,16 +409,18 @@ def _metric_masks(family: str, out: pd.DataFrame) -> list[tuple[str, pd.Series]]
 
 def paired_differences(family: str, items: pd.DataFrame, run_a: RunData, run_b: RunData,
                        split: str | None = "test", draws: int = stats.DEFAULT_DRAWS,
-                       seed: int | None = stats.DEFAULT_SEED) -> dict[str, Any]:
+                       seed: int | None = stats.DEFAULT_SEED, clustering: stats.Clustering | None = None
+                       ) -> dict[str, Any]:
     """metric -> {"a", "b", "difference"} with the paired percentile cluster-bootstrap CI (clusters = groups)
     of b - a in difference.ci, or a Rate with a reason when the metric is undefined.
 
-    FrameEvidence: core.metrics.frameevidence.compare (accuracy, macro_f1, fq1_gem, nts, dis). The other
+    FrameEvidence: core.metrics.frameevidence.compare (accuracy, macro_f1, fq1_gem, nts, dis), resampling
+    `clustering`'s clusters when given (exact-image or union components, 000 App. A / D.6). The other
     families: item accuracy (overall; per P / R / F kind for StemBind; per stage for SPUR) and group exact
     match, over the items (groups) both runs answered, both runs resampled with the same groups per draw.
     """
     if family == "frameevidence":
-        res = fe.compare(items, run_a, run_b, split=split, draws=draws, seed=seed)
+        res = fe.compare(items, run_a, run_b, split=split, draws=draws, seed=seed, clustering=clustering)
         return {m: res[m] for m in fe.COMPARED}
     scope = items if split is None else items[items["split"] == split]
     oa = item_outcomes(family, scope, run_a)

@@ -129,11 +129,21 @@ def fmt_pct(value: float, signed: bool = False) -> str:
 
 
 def display(cell: Cell) -> str:
-    """The text shown in the table (percentages for rates, signed points for differences)."""
+    """The text shown in the table (percentages for rates, signed points for differences, "[lo, hi]" for an
+    interval cell, "mean ± sd" for a mean-SD cell)."""
     node, kind = cell.node, _kind(cell)
     if reason_of(node) is not None:
         return "n/a"
+    if kind in ("interval", "interval_diff"):
+        if not is_rate(node) or not node.get("ci"):
+            return "n/a"
+        lo, hi = node["ci"]
+        signed = kind == "interval_diff"
+        return f"[{fmt_pct(lo, signed)}, {fmt_pct(hi, signed)}]"
     v = value_of(node)
+    if kind == "mean_sd":
+        sd = node.get("sd") if isinstance(node, dict) else None
+        return f"{fmt_pct(float(v))} ± {fmt_pct(float(sd))}" if sd is not None else f"{fmt_pct(float(v))} ± n/a"
     if kind == "rate":
         return fmt_pct(float(v))
     if kind == "diff":
@@ -203,13 +213,15 @@ def to_frame(table: Table) -> pd.DataFrame:
                     rec[f"{col}_n"] = node["n"]
                 if node.get("ci"):
                     rec[f"{col}_ci_low"], rec[f"{col}_ci_high"] = node["ci"]
+                if node.get("sd") is not None:
+                    rec[f"{col}_sd"] = node["sd"]
             why = reason_of(node)
             if why is not None:
                 rec[f"{col}_reason"] = why
         records.append(rec)
     ordered: list[str] = [*table.index, "synthetic"]
     for col in table.columns:
-        for suffix in ("", "_k", "_n", "_ci_low", "_ci_high", "_reason"):
+        for suffix in ("", "_k", "_n", "_sd", "_ci_low", "_ci_high", "_reason"):
             name = f"{col}{suffix}"
             if any(name in r for r in records) and name not in ordered:
                 ordered.append(name)
@@ -394,11 +406,114 @@ def fe_tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> li
         ("Triplets correct", ("pairwise_frames", "triplets_correct"))]))
     for stratum, label in FE_STRATA.items():
         out.append(fe_stratum(runs, stratum, label))
+    out.append(fe_table13(runs))
     out.append(fe_seeds(runs))
-    out.append(fe_main(controls, "fe_controls", "Metadata-control and text baselines (train-fitted)"))
-    out[-1].note = ("Every baseline run of this benchmark (majority letter, image count, count + insufficiency "
-                    "letter, character TF-IDF, uniform random), whatever the run picker says.")
+    out.append(fe_seeds_rotations(runs))
+    out.append(fe_controls(controls, runs))
     return [t for t in out if not t.empty]
+
+
+FE_CONTROL_COLS = [*FE_MAIN, ("FQ2 Acc", ("kind_accuracy", "FQ2"))]
+
+
+def fe_controls(controls: Sequence[RunScore], runs: Sequence[RunScore]) -> Table:
+    """000 Table 10 / §5: the baseline runs, then the exact always-insufficient control and uniform reference
+    (read from the first baseline's, else the first picked run's, metrics: they depend on the items only)."""
+    t = run_table("fe_controls", "Metadata-control and text baselines (train-fitted) · 000 §5, Table 10", controls,
+                  FE_CONTROL_COLS,
+                  note="Every baseline run of this benchmark (majority letter, image count, count + insufficiency "
+                       "letter, character TF-IDF, uniform random), whatever the run picker says. Always insufficient "
+                       "(§5): every FQ2 item answered with its insufficient-information option, exact from the gold "
+                       "answers; it answers no FQ1 item, so FQ2 Acc is its accuracy (33.33% on the paper's split).")
+    source = controls[0] if controls else (runs[0] if runs else None)
+    if source is not None:
+        base = ("reference", "always_insufficient")
+        t.rows.append(Row(["Always insufficient (exact)"], [_cell(source, (*base, *p), "rate") for _, p in
+                                                            FE_CONTROL_COLS], source.name, False, reference=True))
+        uniform = [(*("reference", "uniform_random"), *p) for _, p in FE_MAIN] + [
+            ("reference", "uniform_random", "accuracy")]  # 1/4 on any subset of items, FQ2 among them
+        t.rows.append(Row(["Uniform random (exact)"], [_cell(source, p, "rate") for p in uniform], source.name,
+                          False, reference=True))
+    return t
+
+
+TABLE13_LABELS = {
+    "repeat_accuracy": "Repeat accuracy", "primary_repeat_disagreement": "Primary–repeat disagreement",
+    "r0_repeat_disagreement": "R0–repeat disagreement", "repeat_minus_primary_accuracy": "Repeat minus primary accuracy",
+    "repeat_minus_r0_accuracy": "Repeat minus R0 accuracy", "both_correct": "Same-order pair both correct",
+    "consistency": "Same-order pair consistency",
+}
+
+
+def _table13_label(key: str) -> str:
+    if key in TABLE13_LABELS:
+        return TABLE13_LABELS[key]
+    metric, _, rot = key.partition("_minus_")
+    return f"{'Both correct' if metric == 'both_correct' else 'Consistency'}, difference from R0–{rot}"
+
+
+def fe_table13(runs: Sequence[RunScore]) -> Table:
+    """000 Table 13: each repeat / rotation quantity with its 95% cluster-bootstrap interval under each
+    clustering, side by side (the clusterings of the first run that has them name the columns)."""
+    schemes: list[tuple[str, str]] = []
+    for r in runs:
+        node = get(r.metrics, ("repeat_intervals", "clusterings"))
+        if isinstance(node, dict):
+            for name, info in node.items():
+                size = info.get("clusters") if isinstance(info, dict) and "clusters" in info else None
+                label = name if name != "group" else "groups"
+                schemes.append((name, f"95% CI · {label}" + (f" ({size})" if size is not None else "")))
+            break
+    cols = ["Estimate", *[label for _, label in schemes]]
+    rows: list[Row] = []
+    for r in runs:
+        node = get(r.metrics, ("repeat_intervals",))
+        if node is None:
+            continue
+        if reason_of(node) is not None:
+            rows.append(Row([r.name, "—"], [Cell(node, ("repeat_intervals",), r.name) for _ in cols], r.name,
+                            r.synthetic))
+            continue
+        for key in node.get("quantities", {}):
+            base = ("repeat_intervals", "quantities", key)
+            diff = "minus" in key
+            cells = [_cell(r, (*base, "estimate"), "diff" if diff else "rate")]
+            cells += [_cell(r, (*base, name), "interval_diff" if diff else "interval") for name, _ in schemes]
+            rows.append(Row([r.name, _table13_label(key)], cells, r.name, r.synthetic))
+    primary = [f"{r.name} → {get(r.metrics, ('repeat_intervals', 'primary'))}" for r in runs
+               if isinstance(get(r.metrics, ("repeat_intervals", "primary")), str)]
+    note = ("Rates in %, differences in points. R0 = rotation 0 / repeat 0, the repeat = rotation 0 / repeat 1; "
+            "contrasts subtract the R0–Rj pair from the R0–repeat pair. Percentile cluster bootstrap, 20,000 draws, "
+            "seed 20261010, whole clusters resampled, item-weighted ratios.")
+    if primary:
+        note += f" Primary run: {', '.join(primary)}."
+    return Table("fe_table13", "Same-order repeat with 95% cluster-bootstrap intervals (000 Table 13)",
+                 ["Run", "Quantity"], cols, rows, note=note)
+
+
+def fe_seeds_rotations(runs: Sequence[RunScore]) -> Table:
+    """000 Table 6b: Vanilla / Circular / Consistency as multi-seed mean ± sample SD."""
+    cols = [("Vanilla", "vanilla"), ("Circular", "circular"), ("Consistency", "consistency")]
+    rows = []
+    for r in runs:
+        node = get(r.metrics, ("seeds",))
+        if node is None:
+            continue
+        if reason_of(node) is not None:
+            rows.append(Row([r.name], [Cell(node, ("seeds",), r.name) for _ in cols], r.name, r.synthetic))
+            continue
+        cells = []
+        for _, m in cols:
+            mean, sd = get(r.metrics, ("seeds", m, "mean")), get(r.metrics, ("seeds", m, "sd"))
+            if reason_of(mean) is not None:
+                cells.append(Cell(mean, ("seeds", m, "mean"), r.name))
+                continue
+            cells.append(Cell({"value": value_of(mean), "sd": value_of(sd) if reason_of(sd) is None else None},
+                              ("seeds", m, "mean"), r.name, "mean_sd"))
+        rows.append(Row([r.name], cells, r.name, r.synthetic))
+    return Table("fe_seeds_rotations", "Option rotations, multi-seed mean ± sample SD (000 Table 6b)", ["Run"],
+                 [c for c, _ in cols], rows, note="Over runs that differ from the row's run only in seed; Vanilla "
+                                                  "uses each run's own rotation-0 answers.")
 
 
 def fe_deltas(runs: Sequence[RunScore], mode: str, label: str) -> Table:

@@ -58,7 +58,8 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     items = _narrow(module, items, split, kw)
     metrics = module.score(items, run, others, **kw)
     if compare is not None:
-        metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items() if k == "split"})
+        metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items()
+                                                                  if k in ("split", "clusterings")})
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
             "split": ALL_SPLITS if split is None else split, "metrics": to_jsonable(metrics)}
 
@@ -124,13 +125,18 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
 
 
 def compare_runs(items: pd.DataFrame, run: RunData, other: RunData, split: str | None = "test",
-                 draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED) -> dict[str, Any]:
-    """metrics["compare"]: the family's headline rates as this run minus `other`, with paired cluster CIs."""
+                 draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
+                 clusterings: Sequence[stats.Clustering] | None = None) -> dict[str, Any]:
+    """metrics["compare"]: the family's headline rates as this run minus `other`, with paired cluster CIs.
+
+    FrameEvidence resamples the first of `clusterings` (default: groups); the other families cluster by group.
+    """
     if other.benchmark != run.benchmark or other.family != run.family:
         raise MetricUndefined(f"cannot compare run {run.name!r} with run {other.name!r} of another benchmark "
                               f"({other.benchmark!r}, not {run.benchmark!r})")
     if run.family == "frameevidence":
-        return {"other": other.name, **_compare_frameevidence(items, run, other, split, draws, seed)}
+        clustering = clusterings[0] if clusterings else None
+        return {"other": other.name, **_compare_frameevidence(items, run, other, split, draws, seed, clustering)}
     builders = {"stembind": _stembind_arrays, "spur": _spur_arrays, "generic": _generic_arrays}
     table = builders[run.family](items, run, other)
     return {"other": other.name, **_paired(table, draws, seed)}
@@ -249,11 +255,12 @@ def _generic_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
 
 
 def _compare_frameevidence(items: pd.DataFrame, run: RunData, other: RunData, split: str | None, draws: int,
-                           seed: int | None) -> dict[str, Any]:
+                           seed: int | None, clustering: stats.Clustering | None = None) -> dict[str, Any]:
     from core.metrics import frameevidence as fe
 
-    raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed)  # run_b - run_a = this - other
-    out: dict[str, Any] = {}
+    # run_b - run_a = this - other
+    raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed, clustering=clustering)
+    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": int(raw.get("clusters", 0))}
     for m in fe.COMPARED:
         entry = raw[m]
         diff = entry["difference"] if isinstance(entry, dict) else entry

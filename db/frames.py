@@ -40,9 +40,13 @@ def _obj(values: Sequence[Any]) -> pd.Series:
 ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer", "images",
                 "meta", "stages", "n_images")
 # What core/metrics reads from the items (common.JOIN_ITEM_COLUMNS, item_id and answer): no metric reads the
-# question, the image list (only its length) or the stage texts, the longest values of a row.
+# question, the image list (only its length) or the stage texts, the longest values of a row. FrameEvidence
+# also reads the image content hashes, which its exact-image / union bootstrap clusterings link groups by
+# (core.stats.cluster_labels).
 SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
                         "n_images")
+SCORING_ITEM_COLUMNS_BY_FAMILY = {"frameevidence": tuple(c for c in ITEM_COLUMNS
+                                                         if c in SCORING_ITEM_COLUMNS or c == "images")}
 
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
@@ -240,8 +244,10 @@ def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = P
 
 def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None
                      ) -> tuple[pd.DataFrame, dict[str, RunData]]:
-    """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS, SCORING_COLUMNS)."""
-    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=SCORING_ITEM_COLUMNS)
+    """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS and the family's extra
+    ones, SCORING_COLUMNS)."""
+    item_columns = SCORING_ITEM_COLUMNS_BY_FAMILY.get(store.benchmark_family(benchmark), SCORING_ITEM_COLUMNS)
+    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns)
 
 
 def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None,

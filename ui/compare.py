@@ -15,6 +15,7 @@ from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
+from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.views import cache, render_group
 from ui.views.common import esc, run_label_html
 
@@ -50,7 +51,7 @@ def _diff(rate: Rate) -> tuple[str, str]:
 
 
 def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | None = "test",
-                 draws: int = stats.DEFAULT_DRAWS) -> dict[str, Any]:
+                 draws: int = stats.DEFAULT_DRAWS, clustering: stats.Clustering | None = None) -> dict[str, Any]:
     """Everything the tab shows, as data: turnover, transitions (per group), counts, paired differences."""
     bd = cache.bench(store, bench)
     loaded = cache.run_data(store, [run_a, run_b])
@@ -67,7 +68,9 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
         "turnover": core_groups.turnover(bd.family, full, rda, rdb, split=split_v),
         "transitions": trans,
         "counts": core_groups.transition_counts(trans),
-        "differences": core_groups.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws),
+        "differences": core_groups.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws,
+                                                      clustering=clustering if bd.family == "frameevidence" else None),
+        "clusters": clustering.label if clustering is not None and bd.family == "frameevidence" else "groups",
     }
 
 
@@ -103,8 +106,9 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
                     f'<td class="cc-num">{_pct(d["b"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
     diffs = ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th>'
              f'<th>95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-             f'<div class="cc-muted">Percentile cluster bootstrap over groups, both runs resampled with the same '
-             f'groups in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the interval excludes 0.</div>')
+             f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
+             f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
+             'interval excludes 0.</div>')
     n_changed = int(res["transitions"]["changed"].sum())
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
             f'</div></div><div class="cc-section-title">Item turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
@@ -139,6 +143,13 @@ def build_compare(ctx: Ctx) -> None:
         run_b = gr.Dropdown(label="Run B (after)", choices=[], scale=3, elem_id="cc-compare-b")
         split = gr.Dropdown(label="Split", choices=[], scale=1, elem_id="cc-compare-split")
         go = gr.Button("Compare", variant="primary", scale=0, elem_id="cc-compare-go")
+    # FrameEvidence: which clusters the paired bootstrap resamples (000 App. A, D.6)
+    with gr.Row(visible=False) as cluster_row:
+        cluster = gr.Dropdown(label="Bootstrap clusters", choices=CLUSTER_CHOICES, value="group", scale=2,
+                              elem_id="cc-compare-cluster")
+        fields = gr.Dropdown(label="Union links groups sharing an image or a value of",
+                             choices=list(stats.DEFAULT_UNION_FIELDS), value=list(stats.DEFAULT_UNION_FIELDS),
+                             multiselect=True, allow_custom_value=True, scale=3, elem_id="cc-compare-cluster-fields")
     out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")
     with gr.Row():
         which = gr.Dropdown(label="Changed groups", choices=CHANGE_FILTERS, value="changed", scale=1,
@@ -161,13 +172,20 @@ def build_compare(ctx: Ctx) -> None:
                 gr.update(choices=[(s, s) for s in splits] + [("all splits", "")],
                           value="test" if "test" in splits else (splits[0] if splits else "")))
 
-    def do_compare(bench, a, b, split_v, which_v):
+    def cluster_controls(bench, chosen):
+        is_fe = bool(bench) and cache.bench(store, bench).family == "frameevidence"
+        choices = union_field_choices(store, bench) if is_fe else []
+        kept = [f for f in (chosen or []) if f in choices] or [f for f in stats.DEFAULT_UNION_FIELDS if f in choices]
+        return gr.update(visible=is_fe), gr.update(choices=choices, value=kept)
+
+    def do_compare(bench, a, b, split_v, which_v, cluster_v=None, fields_v=None):
         if not bench or not a or not b:
             raise gr.Error("pick a benchmark and two runs")
         if a == b:
             raise gr.Error("pick two different runs")
         try:
-            res = compare_runs(store, bench, a, b, split_v)
+            picked = clusterings_of([cluster_v] if cluster_v else [], fields_v)
+            res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
         except CrosscheckError as exc:
             raise gr.Error(str(exc)) from exc
         return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS), changed_table(res["transitions"], which_v),
@@ -190,6 +208,11 @@ def build_compare(ctx: Ctx) -> None:
     root = gr.context.Context.root_block
     if root is not None:
         root.load(on_bench, [ctx.benchmark, ctx.runs], [run_a, run_b, split], api_visibility="private")
-    go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which], [out, table, state, view], api_name="compare")
+    for trig in (ctx.benchmark.change, ctx.refresh.click):
+        trig(cluster_controls, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+    if root is not None:
+        root.load(cluster_controls, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+    go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
+             api_name="compare")
     which.input(do_filter, [state, which], table, api_visibility="private")
     table.select(on_select, state, view, api_visibility="private")

@@ -20,6 +20,7 @@ from gradio.context import get_blocks_context
 from core.errors import CrosscheckError
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import score_run
+from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, Clustering
 from db.frames import score_extras
 from db.store import Store
 from ui import charts
@@ -34,7 +35,8 @@ SECTIONS: dict[str, list[tuple[str, list[str], list[str]]]] = {
         ("Overview", ["fe_table4", "fe_independence", "fe_variants"], ["fe_table4"]),
         ("Figure 5 · transitions", ["fe_figure5", "fe_pairwise"], ["fe_figure5"]),
         ("Input controls", ["fe_delta_text", "fe_delta_first", "fe_decomposition"], ["fe_delta_text"]),
-        ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_seeds"], ["fe_rotations"]),
+        ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_table13", "fe_seeds",
+                                         "fe_seeds_rotations"], ["fe_rotations"]),
         ("Insufficiency", ["fe_insufficiency"], ["fe_insufficiency"]),
         ("Strata", ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
                     "fe_strata_ordinal_change"],
@@ -67,16 +69,18 @@ class ScoreCache:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.state: dict[str, tuple[Any, ...]] = {}
-        self.scores: dict[tuple[str, str], dict[str, Any]] = {}
+        self.scores: dict[tuple[str, str, tuple[Clustering, ...]], dict[str, Any]] = {}
 
-    def scores_for(self, store: Store, benchmark: str, names: list[str]) -> dict[str, dict[str, Any]]:
+    def scores_for(self, store: Store, benchmark: str, names: list[str],
+                   clusterings: tuple[Clustering, ...] = ()) -> dict[str, dict[str, Any]]:
+        """Scores of the named runs; `clusterings` (FrameEvidence) pick the bootstrap clusters (empty: defaults)."""
         runs = store.runs(benchmark)
         state = tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs)
         with self.lock:
             if self.state.get(benchmark) != state:
                 self.scores = {k: v for k, v in self.scores.items() if k[0] != benchmark}
                 self.state[benchmark] = state
-            missing = [n for n in names if (benchmark, n) not in self.scores]
+            missing = [n for n in names if (benchmark, n, clusterings) not in self.scores]
             if missing:
                 items = store.items_frame(benchmark)
                 data = {r["name"]: store.run_data(r["name"]) for r in runs}
@@ -86,8 +90,11 @@ class ScoreCache:
                     run = data[name]
                     others = [d for n, d in data.items() if n != name]
                     extras = score_extras(store, name, run.family)
-                    self.scores[(benchmark, name)] = score_run(items, run, others, **extras)
-            return {n: self.scores[(benchmark, n)] for n in names if (benchmark, n) in self.scores}
+                    if clusterings and run.family == "frameevidence":
+                        extras["clusterings"] = clusterings
+                    self.scores[(benchmark, name, clusterings)] = score_run(items, run, others, **extras)
+            return {n: self.scores[(benchmark, n, clusterings)] for n in names
+                    if (benchmark, n, clusterings) in self.scores}
 
 
 CACHE = ScoreCache()
@@ -95,13 +102,43 @@ _RENDERS = itertools.count()
 log = logging.getLogger(__name__)
 
 
-def run_scores(store: Store, benchmark: str, names: list[str]) -> tuple[str, list[RunScore], list[RunScore]]:
+CLUSTER_CHOICES = [("groups", "group"), ("exact-image components", "image"), ("union components", "union")]
+DEFAULT_CLUSTER_PICK = ["group", "union"]
+
+
+def clusterings_of(names: list[str] | None, fields: list[str] | None) -> tuple[Clustering, ...]:
+    """The Metrics tab's cluster pickers as core.stats.Clustering objects (no pick: the defaults)."""
+    picked = [n for n in (names or []) if n in CLUSTERINGS]
+    if not picked:
+        return ()
+    union_fields = tuple(fields) if fields else DEFAULT_UNION_FIELDS
+    return tuple(Clustering.parse(n, union_fields) for n in picked)
+
+
+def union_field_choices(store: Store, benchmark: str | None) -> list[str]:
+    """The meta fields a union clustering can link on: scalar values of which at least one is shared by two
+    groups (a field unique to each group, such as a question translation, would link nothing)."""
+    if not benchmark:
+        return []
+    items = store.items_frame(benchmark)
+    groups_of: dict[tuple[str, Any], set[Any]] = {}
+    for gid, meta in zip(items["group_id"], items["meta"] if "meta" in items else [None] * len(items), strict=True):
+        if isinstance(meta, dict):
+            for key, value in meta.items():
+                if isinstance(value, (str, int)) and not isinstance(value, bool):
+                    groups_of.setdefault((str(key), value), set()).add(gid)
+    return sorted({key for (key, _), gids in groups_of.items() if len(gids) > 1})
+
+
+def run_scores(store: Store, benchmark: str, names: list[str], clusterings: tuple[Clustering, ...] = ()
+               ) -> tuple[str, list[RunScore], list[RunScore]]:
     """(family, selected runs' scores, baseline control runs' scores) for the Metrics tab."""
     family = store.benchmark_family(benchmark)
     meta = {r["name"]: r for r in store.runs(benchmark)}
     names = [n for n in names if n in meta]
     controls = [n for n, r in meta.items() if r["runner"] == "baseline"] if family == "frameevidence" else []
-    scores = CACHE.scores_for(store, benchmark, list(dict.fromkeys([*names, *controls])))
+    clusterings = clusterings if family == "frameevidence" else ()
+    scores = CACHE.scores_for(store, benchmark, list(dict.fromkeys([*names, *controls])), clusterings)
 
     def rs(name: str) -> RunScore:
         r = meta[name]
@@ -131,11 +168,30 @@ def build_metrics(ctx: Ctx) -> None:
     gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css")
 
     root = get_blocks_context().root_block  # page load is a trigger too (explicit triggers drop it)
+    # FrameEvidence bootstrap clusterings (000 App. A, D.6): Table 13's interval columns, side by side
+    with gr.Row(elem_id="cc-metrics-clusters", visible=False) as cluster_row:
+        cluster_pick = gr.Dropdown(label="Bootstrap clusters (Table 13 intervals, side by side)",
+                                   choices=CLUSTER_CHOICES, value=DEFAULT_CLUSTER_PICK, multiselect=True, scale=3,
+                                   elem_id="cc-metrics-cluster-pick")
+        field_pick = gr.Dropdown(label="Union links groups sharing an image or a value of",
+                                 choices=list(DEFAULT_UNION_FIELDS), value=list(DEFAULT_UNION_FIELDS),
+                                 multiselect=True, allow_custom_value=True, scale=2,
+                                 elem_id="cc-metrics-cluster-fields")
 
-    @gr.render(inputs=[ctx.benchmark, ctx.runs], triggers=[root.load, ctx.benchmark.change, ctx.runs.change,
-                                                          ctx.refresh.click], concurrency_limit=4,
-               concurrency_id="metrics")
-    def render(benchmark: str | None, selected: list[str] | None) -> None:
+    def cluster_controls(benchmark: str | None, fields: list[str] | None) -> tuple[Any, Any]:
+        is_fe = bool(benchmark) and store.benchmark_family(benchmark) == "frameevidence"
+        choices = union_field_choices(store, benchmark) if is_fe else []
+        kept = [f for f in (fields or []) if f in choices] or [f for f in DEFAULT_UNION_FIELDS if f in choices]
+        return gr.update(visible=is_fe), gr.update(choices=choices, value=kept)
+
+    for trigger in (root.load, ctx.benchmark.change):
+        trigger(cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+
+    @gr.render(inputs=[ctx.benchmark, ctx.runs, cluster_pick, field_pick],
+               triggers=[root.load, ctx.benchmark.change, ctx.runs.change, ctx.refresh.click, cluster_pick.change,
+                         field_pick.change], concurrency_limit=4, concurrency_id="metrics")
+    def render(benchmark: str | None, selected: list[str] | None, clusters: list[str] | None = None,
+               fields: list[str] | None = None) -> None:
         if not benchmark:
             gr.Markdown("No benchmark in the store yet: import one in the **Data** tab.")
             return
@@ -144,7 +200,7 @@ def build_metrics(ctx: Ctx) -> None:
                         elem_id="cc-metrics-empty")
             return
         try:
-            family, runs, controls = run_scores(store, benchmark, list(selected))
+            family, runs, controls = run_scores(store, benchmark, list(selected), clusterings_of(clusters, fields))
         except CrosscheckError as exc:
             raise gr.Error(str(exc)) from exc
         if not runs:

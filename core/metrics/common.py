@@ -379,14 +379,22 @@ def pair_rates(answer_a: np.ndarray, correct_a: np.ndarray, answer_b: np.ndarray
                ) -> dict[str, Rate]:
     """pair_metrics over aligned arrays: each side's valid answers (None unless ok) and correctness."""
     n = len(answer_a)
-    same = pd.notna(answer_a) & pd.notna(answer_b) & (answer_a == answer_b)
-    wrong = ~correct_a
+    return {key: Rate.of(int(flag.sum()), n) for key, flag in pair_flags(answer_a, correct_a, answer_b,
+                                                                           correct_b).items()}
+
+
+def pair_flags(answer_a: np.ndarray, correct_a: np.ndarray, answer_b: np.ndarray, correct_b: np.ndarray
+               ) -> dict[str, np.ndarray]:
+    """Per item, the events pair_rates counts: at_least_one_correct, both_correct, consistency (both valid,
+    same answer), consistently_wrong (consistent and wrong), changed (not consistent)."""
+    same = np.asarray(pd.notna(answer_a) & pd.notna(answer_b) & (answer_a == answer_b), dtype=bool)
+    correct_a, correct_b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
     return {
-        "at_least_one_correct": Rate.of(int((correct_a | correct_b).sum()), n),
-        "both_correct": Rate.of(int((correct_a & correct_b).sum()), n),
-        "consistency": Rate.of(int(same.sum()), n),
-        "consistently_wrong": Rate.of(int((same & wrong).sum()), n),
-        "changed": Rate.of(int((~same).sum()), n),
+        "at_least_one_correct": correct_a | correct_b,
+        "both_correct": correct_a & correct_b,
+        "consistency": same,
+        "consistently_wrong": same & ~correct_a,
+        "changed": ~same,
     }
 
 

@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from core import stats
 from core.errors import MetricUndefined
@@ -33,6 +34,7 @@ from core.metrics.common import (
     joint_random_reference,
     macro_prf_arrays,
     memoized,
+    pair_flags,
     pair_rates,
     positions,
     rotation_rates,
@@ -54,6 +56,13 @@ STRATA = ("n_images", "relation", "scene", "source", "ordinal_change")
 UNKNOWN = "unknown"
 COMPARED = ("accuracy", "macro_f1", "fq1_gem", "nts", "dis")
 SEED_METRICS = ("macro_precision", "macro_recall", "macro_f1", "accuracy", "fq1_gem", "nts", "dis")
+ROTATION_SEED_METRICS = ("vanilla", "circular", "consistency")  # Table 6b's three-seed columns
+# Table 13's two clusterings by default: the matched groups (the paper's "96 triplets") and the image / scene
+# union components of App. D.6
+DEFAULT_CLUSTERINGS = (stats.Clustering("group"), stats.Clustering("union"))
+# Table 13's quantities, in the paper's order (the R1..R3 contrasts follow for each rotation the run has)
+TABLE13_KEYS = ("repeat_accuracy", "primary_repeat_disagreement", "r0_repeat_disagreement",
+                "repeat_minus_primary_accuracy", "repeat_minus_r0_accuracy", "both_correct", "consistency")
 # Run-config keys that record bookkeeping rather than a setting; ignored when pairing runs.
 BOOKKEEPING_KEYS = frozenset({"created", "created_at", "finished_at", "status", "note", "notes", "name"})
 
@@ -436,6 +445,64 @@ def _uniform_random_of(items_scope: pd.DataFrame) -> dict[str, Rate]:
     return out
 
 
+_AI_KEYS = ("accuracy", "macro_precision", "macro_recall", "macro_f1", "fq1_gem", "nts", "dis")
+
+
+@memoized
+def _always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
+    return _always_insufficient_of(items_scope)
+
+
+def always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
+    """See _always_insufficient_of (shared between the runs of one split inside common.shared_work)."""
+    got = _always_insufficient(items_scope)
+    out: dict[str, Any] = {k: dataclasses.replace(got[k]) for k in _AI_KEYS}
+    out["kind_accuracy"] = {"FQ2": dataclasses.replace(got["kind_accuracy"]["FQ2"])}
+    return out
+
+
+def _always_insufficient_of(items_scope: pd.DataFrame) -> dict[str, Any]:
+    """The always-insufficient control of 000 §5 ("33.33% from always selecting insufficient information"),
+    exact from the gold answers: every FQ2 item answered with its meta.insufficient_option.
+
+    kind_accuracy.FQ2 = FQ2 items whose gold is that option / FQ2 items (the deletions: 1/3 when every group
+    is complete); nts = groups whose MSS and deletion golds are both the option / FQ2 groups holding both,
+    dis likewise with the addition (0 on a valid release: the MSS gold is a spatial answer). The rule has no
+    answer for FQ1 items (they have no insufficient option), so accuracy, macro P / R / F1 and fq1_gem carry
+    a reason when the split has FQ1 items (accuracy = the FQ2 value otherwise).
+    """
+    t = _item_columns(items_scope, None)  # the scope is one split's items already
+
+    def undefined(reason: str) -> dict[str, Any]:
+        return {**{k: Rate.undefined(reason) for k in _AI_KEYS}, "kind_accuracy": {"FQ2": Rate.undefined(reason)}}
+
+    fq2 = t["kind"] == FQ2 if len(t) else np.zeros(0, dtype=bool)
+    if not fq2.any():
+        return undefined("no FQ2 items")
+    ins = t["insufficient"]
+    lacking = fq2 & pd.isna(ins)
+    if lacking.any():
+        return undefined(f"FQ2 item {t['item_id'][lacking][0]!r} has no meta.insufficient_option")
+    hit = fq2 & (t["gold"] == ins)
+    fq2_acc = Rate.of(int(hit.sum()), int(fq2.sum()), "FQ2 items")
+    out: dict[str, Any] = {"kind_accuracy": {"FQ2": fq2_acc}}
+    has_fq1 = bool((t["kind"] == FQ1).any())
+    no_fq1 = "the rule answers FQ2 items only (FQ1 items have no insufficient-information option); see FQ2 Acc"
+    out["accuracy"] = Rate.undefined(no_fq1) if has_fq1 else dataclasses.replace(fq2_acc)
+    for key in ("macro_precision", "macro_recall", "macro_f1"):
+        out[key] = Rate.undefined(no_fq1 if has_fq1 else "a constant-option rule: see FQ2 Acc")
+    out["fq1_gem"] = Rate.undefined(no_fq1 if has_fq1 else "no FQ1 groups")
+    g = _group_layout(t, FQ2)[0]  # per FQ2 group, each variant's gold and insufficient option
+    for key, v in (("nts", "del"), ("dis", "add")):
+        done = _complete(g, ("mss", v))
+        if not done.any():
+            out[key] = Rate.undefined(f"no FQ2 groups with mss and {v} items")
+            continue
+        both = done & (g["gold_mss"] == g["ins_mss"]) & (g[f"gold_{v}"] == g[f"ins_{v}"])
+        out[key] = Rate.of(int(both.sum()), int(done.sum()), "FQ2 groups")
+    return out
+
+
 def core_metrics(df: Frame) -> dict[str, Rate]:
     """accuracy, macro P / R / F1 over A-D, fq1_gem, nts, dis of one joined frame."""
     return {key: dataclasses.replace(rate) for key, rate in _core_metrics(df).items()}
@@ -743,6 +810,152 @@ def repeat_table(items: pd.DataFrame, run: RunData, split: str | None = "test") 
     return out
 
 
+# --------------------------------------------------------------------------- Table 13: paired intervals
+
+
+def _is_ordinary(run: RunData) -> bool:
+    """The run's predictions are all at rotation 0, repeat 0 (an ordinary run: no rotation, no repeat)."""
+    preds = _pred_columns(run)
+    return bool((preds["rotation"] == 0).all() and (preds["repeat"] == 0).all())
+
+
+def primary_run(run: RunData, others: Sequence[RunData]) -> RunData | str:
+    """The ordinary run that Table 13 pairs with the repeat ("Paired with the primary run"), or why there is none.
+
+    `config.primary_run` names it; otherwise it is the one run in `others` of the same benchmark, input mode,
+    model, strategy and shots whose predictions are all at rotation 0, repeat 0.
+    """
+    named = (run.config or {}).get("primary_run")
+    if named:
+        found = [o for o in others if o.name == named and o.benchmark == run.benchmark]
+        return found[0] if found else f"config.primary_run {named!r} is not a run of this benchmark"
+    mode = _input_mode(run)
+    found = [o for o in others if o.name != run.name and o.benchmark == run.benchmark and _input_mode(o) == mode
+             and _identity(o) == _identity(run) and _is_ordinary(o)]
+    if len(found) > 1:
+        return (f"several ordinary runs could be the primary run ({', '.join(sorted(o.name for o in found))}); "
+                "name one in config.primary_run")
+    if not found:
+        model, strategy, shots = _identity(run)
+        return (f"no ordinary {mode!r} run (rotation 0, repeat 0 only) with model {model!r}, strategy "
+                f"{strategy!r}, {shots} shots to pair as the primary run")
+    return found[0]
+
+
+def _cluster_codes(scope: pd.DataFrame, clustering: stats.Clustering) -> tuple[np.ndarray, int]:
+    """Each item's cluster as a code 0..clusters-1 (sorted cluster names) and the cluster count (the same for
+    every run of a split: memoized on the clustering's name and fields)."""
+    return _cluster_codes_of(scope, clustering.name, tuple(clustering.fields))
+
+
+@memoized
+def _cluster_codes_of(scope: pd.DataFrame, name: str, fields: tuple[str, ...]) -> tuple[np.ndarray, int]:
+    labels = stats.cluster_labels(scope, stats.Clustering(name, fields))
+    names, code = np.unique(labels.astype(str), return_inverse=True)
+    return code, len(names)
+
+
+def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData] = (), split: str | None = "test",
+                     clusterings: Sequence[stats.Clustering] = DEFAULT_CLUSTERINGS, draws: int = stats.DEFAULT_DRAWS,
+                     seed: int | None = stats.DEFAULT_SEED, level: float = 0.95) -> dict[str, Any] | Rate:
+    """000 Table 13: the same-order repeat quantities with a 95% percentile cluster-bootstrap interval under
+    each clustering (side by side; the paper's are the 96 groups and the 13 union components).
+
+    With R0 = rotation 0 / repeat 0, the repeat = rotation 0 / first repeat > 0 and the primary run
+    (primary_run), over every item of the split: repeat_accuracy; primary_repeat_disagreement and
+    r0_repeat_disagreement (answers not both valid and equal: common.pair_flags "changed");
+    repeat_minus_primary_accuracy, repeat_minus_r0_accuracy; both_correct and consistency of the R0-repeat pair;
+    both_correct_minus_Rj and consistency_minus_Rj = the R0-repeat pair minus the R0-Rj pair, for each rotation
+    j > 0 the run has. Every quantity is a sum of per-item values (0 / 1, or -1 / 0 / 1 for a difference) over
+    the split's items, so one draw resamples whole clusters and takes the item-weighted ratio
+    (stats.cluster_bootstrap_many, the same draws for every quantity). Per quantity: `estimate` and, per
+    clustering name, the same Rate with its interval in `ci` (or a reason: a union field that no item has).
+    `primary` is the primary run's name, or a reason (its rows then carry it too); the whole section is a
+    reason without a repeat.
+    """
+    preds = _pred_columns(run)
+    reps = sorted(int(r) for r in _present(preds["repeat"][preds["rotation"] == 0]) if r != 0)
+    if not reps:
+        return Rate.undefined("run has no same-order repeat (rotation 0, repeat > 0)")
+    names = [c.name for c in clusterings]
+    if not names or len(set(names)) < len(names):
+        raise stats.UnknownClustering(f"clusterings must be distinct and at least one: {names}")
+    r0, rep = _outcomes(items, run, split), _outcomes(items, run, split, rotation=0, repeat=reps[0])
+    n = len(r0)
+    if not n:
+        return Rate.undefined(f"no items in split {split!r}")
+    a0, ar = _valid_answers(r0), _valid_answers(rep)
+    c0, cr = r0["correct"], rep["correct"]
+    same = pair_flags(a0, c0, ar, cr)
+    values: dict[str, np.ndarray | str] = {"repeat_accuracy": cr}
+    primary = primary_run(run, list(others))
+    if isinstance(primary, str):
+        values["primary_repeat_disagreement"] = values["repeat_minus_primary_accuracy"] = primary
+    else:
+        tp = _outcomes(items, primary, split)
+        values["primary_repeat_disagreement"] = pair_flags(_valid_answers(tp), tp["correct"], ar, cr)["changed"]
+        values["repeat_minus_primary_accuracy"] = cr.astype(np.int64) - tp["correct"]
+    values["r0_repeat_disagreement"] = same["changed"]
+    values["repeat_minus_r0_accuracy"] = cr.astype(np.int64) - c0
+    values["both_correct"], values["consistency"] = same["both_correct"], same["consistency"]
+    rots = [r for r in sorted(int(x) for x in _present(preds["rotation"][preds["repeat"] == 0])) if r]
+    against = {r: pair_flags(a0, c0, _valid_answers(t), t["correct"])
+               for r, t in ((r, _outcomes(items, run, split, rotation=r)) for r in rots)}
+    for m in ("both_correct", "consistency"):  # the paper's order: every both-correct contrast, then consistency
+        for r, other in against.items():
+            values[f"{m}_minus_R{r}"] = same[m].astype(np.int64) - other[m]
+    keys = [k for k in TABLE13_KEYS if k in values] + [k for k in values if k not in TABLE13_KEYS]
+    defined = [k for k in keys if not isinstance(values[k], str)]
+    matrix = np.column_stack([np.asarray(values[k], dtype=float) for k in defined])
+    scope = _scope(items, split)
+    out: dict[str, Any] = {"repeat": reps[0],
+                           "primary": Rate.undefined(primary) if isinstance(primary, str) else primary.name,
+                           "draws": draws, "seed": seed, "level": level, "clusterings": {}, "quantities": {}}
+    intervals: dict[str, tuple[np.ndarray, np.ndarray] | str] = {}
+    for c in clusterings:
+        try:
+            code, n_clusters = _cluster_codes(scope, c)
+        except MetricUndefined as exc:
+            intervals[c.name] = str(exc)
+            out["clusterings"][c.name] = Rate.undefined(str(exc))
+            continue
+        k = np.zeros((n_clusters, len(defined)))
+        np.add.at(k, code, matrix)
+        size = np.bincount(code, minlength=n_clusters).astype(float)
+        out["clusterings"][c.name] = {"label": c.label, "clusters": n_clusters,
+                                      **({"fields": list(c.fields)} if c.name == "union" else {})}
+        if seed is None:
+            intervals[c.name] = "seed=None: no intervals"
+            continue
+        # products of a few columns: one BLAS thread is faster than several contending for the cores (and the
+        # worker processes of score --all), with the same numbers
+        with threadpool_limits(1, user_api="blas"):
+            intervals[c.name] = stats.cluster_bootstrap_many(k, size, draws=draws, seed=seed, level=level)
+    for key in keys:
+        value = values[key]
+        if isinstance(value, str):
+            out["quantities"][key] = {"estimate": Rate.undefined(value),
+                                      **{c.name: Rate.undefined(value) for c in clusterings}}
+            continue
+        total = np.asarray(value, dtype=np.int64).sum()
+        diff = "minus" in key
+        estimate = Rate(float(total) / n) if diff else Rate.of(int(total), n, "items")
+        entry: dict[str, Rate] = {"estimate": estimate}
+        j = defined.index(key)
+        for c in clusterings:
+            got = intervals[c.name]
+            if isinstance(got, str):
+                entry[c.name] = Rate.undefined(got)
+                continue
+            rate = dataclasses.replace(estimate)
+            lo, hi = got[0][j], got[1][j]
+            if np.isfinite(lo) and np.isfinite(hi):
+                rate.ci = (float(lo), float(hi))
+            entry[c.name] = rate
+        out["quantities"][key] = entry
+    return out
+
+
 # --------------------------------------------------------------------------- two runs: turnover, decomposition
 
 
@@ -865,10 +1078,11 @@ def _metrics_from_sums(s: np.ndarray) -> np.ndarray:
 
 def compare(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | None = "test",
             draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED, level: float = 0.95,
-            by: str = "group_id") -> dict[str, Any]:
+            by: str = "group_id", clustering: stats.Clustering | None = None) -> dict[str, Any]:
     """Paired differences run_b - run_a of accuracy, macro_f1, fq1_gem, nts and dis with percentile
     cluster-bootstrap intervals (000 §6.2 "paired 95% interval", App. D; clusters = groups by default, or
-    any item column / "meta.<field>"). Both runs are resampled with the same clusters in each draw;
+    any item column / "meta.<field>"; `clustering`, when given, replaces `by` with the exact-image or union
+    components of stats.cluster_labels). Both runs are resampled with the same clusters in each draw;
     ratios are item- (group-) weighted sums over the drawn clusters. Each metric gives {"a", "b",
     "difference"} with the interval in difference.ci; a metric undefined for either run gives a reason.
     """
@@ -877,7 +1091,12 @@ def compare(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | No
         reason = f"no items in split {split!r}"
         return {m: Rate.undefined(reason) for m in COMPARED}
     fb = fb.set_index("item_id").loc[fa["item_id"]].reset_index()
-    keys = stats.cluster_key(fa, by)
+    if clustering is not None:
+        scope = _scope(items, split)  # the item columns (images among them) that frame() leaves out
+        label = dict(zip(scope["item_id"], stats.cluster_labels(scope, clustering), strict=True))
+        keys = fa["item_id"].map(label)
+    else:
+        keys = stats.cluster_key(fa, by)
     if keys.isna().any():
         raise MetricUndefined(f"{int(keys.isna().sum())} items have no value for cluster {by!r}")
     clusters = pd.Index(sorted(keys.unique(), key=str))
@@ -890,7 +1109,8 @@ def compare(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | No
         warnings.simplefilter("ignore", RuntimeWarning)  # a metric undefined in every draw (no FQ1 groups)
         lo, hi = stats._percentiles(boot, level)
     ma, mb = core_metrics(fa), core_metrics(fb)
-    out: dict[str, Any] = {"clusters": len(clusters), "draws": draws, "seed": seed, "level": level}
+    out: dict[str, Any] = {"clusters": len(clusters), "draws": draws, "seed": seed, "level": level,
+                           "clustering": clustering.label if clustering is not None else by}
     for i, m in enumerate(COMPARED):
         diff = _diff(mb[m], ma[m], f"{m} is undefined for one of the runs")
         if diff.value is not None and np.isfinite(lo[i]) and np.isfinite(hi[i]):
@@ -919,10 +1139,12 @@ def _input_mode(run: RunData) -> str:
 
 def multi_seed(items: pd.DataFrame, runs: Sequence[RunData], split: str | None = "test",
                ignore: Iterable[str] = ("seed",)) -> dict[str, Any]:
-    """Mean and sample SD (ddof 1) over runs that differ only in seed (000 Table 11, Table 6a).
+    """Mean and sample SD (ddof 1) over runs that differ only in seed (000 Table 11, Table 6a, Table 6b).
 
     Each metric's mean and SD are taken over the unrounded per-run rates (stats.mean_sd); values lists
-    the per-run rates in run order. Runs whose settings differ in a key outside `ignore` (and bookkeeping
+    the per-run rates in run order. SEED_METRICS come from each run's rotation-0 / repeat-0 answers, Table 6b's
+    vanilla / circular / consistency from its rotations (rotations(); a reason when a run has no rotation
+    besides 0). Runs whose settings differ in a key outside `ignore` (and bookkeeping
     keys) or that repeat a seed raise MetricUndefined; one run gives the mean with an SD reason.
     """
     runs = list(runs)
@@ -940,8 +1162,11 @@ def multi_seed(items: pd.DataFrame, runs: Sequence[RunData], split: str | None =
     if len({repr(s) for s in seeds}) < len(seeds):
         raise MetricUndefined(f"several runs share a seed: {seeds}")
     per_run = [core_metrics(_outcomes(items, r, split)) for r in runs]
+    for p, r in zip(per_run, runs, strict=True):
+        rot = rotations(items, r, split)
+        p.update({m: rot[m] for m in ROTATION_SEED_METRICS})
     out: dict[str, Any] = {"runs": [r.name for r in runs], "seeds": seeds}
-    for m in SEED_METRICS:
+    for m in (*SEED_METRICS, *ROTATION_SEED_METRICS):
         values = [p[m].value for p in per_run]
         if any(v is None for v in values):
             reason = next(p[m].reason for p in per_run if p[m].value is None) or "undefined"
@@ -961,12 +1186,15 @@ def seed_siblings(run: RunData, others: Sequence[RunData]) -> list[RunData]:
             and _settings(o, ("seed",)) == mine and (o.config or {}).get("seed") != seed]
 
 
+def _identity(r: RunData) -> tuple[Any, ...]:
+    """(model, strategy, shots): what pairs two runs of one configuration across input modes or executions."""
+    cfg = r.config or {}
+    return cfg.get("model"), cfg.get("strategy") or "direct", int(cfg.get("shots") or 0)
+
+
 def _partner(run: RunData, others: Sequence[RunData], mode: str) -> RunData | str:
     """The run with the same model / strategy / shots in input mode `mode`, or why there is none."""
-    def ident(r: RunData) -> tuple[Any, ...]:
-        cfg = r.config or {}
-        return cfg.get("model"), cfg.get("strategy") or "direct", int(cfg.get("shots") or 0)
-
+    ident = _identity
     found = [o for o in others if o.name != run.name and o.benchmark == run.benchmark
              and _input_mode(o) == mode and ident(o) == ident(run)]
     if len(found) > 1:
@@ -1017,7 +1245,7 @@ def input_mode_deltas(items: pd.DataFrame, run: RunData, others: Sequence[RunDat
 
 
 def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData] = (), split: str | None = "test",
-          **_: Any) -> dict[str, Any]:
+          clusterings: Sequence[stats.Clustering] | None = None, **_: Any) -> dict[str, Any]:
     """Every FrameEvidence metric of one run on one split (SPEC §5); see docs/METRICS.md (FrameEvidence)."""
     others = list(others or [])
     scope = _scope(items, split)
@@ -1027,11 +1255,12 @@ def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData] = (), spl
     out["independence"] = independence(df)
     out["variant_accuracy"] = variant_accuracy(df)
     out["kind_accuracy"] = kind_accuracy(df)
-    out["reference"] = {"uniform_random": uniform_random(scope)}
+    out["reference"] = {"uniform_random": uniform_random(scope), "always_insufficient": always_insufficient(scope)}
     rot = rotations(items, run, split)
     out.update({k: rot[k] for k in ("vanilla", "circular", "consistency", "mean_rotation", "drop")})
     out["per_rotation"] = rot["per_rotation"]
     out["repeats"] = repeat_table(items, run, split)
+    out["repeat_intervals"] = repeat_intervals(items, run, others, split, tuple(clusterings or DEFAULT_CLUSTERINGS))
     out["insufficiency"] = insufficiency(df)
     out["strata"] = strata(df)
     out["transitions"] = transitions(df)
