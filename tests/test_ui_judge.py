@@ -161,3 +161,58 @@ def test_eight_annotators_save_concurrently(app_url):
             assert rows.iloc[0]["old"] is None and rows.iloc[1]["old"] == rows.iloc[0]["new"]
             assert [rows.iloc[1]["new"][s] for s in ("S1", "S2", "S3", "S4")] == sent[name][item]
     assert re.search(r"bob", json.dumps(list(judging.labelers(store, RUN))))
+
+
+# ---- typing at speed: the keyboard queue (issue 14 point 1) -------------------------------------------------
+
+STAGE_COLS = ("S1", "S2", "S3", "S4")
+# keys typed 100 ms apart, and what each trace of the queue must hold afterwards (None: skipped, no label)
+FAST_KEYS = ["2", "Enter", "2", "Enter", "1", "3", "Enter", "s", "4", "Enter", "Enter", "2", "2", "Enter", "u", "3",
+             "Enter"]
+FAST_LABELS = [[1, 0, 1, 1], [1, 0, 1, 1], [0, 1, 0, 1], None, [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 1]]
+# the audit trail of those keys, oldest first: (trace index, old flags, new flags); the undo clears trace 6
+FAST_AUDIT = [(0, None, [1, 0, 1, 1]), (1, None, [1, 0, 1, 1]), (2, None, [0, 1, 0, 1]), (4, None, [1, 1, 1, 0]),
+              (5, None, [1, 1, 1, 1]), (6, None, [1, 1, 1, 1]), (6, [1, 1, 1, 1], [None] * 4),
+              (6, [None] * 4, [1, 1, 0, 1])]
+
+
+def _idle(page, n_expected_pos, n, timeout=90_000):
+    """Wait until every typed key has been applied and answered, on trace `n_expected_pos` (1-based)."""
+    page.get_by_text(f"Trace {n_expected_pos} of {n}").wait_for(timeout=timeout)
+    page.wait_for_function("() => { const J = window.__ccJudge; return J && J.inflight === 0 && !J.wait &&"
+                           " !J.held.length; }", timeout=timeout)
+
+
+def _flags_of_row(row):
+    return None if row is None else [None if row[s] is None else int(row[s]) for s in STAGE_COLS]
+
+
+def _check_typed(db, name, keys, labels, audit_plan):
+    store = Store(db)
+    got = judging.labels_frame(store, RUN, labelers=[name]).set_index("item_id")
+    for item, flags in zip(keys, labels, strict=False):
+        if flags is None:
+            assert item not in got.index, f"{item} was skipped but holds a label"
+        else:
+            assert [int(got.loc[item, s]) for s in STAGE_COLS] == flags, item
+    assert set(got.index) == {k for k, f in zip(keys, labels, strict=False) if f is not None}  # nothing elsewhere
+    audit = judging.audit_frame(store, RUN, name)
+    assert len(audit) == len(audit_plan)
+    for row, (idx, old, new) in zip(audit.itertuples(index=False), audit_plan, strict=True):
+        assert row.item_id == keys[idx] and row.changed_by == name and row.row_labeler == name
+        assert _flags_of_row(row.old) == old and _flags_of_row(row.new) == new
+    store.close()
+
+
+def test_keys_typed_100ms_apart_all_land(app_url, page):
+    """'2, Enter' and the other keys at 100 ms intervals: every label is the one typed, on its trace."""
+    url, db, sample = app_url
+    n = len(sample)
+    _open_judge(page, url, name="carol")
+    assert f"Trace 1 of {n}" in _progress(page)
+    for k in FAST_KEYS:
+        page.keyboard.press(k)
+        page.wait_for_timeout(100)
+    _idle(page, 8, n)
+    assert f"6 of {n} labeled by carol" in _progress(page)
+    _check_typed(db, "carol", list(sample["item_id"]), FAST_LABELS, FAST_AUDIT)
