@@ -216,3 +216,91 @@ def test_keys_typed_100ms_apart_all_land(app_url, page):
     _idle(page, 8, n)
     assert f"6 of {n} labeled by carol" in _progress(page)
     _check_typed(db, "carol", list(sample["item_id"]), FAST_LABELS, FAST_AUDIT)
+
+
+B_KEYS = ["Enter", "4", "Enter", "s", "1", "2", "Enter", "3", "Enter", "u", "4", "Enter"]
+B_LABELS = [[1, 1, 1, 1], [1, 1, 1, 0], None, [0, 0, 1, 1], [1, 1, 1, 0]]
+B_AUDIT = [(0, None, [1, 1, 1, 1]), (1, None, [1, 1, 1, 0]), (3, None, [0, 0, 1, 1]), (4, None, [1, 1, 0, 1]),
+           (4, [1, 1, 0, 1], [None] * 4), (4, [None] * 4, [1, 1, 1, 0])]
+USERS = {"ann-a": "pw-a", "ann-b": "pw-b"}
+
+
+@pytest.fixture(scope="module")
+def auth_app(demo_db, tmp_path_factory):
+    """The app under --auth with two lab users, on its own copy of the demo store (judged, one sample)."""
+    from ui.auth import auth_line
+
+    db = copy_store(demo_db, tmp_path_factory.mktemp("uijudge-auth"))
+    store = Store(db)
+    judge_cli.draw(store, RUN, SAMPLE, per_operation=3, seed=0)
+    sample = judging.sample_frame(store, SAMPLE)
+    store.close()
+    users = db.parent / "users.txt"
+    users.write_text("".join(auth_line(u, p) + "\n" for u, p in USERS.items()))
+    with running_app(db, "--auth", str(users)) as url:
+        yield url, db, sample
+
+
+def login(page, url, user):
+    page.goto(url)
+    page.locator("input[type=text]").first.fill(user)
+    page.locator("input[type=password]").fill(USERS[user])
+    page.get_by_role("button", name="Login").click()
+    page.get_by_role("tab", name="Judge").wait_for()
+
+
+def test_two_annotators_typing_at_once(auth_app):
+    """Two signed-in annotators type into the same queue at once, each key 100 ms after their previous one:
+    every stored label and audit row is the one its annotator typed."""
+    from itertools import zip_longest
+
+    url, db, sample = auth_app
+    n = len(sample)
+    with browser() as b:
+        pages = {}
+        for user in USERS:
+            ctx = b.new_context(viewport={"width": 1440, "height": 1000})
+            page = ctx.new_page()
+            login(page, url, user)
+            page.get_by_role("tab", name="Judge").click()
+            who = page.locator("#jd-who textarea, #jd-who input").first
+            page.wait_for_function("(el) => el.value !== ''", arg=who.element_handle())
+            assert who.input_value() == user and not who.is_editable()   # the login names the annotator
+            page.locator("#jd-start").click()
+            page.get_by_text("Queue of").wait_for()
+            pages[user] = page
+        a, bb = pages["ann-a"], pages["ann-b"]
+        for ka, kb in zip_longest(FAST_KEYS, B_KEYS):
+            if ka:
+                a.keyboard.press(ka)
+            a.wait_for_timeout(50)
+            if kb:
+                bb.keyboard.press(kb)
+            bb.wait_for_timeout(50)
+        _idle(a, 8, n)
+        _idle(bb, 6, n)
+        assert f"6 of {n} labeled by ann-a" in _progress(a) and f"4 of {n} labeled by ann-b" in _progress(bb)
+    keys = list(sample["item_id"])
+    _check_typed(db, "ann-a", keys, FAST_LABELS, FAST_AUDIT)
+    _check_typed(db, "ann-b", keys, B_LABELS, B_AUDIT)
+
+
+def test_header_names_the_user_hides_the_path_from_remote_users_and_logs_out(auth_app):
+    url, db, _ = auth_app
+    with browser() as b:
+        local = b.new_context().new_page()
+        login(local, url, "ann-a")
+        box = local.locator("#cc-whoami")
+        box.get_by_text("signed in as").wait_for()
+        assert "signed in as ann-a" in box.inner_text() and str(db) in box.inner_text()  # on the serving machine
+        remote = b.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.9"}).new_page()  # via a proxy
+        login(remote, url, "ann-b")
+        rbox = remote.locator("#cc-whoami")
+        rbox.get_by_text("signed in as").wait_for()
+        text = rbox.inner_text()
+        assert "signed in as ann-b" in text and db.name in text and str(db.parent) not in text
+        assert str(db.parent) not in remote.locator("body").inner_text()
+        rbox.get_by_role("link", name="Log out").click()
+        remote.locator("input[type=password]").wait_for()                 # back at the login form
+        local.reload()                                                    # the other user stays signed in
+        local.locator("#cc-whoami").get_by_text("signed in as ann-a").wait_for()

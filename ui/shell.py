@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import html
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from db.store import Store
+from ui.auth import is_local_request
 from ui.context import Ctx
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -40,13 +43,33 @@ def run_choices(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
     return [(run_label(r), r["name"]) for r in store.runs(benchmark) if r["config"].get("role") != "judge"]
 
 
+def header_html(store: Store, user: str | None, local: bool) -> str:
+    """Who is signed in (with a log-out link) and which store this is: its full path only for a browser on the
+    serving machine, its file name for everyone else (docs/HOSTING.md)."""
+    esc = html.escape
+    where = str(store.path) if local else store.path.name
+    who = (f"<span class='cc-user'>signed in as <b>{esc(user)}</b> · <a href='logout?all_session=false' "
+           "id='cc-logout'>Log out</a></span>" if user else "")
+    return f"<div id='cc-whoami'><span class='cc-store'>store: {esc(where)}</span>{' · ' if who else ''}{who}</div>"
+
+
+def request_header(store: Store, request: gr.Request | None) -> str:
+    user = getattr(request, "username", None) if request is not None else None
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    headers = dict(getattr(request, "headers", None) or {})
+    return header_html(store, str(user) if user else None, is_local_request(host, headers))
+
+
 def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
     """The whole UI over `store`."""
     benches = benchmark_choices(store)
     first = benches[0][1] if benches else None
-    with gr.Blocks(title="Crosscheck") as demo:
+    with gr.Blocks(title="Crosscheck", analytics_enabled=False) as demo:
         with gr.Row(elem_id="cc-header"):
-            gr.Markdown(f"### Crosscheck\n<span class='cc-store'>store: {store.path}</span>", elem_id="cc-title")
+            with gr.Column(scale=1, min_width=220, elem_id="cc-title"):
+                gr.Markdown("### Crosscheck")
+                whoami = gr.HTML("", elem_id="cc-whoami-box")
             bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, elem_id="cc-benchmark")
             runs0 = run_choices(store, first)
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
@@ -69,6 +92,11 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
             return gr.update(choices=benches, value=name), gr.update(choices=choices, value=keep)
 
         refresh.click(on_refresh, [bench, runs], [bench, runs])
+
+        def on_load_header(request: gr.Request) -> str:
+            return request_header(store, request)
+
+        demo.load(on_load_header, None, whoami, api_visibility="private", queue=False)
         with gr.Tabs(elem_id="cc-tabs"):
             for label, module, builder in TABS:
                 with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
@@ -76,14 +104,10 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
     return demo
 
 
-def launch(store: Store, host: str = "127.0.0.1", port: int = 7860, auth_file: Path | None = None,
-           prevent_thread_lock: bool = False) -> Any:
-    """Serve the UI; only the store's image folders are served as files."""
-    auth = None
-    if auth_file is not None:
-        from ui.auth import load_auth
-
-        auth = load_auth(auth_file)
+def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
+           auth: Callable[[str, str], bool] | None = None, prevent_thread_lock: bool = False) -> Any:
+    """Serve the UI (`auth`: ui.auth.load_auth's check, or None for no login); only the store's image folders
+    are served as files."""
     demo = build(store, auth_enabled=auth is not None)
     store.images_dir.mkdir(parents=True, exist_ok=True)
     store.thumbs_dir.mkdir(parents=True, exist_ok=True)
