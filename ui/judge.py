@@ -28,7 +28,7 @@ from core.metrics.stembind import NO_FAILURE, first_failure
 from core.schema import STAGES
 from db import judging
 from ui import trace_view
-from ui.context import Ctx
+from ui.context import Ctx, keep
 
 CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
     (c.replace("_", " "), c) for c in judging.ERROR_CATEGORIES]
@@ -349,11 +349,6 @@ def build_judge(ctx: Ctx) -> None:
 
     # ---- handlers -------------------------------------------------------------------------------------
 
-    def on_benchmark(bench: str | None, current: str | None) -> Any:
-        choices = run_choices(bench)
-        names = [v for _, v in choices]
-        return gr.update(choices=choices, value=current if current in names else (names[0] if names else None))
-
     def on_run(run_name: str | None) -> Any:
         choices = source_choices(run_name)
         return gr.update(choices=choices, value=_first_source(choices))
@@ -476,8 +471,14 @@ def build_judge(ctx: Ctx) -> None:
 
     # ---- wiring ---------------------------------------------------------------------------------------
 
-    ctx.refresh.click(on_benchmark, [ctx.benchmark, run], run, api_visibility="private")
-    ctx.refresh.click(on_run, run, source, api_visibility="private")
+    def refresh_pickers(bench: str | None, current: str | None, src: str | None) -> tuple[Any, Any]:
+        runs = run_choices(bench)
+        r = keep(current, runs, runs[0][1] if runs else None)
+        sources = source_choices(r)
+        return gr.update(choices=runs, value=r), gr.update(choices=sources, value=keep(src, sources,
+                                                                                       _first_source(sources)))
+
+    ctx.on_refresh(refresh_pickers, [ctx.benchmark, run, source], [run, source])
     run.change(on_run, run, source, api_visibility="private")
     start.click(on_start, [run, source, who, blind], outputs).then(None, js="() => window.__ccJudge.reset()")
     gr.api(save_label_api, api_name="save_label")

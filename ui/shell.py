@@ -10,6 +10,7 @@ from typing import Any
 
 import gradio as gr
 
+from db.catalog import catalog_signature
 from db.store import Store
 from ui.auth import is_local_request
 from ui.context import Ctx
@@ -75,7 +76,9 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
                                elem_id="cc-runs")
             refresh = gr.Button("Refresh", scale=0, size="sm", elem_id="cc-refresh")
-        ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled)
+        changed = gr.State(catalog_signature(store))
+        ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled,
+                  changed=changed)
 
         def on_benchmark(name: str | None) -> Any:
             choices = run_choices(store, name)
@@ -91,7 +94,7 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
             keep = [r for r in (selected or []) if r in {v for _, v in choices}]
             return gr.update(choices=benches, value=name), gr.update(choices=choices, value=keep)
 
-        refresh.click(on_refresh, [bench, runs], [bench, runs])
+        ctx.on_refresh(on_refresh, [bench, runs], [bench, runs])
 
         def on_load_header(request: gr.Request) -> str:
             return request_header(store, request)
@@ -101,6 +104,10 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
             for label, module, builder in TABS:
                 with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
+        # every picker of the store's contents: fresh on page load, on Refresh, and after any change
+        for fn, inputs, outputs in ctx.refreshers:
+            gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",
+                  show_progress="hidden", queue=False)  # a few small queries: answered before anything queued
     return demo
 
 
