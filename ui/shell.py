@@ -49,9 +49,10 @@ def header_html(store: Store, user: str | None, local: bool) -> str:
     serving machine, its file name for everyone else (docs/HOSTING.md)."""
     esc = html.escape
     where = str(store.path) if local else store.path.name
-    who = (f"<span class='cc-user'>signed in as <b>{esc(user)}</b> · <a href='logout?all_session=false' "
-           "id='cc-logout'>Log out</a></span>" if user else "")
-    return f"<div id='cc-whoami'><span class='cc-store'>store: {esc(where)}</span>{' · ' if who else ''}{who}</div>"
+    who = (f"<div class='cc-user' style='font-size:.85em;margin-top:2px'>signed in as <b>{esc(user)}</b> · "
+           "<a href='logout?all_session=false' id='cc-logout'>Log out</a></div>" if user else "")
+    return (f"<div id='cc-whoami' style='line-height:1.35'><div class='cc-store' title='{esc(where)}' "
+            f"style='overflow-wrap:anywhere'>store: {esc(where)}</div>{who}</div>")
 
 
 def request_header(store: Store, request: gr.Request | None) -> str:
