@@ -135,6 +135,12 @@ STYLE = """
 #jd-ff .jd-ffbox{padding:6px 8px;border-radius:6px;font-weight:600}
 #jd-ff .jd-ffbad{background:rgba(239,68,68,.14);color:#991b1b}
 #jd-ff .jd-ffok{background:rgba(34,197,94,.14);color:#14532d}
+#jd-view{container-type:inline-size}
+@container (max-width: 820px){
+ #jd-view .jt-wrap{grid-template-columns:1fr}
+ #jd-view .jt-side{display:grid;grid-template-columns:minmax(180px,280px) 1fr;gap:12px;align-items:start}
+ #jd-view .jt-side>a{grid-row:span 6}
+}
 #jd-keys{font-size:12px;color:#6b7280}
 #jd-keys kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
