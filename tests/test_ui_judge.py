@@ -44,6 +44,24 @@ def page(app_url):
         ctx.close()
 
 
+@pytest.mark.parametrize(("text", "op", "key", "flags", "seq"), [
+    ('{"op": "save", "key": "[\\"sb-1-F\\", 1, 0]", "flags": [true, false, true, true], "seq": 3}', "save",
+     ("sb-1-F", 1, 0), [True, False, True, True], 3),
+    ('{"op": "skip", "key": "[\\"sb-2-F\\", 0, 2]", "flags": [true, true, true, true], "seq": 9}', "skip",
+     ("sb-2-F", 0, 2), [True] * 4, 9),
+    ('{"op": "undo", "key": "", "seq": 4}', "undo", None, [True] * 4, 4),
+    ('{"op": "erase", "key": "[\\"sb-1-F\\", 0, 0]", "seq": 1}', "unknown", ("sb-1-F", 0, 0), [True] * 4, 1),
+    ('{"op": "save", "key": "[\\"sb-1-F\\"]", "flags": [false], "seq": "x"}', "save", None, [True] * 4, 0),
+    ("not json", "unknown", None, [True] * 4, 0),
+    ("", "unknown", None, [True] * 4, 0),
+])
+def test_parse_action(text, op, key, flags, seq):
+    """What the keyboard queue sends; anything malformed names no trace or no known op (and is refused)."""
+    from ui.judge import parse_action
+
+    assert parse_action(text) == {"op": op, "key": key, "flags": flags, "seq": seq}
+
+
 def _open_judge(page, url, name="alice"):
     page.goto(url)
     page.get_by_role("tab", name="Judge").click()

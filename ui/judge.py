@@ -169,13 +169,14 @@ def ff_html(values: list[Any]) -> str:
 
 def parse_action(text: str | None) -> dict[str, Any]:
     """The keyboard queue's action: op (save / skip / undo), key (the trace on screen), flags (S1..S4 as
-    shown), seq (its number, echoed back). Anything malformed reads as an action for no trace."""
+    shown), seq (its number, echoed back). Anything malformed reads as op "unknown" or an action for no
+    trace, which on_action refuses."""
     try:
         raw = json.loads(text or "{}")
     except json.JSONDecodeError:
         raw = {}
     raw = raw if isinstance(raw, dict) else {}
-    op = raw.get("op") if raw.get("op") in ("save", "skip", "undo") else "save"
+    op = raw.get("op") if raw.get("op") in ("save", "skip", "undo") else "unknown"
     key: tuple[str, int, int] | None = None
     try:
         k = json.loads(raw.get("key") or "null")
@@ -425,6 +426,8 @@ def build_judge(ctx: Ctx) -> None:
         current = tuple(queue[pos]) if pos < len(queue) else None
         if act["op"] == "undo":
             return undo(st, me, blind_on, seq)
+        if act["op"] == "unknown":
+            return show(st, me, blind_on, "**Refused:** not a save, skip or undo.", seq=seq, ok=False)
         if current is None:
             return show(st, me, blind_on, "End of the queue: nothing to save or skip.", seq=seq, ok=False)
         if act["key"] != current:
