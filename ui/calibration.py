@@ -18,7 +18,7 @@ from core.judge import STAGE_NAMES
 from core.schema import STAGES, to_jsonable
 from db import judging
 from db.judge_cli import draw
-from ui.context import Ctx, keep
+from ui.context import Ctx, keep, refreshed
 
 STYLE = """
 <style>
@@ -262,11 +262,11 @@ def build_calibration(ctx: Ctx) -> None:
                    api_visibility="private")
     def refresh_pickers(r: str | None, s: str | None, j: str | None, j2: str | None) -> tuple[Any, ...]:
         runs = run_choices()
-        r = keep(r, runs, runs[0][1] if runs else None)
+        current, r = r, keep(r, runs, runs[0][1] if runs else None)
         samples, js = sample_choices(r), judge_choices(r)
         seconds = [("(none)", "")] + js[1:]
-        return (gr.update(choices=runs, value=r), gr.update(choices=samples, value=keep(s, samples, "")),
-                gr.update(choices=js, value=keep(j, js, "")), gr.update(choices=seconds, value=keep(j2, seconds, "")))
+        return (refreshed(current, runs, r), refreshed(s, samples, keep(s, samples, "")),
+                refreshed(j, js, keep(j, js, "")), refreshed(j2, seconds, keep(j2, seconds, "")))
 
     ctx.on_refresh(refresh_pickers, [run, sample, judge, second], [run, sample, judge, second])
     tab = gr.context.Context.block

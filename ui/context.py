@@ -43,3 +43,16 @@ def keep(value: Any, choices: list[Any], default: Any = None) -> Any:
     """`value` when it is still among `choices` (values or (label, value) pairs), else `default`."""
     values = [c[1] if isinstance(c, tuple) else c for c in choices]
     return value if value in values else default
+
+
+def refreshed(current: Any, choices: list[Any], default: Any = None) -> Any:
+    """The update for a picker whose choices were read again. Its value is sent only when it must change (the
+    current one is gone, or there was none and `default` is one), so a refresh that was on its way while
+    the user picked something never undoes the pick."""
+    import gradio as gr
+
+    if current not in (None, "", []) and keep(current, choices) == current:
+        return gr.update(choices=choices)
+    if current in (None, "", []) and default in (None, "", []):
+        return gr.update(choices=choices)
+    return gr.update(choices=choices, value=default)

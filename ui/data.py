@@ -23,7 +23,7 @@ from core.scoring import score_run
 from db import importers, validate
 from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 from db.store import Store
-from ui.context import Ctx, keep
+from ui.context import Ctx, keep, refreshed
 from ui.shell import benchmark_choices, run_choices
 from ui.tables import safe_name
 
@@ -228,12 +228,16 @@ def build_data(ctx: Ctx) -> None:
 
     make.click(on_export, [what, ctx.benchmark, export_run], download, concurrency_id="data")
 
-    def runs_of(bench: str | None, current: str | None = None) -> Any:
+    def runs_of(bench: str | None) -> Any:
         choices = run_choices(store, bench)
-        return gr.update(choices=choices, value=keep(current, choices, choices[0][1] if choices else None))
+        return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+    def refresh_runs(bench: str | None, current: str | None) -> Any:
+        choices = run_choices(store, bench)
+        return refreshed(current, choices, keep(current, choices, choices[0][1] if choices else None))
 
     ctx.benchmark.change(runs_of, ctx.benchmark, export_run, queue=False)
-    ctx.on_refresh(runs_of, [ctx.benchmark, export_run], [export_run])
+    ctx.on_refresh(refresh_runs, [ctx.benchmark, export_run], [export_run])
 
 
 def header_after_import(store: Store, target: str, bench: str | None, selected: list[str] | None,

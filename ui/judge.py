@@ -28,7 +28,7 @@ from core.metrics.stembind import NO_FAILURE, first_failure
 from core.schema import STAGES
 from db import judging
 from ui import trace_view
-from ui.context import Ctx, keep
+from ui.context import Ctx, keep, refreshed
 
 CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
     (c.replace("_", " "), c) for c in judging.ERROR_CATEGORIES]
@@ -484,8 +484,8 @@ def build_judge(ctx: Ctx) -> None:
         runs = run_choices(bench)
         r = keep(current, runs, runs[0][1] if runs else None)
         sources = source_choices(r)
-        return gr.update(choices=runs, value=r), gr.update(choices=sources, value=keep(src, sources,
-                                                                                       _first_source(sources)))
+        return (refreshed(current, runs, r),
+                refreshed(src if r == current else None, sources, keep(src, sources, _first_source(sources))))
 
     ctx.on_refresh(refresh_pickers, [ctx.benchmark, run, source], [run, source])
     run.change(on_run, run, source, api_visibility="private")

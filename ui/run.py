@@ -24,7 +24,7 @@ from core.runners.engine import DEFAULT_SEED, RunSettings
 from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
 from db.store import Store
-from ui.context import Ctx, keep
+from ui.context import Ctx, keep, refreshed
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
@@ -442,9 +442,9 @@ def build_run(ctx: Ctx) -> None:
 
     def refresh_pickers(b: str | None, current: str | None) -> tuple[Any, Any]:
         names = [x["name"] for x in store.benchmarks()]
-        b = keep(b, names, names[0] if names else None)
+        shown, b = b, keep(b, names, names[0] if names else None)
         choices = resumable(store, b)
-        return gr.update(choices=names, value=b), gr.update(choices=choices, value=keep(current, choices))
+        return refreshed(shown, names, b), refreshed(current, choices, keep(current, choices))
 
     ctx.benchmark.change(follow_header, ctx.benchmark, bench, queue=False)
     bench.change(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)

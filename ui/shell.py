@@ -13,7 +13,7 @@ import gradio as gr
 from db.catalog import catalog_signature
 from db.store import Store
 from ui.auth import is_local_request
-from ui.context import Ctx
+from ui.context import Ctx, refreshed
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -90,10 +90,13 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
         def on_refresh(name: str | None, selected: list[str] | None) -> Any:
             benches = benchmark_choices(store)
             names = [v for _, v in benches]
-            name = name if name in names else (names[0] if names else None)
+            shown, name = name, (name if name in names else (names[0] if names else None))
             choices = run_choices(store, name)
-            keep = [r for r in (selected or []) if r in {v for _, v in choices}]
-            return gr.update(choices=benches, value=name), gr.update(choices=choices, value=keep)
+            valid = {v for _, v in choices}
+            still = [r for r in (selected or []) if r in valid]
+            runs_up = (gr.update(choices=choices) if shown == name and still == list(selected or [])
+                       else gr.update(choices=choices, value=still))
+            return refreshed(shown, benches, name), runs_up
 
         ctx.on_refresh(on_refresh, [bench, runs], [bench, runs])
 
