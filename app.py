@@ -219,6 +219,12 @@ def cmd_calibration(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no usage statistics sent
+    from ui.auth import load_auth
+
+    auth = load_auth(args.auth) if args.auth else None  # a missing or bad file stops here: one line, exit 2
     from ui.shell import launch
 
     store = _store(args)
@@ -233,7 +239,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.auth:
         print(f"WARNING: serving on {args.host} without --auth: anyone who can reach this port can read the store. "
               "Pass --auth FILE (see README, 'Host it for your lab').", file=sys.stderr)
-    launch(store, host=args.host, port=args.port, auth_file=args.auth)
+    launch(store, host=args.host, port=args.port, auth=auth)
     return 0
 
 

@@ -99,3 +99,70 @@ def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
         # with the right password, the same client gets in
         client = Client(url, auth=("alice", "pw1"), verbose=False)
         assert client.view_api(print_info=False, return_format="dict") is not None
+
+
+GOOD = auth_line("alice", "pw1")
+
+
+@pytest.mark.parametrize(("content", "expect"), [
+    (None, r"missing\.txt: no such auth file"),
+    ("", r"no users in the auth file"),
+    ("# only a comment\n", r"no users in the auth file"),
+    ("alice:plaintext\n", r":1: expected user:pbkdf2_sha256\$ITERATIONS\$SALT\$HASH"),
+    (GOOD + "\nbob\n", r":2: expected user:pbkdf2_sha256"),
+    ("alice:pbkdf2_sha256$many$salt$" + "0" * 64 + "\n", r":1: expected"),
+    ("alice:pbkdf2_sha256$1000$salt$nothex\n", r":1: expected"),
+    (GOOD + "\n" + GOOD + "\n", r":2: user 'alice' is already on line 1"),
+    (b"\xff\xfe binary", r"not UTF-8 text"),
+    ("folder", r"is a folder"),
+])
+def test_serve_with_a_bad_auth_file_prints_one_line_and_exits_2(tmp_path, content, expect):
+    """`serve --auth FILE` with a missing or malformed file: one line on stderr, exit 2, no server, no store."""
+    import re
+
+    path = tmp_path / "missing.txt"
+    if content == "folder":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    db = tmp_path / "never.db"
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port",
+                           str(free_port()), "--auth", str(path)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and re.search(expect, lines[0]), proc.stderr
+    assert proc.stdout == "" and not db.exists()          # nothing was built: no demo store, no server
+
+
+@pytest.mark.parametrize(("host", "headers", "local"), [
+    ("127.0.0.1", {}, True),
+    ("::1", {}, True),
+    ("localhost", {}, True),
+    ("127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}, False),   # a reverse proxy on the same machine
+    ("127.0.0.1", {"forwarded": "for=203.0.113.9"}, False),
+    ("192.168.1.20", {}, False),
+    ("203.0.113.9", {}, False),
+    (None, {}, False),
+    ("not-an-address", {}, False),
+])
+def test_is_local_request(host, headers, local):
+    from ui.auth import is_local_request
+
+    assert is_local_request(host, headers) is local
+
+
+def test_analytics_off(tmp_path):
+    """The Blocks never send usage statistics, whatever GRADIO_ANALYTICS_ENABLED says."""
+    from db.store import Store
+    from ui.shell import build, header_html
+
+    store = Store(tmp_path / "a.db")
+    demo = build(store)
+    assert demo.analytics_enabled is False
+    assert str(tmp_path) not in header_html(store, "alice", local=False)
+    assert str(tmp_path) in header_html(store, None, local=True)
+    assert "Log out" in header_html(store, "alice", local=False) and "Log out" not in header_html(store, None, True)
+    store.close()

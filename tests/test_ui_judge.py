@@ -44,6 +44,24 @@ def page(app_url):
         ctx.close()
 
 
+@pytest.mark.parametrize(("text", "op", "key", "flags", "seq"), [
+    ('{"op": "save", "key": "[\\"sb-1-F\\", 1, 0]", "flags": [true, false, true, true], "seq": 3}', "save",
+     ("sb-1-F", 1, 0), [True, False, True, True], 3),
+    ('{"op": "skip", "key": "[\\"sb-2-F\\", 0, 2]", "flags": [true, true, true, true], "seq": 9}', "skip",
+     ("sb-2-F", 0, 2), [True] * 4, 9),
+    ('{"op": "undo", "key": "", "seq": 4}', "undo", None, [True] * 4, 4),
+    ('{"op": "erase", "key": "[\\"sb-1-F\\", 0, 0]", "seq": 1}', "unknown", ("sb-1-F", 0, 0), [True] * 4, 1),
+    ('{"op": "save", "key": "[\\"sb-1-F\\"]", "flags": [false], "seq": "x"}', "save", None, [True] * 4, 0),
+    ("not json", "unknown", None, [True] * 4, 0),
+    ("", "unknown", None, [True] * 4, 0),
+])
+def test_parse_action(text, op, key, flags, seq):
+    """What the keyboard queue sends; anything malformed names no trace or no known op (and is refused)."""
+    from ui.judge import parse_action
+
+    assert parse_action(text) == {"op": op, "key": key, "flags": flags, "seq": seq}
+
+
 def _open_judge(page, url, name="alice"):
     page.goto(url)
     page.get_by_role("tab", name="Judge").click()
@@ -161,3 +179,146 @@ def test_eight_annotators_save_concurrently(app_url):
             assert rows.iloc[0]["old"] is None and rows.iloc[1]["old"] == rows.iloc[0]["new"]
             assert [rows.iloc[1]["new"][s] for s in ("S1", "S2", "S3", "S4")] == sent[name][item]
     assert re.search(r"bob", json.dumps(list(judging.labelers(store, RUN))))
+
+
+# ---- typing at speed: the keyboard queue (issue 14 point 1) -------------------------------------------------
+
+STAGE_COLS = ("S1", "S2", "S3", "S4")
+# keys typed 100 ms apart, and what each trace of the queue must hold afterwards (None: skipped, no label)
+FAST_KEYS = ["2", "Enter", "2", "Enter", "1", "3", "Enter", "s", "4", "Enter", "Enter", "2", "2", "Enter", "u", "3",
+             "Enter"]
+FAST_LABELS = [[1, 0, 1, 1], [1, 0, 1, 1], [0, 1, 0, 1], None, [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 1]]
+# the audit trail of those keys, oldest first: (trace index, old flags, new flags); the undo clears trace 6
+FAST_AUDIT = [(0, None, [1, 0, 1, 1]), (1, None, [1, 0, 1, 1]), (2, None, [0, 1, 0, 1]), (4, None, [1, 1, 1, 0]),
+              (5, None, [1, 1, 1, 1]), (6, None, [1, 1, 1, 1]), (6, [1, 1, 1, 1], [None] * 4),
+              (6, [None] * 4, [1, 1, 0, 1])]
+
+
+def _idle(page, n_expected_pos, n, timeout=90_000):
+    """Wait until every typed key has been applied and answered, on trace `n_expected_pos` (1-based)."""
+    page.get_by_text(f"Trace {n_expected_pos} of {n}").wait_for(timeout=timeout)
+    page.wait_for_function("() => { const J = window.__ccJudge; return J && J.inflight === 0 && !J.wait &&"
+                           " !J.held.length; }", timeout=timeout)
+
+
+def _flags_of_row(row):
+    return None if row is None else [None if row[s] is None else int(row[s]) for s in STAGE_COLS]
+
+
+def _check_typed(db, name, keys, labels, audit_plan):
+    store = Store(db)
+    got = judging.labels_frame(store, RUN, labelers=[name]).set_index("item_id")
+    for item, flags in zip(keys, labels, strict=False):
+        if flags is None:
+            assert item not in got.index, f"{item} was skipped but holds a label"
+        else:
+            assert [int(got.loc[item, s]) for s in STAGE_COLS] == flags, item
+    assert set(got.index) == {k for k, f in zip(keys, labels, strict=False) if f is not None}  # nothing elsewhere
+    audit = judging.audit_frame(store, RUN, name)
+    assert len(audit) == len(audit_plan)
+    for row, (idx, old, new) in zip(audit.itertuples(index=False), audit_plan, strict=True):
+        assert row.item_id == keys[idx] and row.changed_by == name and row.row_labeler == name
+        assert _flags_of_row(row.old) == old and _flags_of_row(row.new) == new
+    store.close()
+
+
+def test_keys_typed_100ms_apart_all_land(app_url, page):
+    """'2, Enter' and the other keys at 100 ms intervals: every label is the one typed, on its trace."""
+    url, db, sample = app_url
+    n = len(sample)
+    _open_judge(page, url, name="carol")
+    assert f"Trace 1 of {n}" in _progress(page)
+    for k in FAST_KEYS:
+        page.keyboard.press(k)
+        page.wait_for_timeout(100)
+    _idle(page, 8, n)
+    assert f"6 of {n} labeled by carol" in _progress(page)
+    _check_typed(db, "carol", list(sample["item_id"]), FAST_LABELS, FAST_AUDIT)
+
+
+B_KEYS = ["Enter", "4", "Enter", "s", "1", "2", "Enter", "3", "Enter", "u", "4", "Enter"]
+B_LABELS = [[1, 1, 1, 1], [1, 1, 1, 0], None, [0, 0, 1, 1], [1, 1, 1, 0]]
+B_AUDIT = [(0, None, [1, 1, 1, 1]), (1, None, [1, 1, 1, 0]), (3, None, [0, 0, 1, 1]), (4, None, [1, 1, 0, 1]),
+           (4, [1, 1, 0, 1], [None] * 4), (4, [None] * 4, [1, 1, 1, 0])]
+USERS = {"ann-a": "pw-a", "ann-b": "pw-b"}
+
+
+@pytest.fixture(scope="module")
+def auth_app(demo_db, tmp_path_factory):
+    """The app under --auth with two lab users, on its own copy of the demo store (judged, one sample)."""
+    from ui.auth import auth_line
+
+    db = copy_store(demo_db, tmp_path_factory.mktemp("uijudge-auth"))
+    store = Store(db)
+    judge_cli.draw(store, RUN, SAMPLE, per_operation=3, seed=0)
+    sample = judging.sample_frame(store, SAMPLE)
+    store.close()
+    users = db.parent / "users.txt"
+    users.write_text("".join(auth_line(u, p) + "\n" for u, p in USERS.items()))
+    with running_app(db, "--auth", str(users)) as url:
+        yield url, db, sample
+
+
+def login(page, url, user):
+    page.goto(url)
+    page.locator("input[type=text]").first.fill(user)
+    page.locator("input[type=password]").fill(USERS[user])
+    page.get_by_role("button", name="Login").click()
+    page.get_by_role("tab", name="Judge").wait_for()
+
+
+def test_two_annotators_typing_at_once(auth_app):
+    """Two signed-in annotators type into the same queue at once, each key 100 ms after their previous one:
+    every stored label and audit row is the one its annotator typed."""
+    from itertools import zip_longest
+
+    url, db, sample = auth_app
+    n = len(sample)
+    with browser() as b:
+        pages = {}
+        for user in USERS:
+            ctx = b.new_context(viewport={"width": 1440, "height": 1000})
+            page = ctx.new_page()
+            login(page, url, user)
+            page.get_by_role("tab", name="Judge").click()
+            who = page.locator("#jd-who textarea, #jd-who input").first
+            page.wait_for_function("(el) => el.value !== ''", arg=who.element_handle())
+            assert who.input_value() == user and not who.is_editable()   # the login names the annotator
+            page.locator("#jd-start").click()
+            page.get_by_text("Queue of").wait_for()
+            pages[user] = page
+        a, bb = pages["ann-a"], pages["ann-b"]
+        for ka, kb in zip_longest(FAST_KEYS, B_KEYS):
+            if ka:
+                a.keyboard.press(ka)
+            a.wait_for_timeout(50)
+            if kb:
+                bb.keyboard.press(kb)
+            bb.wait_for_timeout(50)
+        _idle(a, 8, n)
+        _idle(bb, 6, n)
+        assert f"6 of {n} labeled by ann-a" in _progress(a) and f"4 of {n} labeled by ann-b" in _progress(bb)
+    keys = list(sample["item_id"])
+    _check_typed(db, "ann-a", keys, FAST_LABELS, FAST_AUDIT)
+    _check_typed(db, "ann-b", keys, B_LABELS, B_AUDIT)
+
+
+def test_header_names_the_user_hides_the_path_from_remote_users_and_logs_out(auth_app):
+    url, db, _ = auth_app
+    with browser() as b:
+        local = b.new_context().new_page()
+        login(local, url, "ann-a")
+        box = local.locator("#cc-whoami")
+        box.get_by_text("signed in as").wait_for()
+        assert "signed in as ann-a" in box.inner_text() and str(db) in box.inner_text()  # on the serving machine
+        remote = b.new_context(extra_http_headers={"X-Forwarded-For": "203.0.113.9"}).new_page()  # via a proxy
+        login(remote, url, "ann-b")
+        rbox = remote.locator("#cc-whoami")
+        rbox.get_by_text("signed in as").wait_for()
+        text = rbox.inner_text()
+        assert "signed in as ann-b" in text and db.name in text and str(db.parent) not in text
+        assert str(db.parent) not in remote.locator("body").inner_text()
+        rbox.get_by_role("link", name="Log out").click()
+        remote.locator("input[type=password]").wait_for()                 # back at the login form
+        local.reload()                                                    # the other user stays signed in
+        local.locator("#cc-whoami").get_by_text("signed in as ann-a").wait_for()

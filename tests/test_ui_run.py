@@ -67,8 +67,7 @@ def test_baseline_runs_to_completion_and_appears_in_picker(app, db):
         assert status == "done", page.locator("#cc-run-progress").inner_text()
         assert total == str(done) and done == 288 * 4
         assert "done 1152 / 1152" in page.locator("#cc-run-progress").inner_text()
-        # the new run is offered by the header's picker (Browse / Metrics follow it) without a restart
-        page.locator("#cc-refresh").click()
+        # the new run is offered by the header's picker (Browse / Metrics follow it): no restart, no Refresh
         page.locator("#cc-runs input").click()
         page.get_by_role("option", name="gui-random-r4").wait_for(timeout=20_000)
     from db.store import Store

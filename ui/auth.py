@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.errors import CrosscheckError
@@ -68,25 +69,73 @@ def hash_password_main(user: str, from_stdin: bool = False) -> int:
     return 0
 
 
+class AuthFileError(CrosscheckError):
+    """The --auth file is missing, unreadable or holds a line that is not user:pbkdf2_sha256$ITER$SALT$HEX"""
+
+
+def _well_formed(encoded: str) -> bool:
+    parts = encoded.split("$")
+    if len(parts) != 4 or parts[0] != "pbkdf2_sha256" or not parts[1].isdigit() or int(parts[1]) < 1 or not parts[2]:
+        return False
+    try:
+        bytes.fromhex(parts[3])
+    except ValueError:
+        return False
+    return len(parts[3]) == 64
+
+
 def load_auth(path: Path) -> Callable[[str, str], bool]:
-    """A Gradio auth function over the users in `path`; a bad line is a clear error naming it."""
+    """A Gradio auth function over the users in `path`; a missing file or a bad line is an AuthFileError
+    naming the file (and the line)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AuthFileError(f"{path}: no such auth file (make its lines with `python app.py hash-password USER`)"
+                            ) from None
+    except IsADirectoryError:
+        raise AuthFileError(f"{path}: is a folder, expected the auth file") from None
+    except UnicodeDecodeError as exc:
+        raise AuthFileError(f"{path}: not UTF-8 text (byte {exc.start}); expected user:pbkdf2_sha256$... lines"
+                            ) from None
+    except OSError as exc:
+        raise AuthFileError(f"{path}: cannot read the auth file ({exc.strerror})") from None
     users: dict[str, str] = {}
-    for no, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    lines: dict[str, int] = {}
+    for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         user, sep, encoded = line.strip().partition(":")
-        if not sep or not user or not encoded.startswith("pbkdf2_sha256$"):
-            raise CrosscheckError(f"{path}:{no}: expected user:pbkdf2_sha256$... (make one with "
-                                  "`python app.py hash-password`)")
-        users[user] = encoded
+        if not sep or not user or any(ch.isspace() for ch in user) or not _well_formed(encoded):
+            raise AuthFileError(f"{path}:{no}: expected user:pbkdf2_sha256$ITERATIONS$SALT$HASH (make the line "
+                                "with `python app.py hash-password USER`)")
+        if user in lines:
+            raise AuthFileError(f"{path}:{no}: user {user!r} is already on line {lines[user]}")
+        users[user], lines[user] = encoded, no
     if not users:
-        raise CrosscheckError(f"{path}: no users in the auth file")
+        raise AuthFileError(f"{path}: no users in the auth file (one user:pbkdf2_sha256$... line each)")
 
     def auth(username: str, password: str) -> bool:
         encoded = users.get(username)
         return encoded is not None and check_password(password, encoded)
 
     return auth
+
+
+FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
+
+
+def is_local_request(host: str | None, headers: Mapping[str, str] | None = None) -> bool:
+    """True for a browser on the serving machine itself: a loopback client address and no proxy header
+    (a reverse proxy on the same machine forwards remote users from 127.0.0.1, with one of those headers)."""
+    if headers and any(h in {k.lower() for k in headers} for h in FORWARDING_HEADERS):
+        return False
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address((host or "").strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":  # python -m ui.auth USER [--stdin]

@@ -18,7 +18,7 @@ from core.judge import STAGE_NAMES
 from core.schema import STAGES, to_jsonable
 from db import judging
 from db.judge_cli import draw
-from ui.context import Ctx
+from ui.context import Ctx, keep, refreshed
 
 STYLE = """
 <style>
@@ -265,7 +265,7 @@ def build_calibration(ctx: Ctx) -> None:
             raise gr.Error(str(exc)) from exc
         return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
 
-    def on_draw(r: str | None, n: str, k: float, sd: float) -> tuple[str, Any, Any]:
+    def on_draw(r: str | None, n: str, k: float, sd: float) -> tuple[str, Any, Any, str]:
         if not r:
             raise gr.Error("choose a traces run first")
         try:
@@ -277,13 +277,22 @@ def build_calibration(ctx: Ctx) -> None:
         verb = "already frozen with the same traces (unchanged)" if res["status"] == "unchanged" else "drawn and frozen"
         return (f"Sample **{html.escape(res['name'])}**: {res['n']} traces {verb}. Annotators find it in the Judge "
                 "tab's Queue list.", gr.update(value=pd.DataFrame(res["table"]), visible=True),
-                gr.update(choices=sample_choices(r), value=res["name"]))
+                gr.update(choices=sample_choices(r), value=res["name"]), ctx.signature())
 
     outs = [summary, table, chart, second_out, audit_out, raw_json]
     run.change(on_run, run, [sample, judge, second, ceiling, consensus], api_visibility="private")
     compute.click(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_name="calibration")
-    draw_btn.click(on_draw, [run, name, per_op, seed], [draw_out, draw_table, sample], api_visibility="private")
-    ctx.refresh.click(on_run, run, [sample, judge, second, ceiling, consensus], api_visibility="private")
+    draw_btn.click(on_draw, [run, name, per_op, seed], [draw_out, draw_table, sample, ctx.changed],
+                   api_visibility="private")
+    def refresh_pickers(r: str | None, s: str | None, j: str | None, j2: str | None) -> tuple[Any, ...]:
+        runs = run_choices()
+        current, r = r, keep(r, runs, runs[0][1] if runs else None)
+        samples, js = sample_choices(r), judge_choices(r)
+        seconds = [("(none)", "")] + js[1:]
+        return (refreshed(current, runs, r), refreshed(s, samples, keep(s, samples, "")),
+                refreshed(j, js, keep(j, js, "")), refreshed(j2, seconds, keep(j2, seconds, "")))
+
+    ctx.on_refresh(refresh_pickers, [run, sample, judge, second], [run, sample, judge, second])
     tab = gr.context.Context.block
     if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
         tab.select(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_visibility="private")

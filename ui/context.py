@@ -1,7 +1,8 @@
-"""What every tab receives: the store and the header pickers it follows."""
+"""What every tab receives: the store, the header pickers it follows, and the store-changed signal."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,11 +14,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class Ctx:
-    """The store, the header's benchmark and run pickers, and hooks run after data changes.
+    """The store, the header's benchmark and run pickers, and how pickers stay fresh.
 
-    A tab that changes the store (a new run, an import, a label) calls `ctx.notify_changed()` in its
-    handler's outputs chain via `ctx.refresh_outputs`; tabs that show store contents register a refresh
-    function with `ctx.on_refresh(fn, outputs)` so the header's Refresh button and data changes update them.
+    A picker that lists store contents registers its refresh with `ctx.on_refresh(fn, inputs, outputs)`; the
+    shell runs every registered refresh on page load, on the header's Refresh button, and whenever
+    `ctx.changed` (a gr.State holding db.catalog.catalog_signature) takes a new value. A handler that adds a
+    benchmark, a run or a sample lists `ctx.changed` among its outputs and returns `ctx.signature()`.
     """
 
     store: Store
@@ -25,7 +27,32 @@ class Ctx:
     runs: gr.Dropdown
     refresh: gr.Button
     auth_enabled: bool = False
-    refreshers: list[tuple[Any, list[Any]]] = field(default_factory=list)
+    changed: gr.State | None = None
+    refreshers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
 
-    def on_refresh(self, fn: Any, outputs: list[Any]) -> None:
-        self.refreshers.append((fn, outputs))
+    def on_refresh(self, fn: Callable[..., Any], inputs: list[Any], outputs: list[Any]) -> None:
+        self.refreshers.append((fn, inputs, outputs))
+
+    def signature(self) -> str:
+        from db.catalog import catalog_signature
+
+        return catalog_signature(self.store)
+
+
+def keep(value: Any, choices: list[Any], default: Any = None) -> Any:
+    """`value` when it is still among `choices` (values or (label, value) pairs), else `default`."""
+    values = [c[1] if isinstance(c, tuple) else c for c in choices]
+    return value if value in values else default
+
+
+def refreshed(current: Any, choices: list[Any], default: Any = None) -> Any:
+    """The update for a picker whose choices were read again. Its value is sent only when it must change (the
+    current one is gone, or there was none and `default` is one), so a refresh that was on its way while
+    the user picked something never undoes the pick."""
+    import gradio as gr
+
+    if current not in (None, "", []) and keep(current, choices) == current:
+        return gr.update(choices=choices)
+    if current in (None, "", []) and default in (None, "", []):
+        return gr.update(choices=choices)
+    return gr.update(choices=choices, value=default)

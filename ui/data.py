@@ -23,7 +23,7 @@ from core.scoring import score_run
 from db import importers, validate
 from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 from db.store import Store
-from ui.context import Ctx
+from ui.context import Ctx, keep, refreshed
 from ui.shell import benchmark_choices, run_choices
 from ui.tables import safe_name
 
@@ -200,7 +200,8 @@ def build_data(ctx: Ctx) -> None:
 
     check.click(on_validate, inputs, [report, do_import], concurrency_id="data", concurrency_limit=2)
 
-    def on_import(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str) -> Any:
+    def on_import(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str,
+                  selected: list[str] | None) -> Any:
         try:
             path = _path(up)
             rep, target = commit(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
@@ -209,14 +210,16 @@ def build_data(ctx: Ctx) -> None:
             if not rep.errors:
                 rep.error("(import)", 0, "(file)", str(exc))
             return (report_html(rep, "Import refused", committed=True), gr.update(interactive=False), gr.update(),
-                    gr.update())
+                    gr.update(), gr.update())
         except CrosscheckError as exc:
             raise gr.Error(str(exc)) from exc
-        runs = run_choices(store, target)
+        bench_up, runs_up = header_after_import(store, target, bench, selected, (rn or "").strip()
+                                                if k == "predictions" else None)
         return (report_html(rep, f"Imported {path.name}", committed=True), gr.update(interactive=False),
-                gr.update(choices=benchmark_choices(store), value=target), gr.update(choices=runs))
+                bench_up, runs_up, ctx.signature())
 
-    do_import.click(on_import, inputs, [report, do_import, ctx.benchmark, ctx.runs], concurrency_id="data")
+    do_import.click(on_import, [*inputs, ctx.runs], [report, do_import, ctx.benchmark, ctx.runs, ctx.changed],
+                    concurrency_id="data")
 
     def on_export(w: str, bench: str | None, rn: str | None) -> Any:
         try:
@@ -230,8 +233,25 @@ def build_data(ctx: Ctx) -> None:
         choices = run_choices(store, bench)
         return gr.update(choices=choices, value=choices[0][1] if choices else None)
 
-    ctx.benchmark.change(runs_of, ctx.benchmark, export_run, queue=False)
-    ctx.refresh.click(runs_of, ctx.benchmark, export_run, queue=False)
-    from gradio.context import get_blocks_context
+    def refresh_runs(bench: str | None, current: str | None) -> Any:
+        choices = run_choices(store, bench)
+        return refreshed(current, choices, keep(current, choices, choices[0][1] if choices else None))
 
-    get_blocks_context().root_block.load(runs_of, ctx.benchmark, export_run, queue=False)
+    ctx.benchmark.change(runs_of, ctx.benchmark, export_run, queue=False)
+    ctx.on_refresh(refresh_runs, [ctx.benchmark, export_run], [export_run])
+
+
+def header_after_import(store: Store, target: str, bench: str | None, selected: list[str] | None,
+                        new_run: str | None) -> tuple[Any, Any]:
+    """The header after an import into benchmark `target`: it shows `target`; when that is the benchmark
+    already shown, the selected runs stay and an imported run joins them (on another benchmark the header's
+    own change handler picks that benchmark's runs). Every value is one of its picker's choices."""
+    runs = run_choices(store, target)
+    names = [v for _, v in runs]
+    if target == bench:
+        value = [r for r in (selected or []) if r in names]
+        if new_run in names and new_run not in value:
+            value.append(new_run)
+    else:
+        value = names[:2]
+    return gr.update(choices=benchmark_choices(store), value=target), gr.update(choices=runs, value=value)

@@ -6,15 +6,18 @@
   "k of N labeled by you".
 - Blind mode (on by default) hides the judge's flags and other annotators' labels.
 - Keyboard: 1-4 toggle S1-S4, Enter saves and moves on, S skips, U undoes the last save or skip (Escape leaves
-  the note field). A small keydown listener clicks the tab's own buttons / checkboxes.
-- Every save is written at once by db.judging.save_label (one transaction with its audit row); the save
-  handler is also the API endpoint `/save_label` (annotator, run, item_id, rotation, repeat, S1..S4,
-  category, note).
+  the note field). KEYS_JS queues the keys: one round trip at a time, a key typed meanwhile is held until the
+  answer is on screen; each save / skip / undo carries the trace id on screen and a number the server echoes
+  in #jd-cur. `on_action` refuses a save or skip for another trace than the current one.
+- Every save is written at once by db.judging.save_label (one transaction with its audit row); the API
+  endpoint `/save_label` (annotator, run, item_id, rotation, repeat, S1..S4, category, note) saves one label
+  without the queue.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from typing import Any
 
 import gradio as gr
@@ -25,14 +28,84 @@ from core.metrics.stembind import NO_FAILURE, first_failure
 from core.schema import STAGES
 from db import judging
 from ui import trace_view
-from ui.context import Ctx
+from ui.context import Ctx, keep, refreshed
 
 CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
     (c.replace("_", " "), c) for c in judging.ERROR_CATEGORIES]
 
 KEYS_JS = r"""
-if (!window.__ccJudgeKeys) {
-  window.__ccJudgeKeys = true;
+if (!window.__ccJudge) {
+  // One keystroke queue per page (docs/JUDGE.md, "Keyboard"). Every key is applied in the order typed; a key
+  // typed while an earlier one is still on its way to the server is held and applied once that answer is on
+  // screen, so a label or skip always goes to the trace shown when the key is applied and carries the flags
+  // shown then. Saves, skips and undos carry the trace id and a sequence number; the server refuses a save
+  // for a trace that is not the one it has on screen, and echoes the number in #jd-cur when done.
+  var J = window.__ccJudge = {inflight: 0, claimed: false, held: [], seq: 0, wait: 0, action: null};
+  var $ = function (sel) { return document.querySelector(sel); };
+  J.shown = function () { var el = $('#jd-cur'); return el ? el.getAttribute('data-key') || '' : ''; };
+  J.echo = function () { var el = $('#jd-cur'); return el ? +(el.getAttribute('data-seq') || 0) : 0; };
+  J.flags = function () {
+    return [1, 2, 3, 4].map(function (i) {
+      var b = $('#jd-s' + i + ' input[type=checkbox]'); return b ? !!b.checked : true; });
+  };
+  J.note = function (text) { var el = $('#jd-keynote'); if (el) el.textContent = text; };
+  J.busy = function () { return J.inflight > 0 || J.wait > 0; };
+  J.apply = function (k) {
+    if (k === '1' || k === '2' || k === '3' || k === '4') {
+      var box = $('#jd-s' + k + ' input[type=checkbox]');
+      if (!box) return;
+      J.inflight += 1; J.claimed = true;      // the toggle's round trip (its pre-js sees `claimed`)
+      box.click(); J.watch();
+      return;
+    }
+    var op = (k === 'Enter') ? 'save' : (k === 's' || k === 'S') ? 'skip' : 'undo';
+    var btn = document.getElementById('jd-' + op);
+    if (!btn || (op !== 'undo' && !J.shown())) return;   // no trace on screen: nothing to save or skip
+    J.action = J.make(op);
+    J.inflight += 1; J.claimed = true;
+    btn.click(); J.watch();
+  };
+  // a click that started no event (a disabled control) must not hold the queue forever
+  J.watch = function () {
+    setTimeout(function () {
+      if (J.claimed) { J.claimed = false; J.action = null; J.inflight = Math.max(0, J.inflight - 1); J.drain(); }
+    }, 1500);
+  };
+  J.make = function (op) { J.seq += 1; return {op: op, key: J.shown(), flags: J.flags(), seq: J.seq}; };
+  // pre-js of the toggle, save, skip and undo events: count the round trip once, and hand the action over
+  J.begin = function () { if (J.claimed) J.claimed = false; else J.inflight += 1; };
+  J.take = function (op) {
+    J.begin();
+    var a = J.action; J.action = null;
+    if (!a || a.op !== op) a = J.make(op);  // a mouse click: what is on screen now
+    J.wait = a.seq;
+    return JSON.stringify(a);
+  };
+  J.end = function () {                       // the .then() of every one of those events
+    J.inflight = Math.max(0, J.inflight - 1);
+    if (J.wait) {
+      var want = J.wait, t0 = Date.now();
+      var poll = function () {
+        if (J.echo() >= want) {
+          J.wait = 0;
+          var cur = $('#jd-cur');
+          if (cur && cur.getAttribute('data-ok') === '0' && J.held.length) {  // refused: keep nothing typed after it
+            J.note(J.held.length + ' key(s) typed after the refused action were not applied');
+            J.held = [];
+          }
+          J.drain();
+        }
+        else if (Date.now() - t0 > 5000) {    // the server never answered with the new trace
+          J.wait = 0;
+          if (J.held.length) J.note(J.held.length + ' key(s) not applied: the server did not answer');
+          J.held = []; J.drain();
+        } else setTimeout(poll, 15);
+      };
+      poll();
+    } else setTimeout(J.drain, 0);
+  };
+  J.drain = function () { while (!J.busy() && J.held.length) J.apply(J.held.shift()); };
+  J.reset = function () { J.held = []; J.action = null; J.wait = 0; J.note(''); };
   document.addEventListener('keydown', function (e) {
     var root = document.getElementById('jd-root');
     if (!root || root.offsetParent === null) return;            // the Judge tab is not on screen
@@ -41,18 +114,12 @@ if (!window.__ccJudgeKeys) {
     var typing = tag === 'textarea' || tag === 'select' || (t && t.isContentEditable) ||
       (tag === 'input' && ['checkbox', 'radio', 'button', 'submit'].indexOf((t.type || '').toLowerCase()) < 0);
     if (typing) { if (e.key === 'Escape') t.blur(); return; }
-    var clickId = function (id) { var el = document.getElementById(id); if (el) { el.click(); return true; } return false; };
     var k = e.key;
-    if (k === '1' || k === '2' || k === '3' || k === '4') {
-      var box = document.querySelector('#jd-s' + k + ' input[type=checkbox]');
-      if (box) { box.click(); e.preventDefault(); }
-    } else if (k === 'Enter') {
-      if (clickId('jd-save')) e.preventDefault();
-    } else if (k === 's' || k === 'S') {
-      if (clickId('jd-skip')) e.preventDefault();
-    } else if (k === 'u' || k === 'U') {
-      if (clickId('jd-undo')) e.preventDefault();
-    }
+    if (['1', '2', '3', '4', 'Enter', 's', 'S', 'u', 'U'].indexOf(k) < 0) return;
+    if (e.repeat && k === 'Enter') { e.preventDefault(); return; }  // a held-down Enter saves once
+    e.preventDefault(); e.stopPropagation();
+    J.note('');
+    if (J.busy() || J.held.length) J.held.push(k); else J.apply(k);
   }, true);
 }
 """
@@ -68,6 +135,12 @@ STYLE = """
 #jd-ff .jd-ffbox{padding:6px 8px;border-radius:6px;font-weight:600}
 #jd-ff .jd-ffbad{background:rgba(239,68,68,.14);color:#991b1b}
 #jd-ff .jd-ffok{background:rgba(34,197,94,.14);color:#14532d}
+#jd-view{container-type:inline-size}
+@container (max-width: 820px){
+ #jd-view .jt-wrap{grid-template-columns:1fr}
+ #jd-view .jt-side{display:grid;grid-template-columns:minmax(180px,280px) 1fr;gap:12px;align-items:start}
+ #jd-view .jt-side>a{grid-row:span 6}
+}
 #jd-keys{font-size:12px;color:#6b7280}
 #jd-keys kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
@@ -75,7 +148,8 @@ STYLE = """
 """
 
 KEYS_HELP = ("<div id='jd-keys'><kbd>1</kbd>–<kbd>4</kbd> toggle S1–S4 · <kbd>Enter</kbd> save &amp; next · "
-             "<kbd>S</kbd> skip · <kbd>U</kbd> undo · <kbd>Esc</kbd> leave the note field</div>")
+             "<kbd>S</kbd> skip · <kbd>U</kbd> undo · <kbd>Esc</kbd> leave the note field"
+             "<div id='jd-keynote' style='color:#b45309'></div></div>")
 
 
 def _err(exc: Exception) -> gr.Error:
@@ -91,6 +165,33 @@ def ff_html(values: list[Any]) -> str:
     if ff == NO_FAILURE:
         return "<div class='jd-ffbox jd-ffok'>First failure: none (every stage correct)</div>"
     return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {STAGE_NAMES[ff]}</div>"
+
+
+def parse_action(text: str | None) -> dict[str, Any]:
+    """The keyboard queue's action: op (save / skip / undo), key (the trace on screen), flags (S1..S4 as
+    shown), seq (its number, echoed back). Anything malformed reads as op "unknown" or an action for no
+    trace, which on_action refuses."""
+    try:
+        raw = json.loads(text or "{}")
+    except json.JSONDecodeError:
+        raw = {}
+    raw = raw if isinstance(raw, dict) else {}
+    op = raw.get("op") if raw.get("op") in ("save", "skip", "undo") else "unknown"
+    key: tuple[str, int, int] | None = None
+    try:
+        k = json.loads(raw.get("key") or "null")
+        if isinstance(k, list) and len(k) == 3:
+            key = (str(k[0]), int(k[1]), int(k[2]))
+    except (TypeError, ValueError):
+        key = None
+    flags = raw.get("flags")
+    if not (isinstance(flags, list) and len(flags) == 4):
+        flags = [True] * 4
+    try:
+        seq = int(raw.get("seq") or 0)
+    except (TypeError, ValueError):
+        seq = 0
+    return {"op": op, "key": key, "flags": [bool(f) for f in flags], "seq": seq}
 
 
 def _first_source(choices: list[tuple[str, str]]) -> str:
@@ -154,10 +255,11 @@ def build_judge(ctx: Ctx) -> None:
                     save = gr.Button("Save & next [Enter]", variant="primary", elem_id="jd-save")
                 with gr.Row():
                     skip = gr.Button("Skip [S]", size="sm", elem_id="jd-skip")
-                    undo = gr.Button("Undo [U]", size="sm", elem_id="jd-undo")
+                    undo_btn = gr.Button("Undo [U]", size="sm", elem_id="jd-undo")
                 status = gr.Markdown("", elem_id="jd-status")
                 gr.HTML(KEYS_HELP)
         item = gr.Textbox(visible=False, elem_id="jd-item")
+        action = gr.Textbox(visible=False, elem_id="jd-action")  # filled by the keyboard queue's pre-js
         rotation = gr.Number(value=0, precision=0, visible=False)
         repeat = gr.Number(value=0, precision=0, visible=False)
         state = gr.State({"run": None, "queue": [], "pos": 0, "history": []})
@@ -211,46 +313,48 @@ def build_judge(ctx: Ctx) -> None:
         return trace_view.render(rec, own=_flags_of(values), own_name=me or "you", judges=judges, humans=humans,
                                  blind=blind_on, image=image, synthetic=synthetic)
 
-    def progress_html(st: dict[str, Any], me: str, saved: dict[str, Any] | None = None) -> str:
+    def progress_html(st: dict[str, Any], me: str, saved: dict[str, Any] | None = None, seq: int = 0,
+                      ok: bool = True) -> str:
+        """The position line; its #jd-cur marker names the trace on screen and echoes the last action's number
+        (the keyboard queue in KEYS_JS waits for it)."""
         queue = st.get("queue") or []
         n = len(queue)
+        pos = st.get("pos", 0)
+        key = json.dumps(list(queue[pos])) if pos < n else ""
+        marker = (f"<span id='jd-cur' data-key='{html.escape(key, quote=True)}' data-seq='{int(seq)}' "
+                  f"data-ok='{int(ok)}' hidden></span>")
         if n == 0:
-            return "<span style='color:#6b7280'>The queue is empty.</span>"
+            return marker + "<span style='color:#6b7280'>The queue is empty.</span>"
         mine = judging.labeled_keys(store, st["run"], me) if me else set()
         done = sum(1 for k in queue if tuple(k) in mine)
-        pos = st.get("pos", 0)
         where = (f"Trace <b>{pos + 1} of {n}</b>" if pos < n else f"<b>End of the queue</b> ({n} traces)")
         state_note = ""
         if pos < n:
             state_note = (" · <span style='color:#15803d'>saved</span>" if saved is not None
                           else " · <span style='color:#6b7280'>not saved yet</span>")
         pct = int(100 * done / n)
-        return (f"<div>{where} · <b>{done} of {n}</b> labeled by {html.escape(me or 'you')}{state_note}</div>"
+        return (f"{marker}<div>{where} · <b>{done} of {n}</b> labeled by {html.escape(me or 'you')}{state_note}</div>"
                 f"<div class='jd-bar'><div style='width:{pct}%'></div></div>")
 
-    def show(st: dict[str, Any], me: str, blind_on: bool, msg: str = "") -> list[Any]:
+    def show(st: dict[str, Any], me: str, blind_on: bool, msg: str = "", seq: int = 0, ok: bool = True) -> list[Any]:
         """Outputs: state, view, progress, S1..S4, ff, category, note, item, rotation, repeat, status."""
         queue = st.get("queue") or []
         pos = st.get("pos", 0)
         if not queue or pos >= len(queue):
-            return [st, render_view(st, me, blind_on, [True] * 4), progress_html(st, me),
+            return [st, render_view(st, me, blind_on, [True] * 4), progress_html(st, me, seq=seq, ok=ok),
                     *[gr.update(value=True)] * 4, ff_html([True] * 4), "", "", "", 0, 0, msg]
         key = tuple(queue[pos])
         saved = judging.label_of(store, st["run"], key, me) if me else None
         if saved is not None and all(saved[s] is None for s in STAGES):
             saved = None  # a cleared label counts as unlabeled
         values = [True] * 4 if saved is None else [bool(saved[s]) if saved[s] is not None else True for s in STAGES]
-        return [st, render_view(st, me, blind_on, values), progress_html(st, me, saved), *values, ff_html(values),
-                (saved or {}).get("category") or "", (saved or {}).get("note") or "", key[0], key[1], key[2], msg]
+        return [st, render_view(st, me, blind_on, values), progress_html(st, me, saved, seq=seq, ok=ok), *values,
+                ff_html(values), (saved or {}).get("category") or "", (saved or {}).get("note") or "", key[0], key[1],
+                key[2], msg]
 
     outputs = [state, view, progress, *boxes, ff, category, note, item, rotation, repeat, status]
 
     # ---- handlers -------------------------------------------------------------------------------------
-
-    def on_benchmark(bench: str | None, current: str | None) -> Any:
-        choices = run_choices(bench)
-        names = [v for _, v in choices]
-        return gr.update(choices=choices, value=current if current in names else (names[0] if names else None))
 
     def on_run(run_name: str | None) -> Any:
         choices = source_choices(run_name)
@@ -266,21 +370,7 @@ def build_judge(ctx: Ctx) -> None:
             return [gr.update()] * (len(outputs) - 1) + ["**Choose a traces run first.**"]
         src = src or "filter:all"
         try:
-            if src.startswith("sample:"):
-                sf = judging.sample_frame(store, src.split(":", 1)[1])
-                keys = [(i, int(r), int(p)) for i, r, p in zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True)]
-            else:
-                recs = judging.trace_records(store, run_name)
-                keys = [(i, int(r), int(p)) for i, r, p in zip(recs["item_id"], recs["rotation"], recs["repeat"],
-                                                                strict=True)]
-                if src == "filter:wrong":
-                    wrong = {(i, int(r), int(p)) for i, r, p, st_, a, g in zip(
-                        recs["item_id"], recs["rotation"], recs["repeat"], recs["status"], recs["answer"],
-                        recs["gold"], strict=True) if not (st_ == "ok" and a == g)}
-                    keys = [k for k in keys if k in wrong]
-                elif src == "filter:unlabeled":
-                    mine = judging.labeled_keys(store, run_name, me)
-                    keys = [k for k in keys if k not in mine]
+            keys = queue_keys(run_name, src, me)
         except CrosscheckError as exc:
             raise _err(exc) from exc
         mine = judging.labeled_keys(store, run_name, me)
@@ -288,44 +378,79 @@ def build_judge(ctx: Ctx) -> None:
         st = {"run": run_name, "queue": [list(k) for k in keys], "pos": pos, "history": []}
         return show(st, me, blind_on, f"Queue of {len(keys)} traces loaded for **{html.escape(me)}**.")
 
-    def on_save(typed: str, run_name: str, item_id: str, rot: float, rep: float, s1: bool, s2: bool, s3: bool,
-                s4: bool, cat: str | None, note_text: str | None, request: gr.Request) -> str:
-        """Save one label at once (the API endpoint /save_label)."""
-        me = identity(typed, request)
-        if not run_name or not item_id:
-            raise gr.Error("no trace selected: start a queue first")
+    def queue_keys(run_name: str, src: str, me: str) -> list[tuple[str, int, int]]:
+        if src.startswith("sample:"):
+            sf = judging.sample_frame(store, src.split(":", 1)[1])
+            return [(i, int(r), int(p)) for i, r, p in zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True)]
+        recs = judging.trace_records(store, run_name)
+        keys = [(i, int(r), int(p)) for i, r, p in zip(recs["item_id"], recs["rotation"], recs["repeat"], strict=True)]
+        if src == "filter:wrong":
+            wrong = {(i, int(r), int(p)) for i, r, p, st_, a, g in zip(
+                recs["item_id"], recs["rotation"], recs["repeat"], recs["status"], recs["answer"],
+                recs["gold"], strict=True) if not (st_ == "ok" and a == g)}
+            keys = [k for k in keys if k in wrong]
+        elif src == "filter:unlabeled":
+            mine = judging.labeled_keys(store, run_name, me)
+            keys = [k for k in keys if k not in mine]
+        return keys
+
+    def save_label_api(annotator: str, run: str, item_id: str, rotation: int, repeat: int, S1: bool, S2: bool,
+                       S3: bool, S4: bool, category: str, note: str, request: gr.Request) -> str:
+        """Save one label of one trace at once (with its audit row); returns what happened."""
+        me = identity(annotator, request)
+        if not run or not item_id:
+            raise gr.Error("name the run and the trace (item_id, rotation, repeat)")
         try:
-            res = judging.save_label(store, run_name, (item_id, int(rot or 0), int(rep or 0)), me,
-                                     _flags_of([s1, s2, s3, s4]), category=cat or None, note=note_text,
+            res = judging.save_label(store, run, (item_id, int(rotation or 0), int(repeat or 0)), me,
+                                     _flags_of([S1, S2, S3, S4]), category=category or None, note=note,
                                      changed_by=me)
         except CrosscheckError as exc:
             raise _err(exc) from exc
         word = "Saved" if res["status"] == "saved" else "Unchanged"
         return f"{word}: {html.escape(item_id)} (first failure {res['first_failure']})."
 
-    def on_advance(st: dict[str, Any], typed: str, blind_on: bool, item_id: str, rot: float, rep: float,
-                   msg: str, request: gr.Request) -> list[Any]:
-        me = identity(typed, request)
+    def on_action(st: dict[str, Any], typed: str, blind_on: bool, action_json: str, cat: str | None,
+                  note_text: str | None, request: gr.Request) -> list[Any]:
+        """Save, skip or undo, for the trace the action names (the one on screen when its key was applied).
+
+        A save or skip for any other trace than the current one is refused and nothing moves, so a label
+        never lands on another trace and no trace is passed over without a save or a skip."""
+        act = parse_action(action_json)
+        seq = act["seq"]
+        try:
+            me = identity(typed, request)
+        except gr.Error as exc:
+            return show(st, "", blind_on, f"**{html.escape(exc.message)}**", seq=seq, ok=False)
         queue = st.get("queue") or []
         pos = st.get("pos", 0)
-        if pos < len(queue) and tuple(queue[pos]) == (item_id, int(rot or 0), int(rep or 0)):
-            st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "save", "pos": pos}]}
-        return show(st, me, blind_on, msg)
+        current = tuple(queue[pos]) if pos < len(queue) else None
+        if act["op"] == "undo":
+            return undo(st, me, blind_on, seq)
+        if act["op"] == "unknown":
+            return show(st, me, blind_on, "**Refused:** not a save, skip or undo.", seq=seq, ok=False)
+        if current is None:
+            return show(st, me, blind_on, "End of the queue: nothing to save or skip.", seq=seq, ok=False)
+        if act["key"] != current:
+            return show(st, me, blind_on, f"**Refused:** the {act['op']} was typed for "
+                        f"{html.escape(str(act['key'][0]) if act['key'] else '(no trace)')} but "
+                        f"{html.escape(str(current[0]))} is on screen; nothing was saved.", seq=seq, ok=False)
+        if act["op"] == "skip":
+            st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "skip", "pos": pos}]}
+            return show(st, me, blind_on, f"Skipped {html.escape(str(current[0]))}.", seq=seq)
+        try:
+            res = judging.save_label(store, st["run"], current, me, _flags_of(act["flags"]), category=cat or None,
+                                     note=note_text, changed_by=me)
+        except CrosscheckError as exc:
+            return show(st, me, blind_on, f"**Not saved:** {html.escape(str(exc))}", seq=seq, ok=False)
+        word = "Saved" if res["status"] == "saved" else "Unchanged"
+        st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "save", "pos": pos}]}
+        return show(st, me, blind_on, f"{word}: {html.escape(str(current[0]))} (first failure "
+                    f"{res['first_failure']}).", seq=seq)
 
-    def on_skip(st: dict[str, Any], typed: str, blind_on: bool, request: gr.Request) -> list[Any]:
-        me = identity(typed, request)
-        queue = st.get("queue") or []
-        pos = st.get("pos", 0)
-        if pos >= len(queue):
-            return show(st, me, blind_on, "End of the queue.")
-        st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "skip", "pos": pos}]}
-        return show(st, me, blind_on, f"Skipped {html.escape(str(queue[pos][0]))}.")
-
-    def on_undo(st: dict[str, Any], typed: str, blind_on: bool, request: gr.Request) -> list[Any]:
-        me = identity(typed, request)
+    def undo(st: dict[str, Any], me: str, blind_on: bool, seq: int) -> list[Any]:
         history = list(st.get("history") or [])
         if not history:
-            return show(st, me, blind_on, "Nothing to undo.")
+            return show(st, me, blind_on, "Nothing to undo.", seq=seq)
         last = history.pop()
         pos = int(last["pos"])
         key = tuple(st["queue"][pos])
@@ -340,9 +465,9 @@ def build_judge(ctx: Ctx) -> None:
                     judging.save_label(store, st["run"], key, me, {s: old.get(s) for s in STAGES},
                                        category=old.get("category"), note=old.get("note"), changed_by=me)
                 except CrosscheckError as exc:
-                    raise _err(exc) from exc
+                    return show(st, me, blind_on, f"**Not undone:** {html.escape(str(exc))}", seq=seq, ok=False)
                 msg = f"Undid the save of {html.escape(str(key[0]))} (the audit keeps both versions)."
-        return show({**st, "pos": pos, "history": history}, me, blind_on, msg)
+        return show({**st, "pos": pos, "history": history}, me, blind_on, msg, seq=seq)
 
     def on_toggle(st: dict[str, Any], typed: str, blind_on: bool, s1: bool, s2: bool, s3: bool, s4: bool,
                   request: gr.Request) -> tuple[str, str]:
@@ -355,18 +480,29 @@ def build_judge(ctx: Ctx) -> None:
 
     # ---- wiring ---------------------------------------------------------------------------------------
 
-    ctx.refresh.click(on_benchmark, [ctx.benchmark, run], run, api_visibility="private")
-    ctx.refresh.click(on_run, run, source, api_visibility="private")
+    def refresh_pickers(bench: str | None, current: str | None, src: str | None) -> tuple[Any, Any]:
+        runs = run_choices(bench)
+        r = keep(current, runs, runs[0][1] if runs else None)
+        sources = source_choices(r)
+        return (refreshed(current, runs, r),
+                refreshed(src if r == current else None, sources, keep(src, sources, _first_source(sources))))
+
+    ctx.on_refresh(refresh_pickers, [ctx.benchmark, run, source], [run, source])
     run.change(on_run, run, source, api_visibility="private")
-    start.click(on_start, [run, source, who, blind], outputs)
-    save.click(on_save, [who, run, item, rotation, repeat, *boxes, category, note], status,
-               api_name="save_label", trigger_mode="once").success(
-        on_advance, [state, who, blind, item, rotation, repeat, status], outputs, api_visibility="private")
-    skip.click(on_skip, [state, who, blind], outputs, api_visibility="private", trigger_mode="once")
-    undo.click(on_undo, [state, who, blind], outputs, api_visibility="private", trigger_mode="once")
+    start.click(on_start, [run, source, who, blind], outputs).then(None, js="() => window.__ccJudge.reset()")
+    gr.api(save_label_api, api_name="save_label")
+    end_js = "() => window.__ccJudge.end()"
+    action_inputs = [state, who, blind, action, category, note]
+    for button, op in ((save, "save"), (skip, "skip"), (undo_btn, "undo")):
+        pre = (f"(...a) => {{ a = a.slice(0, {len(action_inputs)}); a[3] = window.__ccJudge.take('{op}');"
+               " return a; }")
+        button.click(on_action, action_inputs, outputs, js=pre, api_visibility="private",
+                     concurrency_id="judge-action", concurrency_limit=None).then(None, js=end_js)
+    toggle_pre = f"(...a) => {{ window.__ccJudge.begin(); return a.slice(0, {3 + len(boxes)}); }}"
     for box in boxes:
         box.input(on_toggle, [state, who, blind, *boxes], [view, ff], api_visibility="private",
-                  show_progress="hidden")
+                  show_progress="hidden", js=toggle_pre, concurrency_id="judge-toggle",
+                  concurrency_limit=None).then(None, js=end_js)
     blind.change(on_toggle, [state, who, blind, *boxes], [view, ff], api_visibility="private",
                  show_progress="hidden")
 

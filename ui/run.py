@@ -27,8 +27,7 @@ from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
 from db import jobs as dbjobs
 from db.store import Store
-from ui.context import Ctx
-from ui.shell import run_choices
+from ui.context import Ctx, keep, refreshed
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
@@ -485,24 +484,17 @@ def build_run(ctx: Ctx) -> None:
 
     cancel.click(on_cancel, [follow, bench], [progress, resume_pick], concurrency_id="run-control")
 
-    def on_tick(run: str | None, header_bench: str | None, bench_v: str | None, pick_v: str | None) -> Any:
+    def on_tick(run: str | None) -> Any:
         job = JOBS.get(run)
         live = JOBS.any_live()
-        # when the last job stops, the header's run picker learns the new run (Browse / Metrics follow it) and the
-        # resume list what is left unfinished
-        runs_update = gr.update() if live else gr.update(choices=run_choices(store, header_bench))
-        if live:
-            pick_update = gr.update()
-        else:
-            choices = resumable(store, bench_v)
-            # the value is left alone unless it is gone (a tick may carry a pick older than Cancel's own)
-            gone = pick_v is not None and pick_v not in [c[1] for c in choices]
-            pick_update = gr.update(choices=choices, value=None) if gone else gr.update(choices=choices)
-        return progress_html(job), jobs_html(store), gr.Timer(active=live), runs_update, pick_update
+        # a run that appears, gets its first predictions or ends changes the store's catalog: every picker
+        # (the header's runs, the resume list, the Judge and Calibration run lists) re-reads it
+        return progress_html(job), jobs_html(store), gr.Timer(active=live), ctx.signature()
 
-    tick_io = ([follow, ctx.benchmark, bench, resume_pick], [progress, jobs, timer, ctx.runs, resume_pick])
-    timer.tick(on_tick, *tick_io, concurrency_id="run-poll", concurrency_limit=None, show_progress="hidden")
-    follow.change(on_tick, *tick_io, concurrency_id="run-poll", concurrency_limit=None, show_progress="hidden")
+    timer.tick(on_tick, [follow], [progress, jobs, timer, ctx.changed], concurrency_id="run-poll",
+               concurrency_limit=None, show_progress="hidden")
+    follow.change(on_tick, [follow], [progress, jobs, timer, ctx.changed], concurrency_id="run-poll",
+                  concurrency_limit=None, show_progress="hidden")
 
     def on_resume(run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float, limit_v: float | None,
                   request: gr.Request) -> Any:
@@ -534,6 +526,16 @@ def build_run(ctx: Ctx) -> None:
 
     get_root = __import__("gradio.context", fromlist=["get_blocks_context"]).get_blocks_context
     get_root().root_block.load(on_load, [ctx.benchmark, follow], [bench, follow, timer, jobs], queue=False)
-    ctx.benchmark.change(lambda b: gr.update(value=b), ctx.benchmark, bench, queue=False)
+    def follow_header(b: str | None) -> Any:
+        names = [x["name"] for x in store.benchmarks()]
+        return gr.update(choices=names, value=b) if b in names else gr.update(choices=names)
+
+    def refresh_pickers(b: str | None, current: str | None) -> tuple[Any, Any]:
+        names = [x["name"] for x in store.benchmarks()]
+        shown, b = b, keep(b, names, names[0] if names else None)
+        choices = resumable(store, b)
+        return refreshed(shown, names, b), refreshed(current, choices, keep(current, choices))
+
+    ctx.benchmark.change(follow_header, ctx.benchmark, bench, queue=False)
     bench.change(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)
-    ctx.refresh.click(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)
+    ctx.on_refresh(refresh_pickers, [bench, resume_pick], [bench, resume_pick])

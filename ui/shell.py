@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from db.catalog import catalog_signature
 from db.store import Store
-from ui.context import Ctx
+from ui.auth import is_local_request
+from ui.context import Ctx, refreshed
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -40,19 +44,42 @@ def run_choices(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
     return [(run_label(r), r["name"]) for r in store.runs(benchmark) if r["config"].get("role") != "judge"]
 
 
+def header_html(store: Store, user: str | None, local: bool) -> str:
+    """Who is signed in (with a log-out link) and which store this is: its full path only for a browser on the
+    serving machine, its file name for everyone else (docs/HOSTING.md)."""
+    esc = html.escape
+    where = str(store.path) if local else store.path.name
+    who = (f"<div class='cc-user' style='font-size:.85em;margin-top:2px'>signed in as <b>{esc(user)}</b> · "
+           "<a href='logout?all_session=false' id='cc-logout'>Log out</a></div>" if user else "")
+    return (f"<div id='cc-whoami' style='line-height:1.35'><div class='cc-store' title='{esc(where)}' "
+            f"style='overflow-wrap:anywhere'>store: {esc(where)}</div>{who}</div>")
+
+
+def request_header(store: Store, request: gr.Request | None) -> str:
+    user = getattr(request, "username", None) if request is not None else None
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    headers = dict(getattr(request, "headers", None) or {})
+    return header_html(store, str(user) if user else None, is_local_request(host, headers))
+
+
 def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
     """The whole UI over `store`."""
     benches = benchmark_choices(store)
     first = benches[0][1] if benches else None
-    with gr.Blocks(title="Crosscheck") as demo:
+    with gr.Blocks(title="Crosscheck", analytics_enabled=False) as demo:
         with gr.Row(elem_id="cc-header"):
-            gr.Markdown(f"### Crosscheck\n<span class='cc-store'>store: {store.path}</span>", elem_id="cc-title")
+            with gr.Column(scale=1, min_width=220, elem_id="cc-title"):
+                gr.Markdown("### Crosscheck")
+                whoami = gr.HTML("", elem_id="cc-whoami-box")
             bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, elem_id="cc-benchmark")
             runs0 = run_choices(store, first)
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
                                elem_id="cc-runs")
             refresh = gr.Button("Refresh", scale=0, size="sm", elem_id="cc-refresh")
-        ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled)
+        changed = gr.State(catalog_signature(store))
+        ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled,
+                  changed=changed)
 
         def on_benchmark(name: str | None) -> Any:
             choices = run_choices(store, name)
@@ -63,27 +90,35 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
         def on_refresh(name: str | None, selected: list[str] | None) -> Any:
             benches = benchmark_choices(store)
             names = [v for _, v in benches]
-            name = name if name in names else (names[0] if names else None)
+            shown, name = name, (name if name in names else (names[0] if names else None))
             choices = run_choices(store, name)
-            keep = [r for r in (selected or []) if r in {v for _, v in choices}]
-            return gr.update(choices=benches, value=name), gr.update(choices=choices, value=keep)
+            valid = {v for _, v in choices}
+            still = [r for r in (selected or []) if r in valid]
+            runs_up = (gr.update(choices=choices) if shown == name and still == list(selected or [])
+                       else gr.update(choices=choices, value=still))
+            return refreshed(shown, benches, name), runs_up
 
-        refresh.click(on_refresh, [bench, runs], [bench, runs])
+        ctx.on_refresh(on_refresh, [bench, runs], [bench, runs])
+
+        def on_load_header(request: gr.Request) -> str:
+            return request_header(store, request)
+
+        demo.load(on_load_header, None, whoami, api_visibility="private", queue=False)
         with gr.Tabs(elem_id="cc-tabs"):
             for label, module, builder in TABS:
                 with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
+        # every picker of the store's contents: fresh on page load, on Refresh, and after any change
+        for fn, inputs, outputs in ctx.refreshers:
+            gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",
+                  show_progress="hidden", queue=False)  # a few small queries: answered before anything queued
     return demo
 
 
-def launch(store: Store, host: str = "127.0.0.1", port: int = 7860, auth_file: Path | None = None,
-           prevent_thread_lock: bool = False) -> Any:
-    """Serve the UI; only the store's image folders are served as files."""
-    auth = None
-    if auth_file is not None:
-        from ui.auth import load_auth
-
-        auth = load_auth(auth_file)
+def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
+           auth: Callable[[str, str], bool] | None = None, prevent_thread_lock: bool = False) -> Any:
+    """Serve the UI (`auth`: ui.auth.load_auth's check, or None for no login); only the store's image folders
+    are served as files."""
     demo = build(store, auth_enabled=auth is not None)
     store.images_dir.mkdir(parents=True, exist_ok=True)
     store.thumbs_dir.mkdir(parents=True, exist_ok=True)
