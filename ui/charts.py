@@ -9,6 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.groups import CATEGORY_LABELS, CATEGORY_RULES
 from core.report_tables import Cell, RunScore, Table, get, reason_of, tooltip, value_of
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
@@ -220,7 +221,8 @@ def stacked_decomposition(table: Table) -> go.Figure:
     for cat, color in zip(cats, colors, strict=True):
         j = table.columns.index(cat)
         cells = [r.cells[j] for r in table.rows]
-        fig.add_bar(name=cat.replace("cant", "can't"), y=names, x=[_pct(c) for c in cells], orientation="h",
+        key = cat.replace(" ", "_")
+        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[_pct(c) for c in cells], orientation="h",
                     marker_color=color, customdata=_hover(cells),
                     hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
     fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
