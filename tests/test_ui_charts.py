@@ -55,15 +55,15 @@ def test_every_chart_fits_and_its_legend_clears_the_axes(app, width):
             for i in range(tabs.count()):
                 tabs.nth(i).click()
                 label = tabs.nth(i).inner_text()
-                n_charts = page.locator(".cc-chart").filter(has=page.locator("svg.main-svg")).evaluate_all(
-                    "els => els.filter(e => e.offsetParent).length")
+                page.wait_for_timeout(300)
+                n_charts = page.locator(".cc-chart").evaluate_all("els => els.filter(e => e.offsetParent).length")
                 if n_charts == 0:
                     continue
-                # the first drawing after the sub-tab opens, no window resize
+                # the first drawing after the sub-tab opens (every chart drawn), no window resize
                 page.wait_for_function("""() => [...document.querySelectorAll('.cc-chart')]
                     .filter((e) => e.offsetParent).every((e) => { const s = e.querySelector('svg.main-svg');
                     return s && Math.abs(s.getBoundingClientRect().width - e.getBoundingClientRect().width) <= 2; })""",
-                                       timeout=5_000)
+                                       timeout=15_000)
                 for g in page.evaluate(GEOMETRY_JS):
                     where = f"{bench} / {label} / {g['title']} at {width}px"
                     assert abs(g["svg"] - g["container"]) <= 2, where
