@@ -58,6 +58,9 @@ COMMON_PATTERNS = [
 ]
 CATEGORY_LABELS = {"solved": "solved", "cant_bind": "can't bind", "cant_reason": "can't reason",
                    "cant_see": "can't see"}
+# The rule of each category, as core.metrics.stembind.decompose applies it (002 §4.3 (ii)); views print it.
+CATEGORY_RULES = {"solved": "F right", "cant_bind": "at least one P right, R right, F wrong",
+                  "cant_reason": "at least one P right, R wrong, F wrong", "cant_see": "no P right, F wrong"}
 TRANSITIONS = ("correct → correct", "correct → wrong", "wrong → correct", "wrong → wrong")
 
 _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]

@@ -1,7 +1,7 @@
 """The L2 trace judge (paper 002 §3.3, §4.4, App. C.3): prompt, output parsing, first failure, lexical baseline.
 
 A judge reads one free trace of a StemBind F item, the model's final answer, the item's S1-S4 ground-truth
-targets (S1 See, S2 Infer, S3 Map, S4 Select) and task metadata, and says for each stage whether the trace
+targets (S1 Encode, S2 Infer, S3 Map, S4 Apply: 002 §3.1) and task metadata, and says for each stage whether the trace
 gets it right. The first failure is derived, never asked for: the first stage marked false walking
 S1 -> S4 (C.3). A flag pattern with a true stage after a false one is *inconsistent* (counted, not fixed).
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from core.metrics.stembind import NO_FAILURE, first_failure, inconsistent
 from core.runners.base import run_coroutine
-from core.schema import STAGES
+from core.schema import STAGE_NAMES, STAGES
 
 __all__ = [
     "JUDGE_PROMPT_VERSION", "JUDGE_SYSTEM", "STAGE_NAMES", "JudgeInput", "Judgement", "build_prompt",
@@ -36,8 +36,7 @@ __all__ = [
     "summarize", "NO_FAILURE",
 ]
 
-JUDGE_PROMPT_VERSION = "l2-v1"
-STAGE_NAMES = {"S1": "See", "S2": "Infer", "S3": "Map", "S4": "Select"}
+JUDGE_PROMPT_VERSION = "l2-v2"  # v2: the stages carry the 002 §3.1 names (S1 Encode ... S4 Apply)
 STATUSES = ("ok", "malformed", "api_error")
 
 JUDGE_SYSTEM = (
@@ -47,13 +46,13 @@ JUDGE_SYSTEM = (
 )
 
 _STAGE_RULES = {
-    "S1": "S1 See: the trace describes the visible panels / elements consistently with the S1 target "
+    "S1": f"S1 {STAGE_NAMES['S1']}: the trace describes the visible panels / elements consistently with the S1 target "
           "(right entities, attributes and counts; a missing or wrong key element is 0).",
-    "S2": "S2 Infer: the trace states the rule of the S2 target or an equivalent rule (a different or "
+    "S2": f"S2 {STAGE_NAMES['S2']}: the trace states the rule of the S2 target or an equivalent rule (a different or "
           "mutated rule is 0; no rule stated is 0).",
-    "S3": "S3 Map: the trace applies the rule to the right slot / instance as in the S3 target (applying a "
+    "S3": f"S3 {STAGE_NAMES['S3']}: the trace applies the rule to the right slot / instance as in the S3 target (applying a "
           "correct rule to the wrong row, panel or instance is 0).",
-    "S4": "S4 Select: the trace's final choice follows from its mapping and matches the S4 target's option "
+    "S4": f"S4 {STAGE_NAMES['S4']}: the trace's final choice follows from its mapping and matches the S4 target's option "
           "(a correct option reached by a wrong mapping is still 1 here; a switch to another option is 0).",
 }
 

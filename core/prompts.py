@@ -29,10 +29,10 @@ from typing import Any
 
 from core.errors import RunnerError
 from core.runners.base import ItemView, Request, Task, image_part, text_part
+from core.schema import STAGE_NAMES
 
 STRATEGIES = ("direct", "thinking", "ddcot", "vot", "vic", "cantor", "ssa")
 SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4", "irrelevant")
-STAGE_NAMES = {"S1": "Encode", "S2": "Infer", "S3": "Map", "S4": "Apply"}  # 002 §3.1
 DEMO_ORDER = {"FQ1": ("cam", "obj", "scene"), "FQ2": ("mss", "del", "add")}  # 000 App. A
 MAX_SHOTS = 3
 DEFAULT_MAX_TOKENS = {"direct": 64, "thinking": 2048, "ddcot": 1024, "vot": 2048, "vic": 1024, "cantor": 1024,

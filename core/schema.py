@@ -10,6 +10,9 @@ LETTERS = "ABCDEFGH"
 STATUSES = ("ok", "invalid", "api_error")
 INPUT_MODES = ("all", "first", "text")
 STAGES = ("S1", "S2", "S3", "S4")
+# The StemBind reasoning stages as 002 §3.1 names them (Sternberg): the one set of names every prompt, judge
+# rubric, view and doc uses.
+STAGE_NAMES = {"S1": "Encode", "S2": "Infer", "S3": "Map", "S4": "Apply"}
 
 
 @dataclass(slots=True)

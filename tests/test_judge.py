@@ -177,7 +177,7 @@ def test_openai_judge_end_to_end(sb_store, monkeypatch, capsys):
     # the judge is its own run with its identity; the key is not stored anywhere
     jr = store.run("gpt-judge")
     assert jr["config"]["role"] == "judge" and jr["config"]["model"] == "judge-m"
-    assert jr["config"]["prompt_version"] == "l2-v1" and jr["config"]["temperature"] == 0.0
+    assert jr["config"]["prompt_version"] == "l2-v2" and jr["config"]["temperature"] == 0.0
     assert "EMPTY" not in json.dumps(jr["config"])
     # a rerun resumes: only the api_error trace is asked again
     with ChatServer(responder=_scripted(by_trace)) as server:

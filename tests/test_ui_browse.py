@@ -187,7 +187,9 @@ def test_stembind_card_categories(env):
     for r in store.runs("stembind"):
         row = summary(store, "stembind", r["name"]).loc[gid]
         if row["n_answered"]:
-            want[r["name"]] = G.CATEGORY_LABELS.get(row["category"], "incomplete")
+            cat = row["category"]
+            want[r["name"]] = (f"{G.CATEGORY_LABELS[cat]}: {G.CATEGORY_RULES[cat]}" if cat in G.CATEGORY_LABELS
+                               else "incomplete")  # the label states its rule (002 §4.3)
     got = {}
     for tr in view.locator("table.cc-decomp tbody tr").all():
         got[tr.locator(".cc-run").get_attribute("title")] = tr.locator(".cc-cat").inner_text().strip()
@@ -209,7 +211,8 @@ def test_spur_figure_boxes_toggle(env):
     view = page.locator("#cc-group-view")
     items = store.items_frame("spur")
     panels = items[items["group_id"] == gid]["meta"].iloc[0]["panels"]
-    assert view.locator("svg.cc-panels rect").count() == len(panels)
+    assert view.locator("svg.cc-panels rect:not(.cc-panel-tag)").count() == len(panels)
+    assert view.locator("svg.cc-panels rect.cc-panel-tag").count() == len(panels)  # one letter tag per box
     titles = view.locator(".cc-section-title").all_inner_texts()
     stages = [t for t in titles if t.startswith(("Perception", "Understanding", "Reasoning"))]
     want = [s for s in ("Perception", "Understanding", "Reasoning")

@@ -13,7 +13,7 @@ from core.errors import CrosscheckError
 from db import browse as dbb
 from ui.context import Ctx
 from ui.views import cache, render_group
-from ui.views.common import esc
+from ui.views.common import ZOOM_JS, esc
 
 PAGE_SIZE = 50
 ALL = ""
@@ -127,7 +127,7 @@ def build_browse(ctx: Ctx) -> None:
                            scale=2, elem_id="cc-browse-group")
         detail = gr.Dropdown(label="Run in detail", choices=[], scale=3, elem_id="cc-browse-detail")
         boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes")
-    view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view")
+    view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
 
     filters = [ctx.benchmark, ctx.runs, split, kind, field, value, pattern, search, page]
 

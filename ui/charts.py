@@ -9,12 +9,17 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.groups import CATEGORY_LABELS, CATEGORY_RULES
 from core.report_tables import Cell, RunScore, Table, get, reason_of, tooltip, value_of
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
            "#2aa3b5")
-LAYOUT = dict(template="plotly_white", height=380, margin=dict(l=56, r=16, t=44, b=40),
-              legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0, font=dict(size=11)),
+# No fixed width: the chart takes its container's (autosize; the Metrics tab resizes a chart drawn while its
+# sub-tab was hidden). The legend sits under the axes, anchored to the figure's bottom edge: the bottom margin
+# grows to hold tick labels, axis title and legend, so the legend never covers an axis.
+LAYOUT = dict(template="plotly_white", height=400, autosize=True, margin=dict(l=56, r=16, t=48, b=24),
+              legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0,
+                          font=dict(size=11)),
               font=dict(size=12))
 
 
@@ -35,6 +40,8 @@ def rate_columns(table: Table) -> list[str]:
 
 
 def _err(cells: Sequence[Cell]) -> dict[str, Any] | None:
+    """Plotly error bars from the cells' 95% intervals (percent), or None when no cell has one. Every chart
+    passes its cells through here, so an interval that exists is drawn."""
     plus, minus, any_ci = [], [], False
     for c in cells:
         node = c.node
@@ -110,7 +117,7 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
     fig = go.Figure()
     pts: dict[str, dict[str, tuple[float, float]]] = {}
     for variant, symbol, label in (("del", "circle", "deletion → NTS"), ("add", "diamond", "addition → DIS")):
-        xs, ys, text, hover = [], [], [], []
+        xs, ys, text, hover, xcells, ycells = [], [], [], [], [], []
         for r in runs:
             ini, cond = get(r.metrics, ("transitions", "initial")), get(r.metrics, ("transitions", "conditional", variant))
             if reason_of(ini) is not None or reason_of(cond) is not None:
@@ -118,13 +125,16 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
             x, y = 100 * ini["value"], 100 * cond["value"]
             xs.append(x)
             ys.append(y)
+            xcells.append(Cell(ini))
+            ycells.append(Cell(cond))
             text.append(f"{cond.get('k')}/{cond.get('n')}")
             hover.append(html.escape(f"{_label(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
                                      f"{cond.get('k')}/{cond.get('n')}"))
             pts.setdefault(r.name, {})[variant] = (x, y)
         if xs:
             fig.add_scatter(name=label, x=xs, y=ys, mode="markers+text", text=text, textposition="top center",
-                            marker=dict(symbol=symbol, size=11), customdata=hover,
+                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=_err(xcells),
+                            error_y=_err(ycells),
                             hovertemplate="%{customdata}<extra>" + label + "</extra>")
     if not pts:
         return empty(title, "no selected run has FQ2 transitions")
@@ -154,7 +164,7 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
         cells = [Cell(per[k]) for k in keys]
         color = PALETTE[i % len(PALETTE)]
         fig.add_scatter(name=_label(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[_pct(c) for c in cells],
-                        mode="lines+markers", line=dict(color=color), customdata=_hover(cells),
+                        mode="lines+markers", line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         circ = get(r.metrics, ("circular",))
         if reason_of(circ) is None:
@@ -191,7 +201,8 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
                             marker=dict(color=color, size=7, opacity=0.55), customdata=hov, legendgroup=r.name,
                             hovertemplate="%{customdata}<extra></extra>", showlegend=False)
         fig.add_scatter(name=_label(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
-                        mode="markers", marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
+                        error_x=_err([Cell(rr)]), error_y=_err([Cell(ff)]), mode="markers",
+                        marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
                         legendgroup=r.name,
                         customdata=[html.escape(f"R {rr['k']}/{rr['n']}, F {ff['k']}/{ff['n']}")],
                         hovertemplate="%{customdata}<extra>%{fullData.name}</extra>")
@@ -210,7 +221,8 @@ def stacked_decomposition(table: Table) -> go.Figure:
     for cat, color in zip(cats, colors, strict=True):
         j = table.columns.index(cat)
         cells = [r.cells[j] for r in table.rows]
-        fig.add_bar(name=cat.replace("cant", "can't"), y=names, x=[_pct(c) for c in cells], orientation="h",
+        key = cat.replace(" ", "_")
+        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[_pct(c) for c in cells], orientation="h",
                     marker_color=color, customdata=_hover(cells),
                     hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
     fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
@@ -236,7 +248,7 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         color = PALETTE[i % len(PALETTE)]
         model = r.config.get("model") or r.name
         fig.add_scatter(name=f"{model} raw", x=levels, y=[_pct(c) for c in cells], mode="lines+markers",
-                        line=dict(color=color), customdata=_hover(cells),
+                        line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         iso = node.get("isotonic") or {}
         if iso:
@@ -267,8 +279,9 @@ def diff_bars(table: Table, title: str) -> go.Figure:
 
 
 def figure_html(fig: go.Figure) -> str:
-    """A standalone HTML page of the chart (plotly.js from its CDN; ~10 KB per chart)."""
-    return str(fig.to_html(include_plotlyjs="cdn", full_html=True))
+    """A standalone HTML page of the chart with plotly.js inside (about 4.7 MB): it opens offline, and no CDN
+    sees who reads it."""
+    return str(fig.to_html(include_plotlyjs=True, full_html=True))
 
 
 def charts_for(family: str, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:

@@ -17,7 +17,7 @@ from db import browse as dbb
 from ui.context import Ctx
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.views import cache, render_group
-from ui.views.common import esc, run_label_html
+from ui.views.common import ZOOM_JS, esc, run_label_html
 
 METRIC_LABELS = {
     "accuracy": "accuracy", "macro_f1": "macro F1", "fq1_gem": "FQ1 group exact match", "nts": "NTS",
@@ -156,7 +156,7 @@ def build_compare(ctx: Ctx) -> None:
                             elem_id="cc-compare-filter")
         gr.HTML('<div class="cc-muted">Click a row to open the group with both runs\' answers.</div>')
     table = gr.Dataframe(interactive=False, max_height=320, elem_id="cc-compare-changed", show_label=False)
-    view = gr.HTML(elem_id="cc-compare-view")
+    view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
     state = gr.State(None)
 
     def on_bench(bench, runs):

@@ -15,7 +15,6 @@ import threading
 from typing import Any
 
 import gradio as gr
-from gradio.context import get_blocks_context
 
 from core.errors import CrosscheckError
 from core.report_tables import RunScore, Table, tables_for
@@ -147,27 +146,83 @@ def run_scores(store: Store, benchmark: str, names: list[str], clusterings: tupl
     return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]
 
 
-def _table_block(table: Table, prefix: str) -> None:
+# Charts drawn while their sub-tab was hidden get plotly's default 700 px; when a chart's box changes size (its
+# sub-tab opens, the window resizes) it is redrawn at its container's width. Installed once per page.
+FIT_JS = """
+if (!window.__ccFitCharts) {
+  window.__ccFitCharts = true;
+  const fit = (gd) => {
+    const P = window.Plotly;
+    if (!P || !gd._fullLayout || !gd.offsetParent || !gd.clientWidth) return;
+    if (Math.abs(gd._fullLayout.width - gd.clientWidth) > 1) P.Plots.resize(gd);
+  };
+  const ro = new ResizeObserver((entries) => entries.forEach((e) => fit(e.target)));
+  const seen = new WeakSet();
+  let queued = false;
+  const scan = () => {
+    queued = false;
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+      if (!seen.has(gd)) { seen.add(gd); ro.observe(gd); }
+      fit(gd);
+    });
+  };
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(scan); } })
+    .observe(document.body, {childList: true, subtree: true});
+  scan();
+}
+"""
+DL_ID = "cc-metrics-dl"
+# After a download button's handler wrote the file into the hidden DownloadButton, click that one: the
+# browser saves the file (Gradio's own download code).
+CLICK_DL = f"() => {{ document.getElementById('{DL_ID}')?.click(); }}"
+
+
+def _download(label: str, write: Any, dl: gr.DownloadButton, css_class: str, width: int = 70) -> None:
+    """A button that writes its file when pressed (never at render time) and hands it to the browser."""
+    btn = gr.Button(label, size="sm", scale=0, min_width=width, elem_classes=[css_class])
+    btn.click(lambda: str(write()), None, dl, api_visibility="private", concurrency_id="metrics-dl").then(
+        None, js=CLICK_DL)
+
+
+def _table_block(table: Table, prefix: str, dl: gr.DownloadButton) -> None:
     gr.HTML(table_html(table), js_on_load=SORT_JS, elem_classes=["cc-metric-table"])
-    csv_path, tex_path = table_files(table, prefix)
     with gr.Row(elem_classes=["cc-exports"]):
-        gr.DownloadButton("CSV", value=str(csv_path), size="sm", scale=0, min_width=70,
-                          elem_classes=["cc-dl-csv"])
-        gr.DownloadButton("LaTeX", value=str(tex_path), size="sm", scale=0, min_width=70,
-                          elem_classes=["cc-dl-tex"])
+        _download("CSV", lambda: table_files(table, prefix)[0], dl, "cc-dl-csv")
+        _download("LaTeX", lambda: table_files(table, prefix)[1], dl, "cc-dl-tex")
 
 
-def _chart_block(fig: Any, prefix: str, key: str) -> None:
+def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None:
     gr.Plot(fig, show_label=False, elem_classes=["cc-chart"])
-    gr.DownloadButton("Chart (HTML)", value=str(chart_file(charts.figure_html(fig), prefix, key)), size="sm",
-                      scale=0, min_width=120, elem_classes=["cc-dl-chart"])
+    _download("Chart (HTML)", lambda: chart_file(charts.figure_html(fig), prefix, key), dl, "cc-dl-chart", 120)
+
+
+def render_key(store: Store, benchmark: str | None, selected: list[str] | None) -> tuple[Any, ...]:
+    """What a render depends on: the picks and the state of the benchmark's runs (a finished live run or an
+    import changes it). Equal keys draw the same page."""
+    runs = store.runs(benchmark) if benchmark else []
+    names = {r["name"] for r in runs}  # right after a benchmark switch the old picks are dropped
+    return (benchmark, tuple(n for n in selected or () if n in names),
+            tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs))
+
+
+def gate(store: Store, shown: bool, benchmark: str | None, selected: list[str] | None,
+         drawn: tuple[Any, ...] | None, force: bool = False, extra: tuple[Any, ...] = ()
+         ) -> tuple[Any, ...] | None:
+    """The key to draw, or None to leave the tab as it is: only a visible tab draws, and only when its inputs
+    changed since its last drawing (or Refresh was pressed). `extra` (the Table 13 cluster and union-field
+    picks) ends the key."""
+    if not shown:
+        return None
+    key = (*render_key(store, benchmark, selected), *extra)
+    return key if force or key != drawn else None
 
 
 def build_metrics(ctx: Ctx) -> None:
     store = ctx.store
-    gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css")
+    gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css", js_on_load=FIT_JS)
+    dl = gr.DownloadButton("download", visible="hidden", elem_id=DL_ID)
 
-    root = get_blocks_context().root_block  # page load is a trigger too (explicit triggers drop it)
+    root = gr.context.Context.root_block  # page load is a trigger too (explicit triggers drop it)
     # FrameEvidence bootstrap clusterings (000 App. A, D.6): Table 13's interval columns, side by side
     with gr.Row(elem_id="cc-metrics-clusters", visible=False) as cluster_row:
         cluster_pick = gr.Dropdown(label="Bootstrap clusters (Table 13 intervals, side by side)",
@@ -187,11 +242,45 @@ def build_metrics(ctx: Ctx) -> None:
     for trigger in (root.load, ctx.benchmark.change):
         trigger(cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
 
-    @gr.render(inputs=[ctx.benchmark, ctx.runs, cluster_pick, field_pick],
-               triggers=[root.load, ctx.benchmark.change, ctx.runs.change, ctx.refresh.click, cluster_pick.change,
-                         field_pick.change], concurrency_limit=4, concurrency_id="metrics")
-    def render(benchmark: str | None, selected: list[str] | None, clusters: list[str] | None = None,
-               fields: list[str] | None = None) -> None:
+    # The tab draws when it is visible and its inputs changed: `shown` follows the tab strip, `drawn` holds
+    # the key of the last drawing, and `want` (a fresh [key, n] on each accepted request) triggers the render.
+    tab = gr.context.Context.block
+    in_tabs = isinstance(tab, gr.Tab) and isinstance(tab.parent, gr.Tabs)
+    shown = gr.State(not in_tabs)  # built outside a tab strip (a test page): always visible
+    drawn = gr.State(None)
+    want = gr.State(None)
+    counter = itertools.count()
+
+    def request(is_shown: bool, benchmark: str | None, selected: list[str] | None, clusters: list[str] | None,
+                fields: list[str] | None, last: Any, force: bool = False) -> Any:
+        extra = (tuple(clusters or ()), tuple(fields or ()))  # the Table 13 clusterings are inputs too
+        key = gate(store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
+        if key is None:
+            return gr.skip(), gr.skip()
+        return key, [list(key), next(counter)]
+
+    def on_tab(evt: gr.SelectData, benchmark: str | None, selected: list[str] | None, clusters: list[str] | None,
+               fields: list[str] | None, last: Any) -> Any:
+        is_shown = evt.value == tab.label
+        return (is_shown, *request(is_shown, benchmark, selected, clusters, fields, last))
+
+    inputs = [shown, ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn]
+    if in_tabs:
+        tab.parent.select(on_tab, [ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn], [shown, drawn, want],
+                          api_visibility="private")
+    else:
+        root.load(request, inputs, [drawn, want], api_visibility="private")
+    for trigger in (ctx.benchmark.change, ctx.runs.change, cluster_pick.change, field_pick.change):
+        trigger(request, inputs, [drawn, want], api_visibility="private")
+    ctx.refresh.click(lambda s, b, r, c, f, d: request(s, b, r, c, f, d, force=True), inputs,
+                      [drawn, want], api_visibility="private")
+
+    @gr.render(inputs=[want], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
+    def render(wanted: list[Any] | None) -> None:
+        if not wanted:
+            return
+        benchmark, selected = wanted[0][0], list(wanted[0][1])
+        clusters, fields = list(wanted[0][-2]), list(wanted[0][-1])
         if not benchmark:
             gr.Markdown("No benchmark in the store yet: import one in the **Data** tab.")
             return
@@ -214,32 +303,34 @@ def build_metrics(ctx: Ctx) -> None:
             figs = {}
             gr.Markdown(f"Charts could not be drawn ({html.escape(type(exc).__name__)}); the tables below are "
                         "complete.")
+        drawing = next(_RENDERS)
         n_synth = sum(r.synthetic for r in runs)
         synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(runs)} runs are generated demo data"
                  if n_synth else "")
         gr.Markdown(f"**{benchmark}** ({family}) · {len(runs)} run{'s' if len(runs) != 1 else ''} · split *test*"
                     f"{synth}  \nRates in %. Hover a value for k / n and its 95% interval; click a column header "
-                    "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary")
+                    "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary",
+                    elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
         prefix = f"{benchmark}"
         sections = [(i, title, [k for k in tk if k in tables], [k for k in ck if k in figs])
                     for i, (title, tk, ck) in enumerate(SECTIONS.get(family, SECTIONS["generic"]))]
         sections = [s for s in sections if s[2] or s[3]]
         # a fresh Tabs on every render (unique key), opened on its first section: a re-render never keeps a
         # stale selection or the tab headers of an earlier render
-        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{next(_RENDERS)}",
+        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{drawing}",
                      selected=f"{family}-{sections[0][0]}" if sections else None):
             for i, title, present, plots in sections:
                 with gr.Tab(title, id=f"{family}-{i}"):
                     if len(plots) >= 2:
-                        for i in range(0, len(plots), 2):
+                        for j in range(0, len(plots), 2):
                             with gr.Row():
-                                for key in plots[i:i + 2]:
+                                for key in plots[j:j + 2]:
                                     with gr.Column(min_width=380):
-                                        _chart_block(figs[key], prefix, key)
+                                        _chart_block(figs[key], prefix, key, dl)
                     elif plots:
-                        _chart_block(figs[plots[0]], prefix, plots[0])
+                        _chart_block(figs[plots[0]], prefix, plots[0], dl)
                     for key in present:
                         if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
                             shortcut_block(store, benchmark, runs, tables[key], prefix)
                         else:
-                            _table_block(tables[key], prefix)
+                            _table_block(tables[key], prefix, dl)

@@ -8,7 +8,10 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from core.report_tables import Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
@@ -74,20 +77,37 @@ def table_html(table: Table) -> str:
             f"<tbody>{''.join(body)}</tbody></table></div>{''.join(notes)}</div>")
 
 
+EXPORT_TTL_S = 15 * 60  # a download is fetched within seconds of being written; older files are removed
+
+
 def export_dir() -> Path:
     d = Path(tempfile.gettempdir()) / "crosscheck-exports"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
+def prune_exports(now: float | None = None, ttl: float = EXPORT_TTL_S) -> None:
+    """Remove export folders written more than `ttl` seconds ago (a long-running server keeps no old files)."""
+    now = time.time() if now is None else now
+    for folder in export_dir().iterdir():
+        try:
+            if now - folder.stat().st_mtime > ttl:
+                shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
+        except FileNotFoundError:  # another request removed it first
+            pass
+
+
 def _write(name: str, text: str) -> Path:
-    """Write `text` under a content-addressed folder (same content, same path; no clashes between users)."""
+    """Write `text` under a content-addressed folder (same content, same path; no clashes between users) when a
+    download is requested; folders older than EXPORT_TTL_S go first."""
+    prune_exports()
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     folder = export_dir() / digest
     folder.mkdir(exist_ok=True)
     path = folder / name
     if not path.exists():
         path.write_text(text, encoding="utf-8")
+    os.utime(folder)  # fresh again: pruning counts from the last request
     return path
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-STAGES = ("S1", "S2", "S3", "S4")
-STAGE_NAMES = {"S1": "perceive", "S2": "rule", "S3": "bind", "S4": "answer"}
+from core.schema import STAGE_NAMES, STAGES
+
 OUTCOME_MARK = {
     "correct": ("✓", "correct"),
     "wrong": ("✗", "wrong"),
@@ -49,9 +49,25 @@ def run_label_html(run: Mapping[str, Any], short: bool = False) -> str:
 # --------------------------------------------------------------------------- images
 
 
+# Esc closes a full-size image (any view, any tab); installed once per page by the blocks that show views.
+ZOOM_JS = """
+if (!window.__ccZoomEsc) {
+  window.__ccZoomEsc = true;
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape') return;
+    const open = document.querySelectorAll('details.cc-zoom[open]');
+    if (!open.length) return;
+    open.forEach((d) => { d.open = false; });
+    e.preventDefault();
+    e.stopPropagation();
+  }, true);
+}
+"""
+
+
 def thumb_html(store: Any, digest: str, label: str = "", size: int = 320, extra_cls: str = "",
                overlay: str = "", caption: str = "") -> str:
-    """A thumbnail that opens the full image in an overlay on click (click again to close).
+    """A thumbnail that opens the full image in an overlay on click (click again, or Esc, to close).
 
     `label` is drawn on the image corner (I1, I2 ...); `overlay` is extra HTML laid over the thumbnail
     (an SVG of panel boxes, a cross for a withheld view); `caption` is a line under it.
@@ -66,7 +82,7 @@ def thumb_html(store: Any, digest: str, label: str = "", size: int = 320, extra_
     return (f'<figure class="cc-img {extra_cls}"><details class="cc-zoom"><summary title="click for full size">'
             f'<span class="cc-thumb-wrap"><img src="{thumb}" alt="{esc(label or "image")}" loading="lazy">{overlay}'
             f'{lab}</span><span class="cc-full"><img src="{full}" alt="full size {esc(label)}" loading="lazy">'
-            f'<span class="cc-full-hint">click to close</span></span></summary></details>{cap}</figure>')
+            f'<span class="cc-full-hint">click or Esc to close</span></span></summary></details>{cap}</figure>')
 
 
 # --------------------------------------------------------------------------- predictions and marks
@@ -195,12 +211,24 @@ def probs_html(probs: Mapping[str, float] | None, gold: str, chosen: str | None)
     return f'<div class="cc-probs" title="option probabilities (original letters)">{"".join(items)}</div>' if items else ""
 
 
+def rotated(pred: Mapping[str, Any]) -> str:
+    """"shown D → original C" when the options were rotated: the letter the model saw, then the letter it
+    means in the item's own order (what is scored); empty when they agree."""
+    shown, answer = pred.get("shown"), pred.get("answer")
+    if not shown or not answer or shown == answer:
+        return ""
+    return (f'<span class="cc-rot" title="options were rotated: the model answered {esc(shown)} as shown, '
+            f'which is {esc(answer)} in the original order">shown <b class="cc-letter">{esc(shown)}</b> → '
+            f'original <b class="cc-letter">{esc(answer)}</b></span>')
+
+
 def response_html(pred: Mapping[str, Any], open_: bool = False) -> str:
     """The raw response on demand (escaped), with status, shown letter, tokens and error."""
     resp = pred.get("response")
     bits = [f'status <b class="cc-status cc-st-{esc(pred.get("status"))}">{esc(pred.get("status"))}</b>']
-    if pred.get("shown") and pred.get("shown") != pred.get("answer"):
-        bits.append(f"answered {esc(pred.get('shown'))} as shown, {esc(pred.get('answer'))} in original order")
+    rot = rotated(pred)
+    if rot:
+        bits.append(rot)
     if int(pred.get("rotation") or 0) or int(pred.get("repeat") or 0):
         bits.append(f"rotation {int(pred.get('rotation') or 0)}, repeat {int(pred.get('repeat') or 0)}")
     tok = pred.get("tokens")
@@ -275,7 +303,8 @@ def detail_html(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: S
         if len(preds) > 1:
             cells = "".join(
                 f'<span class="cc-more">r{int(p["rotation"])}/rep{int(p["repeat"])} '
-                f'{mark(_pred_outcome(p, it["answer"]), p.get("answer") if p.get("status") == "ok" else None)}</span>'
+                f'{mark(_pred_outcome(p, it["answer"]), p.get("answer") if p.get("status") == "ok" else None)}'
+                f'{" " + rotated(p) if rotated(p) else ""}</span>'
                 for p in preds)
             more = f'<div class="cc-meta">all {len(preds)} predictions: {cells}</div>'
             extra = [p for p in preds if p is not main and (p["rotation"], p["repeat"]) != (main["rotation"], main["repeat"])]

@@ -42,10 +42,16 @@ def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
             continue
         color = TYPE_COLORS.get(str(p.get("type")), "#cf222e")
         title = esc(f'{p.get("letter", "")} {p.get("type", "")}: {p.get("title", "")}')
+        # the box's letter goes in a filled tag at its bottom-right corner: figures print their own panel
+        # letter top-left, and two letters side by side read as one label
+        fs = max(w, h) / 42
+        tw, th = fs * (0.75 * max(1, len(str(p.get("letter", "")))) + 0.5), fs * 1.25
         shapes.append(f'<g><title>{title}</title><rect x="{x0 + 2:.0f}" y="{y0 + 2:.0f}" width="{max(0, x1 - x0 - 4):.0f}" '
                       f'height="{max(0, y1 - y0 - 4):.0f}" fill="none" stroke="{color}" stroke-width="{max(w, h) / 260:.1f}"/>'
-                      f'<text x="{x0 + 8:.0f}" y="{y0 + max(w, h) / 34:.0f}" fill="{color}" font-size="{max(w, h) / 38:.0f}" '
-                      f'font-weight="bold">{esc(p.get("letter", ""))}</text></g>')
+                      f'<rect class="cc-panel-tag" x="{x1 - 3 - tw:.0f}" y="{y1 - 3 - th:.0f}" width="{tw:.0f}" '
+                      f'height="{th:.0f}" rx="{fs / 4:.0f}" fill="{color}"/>'
+                      f'<text x="{x1 - 3 - tw / 2:.0f}" y="{y1 - 3 - th * 0.25:.0f}" fill="#fff" font-size="{fs:.0f}" '
+                      f'font-weight="bold" text-anchor="middle">{esc(p.get("letter", ""))}</text></g>')
     return (f'<svg class="cc-panels" viewBox="0 0 {w} {h}" preserveAspectRatio="none" aria-label="panel boxes">'
             f'{"".join(shapes)}</svg>')
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.groups import CATEGORY_LABELS
+from core.groups import CATEGORY_LABELS, CATEGORY_RULES
 from ui.views.common import (
     answer_mark,
     answers_table,
@@ -26,7 +26,10 @@ def category_badge(rv: Any) -> str:
     cat = (rv.summary or {}).get("category")
     if not cat:
         return '<span class="cc-cat cc-cat-none" title="stem not complete for this run">incomplete</span>'
-    return f'<span class="cc-cat cc-cat-{esc(cat)}">{esc(CATEGORY_LABELS.get(cat, cat))}</span>'
+    rule = CATEGORY_RULES.get(cat, "")
+    return (f'<span class="cc-cat cc-cat-{esc(cat)}" title="{esc(rule)}">{esc(CATEGORY_LABELS.get(cat, cat))}'
+            f'<span class="cc-cat-rule">: {esc(rule)}</span></span>' if rule else
+            f'<span class="cc-cat cc-cat-{esc(cat)}">{esc(CATEGORY_LABELS.get(cat, cat))}</span>')
 
 
 def _kind_kn(rv: Any, recs: list[dict[str, Any]], kind: str) -> str:

@@ -1,0 +1,352 @@
+"""Regenerate every PNG in docs/screenshots from a fresh demo store, in Debian chromium at 1440 px wide.
+
+    python scripts/screenshots.py [--out docs/screenshots] [--only NAME ...] [--keep]
+
+Builds the demo store (`app.py demo`) plus a small generic benchmark in a temp folder, serves the app on a free
+port, drives every tab with Playwright and writes each picture under its existing name; the contact sheets
+come from core.demo.sheets. Prints one line per picture; exits 1 naming any picture it could not take. About
+two minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from uiharness import browser, running_app  # noqa: E402
+
+WIDTH, HEIGHT = 1440, 1000
+VIEW = "#cc-group-view"
+
+
+def build_store(tmp: Path) -> Path:
+    """The demo store plus a generic benchmark `mm` (one image, four circular rotations, two runs)."""
+    db = tmp / "demo.db"
+    subprocess.run([sys.executable, str(ROOT / "app.py"), "demo", "--db", str(db)], cwd=ROOT, check=True,
+                   capture_output=True)
+    from PIL import Image
+
+    from db.importers import import_items, import_predictions
+    from db.store import Store
+
+    gen = tmp / "generic"
+    (gen / "img").mkdir(parents=True)
+    opts = ["lamp", "book", "phone", "plant"]
+    lines, gold = [], {}
+    for g in range(3):
+        Image.new("RGB", (320, 240), (10 + 60 * g, 20, 60)).save(gen / "img" / f"{g}.png")
+        for r in range(4):
+            rot = opts[r:] + opts[:r]
+            letters = dict(zip("ABCD", rot, strict=True))
+            ans = next(k for k, v in letters.items() if v == "book")
+            iid = f"mm-{g}-r{r}"
+            gold[iid] = ans
+            lines.append({"benchmark": "generic", "item_id": iid, "group_id": f"mm-{g}", "split": "test",
+                          "kind": "circular", "variant": f"rot{r}", "images": [f"img/{g}.png"],
+                          "question": "Which object is left of the mug?", "options": letters, "answer": ans})
+    (gen / "items.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    store = Store(db)
+    import_items(store, gen / "items.jsonl", name="mm")
+    for name, wrong in (("model-a", set()), ("model-b", {"mm-0-r1", "mm-1-r2"})):
+        preds = []
+        for iid, ans in gold.items():
+            resp = ("D" if ans != "D" else "A") if iid in wrong else f"The answer is {ans}."
+            if name == "model-b" and iid == "mm-0-r2":
+                resp = "It could be any of them."
+            preds.append({"item_id": iid, "response": resp})
+        path = gen / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(p) + "\n" for p in preds), encoding="utf-8")
+        import_predictions(store, path, name)
+    store.close()
+    return db
+
+
+def pick_benchmark(page: Any, name: str) -> None:
+    page.locator("#cc-benchmark input").click()
+    page.get_by_role("option", name=name).first.click()
+    time.sleep(1.0)
+
+
+def tab(page: Any, name: str) -> None:
+    page.get_by_role("tab", name=name, exact=True).first.click()
+    time.sleep(0.5)
+
+
+def fill(page: Any, elem_id: str, text: str, enter: bool = False) -> None:
+    box = page.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(text)
+    box.press("Enter" if enter else "Tab")
+
+
+def open_group(page: Any, gid: str, wait: str) -> None:
+    fill(page, "cc-browse-group", gid, enter=True)
+    page.locator(f"{VIEW} [data-group='{gid}']").wait_for(timeout=60_000)
+    page.locator(f"{VIEW} {wait}").first.wait_for(timeout=60_000)
+    page.wait_for_function(f"() => [...document.querySelectorAll('{VIEW} .cc-thumb-wrap img')]"
+                           ".every((i) => i.complete)", timeout=30_000)
+    time.sleep(0.5)
+
+
+def shot_view(page: Any, path: Path) -> None:
+    page.locator(VIEW).screenshot(path=str(path))
+
+
+def metrics(page: Any, bench: str, first_table: str, section: str | None) -> None:
+    tab(page, "Metrics")
+    if page.locator("#cc-benchmark input").input_value().split(" ")[0] != bench:
+        pick_benchmark(page, bench)
+    page.locator(f".cc-mtable[data-table='{first_table}']").wait_for(timeout=90_000)
+    if section:
+        page.locator("#cc-metrics-sections [role=tab]", has_text=section).first.click()
+    time.sleep(1.5)  # plotly draws, then fits its container
+
+
+def groups_of(db: Path, bench: str) -> list[str]:
+    from db.store import Store
+
+    s = Store(db)
+    try:
+        items = s.items_frame(bench)
+        return list(dict.fromkeys(items["group_id"]))
+    finally:
+        s.close()
+
+
+def take_all(url: str, db: Path, out: Path, only: set[str]) -> list[str]:
+    failed: list[str] = []
+    fe_groups = groups_of(db, "frameevidence")
+    fq1 = next(g for g in fe_groups if "fq1" in g)
+    fq2 = next(g for g in fe_groups if "fq2" in g)
+    sb = groups_of(db, "stembind")[1]
+    spur = groups_of(db, "spur")[0]
+    with browser() as b:
+        page = b.new_page(viewport={"width": WIDTH, "height": HEIGHT}, accept_downloads=True)
+        page.goto(url)
+        page.locator("#cc-browse-list").wait_for(timeout=60_000)
+        time.sleep(1.5)
+
+        def shot(name: str, fn: Callable[[Path], None]) -> None:
+            if only and name not in only:
+                return
+            path = out / f"{name}.png"
+            t0 = time.time()
+            try:
+                fn(path)
+                print(f"{name}.png  {time.time() - t0:.1f} s", flush=True)
+            except Exception:  # noqa: BLE001 - report and go on with the other pictures
+                failed.append(name)
+                print(f"{name}.png  FAILED\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+        def browse_list(p: Path) -> None:
+            tab(page, "Browse")
+            page.locator("#cc-browse-list [role=gridcell]").first.wait_for(timeout=60_000)
+            time.sleep(1.0)
+            page.screenshot(path=str(p))
+
+        def browse_filtered(p: Path) -> None:
+            tab(page, "Browse")
+            page.locator("#cc-browse-pattern input").click()
+            page.get_by_role("option").nth(1).click()
+            time.sleep(2.0)
+            page.screenshot(path=str(p))
+            page.locator("#cc-browse-pattern input").click()
+            page.get_by_role("option").first.click()
+            time.sleep(1.0)
+
+        def view_fq1(p: Path) -> None:
+            tab(page, "Browse")
+            open_group(page, fq1, ".cc-cols")
+            shot_view(page, p)
+
+        def view_fullsize(p: Path) -> None:
+            tab(page, "Browse")
+            open_group(page, fq1, ".cc-zoom")
+            page.locator(f"{VIEW} .cc-zoom summary").first.click()
+            page.locator(f"{VIEW} .cc-zoom[open] .cc-full img").first.wait_for(timeout=10_000)
+            time.sleep(0.8)
+            page.screenshot(path=str(p))
+            page.keyboard.press("Escape")
+
+        def view_fq2(p: Path) -> None:
+            tab(page, "Browse")
+            open_group(page, fq2, ".cc-cols")
+            shot_view(page, p)
+
+        def browse_audit(p: Path) -> None:
+            tab(page, "Browse")
+            acc = page.locator("#cc-audit")
+            acc.scroll_into_view_if_needed()
+            if page.locator("#cc-audit-list-btn").is_hidden():
+                acc.locator("button").first.click()
+            page.locator("#cc-audit-list-btn").click()
+            page.locator("#cc-audit-list table").wait_for(timeout=60_000)
+            time.sleep(0.8)
+            acc.screenshot(path=str(p))
+
+        def view_stembind(p: Path) -> None:
+            tab(page, "Browse")
+            pick_benchmark(page, "stembind")
+            open_group(page, sb, ".cc-cat")
+            shot_view(page, p)
+
+        def view_spur(p: Path) -> None:
+            tab(page, "Browse")
+            pick_benchmark(page, "spur")
+            open_group(page, spur, ".cc-cols, .cc-section")
+            shot_view(page, p)
+
+        def view_generic(p: Path) -> None:
+            tab(page, "Browse")
+            pick_benchmark(page, "mm")
+            open_group(page, "mm-0", ".cc-cols")
+            shot_view(page, p)
+
+        def compare(p: Path) -> None:
+            tab(page, "Compare")
+            pick_benchmark(page, "frameevidence")
+            tab(page, "Compare")
+            page.locator("#cc-compare-go").click()
+            page.locator("#cc-compare-changed [role=gridcell]").first.wait_for(timeout=90_000)
+            time.sleep(1.0)
+            page.screenshot(path=str(p), full_page=True)
+
+        def compare_view(p: Path) -> None:
+            page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
+            page.locator("#cc-compare-view [data-group]").wait_for(timeout=60_000)
+            time.sleep(1.0)
+            page.locator("#cc-compare-view").screenshot(path=str(p))
+
+        for name, bench, table, section in (
+                ("metrics_frameevidence", "frameevidence", "fe_table4", None),
+                ("metrics_frameevidence_figure5", "frameevidence", "fe_table4", "Figure 5"),
+                ("metrics_stembind", "stembind", "sb_leaderboard", None),
+                ("metrics_stembind_ssa", "stembind", "sb_leaderboard", "SSA"),
+                ("metrics_spur", "spur", "spur_table3", None),
+                ("metrics_spur_breakdowns", "spur", "spur_table3", "Breakdowns")):
+            def fn(p: Path, bench: str = bench, table: str = table, section: str | None = section) -> None:
+                metrics(page, bench, table, section)
+                page.screenshot(path=str(p))
+            if name == "metrics_frameevidence":
+                shot("browse_list", browse_list)
+                shot("browse_filtered", browse_filtered)
+                shot("view_fq1", view_fq1)
+                shot("view_fullsize", view_fullsize)
+                shot("view_fq2", view_fq2)
+                shot("browse_audit", browse_audit)
+                shot("compare", compare)
+                shot("compare_view", compare_view)
+            shot(name, fn)
+        shot("view_stembind", view_stembind)
+        shot("view_spur", view_spur)
+        shot("view_generic", view_generic)
+
+        def data_validation(p: Path) -> None:
+            pick_benchmark(page, "stembind")
+            tab(page, "Data")
+            page.get_by_text("Predictions (JSONL or CSV) into a run").click()
+            fill(page, "cc-data-run", "imported-run")
+            bad = Path(tempfile.mkdtemp(prefix="cc-shots-")) / "bad_preds.jsonl"
+            items = groups_of(db, "stembind")
+            bad.write_text(json.dumps({"item_id": f"{items[0]}-F", "response": "A"}) + "\n"
+                           + json.dumps({"item_id": f"{items[0]}-R", "response": "B", "rotation": 9}) + "\n",
+                           encoding="utf-8")
+            try:
+                page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
+                page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
+                page.locator("#cc-data-validate").click()
+                page.locator("#cc-data-verdict").wait_for(timeout=60_000)
+            finally:
+                bad.unlink()
+                bad.parent.rmdir()
+            time.sleep(0.8)
+            page.screenshot(path=str(p))
+
+        def judge_tab(p: Path) -> None:
+            tab(page, "Judge")
+            fill(page, "jd-who", "ann-d")
+            page.locator("#jd-start").click()
+            page.locator("#jd-view table").first.wait_for(timeout=60_000)
+            time.sleep(1.0)
+            page.screenshot(path=str(p), full_page=True)
+
+        def judge_trace_unblind(p: Path) -> None:
+            tab(page, "Judge")
+            blind = page.locator("#jd-blind input[type=checkbox]")
+            if blind.is_checked():
+                blind.click()
+            time.sleep(1.5)
+            page.screenshot(path=str(p), full_page=True)
+            blind.click()
+
+        def calibration(p: Path) -> None:
+            tab(page, "Calibration")
+            page.wait_for_function("() => ((document.querySelector('#cb-summary') || {}).innerText || '')"
+                                   ".trim().length > 40", timeout=120_000)
+            time.sleep(1.5)
+            page.screenshot(path=str(p), full_page=True)
+
+        shot("data_validation", data_validation)
+        shot("judge_tab", judge_tab)
+        shot("judge_trace_unblind", judge_trace_unblind)
+        shot("calibration", calibration)
+
+        def run_midrun(p: Path) -> None:
+            from chat_server import ChatServer
+
+            with ChatServer(latency=0.15) as chat:
+                pick_benchmark(page, "frameevidence")
+                tab(page, "Run")
+                fill(page, "cc-run-name", "qwen-vl-direct-demo")
+                page.get_by_text("OpenAI-compatible server").click()
+                fill(page, "cc-run-base-url", chat.base_url)
+                fill(page, "cc-run-api-model", "Qwen/Qwen2.5-VL-7B-Instruct")
+                fill(page, "cc-run-key-env", "")
+                page.locator("#cc-run-start").click()
+                deadline = time.time() + 60
+                prog = page.locator("#cc-run-progress")
+                while time.time() < deadline and int(prog.get_attribute("data-done") or 0) < 40:
+                    time.sleep(0.25)
+                page.screenshot(path=str(p))
+                page.locator("#cc-run-cancel").click()
+                time.sleep(1.0)
+
+        shot("run_midrun", run_midrun)
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    ap.add_argument("--only", nargs="*", default=[], help="picture names without .png (default: all)")
+    args = ap.parse_args(argv)
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    only = set(args.only)
+    t0 = time.time()
+    failed: list[str] = []
+    if not only or any(n.startswith("contact_") for n in only):
+        from core.demo.sheets import write_sheets
+
+        for path in write_sheets(out):
+            print(f"{path.name}  (contact sheet)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="cc-shots-") as tmp:
+        db = build_store(Path(tmp))
+        with running_app(db) as url:
+            failed = take_all(url, db, out, {n for n in only if not n.startswith("contact_")})
+    print(f"done in {time.time() - t0:.0f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
