@@ -79,6 +79,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise CrosscheckError("score needs --run NAME (or --all)")
     row = store.run(args.run)
     items, runs = load_for_scoring(store, row["benchmark"])
+    if (args.split or "").strip() == "test" and not (items["split"] == "test").any():  # asked for, not defaulted
+        known = ", ".join(sorted(map(str, items["split"].unique()))) or "none"
+        raise CrosscheckError(f"benchmark {row['benchmark']!r} has no items in split 'test' (splits: {known})")
     compare = None
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import RunnerError
+from core.parsing import LETTER_FOLLOWERS
 from core.runners.base import ItemView, Request, Task, image_part, text_part
 from core.schema import STAGE_NAMES
 
@@ -199,7 +200,7 @@ _CUE_BEFORE_RE = re.compile(
     rf"(?:\b(?:{_EN_CUE})\b|选项|选择|答案|应选|故选|候选项?|选)\s*(?:(?:is|are|was|would\s+be|should\s+be|must\s+be|"
     r"be|no\.?|number|#|=|:|-|是|为|應|应为|应该是)\s*)*[(\[<]?\s*$", re.IGNORECASE)
 # words after which a capital "A" is the letter, not the English article ("A is correct", "A or B")
-_REF_FOLLOWERS = frozenset("""is was are fits fit matches match works wins and or nor then seems seem looks appears would
+_REF_FOLLOWERS = LETTER_FOLLOWERS | frozenset("""is was are fits fit matches match works wins and or nor then seems seem looks appears would
 should must might may can could will remains stays has had gives completes satisfies follows holds contains
 shows breaks violates differs also too vs versus instead because since but does did doesn't isn't
 wasn't cannot can't won't alone only""".split())

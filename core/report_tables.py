@@ -36,6 +36,7 @@ class RunScore:
     synthetic: bool = False
     config: dict[str, Any] = field(default_factory=dict)
     runner: str = ""
+    split: str = "test"  # the split scored (`score --json`'s "split")
 
 
 @dataclass(slots=True)

@@ -32,6 +32,15 @@ from core.schema import Rate, RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
 ALL_SPLITS = "all"  # the `--split` value that scores every split
+NO_TEST_SPLIT = "all (no test split)"  # the label of a default scoring of a benchmark that has no test split
+
+
+def resolve_split(items: Any, split: str | None) -> tuple[str | None, str]:
+    """(the split to score, its label). The default split of a benchmark without test items (a VLMEvalKit
+    MMBench_DEV TSV, a Hugging Face `validation` split) is every split, labelled so; any other choice is kept."""
+    if split == DEFAULT_SPLIT and len(items) and not (items["split"] == DEFAULT_SPLIT).any():
+        return None, NO_TEST_SPLIT
+    return split, ALL_SPLITS if split is None else split
 
 
 def split_arg(value: str | None) -> str | None:
@@ -55,13 +64,14 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
         raise MetricUndefined(f"cannot compare run {run.name!r} (benchmark {run.benchmark!r}) with run "
                               f"{compare.name!r} (benchmark {compare.benchmark!r}): paired differences need two "
                               "runs of the same benchmark")
+    split, label = resolve_split(items, split)
     items = _narrow(module, items, split, kw)
     metrics = module.score(items, run, others, **kw)
     if compare is not None:
         metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items()
                                                                   if k in ("split", "clusterings")})
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
-            "split": ALL_SPLITS if split is None else split, "metrics": to_jsonable(metrics)}
+            "split": label, "metrics": to_jsonable(metrics)}
 
 
 def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
@@ -106,6 +116,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     if missing:
         raise MetricUndefined(f"no run named {', '.join(map(repr, missing))} among the runs given")
     out: dict[str, dict[str, Any]] = {}
+    split, label = resolve_split(items, split)
     with gc_paused(), shared_work(), stats.shared_draws():
         chosen = [by_name[n] for n in wanted]
         if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
@@ -118,6 +129,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
             others = [o for o in pool if o is not run]
             extra = dict((per_run or {}).get(run.name) or {})
             out[run.name] = score_run(items, run, others, compare=other, split=split, **{**kw, **extra})
+            out[run.name]["split"] = label
     return out
 
 

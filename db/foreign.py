@@ -420,11 +420,13 @@ def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, An
                         f"{obj['item_id']!r}'s gold {mine!r} in benchmark {benchmark!r} (another dataset version?)")
 
 
-def _item_order(store: Store, benchmark: str) -> list[str]:
-    """The benchmark's item ids in import order (lmms-eval's doc_id is a position in the dataset)."""
+def _item_order(store: Store, benchmark: str) -> tuple[list[str], list[str]]:
+    """The benchmark's item ids in import order (lmms-eval's doc_id is a position in one split of the dataset),
+    and its splits."""
     b = store.benchmark(benchmark)
-    cur = store.conn.execute("SELECT item_id FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],))
-    return [r[0] for r in cur]
+    rows = store.conn.execute("SELECT item_id, split FROM items WHERE benchmark_id = ? ORDER BY id",
+                              (b["id"],)).fetchall()
+    return [r[0] for r in rows], sorted({r[1] for r in rows})
 
 
 def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key: str | None,
@@ -452,7 +454,12 @@ def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key
                          "name the benchmark with --benchmark (or pass --key doc.FIELD)")
             return [], {}, None
         benchmark = bench
-        order = _item_order(store, bench)
+        order, splits = _item_order(store, bench)
+        if len(splits) > 1:  # a doc_id counts within one split: positions over several would pick wrong items
+            report.error(name, samples[0][0], "doc_id", f"benchmark {bench!r} holds several splits "
+                         f"({', '.join(splits)}) and lmms-eval's doc_id is a position within one of them: "
+                         "pass --key doc.FIELD naming an id the samples carry")
+            return [], {}, None
     objs, kept = [], {}
     for no, obj, (response, _raw, extra) in samples:
         value = lmms_eval.key_value(obj, use)

@@ -1017,8 +1017,14 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                 settled = overrides.settle_replaced(conn, run_id, replaced, f"import of {name}")
                 ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
                 _report_settled(report, name, run, settled, lines_of, ids)
+            # what another tool kept beside a replaced response no longer goes with it (the new file's own
+            # extras, if any, are written by `after` below)
+            conn.executemany("DELETE FROM prediction_sources WHERE run_id = ? AND item_pk = ? AND rotation = ?"
+                             " AND repeat = ?", [(run_id, *k) for k in replaced])
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
         n_rows = len(rows) + len(plain)
+        if n_rows and existing is not None:  # caches keyed on (updated, count) see the replaced rows
+            conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), run_id))
         if n_rows and after is not None:
             after(conn, run_id)
         if n_rows:

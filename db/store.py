@@ -350,11 +350,12 @@ class Store:
         return int(row[0]), int(row[1])
 
     def done_keys(self, run: str, statuses: tuple[str, ...] = ("ok", "invalid")) -> set[tuple[str, int, int]]:
-        """Keys (item_id, rotation, repeat) already answered by `run` with one of `statuses`."""
+        """Keys (item_id, rotation, repeat) already answered by `run` with one of `statuses`, as scoring reads
+        them (through the override layer: an api_error the audit overrode is not re-sent by --retry-errors)."""
         rid, _ = self._run_ids(run)
         marks = ",".join("?" * len(statuses))
         cur = self.conn.execute(
-            f"SELECT i.item_id, p.rotation, p.repeat FROM predictions p JOIN items i ON i.id = p.item_pk"
+            f"SELECT i.item_id, p.rotation, p.repeat FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
             f" WHERE p.run_id = ? AND p.status IN ({marks})", (rid, *statuses))
         return {(r[0], r[1], r[2]) for r in cur}
 

@@ -740,3 +740,44 @@ def test_prediction_format_auto(tmp_path, name, text, fmt):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     assert prediction_format(path, "auto") == fmt
+
+
+def test_lmms_eval_doc_id_on_a_benchmark_of_several_splits_refused(tmp_path):
+    """lmms-eval's doc_id is a position within one split: on a two-split benchmark it would pick wrong items."""
+    from conftest import write_benchmark
+
+    lines = [{"benchmark": "generic", "item_id": f"i{i}", "group_id": f"g{i}", "split": s, "kind": "x",
+              "question": f"q{i}", "options": {"A": "red", "B": "blue"}, "answer": "A"}
+             for i, s in enumerate(["test", "test", "validation", "validation"])]
+    db = tmp_path / "s.db"
+    assert run_cli("import", str(write_benchmark(tmp_path / "b", lines)), "--name", "two", db=db).returncode == 0
+    samples = [{"doc_id": i, "doc": {"question": f"q{i}"}, "target": "A", "resps": [["A"]], "filtered_resps": ["A"]}
+               for i in range(2)]
+    proc = run_cli("import-predictions", str(write_jsonl(tmp_path / "s.jsonl", samples)), "--run", "r",
+                   "--benchmark", "two", "--format", "lmms-eval", db=db)
+    assert proc.returncode == 2
+    assert "s.jsonl:1: doc_id: benchmark 'two' holds several splits (test, validation)" in proc.stderr, proc.stderr
+    assert run_cli("score", "--run", "r", db=db).returncode == 2  # nothing was written
+
+
+def test_replace_drops_what_the_tool_kept_beside_a_replaced_response(mmbench_store, tmp_path):
+    """A --replace that changes a response leaves no VLMEvalKit extracted letter beside the new one in the audit."""
+    from db.foreign import prediction_sources
+
+    root, db = mmbench_store
+    run_cli("import-predictions", str(root / "Qwen_MMBench_DEV_EN.xlsx"), "--run", "x-replace", db=db, check=True)
+    s = store_at(db)
+    assert prediction_sources(s, "x-replace")["1000001"] == {"tool": "vlmevalkit", "extracted": "B"}
+    kept_before = set(prediction_sources(s, "x-replace"))
+    s.close()
+    recs = prediction_table()
+    for rec in recs:
+        if rec["index"] == 1000001:
+            rec["prediction"], rec["extracted"] = "It is (C).", None  # VLMEvalKit kept no letter this time
+    run_cli("import-predictions", str(write_xlsx(tmp_path / "again.xlsx", recs)), "--run", "x-replace",
+            "--replace", db=db, check=True)
+    s = store_at(db)
+    after = prediction_sources(s, "x-replace")
+    assert "1000001" not in after and set(after) == kept_before - {"1000001"}
+    assert s.predictions_frame("x-replace").set_index("item_id").loc["1000001", "response"] == "It is (C)."
+    s.close()

@@ -182,3 +182,31 @@ def test_migration_puts_back_rows_rewritten_in_place(tmp_path, audited):
         assert set(reads(s).values()) == {("ok", "A")}
     finally:
         s.close()
+
+
+def test_retry_errors_leaves_an_overridden_api_error_alone(audited, tmp_path):
+    """`run --retry-errors` asks the store which keys hold api_error through the same view as scoring: one the
+    audit overrode is not sent again (so its override is never replaced behind the annotator's back)."""
+    from db import overrides as dbo
+    from db.importers import import_predictions
+
+    store, _ = audited
+    rows = pred_rows({"response": "", "status": "api_error", "error": "timeout"})
+    import_predictions(store, write_preds(tmp_path / "e.jsonl", rows), "e")
+    assert store.done_keys("e", statuses=("api_error",)) == {(ITEM, 0, 0)}
+    dbo.apply(store, "e", ITEM, method="manual", letter="A", by="ann")
+    assert store.done_keys("e", statuses=("api_error",)) == set()
+    assert (ITEM, 0, 0) in store.done_keys("e", statuses=("ok",))
+    assert imported_row(store, "e")[0] == "api_error"  # the imported row itself is unchanged
+
+
+def test_replace_marks_the_run_updated(audited, tmp_path):
+    """Caches keyed on a run's (updated, prediction count), the Metrics tab's and Browse's, see a --replace import
+    that changed rows but not their number."""
+    from db.importers import import_predictions
+
+    store, _ = audited
+    with store.write() as conn:
+        conn.execute("UPDATE runs SET updated = '2000-01-01T00:00:00+00:00' WHERE name = 'r'")
+    import_predictions(store, write_preds(tmp_path / "p2.jsonl", pred_rows({"response": "C"})), "r", replace=True)
+    assert store.run("r")["updated"] != "2000-01-01T00:00:00+00:00"

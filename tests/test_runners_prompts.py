@@ -185,6 +185,11 @@ GUARD_CASES = [
     ("Map: A is ruled out; so is D.", "Map: [withheld] is ruled out; so is [withheld].", ["A is", "D."]),
     ("Map: the correct choice is [C].", "Map: the correct choice is [withheld].", ["[C]"]),
     ("Map: B and A break the count.", "Map: [withheld] and [withheld] break the count.", ["A break"]),
+    # a capital A opening a sentence is the letter wherever the parser would read it so (parsing.LETTER_FOLLOWERS)
+    ("Map: the rule holds. A corresponds to the rotated panel.",
+     "Map: the rule holds. [withheld] corresponds to the rotated panel.", ["A corresponds"]),
+    ("Map: A best fits the count.", "Map: [withheld] best fits the count.", ["A best"]),
+    ("Map: A describes the last cell.", "Map: [withheld] describes the last cell.", ["A describes"]),
     ("Map: the answer is A because the ring stays.", "Map: the answer is [withheld] because the ring stays.",
      ["A because"]),
     ("Map: it must be A given the rotation.", "Map: it must be [withheld] given the rotation.", ["A given"]),

@@ -46,13 +46,20 @@ def test_split_argument(value, split):
     assert split_arg(value) == split
 
 
-def test_a_benchmark_without_a_test_split_says_which_splits_it_has():
+def test_a_benchmark_without_a_test_split_scores_every_split_labelled_so():
+    """A dev-only release (VLMEvalKit's MMBench_DEV_EN, a Hugging Face validation split) scores every split by
+    default, labelled; a split it lacks, named on purpose, is refused with the splits it has."""
+    from core.scoring import NO_TEST_SPLIT, score_all
+
     items = _generic()
     items["split"] = "train"
     run = _run("r", "generic", dict.fromkeys(items["item_id"], True))
-    with pytest.raises(MetricUndefined, match=r"no items in split 'test' \(splits: train\)"):
-        score_run(items, run, [])
-    assert score_run(items, run, [], split=None)["metrics"]["accuracy"]["n"] == 8
+    default = score_run(items, run, [])
+    assert default["split"] == NO_TEST_SPLIT and default["metrics"]["accuracy"]["n"] == 8
+    assert score_all(items, [run])["r"]["split"] == NO_TEST_SPLIT
+    assert score_run(items, run, [], split=None)["split"] == "all"
+    with pytest.raises(MetricUndefined, match=r"no items in split 'dev' \(splits: train\)"):
+        score_run(items, run, [], split="dev")
 
 
 def _generic_lines() -> list[dict]:
@@ -113,3 +120,30 @@ def test_metrics_tab_scores_the_test_split_like_the_cli(tmp_path, capsys):
     assert runs[0].metrics["accuracy"] == cli["accuracy"]
     # every third item is answered B (wrong): items 0 and 3 of the test split (items 0-3), so 2 of 4 right
     assert (cli["accuracy"]["k"], cli["accuracy"]["n"]) == (2, 4)
+
+
+def test_cli_dev_only_benchmark(tmp_path, capsys):
+    """`score` on a benchmark with no test split scores every split, labelled; `--split test` asked for is refused
+    (exit 2, naming the splits); `score --all` scores it beside a benchmark that has a test split."""
+    import app
+
+    db = tmp_path / "s.db"
+    dev = [{**x, "split": "dev", "item_id": f"d{x['item_id']}", "group_id": f"d{x['group_id']}"}
+           for x in _generic_lines()]
+    for name, lines in (("dev_only", dev), ("with_test", _generic_lines())):
+        bench = write_benchmark(tmp_path / name, lines)
+        preds = tmp_path / f"{name}.jsonl"
+        preds.write_text("".join(json.dumps({"item_id": x["item_id"], "response": "A"}) + "\n" for x in lines),
+                         encoding="utf-8")
+        assert app.main(["import", str(bench), "--name", name, "--db", str(db)]) == 0
+        assert app.main(["import-predictions", str(preds), "--run", f"r_{name}", "--benchmark", name,
+                         "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert app.main(["score", "--run", "r_dev_only", "--json", "--db", str(db)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["split"] == "all (no test split)" and result["metrics"]["accuracy"]["n"] == 8
+    assert app.main(["score", "--run", "r_dev_only", "--split", "test", "--db", str(db)]) == 2
+    assert "no items in split 'test' (splits: dev)" in capsys.readouterr().err
+    assert app.main(["score", "--all", "--json", "--db", str(db), "--jobs", "1"]) == 0
+    splits = {json.loads(line)["run"]: json.loads(line)["split"] for line in capsys.readouterr().out.splitlines()}
+    assert splits == {"r_dev_only": "all (no test split)", "r_with_test": "test"}

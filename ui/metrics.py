@@ -141,7 +141,8 @@ def run_scores(store: Store, benchmark: str, names: list[str], clusterings: tupl
 
     def rs(name: str) -> RunScore:
         r = meta[name]
-        return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"])
+        return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"],
+                        scores[name].get("split", "test"))
 
     return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]
 
@@ -307,7 +308,8 @@ def build_metrics(ctx: Ctx) -> None:
         n_synth = sum(r.synthetic for r in runs)
         synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(runs)} runs are generated demo data"
                  if n_synth else "")
-        gr.Markdown(f"**{benchmark}** ({family}) · {len(runs)} run{'s' if len(runs) != 1 else ''} · split *test*"
+        gr.Markdown(f"**{benchmark}** ({family}) · {len(runs)} run{'s' if len(runs) != 1 else ''} · split "
+                    f"*{html.escape(runs[0].split)}*"
                     f"{synth}  \nRates in %. Hover a value for k / n and its 95% interval; click a column header "
                     "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary",
                     elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
