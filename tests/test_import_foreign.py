@@ -765,7 +765,8 @@ def test_replace_drops_what_the_tool_kept_beside_a_replaced_response(mmbench_sto
     from db.foreign import prediction_sources
 
     root, db = mmbench_store
-    run_cli("import-predictions", str(root / "Qwen_MMBench_DEV_EN.xlsx"), "--run", "x-replace", db=db, check=True)
+    run_cli("import-predictions", str(root / "Qwen_MMBench_DEV_EN.xlsx"), "--run", "x-replace", "--benchmark", "mmb",
+            db=db, check=True)
     s = store_at(db)
     assert prediction_sources(s, "x-replace")["1000001"] == {"tool": "vlmevalkit", "extracted": "B"}
     kept_before = set(prediction_sources(s, "x-replace"))
@@ -775,7 +776,7 @@ def test_replace_drops_what_the_tool_kept_beside_a_replaced_response(mmbench_sto
         if rec["index"] == 1000001:
             rec["prediction"], rec["extracted"] = "It is (C).", None  # VLMEvalKit kept no letter this time
     run_cli("import-predictions", str(write_xlsx(tmp_path / "again.xlsx", recs)), "--run", "x-replace",
-            "--replace", db=db, check=True)
+            "--benchmark", "mmb", "--replace", db=db, check=True)
     s = store_at(db)
     after = prediction_sources(s, "x-replace")
     assert "1000001" not in after and set(after) == kept_before - {"1000001"}

@@ -112,7 +112,7 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         page.get_by_role("tab", name="Data").click()
         page.locator("#cc-data-name input, #cc-data-name textarea").first.fill("uploaded")
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bench))
-        page.get_by_text("uploaded.zip").first.wait_for(timeout=20_000)
+        page.get_by_text("uploaded.zip").first.wait_for(timeout=60_000)  # a loaded 2-core CI machine is slow
         page.locator("#cc-data-validate").click()
         page.locator("#cc-data-verdict").wait_for(timeout=60_000)
         assert page.locator("#cc-data-verdict").get_attribute("data-ok") == "1", page.locator("#cc-data-report").inner_text()
