@@ -17,8 +17,8 @@ import pandas as pd
 
 from core import stats
 from core.errors import CalibrationChoice
+from core.families.stembind.metrics import NO_FAILURE, error_audit, first_failure, inconsistent, item_outcomes
 from core.metrics.common import join
-from core.metrics.stembind import NO_FAILURE, error_audit, first_failure, inconsistent, item_outcomes
 from core.schema import STAGES, Rate, RunData
 
 KEY = ["item_id", "rotation", "repeat"]

@@ -2,10 +2,10 @@
 
 The item outcome is the family's own (so a group's marks agree with its metrics):
 
-- frameevidence: the rotation-0 / repeat-0 prediction (core.metrics.frameevidence.frame); an item the run
+- frameevidence: the rotation-0 / repeat-0 prediction (core.families.frameevidence.metrics.frame); an item the run
   did not answer is "missing" (wrong in the metrics, "not answered" here);
 - stembind, spur: correct only when every prediction of the item is correct (their item_outcomes);
-- generic: the rotation-0 / repeat-0 prediction (core.metrics.generic).
+- generic: the rotation-0 / repeat-0 prediction (core.families.generic.metrics).
 
 Failure patterns (SPEC §8, issue 6) are computed per group and per run; a group matches a pattern in a run
 when the run answered it and the rule holds. `any` run of a selection matches when one of them does.
@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.families.frameevidence import metrics as fe
+from core.families.spur import metrics as sp
+from core.families.stembind import metrics as sb
 from core.metrics import common
-from core.metrics import frameevidence as fe
-from core.metrics import spur as sp
-from core.metrics import stembind as sb
 from core.schema import Rate, RunData
 
 # (key, label) per family, in display order; COMMON applies to every family.
@@ -58,7 +58,7 @@ COMMON_PATTERNS = [
 ]
 CATEGORY_LABELS = {"solved": "solved", "cant_bind": "can't bind", "cant_reason": "can't reason",
                    "cant_see": "can't see"}
-# The rule of each category, as core.metrics.stembind.decompose applies it (002 §4.3 (ii)); views print it.
+# The rule of each category, as core.families.stembind.metrics.decompose applies it (002 §4.3 (ii)); views print it.
 CATEGORY_RULES = {"solved": "F right", "cant_bind": "at least one P right, R right, F wrong",
                   "cant_reason": "at least one P right, R wrong, F wrong", "cant_see": "no P right, F wrong"}
 TRANSITIONS = ("correct → correct", "correct → wrong", "wrong → correct", "wrong → wrong")
@@ -115,7 +115,7 @@ def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) ->
 
 
 def _decomposition(items: pd.DataFrame, out: pd.DataFrame, idx: pd.Index) -> pd.Series:
-    """StemBind category per stem (core.metrics.stembind.stem_table rules), None for incomplete stems."""
+    """StemBind category per stem (core.families.stembind.metrics.stem_table rules), None for incomplete stems."""
     o = out.assign(c=out["correct"].astype(int), a=out["answered"].astype(int), one=1)
     tab = o.pivot_table(index="group_id", columns="kind", values=["c", "a", "one"], aggfunc="sum", fill_value=0)
 
@@ -208,7 +208,7 @@ def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Serie
 
 def _spur_pattern(out: pd.DataFrame, idx: pd.Index) -> pd.Series:
     """Figures whose perception items were all answered and right and whose reasoning has a wrong answer
-    (the "perception correct" side of core.metrics.spur.reasoning_by_perception)."""
+    (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
     stage = out["kind"].map(sp.STAGE_OF)
     perc = out[stage == "perception"].groupby("group_id")
     perc_ok = perc["correct"].all() & perc["answered"].all()
@@ -378,7 +378,7 @@ def turnover(family: str, items: pd.DataFrame, run_a: RunData, run_b: RunData,
              split: str | None = "test") -> dict[str, Any]:
     """Item turnover a -> b (000 §6.2): both_correct, newly_correct, newly_incorrect, both_wrong, net.
 
-    FrameEvidence delegates to core.metrics.frameevidence.turnover (every item of the split, unanswered =
+    FrameEvidence delegates to core.families.frameevidence.metrics.turnover (every item of the split, unanswered =
     wrong); the other families count the items both runs answered."""
     scope = items if split is None else items[items["split"] == split]
     if family == "frameevidence":
@@ -417,7 +417,7 @@ def paired_differences(family: str, items: pd.DataFrame, run_a: RunData, run_b: 
     """metric -> {"a", "b", "difference"} with the paired percentile cluster-bootstrap CI (clusters = groups)
     of b - a in difference.ci, or a Rate with a reason when the metric is undefined.
 
-    FrameEvidence: core.metrics.frameevidence.compare (accuracy, macro_f1, fq1_gem, nts, dis), resampling
+    FrameEvidence: core.families.frameevidence.metrics.compare (accuracy, macro_f1, fq1_gem, nts, dis), resampling
     `clustering`'s clusters when given (exact-image or union components, 000 App. A / D.6). The other
     families: item accuracy (overall; per P / R / F kind for StemBind; per stage for SPUR) and group exact
     match, over the items (groups) both runs answered, both runs resampled with the same groups per draw.
@@ -583,7 +583,7 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
 
 
 def stem_category(items: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tuple[bool, bool]]) -> str | None:
-    """The decomposition category of one stem (core.metrics.stembind.stem_table / decompose), None when the
+    """The decomposition category of one stem (core.families.stembind.metrics.stem_table / decompose), None when the
     stem is not complete (no P, R or F item, or an item the run did not answer)."""
     kinds: dict[str, list[tuple[bool, bool]]] = {k: [] for k in sb.KINDS}
     for it in items:

@@ -10,7 +10,7 @@ Paired differences (`compare`) are always this run minus the other run, with a p
 interval (clusters = groups: stems, figures, FrameEvidence groups; both runs resampled with the same clusters
 in each draw, 20,000 draws, core.stats). Each is {"value": this - other, "ci": [lo, hi], "n": groups}, or a
 reason. Headline rates per family: FrameEvidence accuracy, macro_f1, fq1_gem, nts, dis (over every item of the
-split, an unanswered item counts as wrong: core.metrics.frameevidence.compare); StemBind p / r / f accuracy over
+split, an unanswered item counts as wrong: core.families.frameevidence.metrics.compare); StemBind p / r / f accuracy over
 the items both runs answered, binding_gap and stem_coherent over the stems complete in both runs; SPUR the seven
 tasks, the three stage averages and overall over the items both runs answered; generic accuracy (rotation 0,
 repeat 0) and group exact match over the items both runs answered.
@@ -93,7 +93,7 @@ def _metric_score(module: Any) -> Any:
     """The metric module's score() behind a family module (whose own score() forwards **kw)."""
     import importlib
 
-    return importlib.import_module(f"core.metrics.{module.NAME}").score
+    return importlib.import_module(f"core.families.{module.NAME}.metrics").score
 
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
@@ -120,7 +120,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     with gc_paused(), shared_work(), stats.shared_draws():
         chosen = [by_name[n] for n in wanted]
         if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
-            from core.metrics import stembind
+            from core.families.stembind import metrics as stembind
 
             scope = items if split is None else items[items["split"] == split].reset_index(drop=True)
             stembind.prefetch(scope, chosen, kw.get("seed", stats.DEFAULT_SEED))
@@ -212,7 +212,7 @@ def _masked(both: pd.DataFrame, masks: dict[str, np.ndarray], index: pd.Index
 
 
 def _stembind_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.metrics import stembind as sb
+    from core.families.stembind import metrics as sb
 
     oa, ob = sb.item_outcomes(items, run), sb.item_outcomes(items, other)
     both = _item_pairs(oa, ob)
@@ -235,7 +235,7 @@ def _stembind_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
 
 
 def _spur_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.metrics import spur
+    from core.families.spur import metrics as spur
 
     both = _item_pairs(spur.item_outcomes(items, run), spur.item_outcomes(items, other))
     if both.empty:
@@ -268,7 +268,7 @@ def _generic_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
 
 def _compare_frameevidence(items: pd.DataFrame, run: RunData, other: RunData, split: str | None, draws: int,
                            seed: int | None, clustering: stats.Clustering | None = None) -> dict[str, Any]:
-    from core.metrics import frameevidence as fe
+    from core.families.frameevidence import metrics as fe
 
     # run_b - run_a = this - other
     raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed, clustering=clustering)

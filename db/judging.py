@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from core.errors import CrosscheckError, NotFound
+from core.families.stembind.metrics import first_failure
 from core.judge import JudgeInput, Judgement
-from core.metrics.stembind import first_failure
 from core.schema import STAGES
 from db.schema import PREDICTIONS_READ
 from db.store import Store, now

@@ -1,4 +1,4 @@
-"""core.metrics.common and core.metrics.generic: hand-computed tables and paper 000's own numbers."""
+"""core.metrics.common and core.families.generic.metrics: hand-computed tables and paper 000's own numbers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from core.metrics import common, generic
+from core.families.generic import metrics as generic
+from core.metrics import common
 from core.schema import RunData
 
 OPTS = {"A": "左", "B": "前", "C": "后", "D": "右"}

@@ -91,14 +91,14 @@ def _f(name: str, **config) -> RunData:
      {"H0": "h0", "H4": "h4"}),
 ])
 def test_find_ssa_runs(scored, others, want):
-    from core.metrics.stembind import find_ssa_runs
+    from core.families.stembind.metrics import find_ssa_runs
 
     assert {lv: r.name for lv, r in find_ssa_runs(scored, others).items()} == want
 
 
 def test_demo_ssa_panel_finds_the_models_ssa_runs(demo):
     """The Stages · SSA table of the model's own (thinking) run lists every level, as for an SSA run."""
-    from core.metrics import stembind as sb
+    from core.families.stembind import metrics as sb
 
     _, manifest = demo
     items_df = pd.DataFrame(list(_items(demo, "stembind").values()))

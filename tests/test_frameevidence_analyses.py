@@ -26,7 +26,7 @@ from test_frameevidence_metrics import (
 
 from core import stats
 from core.errors import MetricUndefined
-from core.metrics import frameevidence as fe
+from core.families.frameevidence import metrics as fe
 from core.report_tables import RunScore, display, get, tables_for
 from core.schema import to_jsonable
 from core.stats import Clustering

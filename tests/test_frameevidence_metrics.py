@@ -1,4 +1,4 @@
-"""core.metrics.frameevidence: hand-computed tables and the numbers paper 000 states in its text.
+"""core.families.frameevidence.metrics: hand-computed tables and the numbers paper 000 states in its text.
 
 Paper numbers are rebuilt from synthetic items / predictions constructed to have the stated counts (the
 paper's per-item predictions are not public); each test names the table or section it comes from.
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from core.errors import MetricUndefined
-from core.metrics import frameevidence as fe
+from core.families.frameevidence import metrics as fe
 from core.schema import Rate, RunData, to_jsonable
 
 LETTERS = "ABCD"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from core.metrics.generic import circular_copies
+from core.families.generic.metrics import circular_copies
 
 OPTS = {"A": "cat", "B": "dog", "C": "cow"}
 # copy k shows the option originally at i at (i + k) mod 3: gold "cat" is A, B, C in copies 0, 1, 2

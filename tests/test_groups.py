@@ -36,7 +36,7 @@ def test_fast_group_outcomes_agree_with_family_outcomes(demo, bench):
         assert (vec["answered"] == slow["answered"]).all() and (vec["correct"] == slow["correct"]).all()
         summ = G.group_summary(bench, items, rd)
         if bench == "stembind":
-            from core.metrics import stembind as sbm
+            from core.families.stembind import metrics as sbm
 
             ref = sbm.stem_table(items, sbm.item_outcomes(items, rd))["category"]
             assert [c if isinstance(c, str) else None for c in ref.reindex(summ.index)] == list(summ["category"])

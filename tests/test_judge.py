@@ -185,7 +185,7 @@ def test_openai_judge_end_to_end(sb_store, monkeypatch, capsys):
         assert len(server.bodies) == 1 and _trace_of(server.bodies[0]) == trace["sb-007-F"]
     assert judging.judgements_frame(store, RUN, ["gpt-judge"]).set_index("item_id").loc["sb-007-F", "status"] == "ok"
     # and the L2 profile of the run reads these judgements (malformed ones left out)
-    from core.metrics.stembind import l2_profile
+    from core.families.stembind.metrics import l2_profile
 
     jud = judging.judgements_frame(store, RUN, ["gpt-judge"])
     prof = l2_profile(store.items_frame("stembind"), store.run_data(RUN), jud)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from core.errors import MetricUndefined
-from core.metrics import spur
+from core.families.spur import metrics as spur
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.metrics import stembind as sb
+from core.families.stembind import metrics as sb
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
 
 # --------------------------------------------------------------------------- builders

@@ -23,8 +23,8 @@ from typing import Any
 import gradio as gr
 
 from core.errors import CrosscheckError
+from core.families.stembind.metrics import NO_FAILURE, first_failure
 from core.judge import STAGE_NAMES
-from core.metrics.stembind import NO_FAILURE, first_failure
 from core.schema import STAGES
 from db import judging
 from ui import trace_view

@@ -3,7 +3,7 @@
 The filter is counted per text-only model (`score` gives every model's block under `shortcut.by_model`); the
 picker shows every model's row, one model's row, or, only when asked, the pool of all text-only models in a
 row labelled "pooled: a + b" (`score --shortcut-pool`). The pooled numbers come from the same
-core.metrics.spur.shortcut_summary as the CLI's.
+core.families.spur.metrics.shortcut_summary as the CLI's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from core.errors import CrosscheckError
-from core.metrics import spur
+from core.families.spur import metrics as spur
 from core.report_tables import RunScore, Table, get, spur_shortcut
 from core.schema import to_jsonable
 from db.store import Store

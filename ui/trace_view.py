@@ -12,8 +12,8 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from core.families.stembind.metrics import NO_FAILURE, first_failure
 from core.judge import STAGE_NAMES, split_steps
-from core.metrics.stembind import NO_FAILURE, first_failure
 from core.schema import STAGES
 
 CSS = """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.families.spur.metrics import STAGES
 from core.groups import ordered
-from core.metrics.spur import STAGES
 from ui.views.common import (
     answers_table,
     chips,

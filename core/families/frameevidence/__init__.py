@@ -188,6 +188,6 @@ def _check_positions(gid: str, mss: Item, dele: Item, add: Item, positions: dict
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.metrics import frameevidence
+    from core.families.frameevidence import metrics as frameevidence
 
     return frameevidence.score(items, run, others, **kw)

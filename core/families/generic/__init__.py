@@ -16,6 +16,6 @@ def validate(items: list[Item], file: str, report: Report) -> None:
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.metrics import generic
+    from core.families.generic import metrics as generic
 
     return generic.score(items, run, others, **kw)

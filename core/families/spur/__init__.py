@@ -21,6 +21,6 @@ def validate(items: list[Item], file: str, report: Report) -> None:
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.metrics import spur
+    from core.families.spur import metrics as spur
 
     return spur.score(items, run, others, **kw)

@@ -45,6 +45,6 @@ def validate(items: list[Item], file: str, report: Report) -> None:
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.metrics import stembind
+    from core.families.stembind import metrics as stembind
 
     return stembind.score(items, run, others, **kw)
