@@ -4,7 +4,10 @@ Injectable behaviour: a fixed latency per request, and failures chosen per reque
 `plan` (a list of actions consumed in arrival order) or from `rules` (substring of the request's text ->
 action, with a count). Actions: "ok", "429", "500", "503", "400", "timeout" (sleep `hang` seconds before
 answering), "malformed" (a 200 whose body is not a chat completion), "badjson" (a 200 that is not JSON).
-It counts requests in flight (`max_inflight`), keeps every request body, and answers with `responder(body)`.
+An error action may carry a Retry-After header: "429;retry-after=1.5" sends `Retry-After: 1.5` verbatim,
+"503;retry-after-date=2" sends the HTTP-date 2 s after the moment of answering.
+It counts requests in flight (`max_inflight`), keeps every request body and its arrival time (`times`,
+time.monotonic()), and answers with `responder(body)`.
 
 Run standalone (bench): python tests/chat_server.py --latency 0.1 [--port 0]; prints "PORT <n>".
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import email.utils
 import json
 import sys
 import threading
@@ -55,6 +59,7 @@ class ChatServer:
         self.plan: list[str] = []
         self.rules: list[list[Any]] = []  # [substring, action, times_left]; times -1 = always
         self.bodies: list[dict[str, Any]] = []
+        self.times: list[float] = []  # time.monotonic() at each request's arrival, parallel to `bodies`
         self.inflight = 0
         self.max_inflight = 0
         self.lock = threading.Lock()
@@ -79,6 +84,7 @@ class ChatServer:
         text = request_text(body)
         with self.lock:
             self.bodies.append(body)
+            self.times.append(time.monotonic())
             for rule in self.rules:
                 if rule[0] in text and rule[2] != 0:
                     rule[2] -= 1
@@ -98,39 +104,47 @@ class ChatServer:
                 self.inflight += 1
                 self.max_inflight = max(self.max_inflight, self.inflight)
                 try:
-                    code, data = await self._handle(method, path, raw)
+                    code, data, extra = await self._handle(method, path, raw)
                 finally:
                     self.inflight -= 1
                 writer.write(f"HTTP/1.1 {code} {REASONS.get(code, 'X')}\r\nContent-Type: application/json\r\n"
-                             f"Content-Length: {len(data)}\r\nConnection: keep-alive\r\n\r\n".encode() + data)
+                             f"Content-Length: {len(data)}\r\n{extra}Connection: keep-alive\r\n\r\n".encode() + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
             writer.close()
 
-    async def _handle(self, method: str, path: str, raw: bytes) -> tuple[int, bytes]:
+    async def _handle(self, method: str, path: str, raw: bytes) -> tuple[int, bytes, str]:
+        """(status, body, extra header lines)."""
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
-            return 400, json.dumps({"error": {"message": "bad json"}}).encode()
+            return 400, json.dumps({"error": {"message": "bad json"}}).encode(), ""
         if method != "POST" or path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            return 404, json.dumps({"error": {"message": f"no route {path}"}}).encode()
-        action = self._action(body)
+            return 404, json.dumps({"error": {"message": f"no route {path}"}}).encode(), ""
+        action, *params = self._action(body).split(";")
         await asyncio.sleep(self.hang if action == "timeout" else self.latency)
         if action in ("429", "500", "503", "400"):
-            return int(action), json.dumps({"error": {"message": f"injected {action}", "type": "injected"}}).encode()
+            extra = ""
+            for param in params:
+                name, _, value = param.partition("=")
+                if name == "retry-after-date":
+                    value = email.utils.formatdate(time.time() + float(value), usegmt=True)
+                extra += f"Retry-After: {value}\r\n"
+            return (int(action), json.dumps({"error": {"message": f"injected {action}", "type": "injected"}}).encode(),
+                    extra)
         if action == "malformed":
-            return 200, json.dumps({"id": "x", "object": "chat.completion", "unexpected": True}).encode()
+            return 200, json.dumps({"id": "x", "object": "chat.completion", "unexpected": True}).encode(), ""
         if action == "badjson":
-            return 200, b"{not json"
+            return 200, b"{not json", ""
         text = self.responder(body)
         return 200, json.dumps({
             "id": "chatcmpl-local", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model", "local"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text.split())), "total_tokens": 11},
-        }).encode()
+        }).encode(), ""
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 

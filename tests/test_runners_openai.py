@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from PIL import Image
 from tiny_models import write_benchmark
 
 import app
+from core.runners.openai_runner import retry_after
 from db.importers import import_items
 from db.store import Store
 
@@ -71,6 +73,60 @@ def test_retries_on_429_500_timeout_then_ok(bench):
     assert sum("test-g0-0]" in t for t in texts) == 3
     assert sum("test-g0-1]" in t for t in texts) == 2
     assert sum("test-g0-2]" in t for t in texts) == 2
+
+
+def _attempts(server, item):
+    """Arrival times (monotonic seconds) of every request for `item`, in order."""
+    return [t for b, t in zip(server.bodies, server.times, strict=True) if f"{item}]" in request_text(b)]
+
+
+def test_retry_after_seconds_and_http_date_are_waited_for(bench):
+    # backoff alone would wait ~10 ms (--backoff 0.01); the answers ask for 1 s (delay-seconds, twice) and for
+    # an HTTP-date 2 s after the answer (whole seconds: 1-2 s from the moment it is read)
+    with ChatServer() as server:
+        server.rules = [["test-g0-0]", "429;retry-after=1", 2], ["test-g1-0]", "503;retry-after-date=2", 1]]
+        assert _run(bench, server, "--run", "ra", "--max-retries", "3") == 0
+        seconds, dated = _attempts(server, "test-g0-0"), _attempts(server, "test-g1-0")
+    assert set(_preds(bench, "ra")["status"]) == {"ok"}
+    assert len(seconds) == 3 and len(dated) == 2
+    gaps = [b - a for a, b in itertools.pairwise(seconds)]
+    assert all(1.0 <= g < 1.9 for g in gaps), gaps
+    assert 0.95 <= dated[1] - dated[0] < 2.6, dated
+
+
+def test_a_retry_after_beyond_the_limit_is_not_waited_for(bench):
+    with ChatServer() as server:
+        server.rules = [["test-g2-0]", "429;retry-after=600", -1]]
+        t0 = time.monotonic()
+        assert _run(bench, server, "--run", "rb", "--max-retries", "3") == 0
+        took = time.monotonic() - t0
+        attempts = _attempts(server, "test-g2-0")
+    df = _preds(bench, "rb").set_index("item_id")
+    assert len(attempts) == 1 and took < 30
+    assert df.loc["test-g2-0", "status"] == "api_error"
+    assert "Retry-After 600 s exceeds the 120 s" in df.loc["test-g2-0", "error"]
+    assert (df.drop("test-g2-0")["status"] == "ok").all()
+
+
+@pytest.mark.parametrize("headers, expected", [
+    ({"retry-after": "3"}, 3.0),
+    ({"retry-after": "1.5"}, 1.5),
+    ({"retry-after": " 0 "}, 0.0),
+    ({"retry-after": "-5"}, 0.0),
+    ({"retry-after-ms": "250"}, 0.25),
+    ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),  # OpenAI's millisecond header first
+    ({"retry-after-ms": "soon", "retry-after": "2"}, 2.0),
+    ({"retry-after": "Wed, 21 Oct 2026 07:28:30 GMT"}, 30.0),  # now = 07:28:00 UTC
+    ({"retry-after": "Wed, 21 Oct 2026 07:27:00 GMT"}, 0.0),  # a date already past
+    ({"retry-after": "Wed, 21 Oct 2026 07:29:00 -0000"}, 60.0),
+    ({"retry-after": "soon"}, None),
+    ({"retry-after": ""}, None),
+    ({}, None),
+])
+def test_retry_after_header_forms(headers, expected):
+    from datetime import UTC, datetime
+
+    assert retry_after(headers, now=datetime(2026, 10, 21, 7, 28, 0, tzinfo=UTC)) == expected
 
 
 @pytest.mark.parametrize("action", ["400", "malformed", "badjson"])

@@ -2,23 +2,31 @@
 
 The key is read from the environment variable named by `api_key_env` when the runner starts; it is never
 stored in the run config, logged, or written into an error text (it is redacted from every error message).
-Images go as base64 data URLs, in order, interleaved with the text parts. Plain-http endpoints without a proxy
-are spoken to through a lean keep-alive HTTP/1.1 client (core/runners/http11.py); https, proxied hosts, and
-CROSSCHECK_OPENAI_TRANSPORT=sdk go through the SDK's own HTTP client. Calls are bounded by an asyncio
-semaphore; 429, 5xx, timeouts and connection errors are retried with exponential backoff (with jitter);
-other 4xx and malformed bodies are not retried. A call that still fails becomes a Reply with `error` set,
-which the engine stores as status api_error (never as a wrong answer).
+Images go as base64 data URLs, in order, interleaved with the text parts. Only the SDK's public API is used:
+an `AsyncOpenAI` client (`max_retries=0`: the retries are this runner's) over `DefaultAsyncHttpxClient` with a
+connection pool sized to the concurrency bound, called as `chat.completions.with_raw_response.create`.
+Plain-http endpoints without a proxy are spoken to through a lean keep-alive HTTP/1.1 client
+(core/runners/http11.py) with the SDK's headers; https, proxied hosts, and CROSSCHECK_OPENAI_TRANSPORT=sdk go
+through the SDK. Calls are bounded by an asyncio semaphore; 429, 5xx, timeouts and connection errors are
+retried, after the answer's Retry-After where a 429 / 503 gives one (up to RETRY_AFTER_MAX), else with
+exponential backoff (with jitter); other 4xx and malformed bodies are not retried. A call that still fails
+becomes a Reply with `error` set, which the engine stores as status api_error (never as a wrong answer).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import email.utils
 import functools
+import importlib
+import math
 import mimetypes
 import os
 import random
 import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +37,43 @@ from core.runners import http11
 from core.runners.base import Reply, Request
 
 TRANSPORT_ENV = "CROSSCHECK_OPENAI_TRANSPORT"  # "sdk": always the SDK's HTTP client; unset / "auto": lean for http://
+RETRY_AFTER_MAX = 120.0  # seconds: a longer Retry-After is not waited for (the openai SDK's own limit, too)
+
+
+def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """The wait a 429 / 503 answer asks for, in seconds: `retry-after-ms` (OpenAI's), else `Retry-After` as
+    delay-seconds or as an HTTP-date (RFC 9110 §10.2.3); a date in the past is 0. None when neither header is
+    there or readable."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            wait = float(ms) / 1000
+        except ValueError:
+            wait = math.nan
+        if math.isfinite(wait):
+            return max(0.0, wait)
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        wait = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC (RFC 5322 §3.3)
+            when = when.replace(tzinfo=UTC)
+        wait = (when - (now or datetime.now(UTC))).total_seconds()
+    return max(0.0, wait) if math.isfinite(wait) else None
+
+
+def _httpx() -> Any:
+    """The HTTP library of the installed openai SDK (httpx2 for openai >= 3, httpx before)."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:  # pragma: no cover - older openai releases
+        return importlib.import_module("httpx")
 
 
 @functools.lru_cache(maxsize=256)
@@ -68,7 +113,8 @@ class OpenAIRunner:
     kind = "openai"
 
     def __init__(self, base_url: str | None, model: str, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
-                 timeout: float = 120.0, max_retries: int = 5, backoff: float = 1.0, backoff_max: float = 60.0) -> None:
+                 timeout: float = 120.0, max_retries: int = 5, backoff: float = 1.0, backoff_max: float = 60.0,
+                 retry_after_max: float = RETRY_AFTER_MAX) -> None:
         if not model:
             raise RunnerError("the openai runner needs --model (the model id the endpoint serves)")
         key = os.environ.get(api_key_env) if api_key_env else None
@@ -85,6 +131,7 @@ class OpenAIRunner:
         self.concurrency = max(1, int(concurrency))
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.backoff, self.backoff_max = float(backoff), float(backoff_max)
+        self.retry_after_max = float(retry_after_max)
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
         self._pool: http11.Pool | None = None
@@ -98,43 +145,38 @@ class OpenAIRunner:
         return text
 
     def prepare(self) -> None:
-        """Build the client before the first request (the engine calls this before its request phase), and
-        import what the SDK's HTTP stack otherwise imports lazily inside the first request (anyio's asyncio
-        backend)."""
+        """Build the client before the first request (the engine calls this before its request phase), and load
+        what the SDK otherwise loads lazily inside the first request (its chat resources; anyio's asyncio
+        backend, loaded by running anyio once)."""
         self._ensure()
-        if self._pool is not None:  # the lean client imports nothing later
+        if self._pool is not None:  # the lean client loads nothing later
             return
-        import importlib
+        _ = self._client.chat.completions.with_raw_response
+        try:
+            import anyio
 
-        for name in ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.memory"):
-            try:
-                importlib.import_module(name)
-            except ImportError:  # pragma: no cover - another transport
-                pass
+            anyio.run(anyio.sleep, 0)
+        except (ImportError, RuntimeError):  # pragma: no cover - another transport, or called inside a running loop
+            pass
 
     def _ensure(self) -> None:
-        if self._client is None:
-            try:
-                import httpx2 as _http  # the transport of openai >= 3
-            except ImportError:  # pragma: no cover - older openai releases use httpx
-                import httpx as _http  # type: ignore[no-redef]
-            self._httpx = _http
-            self._client = self.openai.AsyncOpenAI(base_url=self.base_url, api_key=self._key, max_retries=0,
-                                                   timeout=self.timeout)
-            # Requests go through the SDK's own HTTP client (its connection pool, proxy and TLS settings) with the
-            # SDK's headers (auth included); responses map to the SDK's exception types below. Building each call
-            # through the SDK's request machinery (options models, header merging, its retry loop) cost about a
-            # millisecond of CPU per call on top, which bounded throughput at high concurrency (bench/runners.py).
-            self._http = self._client._client
-            self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
-            headers = {**self._client.default_headers, **self._client.auth_headers}
-            self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
-            self._sem = asyncio.Semaphore(self.concurrency)
-            lean = os.environ.get(TRANSPORT_ENV, "auto").strip().lower() != "sdk" and http11.lean_target(self._url)
-            if lean:
-                host, port, path = lean
-                self._pool = http11.Pool(host, port, connect_timeout=self.timeout)
-                self._head = self._pool.request_head(path, self._headers)
+        if self._client is not None:
+            return
+        # the SDK's own HTTP client, its pool sized to the concurrency bound: every request in flight keeps a
+        # connection, and no more connections are opened than requests can be in flight
+        self._http = http = _httpx()
+        limits = http.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        self._client = self.openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._key, max_retries=0, timeout=self.timeout,
+            http_client=self.openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout))
+        self._url = str(self._client.base_url).rstrip("/") + "/chat/completions"
+        self._sem = asyncio.Semaphore(self.concurrency)
+        lean = os.environ.get(TRANSPORT_ENV, "auto").strip().lower() != "sdk" and http11.lean_target(self._url)
+        if lean:
+            host, port, path = lean
+            headers = {**self._client.default_headers, **self._client.auth_headers}  # the SDK's headers, auth included
+            self._pool = http11.Pool(host, port, connect_timeout=self.timeout)
+            self._head = self._pool.request_head(path, {k: v for k, v in headers.items() if isinstance(v, str)})
 
     @property
     def transport(self) -> str:
@@ -155,22 +197,35 @@ class OpenAIRunner:
             return True
         return isinstance(exc, o.APIStatusError) and (exc.status_code == 429 or exc.status_code >= 500)
 
+    def _delay(self, exc: BaseException, attempt: int) -> float | str:
+        """Seconds to wait before retry `attempt + 1`, or why not to retry. A 429 / 503 answer's Retry-After
+        (retry-after-ms, or Retry-After in seconds or as an HTTP-date) is the wait when it is at most
+        `retry_after_max`; a longer one is not waited for (the call fails, saying so); without one, exponential
+        backoff with jitter."""
+        response = getattr(exc, "response", None)
+        if isinstance(exc, self.openai.APIStatusError) and exc.status_code in (429, 503) and response is not None:
+            wait = retry_after(response.headers)
+            if wait is not None:
+                if wait > self.retry_after_max:
+                    return f"Retry-After {wait:g} s exceeds the {self.retry_after_max:g} s the runner waits at most"
+                return wait
+        return min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+
     async def acall(self, request: Request) -> Reply:
         """One call with retries; failures come back as Reply(error=...)."""
         self._ensure()
         assert self._sem is not None
-        body = orjson.dumps({"model": self.model, "messages": to_openai_messages(request),
-                             "max_tokens": request.max_tokens, "temperature": request.temperature})
+        messages = to_openai_messages(request)
         t0 = time.perf_counter()
         attempt = 0
         while True:
             try:
                 async with self._sem:
-                    content = await self._post(body)
+                    content = await self._post(messages, request)
                 return self._reply(content, time.perf_counter() - t0)
             except Exception as exc:  # noqa: BLE001 - every failure is classified and recorded
-                if self._retryable(exc) and attempt < self.max_retries:
-                    delay = min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+                delay = self._delay(exc, attempt) if self._retryable(exc) and attempt < self.max_retries else None
+                if isinstance(delay, float):
                     attempt += 1
                     await asyncio.sleep(delay)
                     continue
@@ -179,39 +234,54 @@ class OpenAIRunner:
                 msg = f"{what}{f' {status}' if status else ''}: {exc}"
                 if attempt:
                     msg += f" (after {attempt} retries)"
+                if delay is not None:
+                    msg += f" (not retried: {delay})"
                 return Reply(error=self._redact(msg)[:2000], latency=time.perf_counter() - t0)
 
-    async def _post(self, body: bytes) -> bytes:
-        """POST one chat-completions body and return the response body; HTTP errors, timeouts and transport
-        failures raise the SDK's exception types (APIStatusError subclasses, APITimeoutError, APIConnectionError),
-        as the SDK does."""
+    async def _post(self, messages: list[dict[str, Any]], request: Request) -> bytes:
+        """POST one chat completion and return the response body; HTTP errors, timeouts and transport failures
+        raise the SDK's exception types (APIStatusError subclasses, APITimeoutError, APIConnectionError)."""
         if self._pool is not None:
-            return await self._post_lean(body)
-        try:
-            resp = await self._http.post(self._url, content=body, headers=self._headers, timeout=self.timeout)
-        except self._httpx.TimeoutException as exc:
-            raise self.openai.APITimeoutError(request=exc.request) from exc
-        except (self._httpx.TransportError, OSError) as exc:
-            request = getattr(exc, "_request", None) or self._httpx.Request("POST", self._url)
-            raise self.openai.APIConnectionError(request=request) from exc
-        if resp.status_code >= 400:
-            raise self._client._make_status_error_from_response(resp)
-        return bytes(resp.content)
+            return await self._post_lean(orjson.dumps({"model": self.model, "messages": messages,
+                                                       "max_tokens": request.max_tokens,
+                                                       "temperature": request.temperature}))
+        raw = await self._client.chat.completions.with_raw_response.create(
+            model=self.model, messages=messages, max_tokens=request.max_tokens, temperature=request.temperature)
+        return bytes(raw.content)
 
     async def _post_lean(self, body: bytes) -> bytes:
         assert self._pool is not None
         try:
             status, headers, content = await self._pool.post(self._head, body, self.timeout)
         except TimeoutError as exc:
-            raise self.openai.APITimeoutError(request=self._httpx.Request("POST", self._url)) from exc
+            raise self.openai.APITimeoutError(request=self._http.Request("POST", self._url)) from exc
         except (http11.TransportError, OSError) as exc:
             raise self.openai.APIConnectionError(message=f"Connection error: {exc}",
-                                                 request=self._httpx.Request("POST", self._url)) from exc
-        if status >= 400:  # the SDK's own mapping (RateLimitError, InternalServerError, BadRequestError, ...)
-            resp = self._httpx.Response(status, headers=headers, content=content,
-                                        request=self._httpx.Request("POST", self._url))
-            raise self._client._make_status_error_from_response(resp)
+                                                 request=self._http.Request("POST", self._url)) from exc
+        if status >= 400:
+            raise self._status_error(self._http.Response(status, headers=headers, content=content,
+                                                    request=self._http.Request("POST", self._url)))
         return content
+
+    def _status_error(self, response: Any) -> Exception:
+        """The SDK's exception type for an error status (its documented table: 400 BadRequestError, 401
+        AuthenticationError, 403 PermissionDeniedError, 404 NotFoundError, 409 ConflictError, 422
+        UnprocessableEntityError, 429 RateLimitError, >= 500 InternalServerError, else APIStatusError), with the
+        SDK's message: "Error code: N - <the error's message>"."""
+        o = self.openai
+        code = response.status_code
+        body: Any = response.text.strip()
+        try:
+            body = orjson.loads(body)
+        except ValueError:
+            pass
+        data = body.get("error", body) if isinstance(body, dict) else body
+        message = data.get("message") if isinstance(data, dict) else None
+        text = f"Error code: {code}" + (f" - {message}" if isinstance(message, str) and message else "")
+        cls = {400: o.BadRequestError, 401: o.AuthenticationError, 403: o.PermissionDeniedError,
+               404: o.NotFoundError, 409: o.ConflictError, 422: o.UnprocessableEntityError,
+               429: o.RateLimitError}.get(code, o.InternalServerError if code >= 500 else o.APIStatusError)
+        return cls(text, response=response, body=data)
 
     def _reply(self, content: bytes, seconds: float) -> Reply:
         try:
