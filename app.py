@@ -246,30 +246,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="app.py", description="Crosscheck: a diagnostic workbench for "
-                                     "vision-language benchmarks with matched groups.")
-    sub = parser.add_subparsers(dest="command")
+def _subcommand(sub: Any, name: str, func: Any, help_: str) -> argparse.ArgumentParser:
+    """A subcommand with the options every command takes (--db, -v)."""
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_)
+    p.add_argument("--db", type=Path, help="the store file (default: $CROSSCHECK_DB or the user's data folder)")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every warning and every error")
+    p.set_defaults(func=func)
+    return p
 
-    def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--db", type=Path, help="the store file (default: $CROSSCHECK_DB or the user's data folder)")
-        p.add_argument("-v", "--verbose", action="store_true", help="list every warning and every error")
-        p.set_defaults(func=func)
-        return p
 
-    p = add("serve", cmd_serve, "launch the web UI")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=7860)
-    p.add_argument("--auth", type=Path, help="file of user:password-hash lines; turns on login")
-    p.add_argument("--no-demo", action="store_true", help="do not build the demo store when the store is empty")
-
-    p = add("hash-password", cmd_hash_password, "print a user:password-hash line for the --auth file")
-    p.add_argument("user")
-    p.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
-
-    p = add("import", cmd_import, "import a benchmark's items (JSONL, a zip of the JSONL and its images, a "
-            "VLMEvalKit TSV, or a Hugging Face parquet / arrow dataset)")
+def _import_arguments(sub: Any) -> None:
+    """`import`, `import-predictions` and `import-labels`."""
+    p = _subcommand(sub, "import", cmd_import, "import a benchmark's items (JSONL, a zip of the JSONL and its "
+                    "images, a VLMEvalKit TSV, or a Hugging Face parquet / arrow dataset)")
     p.add_argument("path", type=Path)
     p.add_argument("--name", help="the benchmark's name (default: the file name without extension)")
     p.add_argument("--format", choices=("auto", "jsonl", "vlmevalkit", "hf"), default="auto",
@@ -278,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--map", help="Hugging Face files: FIELD=COLUMN,... (see docs/FORMATS.md)")
     p.add_argument("--preset", help="Hugging Face files: force a known layout (mmmu, blink, muirbench, mmbench)")
 
-    p = add("import-predictions", cmd_import_predictions, "import predictions (JSONL or CSV) into a named run")
+    p = _subcommand(sub, "import-predictions", cmd_import_predictions,
+                    "import predictions (JSONL or CSV) into a named run")
     p.add_argument("path", type=Path)
     p.add_argument("--run", required=True)
     p.add_argument("--model", help="the model id to record with the run")
@@ -290,11 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", help="lmms-eval: the sample field naming the item (default: doc.index, doc.idx, "
                    "doc.id, doc.question_id, else doc_id as a position)")
 
-    p = add("import-labels", cmd_import_labels, "import stage labels (JSONL) for the traces of a run")
+    p = _subcommand(sub, "import-labels", cmd_import_labels,
+                    "import stage labels (JSONL) for the traces of a run")
     p.add_argument("path", type=Path)
     p.add_argument("--run", required=True)
 
-    p = add("score", cmd_score, "compute a run's metrics (or every run's, with --all)")
+
+def _score_arguments(sub: Any) -> None:
+    """`score`."""
+    p = _subcommand(sub, "score", cmd_score, "compute a run's metrics (or every run's, with --all)")
     p.add_argument("--run")
     p.add_argument("--all", action="store_true", help="score every run (of --benchmark, or of all benchmarks); "
                    "with --json, one JSON line per run")
@@ -316,6 +310,28 @@ def build_parser() -> argparse.ArgumentParser:
                    "randomized trials flag shortcut items (001 §2.3; default: the only one)")
     p.add_argument("--shortcut-pool", action="store_true", help="SPUR: pool every text-only model's trials "
                    "(labelled as pooled)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="app.py", description="Crosscheck: a diagnostic workbench for "
+                                     "vision-language benchmarks with matched groups.")
+    sub = parser.add_subparsers(dest="command")
+
+    def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
+        return _subcommand(sub, name, func, help_)
+
+    p = add("serve", cmd_serve, "launch the web UI")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--auth", type=Path, help="file of user:password-hash lines; turns on login")
+    p.add_argument("--no-demo", action="store_true", help="do not build the demo store when the store is empty")
+
+    p = add("hash-password", cmd_hash_password, "print a user:password-hash line for the --auth file")
+    p.add_argument("user")
+    p.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
+
+    _import_arguments(sub)
+    _score_arguments(sub)
 
     p = add("export", cmd_export, "export items or predictions to standard output")
     p.add_argument("what", choices=("items", "predictions"))
