@@ -310,89 +310,104 @@ def _fmt(v: float) -> str:
     return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
 
 
+# One builder per SPUR task: (rng, experiment, the figure's panels by role) -> (question, gold, wrong options,
+# target, number of cross-panel relations). The order of the rng calls is part of the demo's seeded output.
+Question = tuple[str, str, list[str], dict[str, Any], int]
+
+
+def _q_np(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    conds, bar_m, line = ex["conditions"], fp["bar_m"], fp["line"]
+    if rng.random() < 0.6:
+        i = rng.randrange(4)
+        v = ex["marker_level"][i]
+        q = f"In panel {bar_m['letter']}, what is the approximate mean {ex['marker']} level of the '{conds[i]}' group?"
+        wrong = [_fmt(v * f) for f in (0.5, 0.7, 1.4, 1.8, 2.3)]
+        return q, _fmt(v), wrong, {"panel": bar_m["letter"], "quantity": "marker_level", "condition": conds[i]}, 0
+    c = rng.choice(list(ex["curves"]))
+    v = ex["curves"][c][-1]
+    q = f"In panel {line['letter']}, approximately what value does the '{c}' curve reach at 48 h?"
+    wrong = [_fmt(v * f) for f in (0.45, 0.65, 1.5, 1.9, 2.4)]
+    return q, _fmt(v), wrong, {"panel": line["letter"], "quantity": "curve_48h", "condition": c}, 0
+
+
+def _q_mp(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    p = rng.choice(fp["stain1"])
+    names = MORPHS[ex["staining"]]
+    q = f"Which morphology predominates in the staining field of panel {p['letter']}?"
+    wrong = [v for k, v in names.items() if k != p["morphology"]]
+    return q, names[p["morphology"]], wrong, {"panel": p["letter"], "quantity": "morphology"}, 0
+
+
+def _q_il(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    conds, stain1 = ex["conditions"], fp["stain1"]
+    i = rng.randrange(4)
+    p = stain1[i]
+    q = f"Which panel shows the {ex['stain_names'][0]} staining of the '{conds[i]}' group?"
+    others = [x for x in fp["panels"] if x["letter"] != p["letter"]]
+    wrong = [f"Panel {x['letter']}" for x in stain1 if x is not p] + [f"Panel {x['letter']}" for x in others]
+    return q, f"Panel {p['letter']}", wrong, {"panel": p["letter"], "quantity": "condition", "condition": conds[i]}, 0
+
+
+def _q_ta(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    k = rng.choice([2, 3, 4, 4])
+    sub = fp["stain1"][:k]
+    letters = ", ".join(p["letter"] for p in sub)
+    q = (f"Across panels {letters} (in order of increasing treatment), how does the number of "
+         f"{POSITIVE_COLOUR[ex['staining']]} (positively stained) objects change?")
+    gold = TREND_TEXT[_trend([p["positive"] for p in sub])]
+    return q, gold, list(TREND_TEXT.values()), {"panels": [p["letter"] for p in sub], "quantity": "positive_trend"}, k - 1
+
+
+def _q_hi(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    blot, bar_v = fp["blot"], fp["bar_v"]
+    mt, vt = _trend(ex["blot"]), _trend(ex["viability"])
+    word = {"up": "increases", "down": "decreases", "peak": "rises then falls", "flat": "stays about the same"}
+    q = (f"Comparing the {ex['marker']} band in panel {blot['letter']} with viability in panel {bar_v['letter']} "
+         "across the conditions, which statement is supported?")
+    gold = f"The {ex['marker']} band {word[mt]} while viability {word[vt]}"
+    wrong = [f"The {ex['marker']} band {word[a]} while viability {word[b]}" for a in word for b in word]
+    return q, gold, wrong, {"panels": [blot["letter"], bar_v["letter"]], "quantity": "blot_vs_viability"}, 1
+
+
+def _q_qual(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    bar_m, blot = fp["bar_m"], fp["blot"]
+    mt = _trend(ex["marker_level"])
+    t, m = ex["treatment"], ex["marker"]
+    text = {"up": f"{t} increases {m} in a dose-dependent manner",
+            "down": f"{t} suppresses {m} in a dose-dependent manner",
+            "peak": f"{t} raises {m} at intermediate doses but the effect declines at the highest dose",
+            "flat": f"{t} has no clear effect on {m}"}
+    q = (f"Taking panels {bar_m['letter']} and {blot['letter']} together, what is the most plausible conclusion "
+         f"about {t}?")
+    return q, text[mt], list(text.values()), {"panels": [bar_m["letter"], blot["letter"]],
+                                                "quantity": "marker_direction"}, 0
+
+
+def _q_quant(rng, ex: dict[str, Any], fp: dict[str, Any]) -> Question:
+    conds, bar_m = ex["conditions"], fp["bar_m"]
+    v0, v3 = ex["marker_level"][0], ex["marker_level"][3]
+    pct = round((v3 / v0 - 1) * 10) * 10
+
+    def show(p: int) -> str:
+        return f"{'+' if p >= 0 else ''}{p}%"
+    q = (f"According to panel {bar_m['letter']}, by roughly how much does '{conds[3]}' change the {ex['marker']} "
+         f"level relative to '{conds[0]}'?")
+    wrong = [show(pct + d) for d in (-60, -40, 40, 60, 90)] + [show(-pct if pct else 50)]
+    return q, show(pct), wrong, {"panel": bar_m["letter"], "quantity": "pct_change", "from": conds[0],
+                                 "to": conds[3]}, 0
+
+
+_QUESTIONS = {"NP": _q_np, "MP": _q_mp, "IL": _q_il, "TA": _q_ta, "HI": _q_hi, "Qual": _q_qual}
+
+
 def make_question(rng, task: str, fig: dict[str, Any]) -> dict[str, Any]:
     ex, panels = fig["experiment"], fig["panels"]
-    conds = ex["conditions"]
-    {p["letter"]: p for p in panels}
-    stain1 = [p for p in panels if p["type"] == "stain" and p["set"] == 1]
-    bar_m = next(p for p in panels if p["type"] == "bar" and p["series"] == "marker")
-    bar_v = next(p for p in panels if p["type"] == "bar" and p["series"] == "viability")
-    blot = next(p for p in panels if p["type"] == "blot")
-    line = next(p for p in panels if p["type"] == "line")
-    target: dict[str, Any] = {}
-    n_rel = 0
-    if task == "NP":
-        if rng.random() < 0.6:
-            i = rng.randrange(4)
-            v = ex["marker_level"][i]
-            q = f"In panel {bar_m['letter']}, what is the approximate mean {ex['marker']} level of the '{conds[i]}' group?"
-            gold = _fmt(v)
-            wrong = [_fmt(v * f) for f in (0.5, 0.7, 1.4, 1.8, 2.3)]
-            target = {"panel": bar_m["letter"], "quantity": "marker_level", "condition": conds[i]}
-        else:
-            c = rng.choice(list(ex["curves"]))
-            v = ex["curves"][c][-1]
-            q = f"In panel {line['letter']}, approximately what value does the '{c}' curve reach at 48 h?"
-            gold = _fmt(v)
-            wrong = [_fmt(v * f) for f in (0.45, 0.65, 1.5, 1.9, 2.4)]
-            target = {"panel": line["letter"], "quantity": "curve_48h", "condition": c}
-    elif task == "MP":
-        p = rng.choice(stain1)
-        names = MORPHS[ex["staining"]]
-        q = f"Which morphology predominates in the staining field of panel {p['letter']}?"
-        gold = names[p["morphology"]]
-        wrong = [v for k, v in names.items() if k != p["morphology"]]
-        target = {"panel": p["letter"], "quantity": "morphology"}
-    elif task == "IL":
-        i = rng.randrange(4)
-        p = stain1[i]
-        q = f"Which panel shows the {ex['stain_names'][0]} staining of the '{conds[i]}' group?"
-        gold = f"Panel {p['letter']}"
-        others = [x for x in panels if x["letter"] != p["letter"]]
-        wrong = [f"Panel {x['letter']}" for x in stain1 if x is not p] + [f"Panel {x['letter']}" for x in others]
-        target = {"panel": p["letter"], "quantity": "condition", "condition": conds[i]}
-    elif task == "TA":
-        k = rng.choice([2, 3, 4, 4])
-        sub = stain1[:k]
-        letters = ", ".join(p["letter"] for p in sub)
-        q = (f"Across panels {letters} (in order of increasing treatment), how does the number of "
-             f"{POSITIVE_COLOUR[ex['staining']]} (positively stained) objects change?")
-        counts = [p["positive"] for p in sub]
-        gold = TREND_TEXT[_trend(counts)]
-        wrong = list(TREND_TEXT.values())
-        n_rel = k - 1
-        target = {"panels": [p["letter"] for p in sub], "quantity": "positive_trend"}
-    elif task == "HI":
-        mt, vt = _trend(ex["blot"]), _trend(ex["viability"])
-        word = {"up": "increases", "down": "decreases", "peak": "rises then falls", "flat": "stays about the same"}
-        q = (f"Comparing the {ex['marker']} band in panel {blot['letter']} with viability in panel {bar_v['letter']} "
-             "across the conditions, which statement is supported?")
-        gold = f"The {ex['marker']} band {word[mt]} while viability {word[vt]}"
-        wrong = [f"The {ex['marker']} band {word[a]} while viability {word[b]}" for a in word for b in word]
-        n_rel = 1
-        target = {"panels": [blot["letter"], bar_v["letter"]], "quantity": "blot_vs_viability"}
-    elif task == "Qual":
-        mt = _trend(ex["marker_level"])
-        t, m = ex["treatment"], ex["marker"]
-        text = {"up": f"{t} increases {m} in a dose-dependent manner",
-                "down": f"{t} suppresses {m} in a dose-dependent manner",
-                "peak": f"{t} raises {m} at intermediate doses but the effect declines at the highest dose",
-                "flat": f"{t} has no clear effect on {m}"}
-        q = (f"Taking panels {bar_m['letter']} and {blot['letter']} together, what is the most plausible conclusion "
-             f"about {t}?")
-        gold = text[mt]
-        wrong = list(text.values())
-        target = {"panels": [bar_m["letter"], blot["letter"]], "quantity": "marker_direction"}
-    else:  # Quant
-        v0, v3 = ex["marker_level"][0], ex["marker_level"][3]
-        pct = round((v3 / v0 - 1) * 10) * 10
-        def show(p: int) -> str:
-            return f"{'+' if p >= 0 else ''}{p}%"
-        q = (f"According to panel {bar_m['letter']}, by roughly how much does '{conds[3]}' change the {ex['marker']} "
-             f"level relative to '{conds[0]}'?")
-        gold = show(pct)
-        wrong = [show(pct + d) for d in (-60, -40, 40, 60, 90)] + [show(-pct if pct else 50)]
-        target = {"panel": bar_m["letter"], "quantity": "pct_change", "from": conds[0], "to": conds[3]}
+    fp = {"panels": panels, "stain1": [p for p in panels if p["type"] == "stain" and p["set"] == 1],
+          "bar_m": next(p for p in panels if p["type"] == "bar" and p["series"] == "marker"),
+          "bar_v": next(p for p in panels if p["type"] == "bar" and p["series"] == "viability"),
+          "blot": next(p for p in panels if p["type"] == "blot"),
+          "line": next(p for p in panels if p["type"] == "line")}
+    q, gold, wrong, target, n_rel = _QUESTIONS.get(task, _q_quant)(rng, ex, fp)  # any other task: Quant
     opts, ans = _mc(rng, gold, wrong)
     return {"question": q, "options": opts, "answer": ans, "target": target, "n_relations": n_rel}
 
