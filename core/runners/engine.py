@@ -267,12 +267,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     if s.strategy == "ssa":
         config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path)
     sink.ensure_run(s.run, s.benchmark, config)
-    if s.retry_errors:
-        todo_keys = sink.done_keys(s.run, statuses=("api_error",))
-        pending = [t for t in tasks if t.key in todo_keys]
-    else:
-        done = sink.done_keys(s.run, statuses=("ok", "invalid", "api_error"))
-        pending = [t for t in tasks if t.key not in done]
+    pending = _pending(sink, s, tasks)
     sink.set_run_status(s.run, "running")
     bar = _Progress(len(pending), s.progress, progress)
     status = "done"
@@ -303,19 +298,34 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     send_seconds = time.perf_counter() - t_send
     left = sink.done_keys(s.run, statuses=("api_error",))
     sink.set_run_status(s.run, status)
+    return _summary(s, model_id, status, len(tasks), len(pending), bar, len(left), t0, send_seconds, warnings)
+
+
+def _pending(sink: Any, s: RunSettings, tasks: list[Task]) -> list[Task]:
+    """The tasks still to send: those without a prediction, or with `retry_errors` those stored as api_error."""
+    if s.retry_errors:
+        todo_keys = sink.done_keys(s.run, statuses=("api_error",))
+        return [t for t in tasks if t.key in todo_keys]
+    done = sink.done_keys(s.run, statuses=("ok", "invalid", "api_error"))
+    return [t for t in tasks if t.key not in done]
+
+
+def _summary(s: RunSettings, model_id: str, status: str, n_tasks: int, n_pending: int, bar: _Progress,
+             n_left: int, t0: float, send_seconds: float, warnings: list[str]) -> dict[str, Any]:
+    """The run's summary dict, with `line`, the one-line summary the CLI prints."""
     seconds = time.perf_counter() - t0
     summary: dict[str, Any] = {
         "run": s.run, "benchmark": s.benchmark, "runner": s.runner, "model": model_id, "status": status,
-        "tasks": len(tasks), "skipped": len(tasks) - len(pending), "sent": bar.done, **bar.counts,
-        "api_error_stored": len(left), "seconds": round(time.perf_counter() - t0, 3),
+        "tasks": n_tasks, "skipped": n_tasks - n_pending, "sent": bar.done, **bar.counts,
+        "api_error_stored": n_left, "seconds": round(time.perf_counter() - t0, 3),
         "send_seconds": round(send_seconds, 3), "warnings": warnings,
     }
     rate = f", {bar.done / seconds:.1f}/s" if seconds > 0 and bar.done else ""
     summary["line"] = (
         f"run {s.run!r} {status}: {bar.done} answered now ({bar.counts['ok']} ok, {bar.counts['invalid']} invalid, "
-        f"{bar.counts['api_error']} api_error), {summary['skipped']} already done, {len(tasks)} keys in all, "
+        f"{bar.counts['api_error']} api_error), {summary['skipped']} already done, {n_tasks} keys in all, "
         f"{summary['seconds']:.1f} s{rate}"
-        + (f"; {len(left)} api_error stored (re-send them with --retry-errors)" if left else "")
+        + (f"; {n_left} api_error stored (re-send them with --retry-errors)" if n_left else "")
         + "".join(f"; warning: {w}" for w in warnings))
     return summary
 
