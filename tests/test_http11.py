@@ -211,6 +211,30 @@ def test_status_errors_map_to_the_sdk_types():
     assert all("injected" in o.error for o in out)
 
 
+@pytest.mark.parametrize("status, name", [
+    (401, "AuthenticationError"), (403, "PermissionDeniedError"), (404, "NotFoundError"), (409, "ConflictError"),
+    (422, "UnprocessableEntityError"), (418, "APIStatusError"), (503, "InternalServerError"),
+])
+@pytest.mark.parametrize("transport", ["lean", "sdk"])
+def test_the_sdk_table_of_status_errors(status, name, transport, monkeypatch):
+    # the lean client's mapping gives what the SDK itself gives for the same answer
+    monkeypatch.setenv(TRANSPORT_ENV, transport)
+    err = b'{"error": {"message": "told so", "type": "t"}}'
+    raw = b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n\r\n%s" % (status, len(err), err)
+
+    async def main():
+        async with RawServer(lambda n, c, b: raw) as srv:
+            r = OpenAIRunner(srv.url, "m", api_key_env="", max_retries=0)
+            r.prepare()
+            assert r.transport == transport
+            out = await r.acall(REQ)
+            await r.aclose()
+            return out
+
+    out = asyncio.run(main())
+    assert out.error == f"{name} {status}: Error code: {status} - told so", out.error
+
+
 def test_silence_is_a_timeout_and_refusal_a_connection_error():
     async def main():
         async with RawServer(lambda n, c, b: "hang") as srv:
