@@ -18,6 +18,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,205 +124,251 @@ def groups_of(db: Path, bench: str) -> list[str]:
         s.close()
 
 
+@dataclass(slots=True)
+class Shots:
+    """What every picture needs: the page, the store, and the groups the views open."""
+
+    page: Any
+    db: Path
+    fq1: str
+    fq2: str
+    sb: str
+    spur: str
+
+
+def take_browse_list(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    page.locator("#cc-browse-list [role=gridcell]").first.wait_for(timeout=60_000)
+    time.sleep(1.0)
+    page.screenshot(path=str(p))
+
+
+def take_browse_filtered(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    page.locator("#cc-browse-pattern input").click()
+    page.get_by_role("option").nth(1).click()
+    time.sleep(2.0)
+    page.screenshot(path=str(p))
+    page.locator("#cc-browse-pattern input").click()
+    page.get_by_role("option").first.click()
+    time.sleep(1.0)
+
+
+def take_view_fq1(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    open_group(page, c.fq1, ".cc-cols")
+    shot_view(page, p)
+
+
+def take_view_fullsize(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    open_group(page, c.fq1, ".cc-zoom")
+    page.locator(f"{VIEW} .cc-zoom summary").first.click()
+    page.locator(f"{VIEW} .cc-zoom[open] .cc-full img").first.wait_for(timeout=10_000)
+    time.sleep(0.8)
+    page.screenshot(path=str(p))
+    page.keyboard.press("Escape")
+
+
+def take_view_fq2(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    open_group(page, c.fq2, ".cc-cols")
+    shot_view(page, p)
+
+
+def take_browse_audit(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    acc = page.locator("#cc-audit")
+    acc.scroll_into_view_if_needed()
+    if page.locator("#cc-audit-list-btn").is_hidden():
+        acc.locator("button").first.click()
+    page.locator("#cc-audit-list-btn").click()
+    page.locator("#cc-audit-list table").wait_for(timeout=60_000)
+    time.sleep(0.8)
+    acc.screenshot(path=str(p))
+
+
+def take_view_stembind(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    pick_benchmark(page, "stembind")
+    open_group(page, c.sb, ".cc-cat")
+    shot_view(page, p)
+
+
+def take_view_spur(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    pick_benchmark(page, "spur")
+    open_group(page, c.spur, ".cc-cols, .cc-section")
+    shot_view(page, p)
+
+
+def take_view_generic(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Browse")
+    pick_benchmark(page, "mm")
+    open_group(page, "mm-0", ".cc-cols")
+    shot_view(page, p)
+
+
+def take_compare(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Compare")
+    pick_benchmark(page, "frameevidence")
+    tab(page, "Compare")
+    page.locator("#cc-compare-go").click()
+    page.locator("#cc-compare-changed [role=gridcell]").first.wait_for(timeout=90_000)
+    time.sleep(1.0)
+    page.screenshot(path=str(p), full_page=True)
+
+
+def take_compare_view(c: Shots, p: Path) -> None:
+    page = c.page
+    page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
+    page.locator("#cc-compare-view [data-group]").wait_for(timeout=60_000)
+    time.sleep(1.0)
+    page.locator("#cc-compare-view").screenshot(path=str(p))
+
+
+def take_data_validation(c: Shots, p: Path) -> None:
+    page = c.page
+    pick_benchmark(page, "stembind")
+    tab(page, "Data")
+    page.get_by_text("Predictions (JSONL or CSV) into a run").click()
+    fill(page, "cc-data-run", "imported-run")
+    bad = Path(tempfile.mkdtemp(prefix="cc-shots-")) / "bad_preds.jsonl"
+    items = groups_of(c.db, "stembind")
+    bad.write_text(json.dumps({"item_id": f"{items[0]}-F", "response": "A"}) + "\n"
+                   + json.dumps({"item_id": f"{items[0]}-R", "response": "B", "rotation": 9}) + "\n",
+                   encoding="utf-8")
+    try:
+        page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
+        page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
+        page.locator("#cc-data-validate").click()
+        page.locator("#cc-data-verdict").wait_for(timeout=60_000)
+    finally:
+        bad.unlink()
+        bad.parent.rmdir()
+    time.sleep(0.8)
+    page.screenshot(path=str(p))
+
+
+def take_judge_tab(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Judge")
+    fill(page, "jd-who", "ann-d")
+    page.locator("#jd-start").click()
+    page.locator("#jd-view table").first.wait_for(timeout=60_000)
+    time.sleep(1.0)
+    page.screenshot(path=str(p), full_page=True)
+
+
+def take_judge_trace_unblind(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Judge")
+    blind = page.locator("#jd-blind input[type=checkbox]")
+    if blind.is_checked():
+        blind.click()
+    time.sleep(1.5)
+    page.screenshot(path=str(p), full_page=True)
+    blind.click()
+
+
+def take_calibration(c: Shots, p: Path) -> None:
+    page = c.page
+    tab(page, "Calibration")
+    page.wait_for_function("() => ((document.querySelector('#cb-summary') || {}).innerText || '')"
+                           ".trim().length > 40", timeout=120_000)
+    time.sleep(1.5)
+    page.screenshot(path=str(p), full_page=True)
+
+
+def take_run_midrun(c: Shots, p: Path) -> None:
+    page = c.page
+    from chat_server import ChatServer
+
+    with ChatServer(latency=0.15) as chat:
+        pick_benchmark(page, "frameevidence")
+        tab(page, "Run")
+        fill(page, "cc-run-name", "qwen-vl-direct-demo")
+        page.get_by_text("OpenAI-compatible server").click()
+        fill(page, "cc-run-base-url", chat.base_url)
+        fill(page, "cc-run-api-model", "Qwen/Qwen2.5-VL-7B-Instruct")
+        fill(page, "cc-run-key-env", "")
+        page.locator("#cc-run-start").click()
+        deadline = time.time() + 60
+        prog = page.locator("#cc-run-progress")
+        while time.time() < deadline and int(prog.get_attribute("data-done") or 0) < 40:
+            time.sleep(0.25)
+        page.screenshot(path=str(p))
+        page.locator("#cc-run-cancel").click()
+        time.sleep(1.0)
+
+
+def take_metrics(bench: str, table: str, section: str | None) -> Callable[[Shots, Path], None]:
+    def take(c: Shots, p: Path) -> None:
+        metrics(c.page, bench, table, section)
+        c.page.screenshot(path=str(p))
+    return take
+
+
+# Every picture, in the order taken (compare_view opens a row of the table compare leaves on the page).
+SHOTS: tuple[tuple[str, Callable[[Shots, Path], None]], ...] = (
+    ("browse_list", take_browse_list),
+    ("browse_filtered", take_browse_filtered),
+    ("view_fq1", take_view_fq1),
+    ("view_fullsize", take_view_fullsize),
+    ("view_fq2", take_view_fq2),
+    ("browse_audit", take_browse_audit),
+    ("compare", take_compare),
+    ("compare_view", take_compare_view),
+    ("metrics_frameevidence", take_metrics("frameevidence", "fe_table4", None)),
+    ("metrics_frameevidence_figure5", take_metrics("frameevidence", "fe_table4", "Figure 5")),
+    ("metrics_stembind", take_metrics("stembind", "sb_leaderboard", None)),
+    ("metrics_stembind_ssa", take_metrics("stembind", "sb_leaderboard", "SSA")),
+    ("metrics_spur", take_metrics("spur", "spur_table3", None)),
+    ("metrics_spur_breakdowns", take_metrics("spur", "spur_table3", "Breakdowns")),
+    ("view_stembind", take_view_stembind),
+    ("view_spur", take_view_spur),
+    ("view_generic", take_view_generic),
+    ("data_validation", take_data_validation),
+    ("judge_tab", take_judge_tab),
+    ("judge_trace_unblind", take_judge_trace_unblind),
+    ("calibration", take_calibration),
+    ("run_midrun", take_run_midrun),
+)
+
+
 def take_all(url: str, db: Path, out: Path, only: set[str]) -> list[str]:
+    """Take every picture of SHOTS (those named in `only`, when given) into `out`; the names that failed."""
     failed: list[str] = []
     fe_groups = groups_of(db, "frameevidence")
-    fq1 = next(g for g in fe_groups if "fq1" in g)
-    fq2 = next(g for g in fe_groups if "fq2" in g)
-    sb = groups_of(db, "stembind")[1]
-    spur = groups_of(db, "spur")[0]
     with browser() as b:
         page = b.new_page(viewport={"width": WIDTH, "height": HEIGHT}, accept_downloads=True)
         page.goto(url)
         page.locator("#cc-browse-list").wait_for(timeout=60_000)
         time.sleep(1.5)
-
-        def shot(name: str, fn: Callable[[Path], None]) -> None:
+        c = Shots(page=page, db=db, fq1=next(g for g in fe_groups if "fq1" in g),
+                  fq2=next(g for g in fe_groups if "fq2" in g), sb=groups_of(db, "stembind")[1],
+                  spur=groups_of(db, "spur")[0])
+        for name, take in SHOTS:
             if only and name not in only:
-                return
+                continue
             path = out / f"{name}.png"
             t0 = time.time()
             try:
-                fn(path)
+                take(c, path)
                 print(f"{name}.png  {time.time() - t0:.1f} s", flush=True)
             except Exception:  # noqa: BLE001 - report and go on with the other pictures
                 failed.append(name)
                 print(f"{name}.png  FAILED\n{traceback.format_exc()}", file=sys.stderr, flush=True)
-
-        def browse_list(p: Path) -> None:
-            tab(page, "Browse")
-            page.locator("#cc-browse-list [role=gridcell]").first.wait_for(timeout=60_000)
-            time.sleep(1.0)
-            page.screenshot(path=str(p))
-
-        def browse_filtered(p: Path) -> None:
-            tab(page, "Browse")
-            page.locator("#cc-browse-pattern input").click()
-            page.get_by_role("option").nth(1).click()
-            time.sleep(2.0)
-            page.screenshot(path=str(p))
-            page.locator("#cc-browse-pattern input").click()
-            page.get_by_role("option").first.click()
-            time.sleep(1.0)
-
-        def view_fq1(p: Path) -> None:
-            tab(page, "Browse")
-            open_group(page, fq1, ".cc-cols")
-            shot_view(page, p)
-
-        def view_fullsize(p: Path) -> None:
-            tab(page, "Browse")
-            open_group(page, fq1, ".cc-zoom")
-            page.locator(f"{VIEW} .cc-zoom summary").first.click()
-            page.locator(f"{VIEW} .cc-zoom[open] .cc-full img").first.wait_for(timeout=10_000)
-            time.sleep(0.8)
-            page.screenshot(path=str(p))
-            page.keyboard.press("Escape")
-
-        def view_fq2(p: Path) -> None:
-            tab(page, "Browse")
-            open_group(page, fq2, ".cc-cols")
-            shot_view(page, p)
-
-        def browse_audit(p: Path) -> None:
-            tab(page, "Browse")
-            acc = page.locator("#cc-audit")
-            acc.scroll_into_view_if_needed()
-            if page.locator("#cc-audit-list-btn").is_hidden():
-                acc.locator("button").first.click()
-            page.locator("#cc-audit-list-btn").click()
-            page.locator("#cc-audit-list table").wait_for(timeout=60_000)
-            time.sleep(0.8)
-            acc.screenshot(path=str(p))
-
-        def view_stembind(p: Path) -> None:
-            tab(page, "Browse")
-            pick_benchmark(page, "stembind")
-            open_group(page, sb, ".cc-cat")
-            shot_view(page, p)
-
-        def view_spur(p: Path) -> None:
-            tab(page, "Browse")
-            pick_benchmark(page, "spur")
-            open_group(page, spur, ".cc-cols, .cc-section")
-            shot_view(page, p)
-
-        def view_generic(p: Path) -> None:
-            tab(page, "Browse")
-            pick_benchmark(page, "mm")
-            open_group(page, "mm-0", ".cc-cols")
-            shot_view(page, p)
-
-        def compare(p: Path) -> None:
-            tab(page, "Compare")
-            pick_benchmark(page, "frameevidence")
-            tab(page, "Compare")
-            page.locator("#cc-compare-go").click()
-            page.locator("#cc-compare-changed [role=gridcell]").first.wait_for(timeout=90_000)
-            time.sleep(1.0)
-            page.screenshot(path=str(p), full_page=True)
-
-        def compare_view(p: Path) -> None:
-            page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
-            page.locator("#cc-compare-view [data-group]").wait_for(timeout=60_000)
-            time.sleep(1.0)
-            page.locator("#cc-compare-view").screenshot(path=str(p))
-
-        for name, bench, table, section in (
-                ("metrics_frameevidence", "frameevidence", "fe_table4", None),
-                ("metrics_frameevidence_figure5", "frameevidence", "fe_table4", "Figure 5"),
-                ("metrics_stembind", "stembind", "sb_leaderboard", None),
-                ("metrics_stembind_ssa", "stembind", "sb_leaderboard", "SSA"),
-                ("metrics_spur", "spur", "spur_table3", None),
-                ("metrics_spur_breakdowns", "spur", "spur_table3", "Breakdowns")):
-            def fn(p: Path, bench: str = bench, table: str = table, section: str | None = section) -> None:
-                metrics(page, bench, table, section)
-                page.screenshot(path=str(p))
-            if name == "metrics_frameevidence":
-                shot("browse_list", browse_list)
-                shot("browse_filtered", browse_filtered)
-                shot("view_fq1", view_fq1)
-                shot("view_fullsize", view_fullsize)
-                shot("view_fq2", view_fq2)
-                shot("browse_audit", browse_audit)
-                shot("compare", compare)
-                shot("compare_view", compare_view)
-            shot(name, fn)
-        shot("view_stembind", view_stembind)
-        shot("view_spur", view_spur)
-        shot("view_generic", view_generic)
-
-        def data_validation(p: Path) -> None:
-            pick_benchmark(page, "stembind")
-            tab(page, "Data")
-            page.get_by_text("Predictions (JSONL or CSV) into a run").click()
-            fill(page, "cc-data-run", "imported-run")
-            bad = Path(tempfile.mkdtemp(prefix="cc-shots-")) / "bad_preds.jsonl"
-            items = groups_of(db, "stembind")
-            bad.write_text(json.dumps({"item_id": f"{items[0]}-F", "response": "A"}) + "\n"
-                           + json.dumps({"item_id": f"{items[0]}-R", "response": "B", "rotation": 9}) + "\n",
-                           encoding="utf-8")
-            try:
-                page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
-                page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
-                page.locator("#cc-data-validate").click()
-                page.locator("#cc-data-verdict").wait_for(timeout=60_000)
-            finally:
-                bad.unlink()
-                bad.parent.rmdir()
-            time.sleep(0.8)
-            page.screenshot(path=str(p))
-
-        def judge_tab(p: Path) -> None:
-            tab(page, "Judge")
-            fill(page, "jd-who", "ann-d")
-            page.locator("#jd-start").click()
-            page.locator("#jd-view table").first.wait_for(timeout=60_000)
-            time.sleep(1.0)
-            page.screenshot(path=str(p), full_page=True)
-
-        def judge_trace_unblind(p: Path) -> None:
-            tab(page, "Judge")
-            blind = page.locator("#jd-blind input[type=checkbox]")
-            if blind.is_checked():
-                blind.click()
-            time.sleep(1.5)
-            page.screenshot(path=str(p), full_page=True)
-            blind.click()
-
-        def calibration(p: Path) -> None:
-            tab(page, "Calibration")
-            page.wait_for_function("() => ((document.querySelector('#cb-summary') || {}).innerText || '')"
-                                   ".trim().length > 40", timeout=120_000)
-            time.sleep(1.5)
-            page.screenshot(path=str(p), full_page=True)
-
-        shot("data_validation", data_validation)
-        shot("judge_tab", judge_tab)
-        shot("judge_trace_unblind", judge_trace_unblind)
-        shot("calibration", calibration)
-
-        def run_midrun(p: Path) -> None:
-            from chat_server import ChatServer
-
-            with ChatServer(latency=0.15) as chat:
-                pick_benchmark(page, "frameevidence")
-                tab(page, "Run")
-                fill(page, "cc-run-name", "qwen-vl-direct-demo")
-                page.get_by_text("OpenAI-compatible server").click()
-                fill(page, "cc-run-base-url", chat.base_url)
-                fill(page, "cc-run-api-model", "Qwen/Qwen2.5-VL-7B-Instruct")
-                fill(page, "cc-run-key-env", "")
-                page.locator("#cc-run-start").click()
-                deadline = time.time() + 60
-                prog = page.locator("#cc-run-progress")
-                while time.time() < deadline and int(prog.get_attribute("data-done") or 0) < 40:
-                    time.sleep(0.25)
-                page.screenshot(path=str(p))
-                page.locator("#cc-run-cancel").click()
-                time.sleep(1.0)
-
-        shot("run_midrun", run_midrun)
     return failed
 
 
