@@ -22,13 +22,17 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from core import families, stats
+from core.comparison import _paired
 from core.errors import MetricUndefined
+from core.families.frameevidence.compare import _compare_frameevidence
+from core.families.generic.compare import _generic_arrays
+from core.families.spur.compare import _spur_arrays
+from core.families.stembind.compare import _stembind_arrays
 from core.gcpause import gc_paused
-from core.schema import Rate, RunData, to_jsonable
+from core.schema import RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
 ALL_SPLITS = "all"  # the `--split` value that scores every split
@@ -153,133 +157,3 @@ def compare_runs(items: pd.DataFrame, run: RunData, other: RunData, split: str |
     table = builders[run.family](items, run, other)
     return {"other": other.name, **_paired(table, draws, seed)}
 
-
-def _paired(table: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | str, draws: int,
-            seed: int | None) -> dict[str, Rate]:
-    """{metric: Rate(this - other, n = clusters, ci)} from per-cluster (k_this, n_this, k_other, n_other)."""
-    if isinstance(table, str):
-        return {"reason": table}  # type: ignore[dict-item]
-    out: dict[str, Rate] = {}
-    names = list(table)
-    if not names:
-        return out
-    kt, nt, ko, no = (np.column_stack([table[m][i] for m in names]).astype(float) for i in range(4))
-    n_clusters = kt.shape[0]
-    defined = [j for j in range(len(names)) if nt[:, j].sum() > 0 and no[:, j].sum() > 0]
-    lo = hi = None
-    if seed is not None and defined and n_clusters:
-        lo, hi = stats.cluster_bootstrap_diff(kt[:, defined], nt[:, defined], ko[:, defined], no[:, defined],
-                                              draws=draws, seed=seed)
-    for j, name in enumerate(names):
-        if j not in defined:
-            out[name] = Rate.undefined(f"{name} is undefined for {'this run' if nt[:, j].sum() == 0 else 'the other run'}"
-                                       " on the groups both runs answered")
-            continue
-        rate = Rate(float(kt[:, j].sum() / nt[:, j].sum() - ko[:, j].sum() / no[:, j].sum()), n=int(
-            np.count_nonzero((nt[:, j] > 0) | (no[:, j] > 0))))
-        if lo is not None and hi is not None:
-            i = defined.index(j)
-            if np.isfinite(lo[i]) and np.isfinite(hi[i]):
-                rate.ci = (float(lo[i]), float(hi[i]))
-        out[name] = rate
-    return out
-
-
-def _per_cluster(keys: np.ndarray, index: pd.Index, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Sums of each value column per cluster key, aligned on `index` (absent clusters give 0)."""
-    frame = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in values.items()})
-    summed = frame.groupby(keys).sum().reindex(index, fill_value=0.0)
-    return {k: summed[k].to_numpy(dtype=float) for k in values}
-
-
-def _item_pairs(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Outcomes (item_id, group_id, correct) of two runs on the items both answered: correct_t, correct_o."""
-    both = a[["item_id", "group_id", "correct"]].merge(b[["item_id", "correct"]], on="item_id",
-                                                       suffixes=("_t", "_o"))
-    both["correct_t"] = both["correct_t"].astype(bool)
-    both["correct_o"] = both["correct_o"].astype(bool)
-    return both
-
-
-def _masked(both: pd.DataFrame, masks: dict[str, np.ndarray], index: pd.Index
-            ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    ct, co = both["correct_t"].to_numpy(), both["correct_o"].to_numpy()
-    values: dict[str, np.ndarray] = {}
-    for name, m in masks.items():
-        values[f"{name}/k_t"], values[f"{name}/k_o"], values[f"{name}/n"] = m & ct, m & co, m
-    sums = _per_cluster(both["group_id"].to_numpy(), index, values)
-    return {name: (sums[f"{name}/k_t"], sums[f"{name}/n"], sums[f"{name}/k_o"], sums[f"{name}/n"]) for name in masks}
-
-
-def _stembind_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.families.stembind import metrics as sb
-
-    oa, ob = sb.item_outcomes(items, run), sb.item_outcomes(items, other)
-    both = _item_pairs(oa, ob)
-    if both.empty:
-        return "no item answered by both runs"
-    ta, tb = sb.stem_table(items, oa), sb.stem_table(items, ob)
-    index = pd.Index(sorted(set(both["group_id"]) | set(ta.index[ta["complete"]])), name="group_id")
-    kinds = both["item_id"].map(dict(zip(items["item_id"], items["kind"], strict=True)))
-    out = _masked(both, {f"{k.lower()}_accuracy": (kinds == k).to_numpy() for k in sb.KINDS}, index)
-    done = (ta["complete"] & tb["complete"]).reindex(index, fill_value=False).to_numpy(dtype=bool)
-    ta, tb = ta.reindex(index), tb.reindex(index)
-
-    def flags(t: pd.DataFrame, col: str) -> np.ndarray:
-        return t[col].fillna(False).to_numpy(dtype=bool) & done
-
-    cond_t, cond_o = flags(ta, "p_all") & flags(ta, "r"), flags(tb, "p_all") & flags(tb, "r")
-    out["binding_gap"] = (cond_t & ~flags(ta, "f"), cond_t, cond_o & ~flags(tb, "f"), cond_o)
-    out["stem_coherent"] = (cond_t & flags(ta, "f"), done, cond_o & flags(tb, "f"), done)
-    return out
-
-
-def _spur_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.families.spur import metrics as spur
-
-    both = _item_pairs(spur.item_outcomes(items, run), spur.item_outcomes(items, other))
-    if both.empty:
-        return "no item answered by both runs"
-    kinds = both["item_id"].map(dict(zip(items["item_id"], items["kind"], strict=True))).to_numpy()
-    stage = np.array([spur.STAGE_OF.get(k) for k in kinds], dtype=object)
-    masks = {f"tasks.{t}": kinds == t for t in spur.TASKS}
-    masks.update({s: stage == s for s in spur.STAGES})
-    masks["overall"] = np.array([s is not None for s in stage])
-    return _masked(both, masks, pd.Index(sorted(set(both["group_id"]))))
-
-
-def _generic_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.metrics import common
-
-    def base(r: RunData) -> pd.DataFrame:
-        return common.select(common.join(items, r.preds), rotation=0, repeat=0)
-
-    both = _item_pairs(base(run), base(other))
-    if both.empty:
-        return "no item answered by both runs at rotation 0, repeat 0"
-    index = pd.Index(sorted(set(both["group_id"])))
-    out = _masked(both, {"accuracy": np.ones(len(both), dtype=bool)}, index)
-    per = both.groupby("group_id")[["correct_t", "correct_o"]].all().reindex(index)
-    ones = np.ones(len(index))
-    out["group_exact_match"] = (per["correct_t"].to_numpy(dtype=float), ones, per["correct_o"].to_numpy(dtype=float),
-                                ones)
-    return out
-
-
-def _compare_frameevidence(items: pd.DataFrame, run: RunData, other: RunData, split: str | None, draws: int,
-                           seed: int | None, clustering: stats.Clustering | None = None) -> dict[str, Any]:
-    from core.families.frameevidence import metrics as fe
-
-    # run_b - run_a = this - other
-    raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed, clustering=clustering)
-    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": int(raw.get("clusters", 0))}
-    for m in fe.COMPARED:
-        entry = raw[m]
-        diff = entry["difference"] if isinstance(entry, dict) else entry
-        if diff.value is None:
-            out[m] = Rate.undefined(diff.reason or "undefined")
-            continue
-        rate = Rate(diff.value, n=int(raw.get("clusters", 0)))
-        rate.ci = diff.ci
-        out[m] = rate
-    return out

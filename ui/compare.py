@@ -9,8 +9,8 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from core import comparison, stats
 from core import groups as core_groups
-from core import stats
 from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
@@ -65,10 +65,10 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
     return {
         "family": bd.family,
-        "turnover": core_groups.turnover(bd.family, full, rda, rdb, split=split_v),
+        "turnover": comparison.turnover(bd.family, full, rda, rdb, split=split_v),
         "transitions": trans,
         "counts": core_groups.transition_counts(trans),
-        "differences": core_groups.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws,
+        "differences": comparison.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws,
                                                       clustering=clustering if bd.family == "frameevidence" else None),
         "clusters": clustering.label if clustering is not None and bd.family == "frameevidence" else "groups",
     }

@@ -1,0 +1,29 @@
+"""Generic-family tables of the Metrics tab and the exports (core.report_tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.report_tables import (
+    Row,
+    RunScore,
+    Table,
+    _cell,
+    _keys,
+    get,
+    run_table,
+)
+
+# ---- generic -------------------------------------------------------------------------------------------------
+
+
+def generic_tables(runs: Sequence[RunScore]) -> list[Table]:
+    out = [run_table("generic_main", "Accuracy, macro P / R / F1, group exact match", runs, [
+        ("Acc", ("accuracy",)), ("P", ("macro_precision",)), ("R", ("macro_recall",)), ("F1", ("macro_f1",)),
+        ("GEM", ("group_exact_match",)), ("Vanilla", ("vanilla",)), ("Circular", ("circular",)),
+        ("Consistency", ("consistency",))])]
+    kinds = _keys(runs, ("per_kind",))
+    out.append(Table("generic_kinds", "Accuracy per kind", ["Kind", "Run"], ["Acc"],
+                     [Row([k, r.name], [_cell(r, ("per_kind", k))], r.name, r.synthetic)
+                      for k in kinds for r in runs if get(r.metrics, ("per_kind", k)) is not None]))
+    return [t for t in out if not t.empty]
