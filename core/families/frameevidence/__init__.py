@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from core.families.frameevidence.vocab import FQ1_VARIANTS, VARIANTS
 from core.report import Report
 from core.schema import Item, RunData
 
 NAME = "frameevidence"
 PARSER = "letter"
-KINDS = {"FQ1": ("cam", "obj", "scene"), "FQ2": ("mss", "del", "add")}
+KINDS = VARIANTS  # kind -> its variants
 # 000 §3 "Each item ... contains one to five images"; §4.1 "FQ1 reuses two to four ordered images", "FQ2 starts
 # from two to four MSS images, then changes the set size by one" (so a deletion shows 1-3, an addition 3-5).
 ITEM_IMAGES = (1, 5)
@@ -93,7 +94,7 @@ def _validate_fq1(gid: str, g: dict[str, Item], file: str, report: Report) -> No
         if g[v].options != cam.options:
             report.error(file, g[v].line, "options", f"FQ1 group {gid!r}: {v} must have the same options as cam "
                          f"(line {cam.line})")
-    if len({g[v].answer for v in ("cam", "obj", "scene")}) < 2:
+    if len({g[v].answer for v in FQ1_VARIANTS}) < 2:
         report.error(file, cam.line, "answer", f"FQ1 group {gid!r}: expected at least two distinct gold answers "
                      "across cam / obj / scene")
 

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from core import stats
 from core.errors import MetricUndefined
+from core.families.frameevidence.vocab import CLASSES, FQ1, FQ1_VARIANTS, FQ2, FQ2_VARIANTS, VARIANTS
 from core.metrics.common import (
     join,
     joint_random_reference,
@@ -43,11 +44,6 @@ from core.metrics.common import (
 )
 from core.schema import Rate, RunData
 
-CLASSES = "ABCD"
-FQ1, FQ2 = "FQ1", "FQ2"
-FQ1_VARIANTS = ("cam", "obj", "scene")
-FQ2_VARIANTS = ("mss", "del", "add")
-VARIANTS = {FQ1: FQ1_VARIANTS, FQ2: FQ2_VARIANTS}
 FRAME_PAIRS = (("cam", "obj"), ("cam", "scene"), ("obj", "scene"))
 MISSING = "missing"  # status of an item the run never answered (counts as wrong)
 OUTCOMES = ("correct", "insufficient", "wrong", "invalid")

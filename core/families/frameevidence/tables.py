@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.families.frameevidence.vocab import FQ1_VARIANTS, FQ2_VARIANTS
 from core.report_tables import (
     Cell,
     Row,
@@ -46,7 +47,7 @@ def fe_tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> li
         ("DIS", ("dis",)), ("DIS indep.", ("independence", "dis"))],
         note="Independence reference = product of the variant accuracies."))
     out.append(run_table("fe_variants", "Accuracy per variant", runs, [
-        ("Coverage", ("coverage",)), *[(v, ("variant_accuracy", v)) for v in ("cam", "obj", "scene", "mss", "del", "add")],
+        ("Coverage", ("coverage",)), *[(v, ("variant_accuracy", v)) for v in (*FQ1_VARIANTS, *FQ2_VARIANTS)],
         ("FQ1", ("kind_accuracy", "FQ1")), ("FQ2", ("kind_accuracy", "FQ2"))]))
     out.append(run_table("fe_figure5", "Initial vs conditional success (000 Figure 5)", runs, [
         ("Initial (MSS)", ("transitions", "initial")), ("Cond. del", ("transitions", "conditional", "del")),

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.families.spur.vocab import STAGE_OF
 from core.report import Report
 from core.schema import Item, RunData
 
 NAME = "spur"
 PARSER = "letter"
-STAGE_OF_TASK = {"NP": "perception", "MP": "perception", "IL": "perception", "TA": "understanding",
-                 "HI": "understanding", "Qual": "reasoning", "Quant": "reasoning"}
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
     """Every item names one of the seven tasks (001 §2)."""
     for it in items:
-        if it.kind not in STAGE_OF_TASK:
-            report.error(file, it.line, "kind", f"expected one of {', '.join(STAGE_OF_TASK)}, got {it.kind!r}")
+        if it.kind not in STAGE_OF:
+            report.error(file, it.line, "kind", f"expected one of {', '.join(STAGE_OF)}, got {it.kind!r}")
 
 
 def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:

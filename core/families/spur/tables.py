@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from core.families.spur.vocab import STAGES, TASKS
 from core.report_tables import (
     Cell,
     Row,
@@ -19,9 +20,7 @@ from core.report_tables import (
 
 # ---- SPUR (001) ---------------------------------------------------------------------------------------------
 
-SPUR_TASKS = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
-SPUR_STAGES = ("perception", "understanding", "reasoning")
-SPUR_MAIN = [*[(t, ("tasks", t)) for t in SPUR_TASKS], ("Perception", ("perception",)),
+SPUR_MAIN = [*[(t, ("tasks", t)) for t in TASKS], ("Perception", ("perception",)),
              ("Understanding", ("understanding",)), ("Reasoning", ("reasoning",)), ("Overall", ("overall",))]
 
 
@@ -104,7 +103,7 @@ def spur_mcot(runs: Sequence[RunScore]) -> Table:
     rows = []
     for r in runs:
         strategy = str(r.config.get("strategy") or "direct")
-        cells = [Cell(strategy, None, r.name, "text"), *[_cell(r, (s,)) for s in SPUR_STAGES], _cell(r, ("overall",))]
+        cells = [Cell(strategy, None, r.name, "text"), *[_cell(r, (s,)) for s in STAGES], _cell(r, ("overall",))]
         base = direct.get((r.config.get("model"), r.config.get("input_mode")))
         if strategy == "direct":
             cells.append(Cell({"value": None, "reason": "the direct run is the reference"}, None, r.name))

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from core.families.stembind.vocab import KINDS, OPERATIONS
 from core.report import Report
 from core.schema import Item, RunData
 
 NAME = "stembind"
 PARSER = "tag"
-KINDS = ("P", "R", "F")
-OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:

@@ -19,18 +19,20 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.families.stembind.vocab import (
+    DECOMPOSITION,
+    KINDS,
+    NO_FAILURE,
+    OPERATION_FAMILIES,
+    OPERATIONS,
+    SSA_CONTROL,
+    SSA_LEVELS,
+    STAGES,
+)
 from core.metrics.common import join, memoized, positions
-from core.schema import STAGES, Rate, RunData
+from core.schema import Rate, RunData
 
-KINDS = ("P", "R", "F")
-RI_OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel")
-VP_OPERATIONS = ("VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
-OPERATIONS = RI_OPERATIONS + VP_OPERATIONS
-FAMILIES = ("RI", "VP")
-DECOMPOSITION = ("solved", "cant_bind", "cant_reason", "cant_see")
-SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4")
-SSA_CONTROL = "irrelevant"
-NO_FAILURE = "none"
+FAMILIES = OPERATION_FAMILIES
 # App. D.4, Table 25: first decisive error of a trace.
 ERROR_CATEGORIES = (
     "correspondence_drift", "rule_mutation", "distractor_capture", "late_answer_switching",

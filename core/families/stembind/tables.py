@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from core.families.stembind.vocab import DECOMPOSITION, NO_FAILURE, OPERATIONS, SSA_LEVELS, STAGES
 from core.report_tables import (
     Cell,
     Row,
@@ -20,9 +21,6 @@ from core.report_tables import (
 
 # ---- StemBind (002) -----------------------------------------------------------------------------------------
 
-SB_OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
-SB_DECOMP = ("solved", "cant_bind", "cant_reason", "cant_see")
-SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4")
 
 
 def sb_tables(runs: Sequence[RunScore]) -> list[Table]:
@@ -37,7 +35,7 @@ def sb_tables(runs: Sequence[RunScore]) -> list[Table]:
         node = get(next(r for r in runs if r.name == row.run).metrics, ("vg",))
         if reason_of(node) is not None:
             row.cells[6] = Cell(node, ("vg",), row.run)
-    ops = _keys(runs, ("by_operation",), SB_OPERATIONS)
+    ops = _keys(runs, ("by_operation",), OPERATIONS)
     fams = _keys(runs, ("by_family",), ("RI", "VP"))
     rows = []
     for group, names in (("by_family", fams), ("by_operation", ops)):
@@ -51,7 +49,7 @@ def sb_tables(runs: Sequence[RunScore]) -> list[Table]:
     out.append(Table("sb_operations", "Accuracy per operation and RI / VP family", ["Operation", "Run"],
                      ["P", "R", "F", "R−F gap"], rows))
     out.append(run_table("sb_decomposition", "Stem failure decomposition (002 §4.3)", runs, [
-        *[(c.replace("_", " "), ("decomposition", c)) for c in SB_DECOMP],
+        *[(c.replace("_", " "), ("decomposition", c)) for c in DECOMPOSITION],
         ("Stems", ("decomposition", "n_stems")), ("Incomplete", ("decomposition", "n_incomplete")),
         ("R ok | F wrong", ("decomposition", "r_correct_given_f_wrong"))],
         note="Solved: F correct; can't bind: a P and R correct, F wrong; can't reason: a P correct, R wrong; "
@@ -141,9 +139,9 @@ def _text_removed(node: dict[str, Any]) -> str:
 
 
 def sb_l2(runs: Sequence[RunScore]) -> Table:
-    cols = [("Traces", ("l2", "n_traces")), *[(f"StepAcc {s}", ("l2", "step_acc", s)) for s in ("S1", "S2", "S3", "S4")],
+    cols = [("Traces", ("l2", "n_traces")), *[(f"StepAcc {s}", ("l2", "step_acc", s)) for s in STAGES],
             ("Inconsistent", ("l2", "inconsistent")),
-            *[(f"First fail {s}", ("l2", "first_failure", s)) for s in ("S1", "S2", "S3", "S4", "none")]]
+            *[(f"First fail {s}", ("l2", "first_failure", s)) for s in (*STAGES, NO_FAILURE)]]
     t = run_table("sb_stepacc", "L2 StepAcc per stage and first failure (002 §3.3, C.3)", runs, cols,
                   note="From the trace judgements of the run (Judge tab or import-labels).")
     for row in t.rows:
