@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.families.stembind.stages import _flag, first_failure, inconsistent
 from core.families.stembind.vocab import (
     DECOMPOSITION,
     KINDS,
@@ -609,38 +610,6 @@ def isotonic_envelope(correct: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- L2 / L3 (§3.3, §4.4, A.3, C.3)
-
-
-def _flag(value: Any) -> bool | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return None
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("1", "true", "yes", "y", "t"):
-            return True
-        if v in ("0", "false", "no", "n", "f"):
-            return False
-        return None
-    return bool(value)
-
-
-def first_failure(flags: Iterable[bool | None]) -> str:
-    """The first stage marked false walking S1 -> S4 (C.3); unknown stages are stepped over; "none" if none."""
-    for stage, flag in zip(STAGES, flags, strict=False):
-        if flag is False:
-            return stage
-    return NO_FAILURE
-
-
-def inconsistent(flags: Iterable[bool | None]) -> bool:
-    """A stage marked true after an earlier stage marked false (the flags break the S1 -> S4 order)."""
-    seen_false = False
-    for flag in flags:
-        if flag is False:
-            seen_false = True
-        elif flag is True and seen_false:
-            return True
-    return False
 
 
 def _trace_keys(frame: pd.DataFrame) -> pd.DataFrame:
