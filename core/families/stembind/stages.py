@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.families.stembind.vocab import NO_FAILURE, STAGES
+from core.families.stembind.vocab import NO_FAILURE, STAGES, UNDECIDED
 
 
 def _flag(value: Any) -> bool | None:
@@ -24,10 +24,30 @@ def _flag(value: Any) -> bool | None:
     return bool(value)
 
 
-def first_failure(flags: Iterable[bool | None]) -> str:
-    """The first stage marked false walking S1 -> S4 (C.3); unknown stages are stepped over; "none" if none."""
-    for stage, flag in zip(STAGES, flags, strict=False):
-        if flag is False:
+# What first_failure does with a stage whose flag is unknown (None / NaN), walking S1 -> S4:
+SKIP = "skip"  # step over it; a later false stage is the first failure (a judge's flags, 002 App. C.3)
+STOP = "stop"  # stop the scan there and report UNDECIDED (a consensus tie must not move the failure later)
+UNKNOWN_POLICIES = (SKIP, STOP)
+
+
+def first_failure(flags: Iterable[Any], unknown: str = SKIP) -> str:
+    """The first stage marked false walking S1 -> S4 (002 App. C.3), NO_FAILURE ("none") when none is.
+
+    Flags are read as _flag reads them (booleans, 0 / 1, "true" / "0" ...); None, NaN or any other text
+    is an unknown stage, handled by `unknown`: SKIP ("skip", the
+    default: the L2 histogram, a judgement's stored first failure, the Judge tab) steps over it; STOP
+    ("stop": the annotators' consensus in calibration) stops the scan and returns UNDECIDED ("undecided")
+    when an unknown stage comes before the first false one. Either way an unknown stage is never a failure.
+    """
+    if unknown not in UNKNOWN_POLICIES:
+        raise ValueError(f"unknown-stage policy {unknown!r}; expected one of {', '.join(UNKNOWN_POLICIES)}")
+    for stage, value in zip(STAGES, flags, strict=False):
+        flag = _flag(value)
+        if flag is None:
+            if unknown == STOP:
+                return UNDECIDED
+            continue
+        if not flag:
             return stage
     return NO_FAILURE
 
