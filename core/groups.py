@@ -1,11 +1,8 @@
 """Group-level views of runs for Browse and Compare (pure: pandas / numpy over the frames of ARCHITECTURE).
 
-The item outcome is the family's own (so a group's marks agree with its metrics):
-
-- frameevidence: the rotation-0 / repeat-0 prediction (core.families.frameevidence.metrics.frame); an item the run
-  did not answer is "missing" (wrong in the metrics, "not answered" here);
-- stembind, spur: correct only when every prediction of the item is correct (their item_outcomes);
-- generic: the rotation-0 / repeat-0 prediction (core.families.generic.metrics).
+Family-agnostic: the item outcome is the family's own (`outcomes`, `EVERY_PREDICTION` of its package,
+core/families/<name>/groups.py, read through the registry core.families.get), so a group's marks agree with
+its metrics; so are its failure patterns (`PATTERNS`, `group_patterns`).
 
 Failure patterns (SPEC §8, issue 6) are computed per group and per run; a group matches a pattern in a run
 when the run answered it and the rule holds. `any` run of a selection matches when one of them does.
@@ -20,49 +17,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.families.frameevidence import metrics as fe
-from core.families.frameevidence.groups import _fe_patterns, fq2_layout  # noqa: F401 (ui/views)
-from core.families.spur import metrics as sp
-from core.families.spur.groups import _spur_pattern
-from core.families.stembind import metrics as sb
-from core.families.stembind.groups import (  # noqa: F401 (ui/views)
-    CATEGORY_LABELS,
-    CATEGORY_RULES,
-    _decomposition,
-    stem_category,
-)
-from core.metrics import common
+from core import families
+
+# Family names ui/views still reads from here (they live in the family packages)
+from core.families.frameevidence.groups import fq2_layout  # noqa: F401
+from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category  # noqa: F401
 from core.schema import RunData
 
-# (key, label) per family, in display order; COMMON applies to every family.
-PATTERNS: dict[str, list[tuple[str, str]]] = {
-    "frameevidence": [
-        ("fq1_0", "FQ1: 0 of 3 frames correct"),
-        ("fq1_1", "FQ1: 1 of 3 frames correct"),
-        ("fq1_2", "FQ1: 2 of 3 frames correct"),
-        ("fq1_3", "FQ1: all 3 frames correct"),
-        ("fq2_mss_del", "FQ2: MSS right, deletion wrong"),
-        ("fq2_mss_add", "FQ2: MSS right, addition wrong"),
-    ],
-    "stembind": [
-        ("cat_solved", "Stem: solved"),
-        ("cat_cant_bind", "Stem: can't bind (P and R right, F wrong)"),
-        ("cat_cant_reason", "Stem: can't reason (P right, R and F wrong)"),
-        ("cat_cant_see", "Stem: can't see (no P right, F wrong)"),
-    ],
-    "spur": [
-        ("perc_ok_reason_wrong", "Figure: perception right, reasoning wrong"),
-    ],
-    "generic": [
-        ("some_wrong", "Group: some items wrong"),
-        ("all_wrong", "Group: every item wrong"),
-    ],
-}
+# Failure patterns of every family (each family's own are its package's PATTERNS).
 COMMON_PATTERNS = [
     ("invalid", "Has an invalid response"),
     ("api_error", "Has an api_error response"),
 ]
-# The rule of each category, as core.families.stembind.metrics.decompose applies it (002 §4.3 (ii)); views print it.
 TRANSITIONS = ("correct → correct", "correct → wrong", "wrong → correct", "wrong → wrong")
 
 _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
@@ -70,7 +36,7 @@ _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
 
 def patterns(family: str) -> list[tuple[str, str]]:
     """Every failure pattern of `family` as (key, label)."""
-    return [*PATTERNS.get(family, PATTERNS["generic"]), *COMMON_PATTERNS]
+    return [*families.get(family).PATTERNS, *COMMON_PATTERNS]
 
 
 # --------------------------------------------------------------------------- item outcomes
@@ -81,19 +47,11 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
     if items.empty:
         return base.assign(answered=pd.Series(dtype=bool), correct=pd.Series(dtype=bool))
-    if family == "frameevidence":
-        df = fe.frame(items, run, split=None)
-        got = dict(zip(df["item_id"], df["status"] != fe.MISSING, strict=True))
-        ok = dict(zip(df["item_id"], df["correct"], strict=True))
-    elif family in ("stembind", "spur"):
-        out = (sb if family == "stembind" else sp).item_outcomes(items, run)
-        got = {i: True for i in out["item_id"]}
-        ok = dict(zip(out["item_id"], out["correct"], strict=True))
-    else:
-        joined = common.select(common.join(items, run.preds), rotation=0, repeat=0)
-        joined = joined.drop_duplicates("item_id")
-        got = {i: True for i in joined["item_id"]}
-        ok = dict(zip(joined["item_id"], joined["correct"], strict=True))
+    out = families.get(family).outcomes(items, run)
+    ids = out["item_id"].to_numpy()
+    answered = out["answered"].to_numpy(dtype=bool) if "answered" in out else np.ones(len(ids), dtype=bool)
+    got = dict(zip(ids, answered, strict=True))
+    ok = dict(zip(ids, out["correct"].to_numpy(dtype=bool), strict=True))
     base["answered"] = [bool(got.get(i, False)) for i in base["item_id"]]
     base["correct"] = [bool(ok.get(i, False)) and bool(got.get(i, False)) for i in base["item_id"]]
     return base[_OUT_COLS]
@@ -106,7 +64,7 @@ def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) ->
     if preds is None or len(preds) == 0:
         return base.assign(answered=False, correct=False)
     p = preds
-    if family not in ("stembind", "spur"):
+    if not families.get(family).EVERY_PREDICTION:
         p = p[(p["rotation"] == 0) & (p["repeat"] == 0)].drop_duplicates("item_id")
     gold = dict(zip(items["item_id"], items["answer"], strict=True))
     ok = (p["status"].to_numpy() == "ok") & (p["answer"].to_numpy() == p["item_id"].map(gold).to_numpy())
@@ -156,18 +114,7 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame)
     answered = summ["n_answered"] > 0
     summ["all_correct"] = answered & (summ["n_correct"] == summ["n_items"])
     summ["category"] = None
-    pats: dict[str, pd.Series] = {}
-    if family == "frameevidence":
-        _fe_patterns(out_items, summ, pats)
-    elif family == "stembind":
-        summ["category"] = _decomposition(items, out_items, idx)
-        for cat in sb.DECOMPOSITION:
-            pats[f"cat_{cat}"] = (summ["category"] == cat).fillna(False).astype(bool)
-    elif family == "spur":
-        pats["perc_ok_reason_wrong"] = _spur_pattern(out_items, idx)
-    else:
-        pats["some_wrong"] = answered & (summ["n_correct"] < summ["n_items"])
-        pats["all_wrong"] = answered & (summ["n_correct"] == 0)
+    pats = dict(families.get(family).group_patterns(items, out_items, summ))
     pats["invalid"] = summ["n_invalid"] > 0
     pats["api_error"] = summ["n_api_error"] > 0
     for key, _ in patterns(family):
@@ -335,8 +282,8 @@ def transition_counts(t: pd.DataFrame) -> dict[str, int]:
 
 
 def stage_of(family: str, kind: str) -> str | None:
-    """The SPUR stage of a task kind (None for other families)."""
-    return sp.STAGE_OF.get(kind) if family == "spur" else None
+    """The stage of an item kind in `family` (SPUR's tasks; None where kinds have no stage)."""
+    return families.get(family).STAGE_OF.get(kind)
 
 
 def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
@@ -360,7 +307,7 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
     for p in preds:
         by_item.setdefault(str(p["item_id"]), []).append(p)
     out: dict[str, tuple[bool, bool]] = {}
-    every = family in ("stembind", "spur")
+    every = families.get(family).EVERY_PREDICTION
     for iid, g in gold.items():
         ps = by_item.get(iid, [])
         if not every:

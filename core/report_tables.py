@@ -353,16 +353,7 @@ def _reason_rows(runs: Sequence[RunScore], path: Sequence[str], width: int, labe
 
 
 def tables_for(family: str, runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
-    """Every table of SPEC §5 for one family over the selected runs."""
-    from core.families.frameevidence.tables import fe_tables
-    from core.families.generic.tables import generic_tables
-    from core.families.spur.tables import spur_tables
-    from core.families.stembind.tables import sb_tables
+    """Every table of SPEC §5 for one family over the selected runs (the family package's `tables`)."""
+    from core import families
 
-    if family == "frameevidence":
-        return fe_tables(runs, controls)
-    if family == "stembind":
-        return sb_tables(runs)
-    if family == "spur":
-        return spur_tables(runs)
-    return generic_tables(runs)
+    return list(families.get(family).tables(runs, controls))

@@ -9,11 +9,8 @@
 Paired differences (`compare`) are always this run minus the other run, with a percentile cluster-bootstrap
 interval (clusters = groups: stems, figures, FrameEvidence groups; both runs resampled with the same clusters
 in each draw, 20,000 draws, core.stats). Each is {"value": this - other, "ci": [lo, hi], "n": groups}, or a
-reason. Headline rates per family: FrameEvidence accuracy, macro_f1, fq1_gem, nts, dis (over every item of the
-split, an unanswered item counts as wrong: core.families.frameevidence.metrics.compare); StemBind p / r / f accuracy over
-the items both runs answered, binding_gap and stem_coherent over the stems complete in both runs; SPUR the seven
-tasks, the three stage averages and overall over the items both runs answered; generic accuracy (rotation 0,
-repeat 0) and group exact match over the items both runs answered.
+reason. The engine and the metric set per family are core.comparison's, shared with the Compare tab
+(docs/METRICS.md, "Paired differences").
 """
 
 from __future__ import annotations
@@ -24,13 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from core import families, stats
-from core.comparison import _paired
+from core import comparison, families, stats
 from core.errors import MetricUndefined
-from core.families.frameevidence.compare import _compare_frameevidence
-from core.families.generic.compare import _generic_arrays
-from core.families.spur.compare import _spur_arrays
-from core.families.stembind.compare import _stembind_arrays
 from core.gcpause import gc_paused
 from core.schema import RunData, to_jsonable
 
@@ -64,16 +56,15 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     metrics["compare"] (this run minus `compare`); a run of another benchmark raises MetricUndefined.
     """
     module = families.get(run.family)
-    if compare is not None and (compare.benchmark != run.benchmark or compare.family != run.family):
-        raise MetricUndefined(f"cannot compare run {run.name!r} (benchmark {run.benchmark!r}) with run "
-                              f"{compare.name!r} (benchmark {compare.benchmark!r}): paired differences need two "
-                              "runs of the same benchmark")
+    if compare is not None:
+        comparison.same_benchmark(run, compare)  # before scoring, not after
     split, label = resolve_split(items, split)
     items = _narrow(module, items, split, kw)
     metrics = module.score(items, run, others, **kw)
     if compare is not None:
-        metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items()
-                                                                  if k in ("split", "clusterings")})
+        # the items are narrowed to the split already unless the family's score() takes `split` itself
+        metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
+                                          clusterings=kw.get("clusterings"))
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
             "split": label, "metrics": to_jsonable(metrics)}
 
@@ -123,11 +114,9 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     split, label = resolve_split(items, split)
     with gc_paused(), shared_work(), stats.shared_draws():
         chosen = [by_name[n] for n in wanted]
-        if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
-            from core.families.stembind import metrics as stembind
-
-            scope = items if split is None else items[items["split"] == split].reset_index(drop=True)
-            stembind.prefetch(scope, chosen, kw.get("seed", stats.DEFAULT_SEED))
+        prefetch = getattr(families.get(chosen[0].family), "prefetch", None) if chosen else None
+        if prefetch is not None and kw.get("seed", stats.DEFAULT_SEED) is not None:
+            prefetch(comparison.scope(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
             others = [o for o in pool if o is not run]
@@ -143,17 +132,8 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
 def compare_runs(items: pd.DataFrame, run: RunData, other: RunData, split: str | None = "test",
                  draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
                  clusterings: Sequence[stats.Clustering] | None = None) -> dict[str, Any]:
-    """metrics["compare"]: the family's headline rates as this run minus `other`, with paired cluster CIs.
-
-    FrameEvidence resamples the first of `clusterings` (default: groups); the other families cluster by group.
-    """
-    if other.benchmark != run.benchmark or other.family != run.family:
-        raise MetricUndefined(f"cannot compare run {run.name!r} with run {other.name!r} of another benchmark "
-                              f"({other.benchmark!r}, not {run.benchmark!r})")
-    if run.family == "frameevidence":
-        clustering = clusterings[0] if clusterings else None
-        return {"other": other.name, **_compare_frameevidence(items, run, other, split, draws, seed, clustering)}
-    builders = {"stembind": _stembind_arrays, "spur": _spur_arrays, "generic": _generic_arrays}
-    table = builders[run.family](items, run, other)
-    return {"other": other.name, **_paired(table, draws, seed)}
-
+    """metrics["compare"]: core.comparison.compare's differences, this run minus `other`, with paired cluster
+    CIs (the Compare tab's numbers). FrameEvidence resamples the first of `clusterings` (default: groups)."""
+    result = comparison.compare(items, run, other, split=split, draws=draws, seed=seed,
+                                clustering=clusterings[0] if clusterings else None)
+    return comparison.differences(result)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import prompts
+from core import families, prompts
 from core.errors import RunnerError
 from core.parsing import parse_answer, rotate_options, unrotate
 from core.runners.base import Dialog, ItemView, Reply, Task, run_coroutine
@@ -140,7 +140,7 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
 def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
     rows = items[items["split"] == s.split]
     if s.strategy == "ssa":
-        if family != "stembind":
+        if not families.get(family).SSA:
             raise RunnerError("SSA interventions apply to StemBind benchmarks (F items with S1..S4 stages)")
         rows = rows[rows["kind"] == "F"]
     if rows.empty:

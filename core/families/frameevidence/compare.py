@@ -1,4 +1,6 @@
-"""frameevidence paired arrays of the comparison engine (core.comparison)."""
+"""FrameEvidence (000) paired comparison for the engine (core.comparison): macro-F1 is not a ratio of sums, so
+the family computes its own intervals (core.families.frameevidence.metrics.compare, §6.2, App. D) and hands
+them back as this run minus the other."""
 
 from __future__ import annotations
 
@@ -7,23 +9,26 @@ from typing import Any
 import pandas as pd
 
 from core import stats
+from core.families.frameevidence import metrics as fe
 from core.schema import Rate, RunData
 
 
-def _compare_frameevidence(items: pd.DataFrame, run: RunData, other: RunData, split: str | None, draws: int,
-                           seed: int | None, clustering: stats.Clustering | None = None) -> dict[str, Any]:
-    from core.families.frameevidence import metrics as fe
-
-    # run_b - run_a = this - other
-    raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed, clustering=clustering)
-    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": int(raw.get("clusters", 0))}
+def paired_differences(items: pd.DataFrame, this: RunData, other: RunData, split: str | None, draws: int, seed: int | None,
+            clustering: stats.Clustering | None = None) -> dict[str, Any]:
+    """accuracy, macro_f1, fq1_gem, nts, dis over every item of the split (an unanswered item counts wrong)."""
+    raw = fe.compare(items, other, this, split=split, draws=draws, seed=seed, clustering=clustering)  # b - a
+    clusters = int(raw.get("clusters", 0))
+    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": clusters, "metrics": {}}
     for m in fe.COMPARED:
         entry = raw[m]
-        diff = entry["difference"] if isinstance(entry, dict) else entry
-        if diff.value is None:
-            out[m] = Rate.undefined(diff.reason or "undefined")
+        if not isinstance(entry, dict):  # no items in the split: every metric carries the reason
+            out["metrics"][m] = {"this": entry, "other": entry, "difference": entry}
             continue
-        rate = Rate(diff.value, n=int(raw.get("clusters", 0)))
-        rate.ci = diff.ci
-        out[m] = rate
+        diff = entry["difference"]
+        if diff.value is None:
+            rate = Rate.undefined(diff.reason or "undefined")
+        else:
+            rate = Rate(diff.value, n=clusters)
+            rate.ci = diff.ci
+        out["metrics"][m] = {"this": entry["b"], "other": entry["a"], "difference": rate}
     return out

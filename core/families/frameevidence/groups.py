@@ -9,6 +9,35 @@ from typing import Any
 import pandas as pd
 
 from core.families.frameevidence import metrics as fe
+from core.families.frameevidence.vocab import FQ2_VARIANTS
+from core.schema import RunData
+
+# The item outcome is the metrics' (000 App. A): the rotation-0 / repeat-0 prediction; an item the run did not
+# answer is "missing" (wrong in the metrics and in the turnover, "not answered" in the group marks).
+EVERY_PREDICTION = False
+UNANSWERED_IS_WRONG = True
+PATTERNS = [
+    ("fq1_0", "FQ1: 0 of 3 frames correct"),
+    ("fq1_1", "FQ1: 1 of 3 frames correct"),
+    ("fq1_2", "FQ1: 2 of 3 frames correct"),
+    ("fq1_3", "FQ1: all 3 frames correct"),
+    ("fq2_mss_del", "FQ2: MSS right, deletion wrong"),
+    ("fq2_mss_add", "FQ2: MSS right, addition wrong"),
+]
+
+
+def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """item_id, answered, correct of every item of `items` (core.families.frameevidence.metrics.frame)."""
+    df = fe.frame(items, run, split=None)
+    return pd.DataFrame({"item_id": df["item_id"].to_numpy(), "answered": (df["status"] != fe.MISSING).to_numpy(),
+                         "correct": df["correct"].to_numpy(dtype=bool)})
+
+
+def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
+    """The FQ1 frame counts and the FQ2 MSS-right, variant-wrong patterns per group."""
+    pats: dict[str, pd.Series] = {}
+    _fe_patterns(out, summ, pats)
+    return pats
 
 
 def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
@@ -37,7 +66,7 @@ def fq2_layout(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     the addition, and `ordinal_note`: a sentence when the deletion changes what "image k" of the question
     refers to, else None.
     """
-    mss, dele, add = (members.get(v) for v in ("mss", "del", "add"))
+    mss, dele, add = (members.get(v) for v in FQ2_VARIANTS)
     out: dict[str, Any] = {"positions": {}, "withheld": None, "added": None, "ordinal_note": None}
     if mss is None:
         return out

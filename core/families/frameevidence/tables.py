@@ -39,7 +39,8 @@ def fe_main(runs: Sequence[RunScore], key: str = "fe_table4", title: str | None 
     return t
 
 
-def fe_tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
+def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
+    """Every FrameEvidence table over the selected runs; `controls` are the baseline runs (fe_controls)."""
     out = [fe_main(runs)]
     out.append(run_table("fe_independence", "Joint metrics beside the independence reference", runs, [
         ("GEM", ("fq1_gem",)), ("GEM indep.", ("independence", "fq1_gem")),

@@ -17,7 +17,8 @@ from core.report_tables import (
 # ---- generic -------------------------------------------------------------------------------------------------
 
 
-def generic_tables(runs: Sequence[RunScore]) -> list[Table]:
+def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
+    """Every table of the family over the selected runs (`controls`: FrameEvidence's baselines; unused)."""
     out = [run_table("generic_main", "Accuracy, macro P / R / F1, group exact match", runs, [
         ("Acc", ("accuracy",)), ("P", ("macro_precision",)), ("R", ("macro_recall",)), ("F1", ("macro_f1",)),
         ("GEM", ("group_exact_match",)), ("Vanilla", ("vanilla",)), ("Circular", ("circular",)),

@@ -24,7 +24,8 @@ SPUR_MAIN = [*[(t, ("tasks", t)) for t in TASKS], ("Perception", ("perception",)
              ("Understanding", ("understanding",)), ("Reasoning", ("reasoning",)), ("Overall", ("overall",))]
 
 
-def spur_tables(runs: Sequence[RunScore]) -> list[Table]:
+def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
+    """Every table of the family over the selected runs (`controls`: FrameEvidence's baselines; unused)."""
     out = [run_table("spur_table3", "Seven tasks, stage micro averages, overall (001 Table 3 layout)", runs,
                      SPUR_MAIN, note="Figure-clustered 95% intervals on hover and in LaTeX.")]
     out.append(spur_mcot(runs))

@@ -23,7 +23,8 @@ from core.report_tables import (
 
 
 
-def sb_tables(runs: Sequence[RunScore]) -> list[Table]:
+def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
+    """Every table of the family over the selected runs (`controls`: FrameEvidence's baselines; unused)."""
     out = [run_table("sb_leaderboard", "P / R / F leaderboard (002 §4.2)", runs, [
         ("P", ("p_accuracy",)), ("R", ("r_accuracy",)), ("F", ("f_accuracy",)), ("R−F gap", ("rf_gap",)),
         ("Binding Gap", ("binding_gap",)), ("StemCoherent", ("stem_coherent",)), ("VG", ("vg", "overall")),
