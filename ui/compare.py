@@ -26,6 +26,7 @@ METRIC_LABELS = {
     "understanding": "understanding", "reasoning": "reasoning", "overall": "overall",
     "group_exact_match": "group exact match",
 }
+LOWER_IS_BETTER = frozenset({"binding_gap"})  # a drop is an improvement: coloured green (002 §4.3)
 CHANGE_FILTERS = [("All changed groups", "changed"), ("Newly wrong somewhere", "lost"),
                   ("Newly right somewhere", "gained"), *[(t, t) for t in core_groups.TRANSITIONS]]
 
@@ -46,10 +47,11 @@ def _pct(rate: Any) -> str:
     return esc(rate)
 
 
-def _diff(rate: Rate) -> tuple[str, str]:
+def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
     if rate.value is None:
         return f'<span class="cc-muted">n/a ({esc(rate.reason)})</span>', ""
-    cls = "cc-correct" if rate.value > 0 else ("cc-wrong" if rate.value < 0 else "")
+    better = -rate.value if lower_is_better else rate.value
+    cls = "cc-correct" if better > 0 else ("cc-wrong" if better < 0 else "")
     ci = ""
     if rate.ci:
         lo, hi = rate.ci
@@ -124,7 +126,7 @@ def differences_html(res: dict[str, Any], draws: int) -> str:
     if reason:
         rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
     for m, d in res["differences"].items():
-        diff, ci = _diff(d["difference"])
+        diff, ci = _diff(d["difference"], m in LOWER_IS_BETTER)
         rows.append(f'<tr><th>{esc(metric_label(m))}</th><td class="cc-num">{_pct(d["other"])}</td>'
                     f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
     return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'
