@@ -319,18 +319,19 @@ def parse_latex_rows(tex: str) -> list[list[str]]:
 # --------------------------------------------------------------------------- building tables
 
 
-def _cell(rs: RunScore, path: Sequence[str], kind: str = "auto") -> Cell:
+def table_cell(rs: RunScore, path: Sequence[str], kind: str = "auto") -> Cell:
+    """The cell of one run's metric at `path` (the family tables' building block)."""
     return Cell(get(rs.metrics, path), tuple(path), rs.name, kind)
 
 
 def run_table(key: str, title: str, runs: Sequence[RunScore], columns: Sequence[tuple[str, Sequence[str]]],
               note: str = "", kind: str = "auto") -> Table:
     """Rows = runs, one cell per (column header, metrics path)."""
-    rows = [Row([r.name], [_cell(r, path, kind) for _, path in columns], r.name, r.synthetic) for r in runs]
+    rows = [Row([r.name], [table_cell(r, path, kind) for _, path in columns], r.name, r.synthetic) for r in runs]
     return Table(key, title, ["Run"], [c for c, _ in columns], rows, note)
 
 
-def _keys(runs: Sequence[RunScore], path: Sequence[str], order: Sequence[str] = ()) -> list[str]:
+def keys_at(runs: Sequence[RunScore], path: Sequence[str], order: Sequence[str] = ()) -> list[str]:
     """The union of dict keys at `path` over the runs (known `order` first), skipping rate leaves."""
     found: dict[str, None] = {}
     for r in runs:
@@ -341,7 +342,7 @@ def _keys(runs: Sequence[RunScore], path: Sequence[str], order: Sequence[str] = 
     return [k for k in order if k in found] + [k for k in found if k not in order]
 
 
-def _reason_rows(runs: Sequence[RunScore], path: Sequence[str], width: int, labels: int = 1) -> list[Row]:
+def reason_rows(runs: Sequence[RunScore], path: Sequence[str], width: int, labels: int = 1) -> list[Row]:
     """One row per run whose node at `path` is undefined: every cell carries the reason."""
     rows = []
     for r in runs:

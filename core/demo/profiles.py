@@ -17,7 +17,7 @@ from typing import Any
 
 from core.demo.common import rng_for
 from core.demo.frameevidence import AXIAL, QUADRANT, relation_in_frame
-from core.families.stembind.vocab import SSA_CHOICES
+from core.families.stembind.vocab import KINDS, SSA_CHOICES
 
 
 @dataclass(slots=True)
@@ -234,7 +234,7 @@ def _skill(k: str, prof: dict[str, float], mode: str, boost: dict[str, float], m
 
 
 def _sb_rows(items: list[dict[str, Any]], name: str, model: str, prof: dict[str, float], mode: str, seed: int,
-             boost: dict[str, float], long: bool, kinds: tuple[str, ...] = ("P", "R", "F")) -> list[dict[str, Any]]:
+             boost: dict[str, float], long: bool, kinds: tuple[str, ...] = KINDS) -> list[dict[str, Any]]:
     rows = []
     for it in items:
         if it["kind"] not in kinds:

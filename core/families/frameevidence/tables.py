@@ -10,11 +10,11 @@ from core.report_tables import (
     Row,
     RunScore,
     Table,
-    _cell,
-    _keys,
     get,
+    keys_at,
     reason_of,
     run_table,
+    table_cell,
     value_of,
 )
 
@@ -34,7 +34,7 @@ def fe_main(runs: Sequence[RunScore], key: str = "fe_table4", title: str | None 
     if runs:
         ref = runs[0]
         t.rows.append(Row(["Uniform random (exact)"],
-                          [_cell(ref, ("reference", "uniform_random", *p), "rate") for _, p in FE_MAIN],
+                          [table_cell(ref, ("reference", "uniform_random", *p), "rate") for _, p in FE_MAIN],
                           ref.name, False, reference=True))
     return t
 
@@ -96,11 +96,11 @@ def fe_controls(controls: Sequence[RunScore], runs: Sequence[RunScore]) -> Table
     source = controls[0] if controls else (runs[0] if runs else None)
     if source is not None:
         base = ("reference", "always_insufficient")
-        t.rows.append(Row(["Always insufficient (exact)"], [_cell(source, (*base, *p), "rate") for _, p in
+        t.rows.append(Row(["Always insufficient (exact)"], [table_cell(source, (*base, *p), "rate") for _, p in
                                                             FE_CONTROL_COLS], source.name, False, reference=True))
         uniform = [(*("reference", "uniform_random"), *p) for _, p in FE_MAIN] + [
             ("reference", "uniform_random", "accuracy")]  # 1/4 on any subset of items, FQ2 among them
-        t.rows.append(Row(["Uniform random (exact)"], [_cell(source, p, "rate") for p in uniform], source.name,
+        t.rows.append(Row(["Uniform random (exact)"], [table_cell(source, p, "rate") for p in uniform], source.name,
                           False, reference=True))
     return t
 
@@ -145,8 +145,8 @@ def fe_table13(runs: Sequence[RunScore]) -> Table:
         for key in node.get("quantities", {}):
             base = ("repeat_intervals", "quantities", key)
             diff = "minus" in key
-            cells = [_cell(r, (*base, "estimate"), "diff" if diff else "rate")]
-            cells += [_cell(r, (*base, name), "interval_diff" if diff else "interval") for name, _ in schemes]
+            cells = [table_cell(r, (*base, "estimate"), "diff" if diff else "rate")]
+            cells += [table_cell(r, (*base, name), "interval_diff" if diff else "interval") for name, _ in schemes]
             rows.append(Row([r.name, _table13_label(key)], cells, r.name, r.synthetic))
     primary = [f"{r.name} → {get(r.metrics, ('repeat_intervals', 'primary'))}" for r in runs
                if isinstance(get(r.metrics, ("repeat_intervals", "primary")), str)]
@@ -214,14 +214,14 @@ def fe_decomposition(runs: Sequence[RunScore]) -> Table:
                 base = ("input_modes", mode, "decomposition", m)
                 if get(r.metrics, base) is None:
                     continue
-                rows.append(Row([r.name, f"{mode} → all", m.upper()], [_cell(r, (*base, *p)) for p in paths],
+                rows.append(Row([r.name, f"{mode} → all", m.upper()], [table_cell(r, (*base, *p)) for p in paths],
                                 r.name, r.synthetic))
     return Table("fe_decomposition", "Paired decomposition of NTS / DIS changes (000 §7)", ["Run", "From", "Metric"],
                  cols, rows, note="Net successes split into shared MSS-correct groups and changed MSS coverage.")
 
 
 def fe_rotations(runs: Sequence[RunScore]) -> Table:
-    rots = _keys(runs, ("per_rotation",), ("0", "1", "2", "3"))
+    rots = keys_at(runs, ("per_rotation",), ("0", "1", "2", "3"))
     cols = [("Vanilla", ("vanilla",)), ("Circular", ("circular",)), ("Consistency", ("consistency",)),
             ("Mean rot.", ("mean_rotation",)), ("Drop", ("drop",)),
             *[(f"R{k}", ("per_rotation", k)) for k in rots]]
@@ -249,16 +249,16 @@ def fe_repeats(runs: Sequence[RunScore]) -> Table:
             if pair == "differences" or not isinstance(block, dict):
                 continue
             label = "repeat 0 vs 1 (same order)" if pair.startswith("repeat") else f"rotation 0 vs {pair}"
-            rows.append(Row([r.name, label], [_cell(r, ("repeats", pair, k)) for _, k in REPEAT_COLS],
+            rows.append(Row([r.name, label], [table_cell(r, ("repeats", pair, k)) for _, k in REPEAT_COLS],
                             r.name, r.synthetic))
     return Table("fe_repeats", "Same-order repeat and rotation pairs (000 Table 7)", ["Run", "Pair"],
                  [c for c, _ in REPEAT_COLS], rows)
 
 
 def fe_stratum(runs: Sequence[RunScore], stratum: str, label: str) -> Table:
-    values = _keys(runs, ("strata", stratum))
+    values = keys_at(runs, ("strata", stratum))
     cols = [("Acc", "accuracy"), ("GEM", "fq1_gem"), ("NTS", "nts"), ("DIS", "dis")]
-    rows = [Row([v, r.name], [_cell(r, ("strata", stratum, v, k)) for _, k in cols], r.name, r.synthetic)
+    rows = [Row([v, r.name], [table_cell(r, ("strata", stratum, v, k)) for _, k in cols], r.name, r.synthetic)
             for v in values for r in runs if get(r.metrics, ("strata", stratum, v)) is not None]
     return Table(f"fe_strata_{stratum}", f"By {label}", [label.capitalize(), "Run"], [c for c, _ in cols], rows)
 
@@ -274,7 +274,7 @@ def fe_seeds(runs: Sequence[RunScore]) -> Table:
             continue
         cells = []
         for m in ("accuracy", "macro_f1", "fq1_gem", "nts", "dis"):
-            cells += [_cell(r, ("seeds", m, "mean"), "rate"), _cell(r, ("seeds", m, "sd"), "rate")]
+            cells += [table_cell(r, ("seeds", m, "mean"), "rate"), table_cell(r, ("seeds", m, "sd"), "rate")]
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     return Table("fe_seeds", "Multi-seed mean ± sample SD", ["Run"], cols, rows,
                  note="Over runs that differ from the row's run only in seed.")

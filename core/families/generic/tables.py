@@ -8,10 +8,10 @@ from core.report_tables import (
     Row,
     RunScore,
     Table,
-    _cell,
-    _keys,
     get,
+    keys_at,
     run_table,
+    table_cell,
 )
 
 # ---- generic -------------------------------------------------------------------------------------------------
@@ -23,8 +23,8 @@ def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[
         ("Acc", ("accuracy",)), ("P", ("macro_precision",)), ("R", ("macro_recall",)), ("F1", ("macro_f1",)),
         ("GEM", ("group_exact_match",)), ("Vanilla", ("vanilla",)), ("Circular", ("circular",)),
         ("Consistency", ("consistency",))])]
-    kinds = _keys(runs, ("per_kind",))
+    kinds = keys_at(runs, ("per_kind",))
     out.append(Table("generic_kinds", "Accuracy per kind", ["Kind", "Run"], ["Acc"],
-                     [Row([k, r.name], [_cell(r, ("per_kind", k))], r.name, r.synthetic)
+                     [Row([k, r.name], [table_cell(r, ("per_kind", k))], r.name, r.synthetic)
                       for k in kinds for r in runs if get(r.metrics, ("per_kind", k)) is not None]))
     return [t for t in out if not t.empty]

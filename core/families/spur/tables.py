@@ -11,11 +11,11 @@ from core.report_tables import (
     Row,
     RunScore,
     Table,
-    _cell,
-    _keys,
     get,
+    keys_at,
     reason_of,
     run_table,
+    table_cell,
 )
 
 # ---- SPUR (001) ---------------------------------------------------------------------------------------------
@@ -31,12 +31,12 @@ def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[
     out.append(spur_mcot(runs))
     rows = []
     for r in runs:
-        cells = [_cell(r, ("reasoning_by_perception", k)) for k in ("perception_correct", "perception_incorrect")]
-        cells.append(_cell(r, ("reasoning_by_perception", "n_excluded")))
+        cells = [table_cell(r, ("reasoning_by_perception", k)) for k in ("perception_correct", "perception_incorrect")]
+        cells.append(table_cell(r, ("reasoning_by_perception", "n_excluded")))
         vs = get(r.metrics, ("reasoning_by_perception", "vs_direct"))
         cells.append(Cell(vs.get("direct") if vs else "—", None, r.name, "text"))
         for k in ("perception_correct", "perception_incorrect"):
-            cells.append(_cell(r, ("reasoning_by_perception", "vs_direct", k), "diff") if vs else
+            cells.append(table_cell(r, ("reasoning_by_perception", "vs_direct", k), "diff") if vs else
                          Cell({"value": None, "reason": "direct run (no MCoT comparison)"}, None, r.name))
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     out.append(Table("spur_table5", "Reasoning accuracy by perception correctness (001 Table 5 layout)", ["Run"],
@@ -45,25 +45,25 @@ def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[
                      note="A reasoning item counts as 'perception correct' when every perception item (NP, MP, IL) of "
                           "its figure was answered correctly, 'wrong' when any was answered wrongly; figures without "
                           "answered perception items are excluded."))
-    stains = _keys(runs, ("by_staining",))
+    stains = keys_at(runs, ("by_staining",))
     out.append(Table("spur_staining", "Perception by staining category (001 Figure 5)", ["Staining", "Run"],
                      ["Accuracy", "Deviation from perception micro"],
-                     [Row([s, r.name], [_cell(r, ("by_staining", s, "accuracy")),
-                                        _cell(r, ("by_staining", s, "deviation"), "diff")], r.name, r.synthetic)
+                     [Row([s, r.name], [table_cell(r, ("by_staining", s, "accuracy")),
+                                        table_cell(r, ("by_staining", s, "deviation"), "diff")], r.name, r.synthetic)
                       for s in stains for r in runs if get(r.metrics, ("by_staining", s)) is not None]))
-    scopes = _keys(runs, ("by_n_relations",), ("understanding", "TA", "HI"))
+    scopes = keys_at(runs, ("by_n_relations",), ("understanding", "TA", "HI"))
     rel_rows = []
     for scope in scopes:
-        for n in _keys(runs, ("by_n_relations", scope)):
+        for n in keys_at(runs, ("by_n_relations", scope)):
             for r in runs:
                 if get(r.metrics, ("by_n_relations", scope, n)) is not None:
-                    rel_rows.append(Row([scope, n, r.name], [_cell(r, ("by_n_relations", scope, n))], r.name,
+                    rel_rows.append(Row([scope, n, r.name], [table_cell(r, ("by_n_relations", scope, n))], r.name,
                                         r.synthetic))
     out.append(Table("spur_relations", "Understanding by number of relations (001 Figure 5)",
                      ["Scope", "Relations", "Run"], ["Accuracy"], rel_rows))
-    paradigms = _keys(runs, ("by_paradigm",))
+    paradigms = keys_at(runs, ("by_paradigm",))
     out.append(Table("spur_paradigm", "Reasoning by paradigm (001 Figure 5)", ["Paradigm", "Run"], ["Accuracy"],
-                     [Row([p, r.name], [_cell(r, ("by_paradigm", p))], r.name, r.synthetic)
+                     [Row([p, r.name], [table_cell(r, ("by_paradigm", p))], r.name, r.synthetic)
                       for p in paradigms for r in runs if get(r.metrics, ("by_paradigm", p)) is not None]))
     out.append(spur_shortcut(runs))
     return [t for t in out if not t.empty]
@@ -104,7 +104,7 @@ def spur_mcot(runs: Sequence[RunScore]) -> Table:
     rows = []
     for r in runs:
         strategy = str(r.config.get("strategy") or "direct")
-        cells = [Cell(strategy, None, r.name, "text"), *[_cell(r, (s,)) for s in STAGES], _cell(r, ("overall",))]
+        cells = [Cell(strategy, None, r.name, "text"), *[table_cell(r, (s,)) for s in STAGES], table_cell(r, ("overall",))]
         base = direct.get((r.config.get("model"), r.config.get("input_mode")))
         if strategy == "direct":
             cells.append(Cell({"value": None, "reason": "the direct run is the reference"}, None, r.name))

@@ -11,12 +11,12 @@ from core.report_tables import (
     Row,
     RunScore,
     Table,
-    _cell,
-    _keys,
     get,
     is_rate,
+    keys_at,
     reason_of,
     run_table,
+    table_cell,
 )
 
 # ---- StemBind (002) -----------------------------------------------------------------------------------------
@@ -36,15 +36,15 @@ def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[
         node = get(next(r for r in runs if r.name == row.run).metrics, ("vg",))
         if reason_of(node) is not None:
             row.cells[6] = Cell(node, ("vg",), row.run)
-    ops = _keys(runs, ("by_operation",), OPERATIONS)
-    fams = _keys(runs, ("by_family",), ("RI", "VP"))
+    ops = keys_at(runs, ("by_operation",), OPERATIONS)
+    fams = keys_at(runs, ("by_family",), ("RI", "VP"))
     rows = []
     for group, names in (("by_family", fams), ("by_operation", ops)):
         for name in names:
             for r in runs:
                 if get(r.metrics, (group, name)) is None:
                     continue
-                rows.append(Row([name, r.name], [_cell(r, (group, name, k), "diff" if k == "rf_gap" else "auto")
+                rows.append(Row([name, r.name], [table_cell(r, (group, name, k), "diff" if k == "rf_gap" else "auto")
                                                 for k in ("p", "r", "f", "rf_gap")],
                                 r.name, r.synthetic))
     out.append(Table("sb_operations", "Accuracy per operation and RI / VP family", ["Operation", "Run"],
@@ -86,7 +86,7 @@ def _paired_block(runs: Sequence[RunScore], key: str, path: str, cols: Sequence[
             rows.append(Row([r.name, "—"], [Cell(node, (path,), r.name) for _ in cols], r.name, r.synthetic))
             continue
         label = " / ".join(str(node.get(p, "")) for p in partner)
-        rows.append(Row([r.name, label], [_cell(r, (path, k), "diff") for _, k in cols], r.name, r.synthetic))
+        rows.append(Row([r.name, label], [table_cell(r, (path, k), "diff") for _, k in cols], r.name, r.synthetic))
     return Table(key, title, ["Run", "Paired with"], [c for c, _ in cols], rows, note)
 
 
@@ -120,10 +120,10 @@ def sb_ssa(runs: Sequence[RunScore]) -> Table:
         if ident in seen:
             continue  # the same SSA family seen from another of its level runs
         seen.add(ident)
-        cells = [_cell(r, ("ssa", "accuracy", lv)) for lv in levels]
-        cells += [_cell(r, ("ssa", "irrelevant_minus_h0"), "diff"), _cell(r, ("ssa", "raw_deltas", "H3-H2"), "diff"),
-                  _cell(r, ("ssa", "isotonic_gains", "H3-H2"), "diff"), _cell(r, ("ssa", "largest_raw_jump")),
-                  _cell(r, ("ssa", "largest_isotonic_jump")), Cell(_text_removed(node), None, r.name, "text")]
+        cells = [table_cell(r, ("ssa", "accuracy", lv)) for lv in levels]
+        cells += [table_cell(r, ("ssa", "irrelevant_minus_h0"), "diff"), table_cell(r, ("ssa", "raw_deltas", "H3-H2"), "diff"),
+                  table_cell(r, ("ssa", "isotonic_gains", "H3-H2"), "diff"), table_cell(r, ("ssa", "largest_raw_jump")),
+                  table_cell(r, ("ssa", "largest_isotonic_jump")), Cell(_text_removed(node), None, r.name, "text")]
         rows.append(Row([r.name], cells, r.name, r.synthetic))
     return Table("sb_ssa", "SSA: verified stage text H0–H4 and the irrelevant-S1 control (002 §4.4)", ["Run"],
                  cols, rows, note="Accuracy on the F items every level answered. Isotonic gain: per-item monotone "
