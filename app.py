@@ -104,11 +104,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
     """The --cluster / --cluster-field choice as core.stats.Clustering objects (empty: the defaults)."""
+    from core import families
     from core.stats import Clustering
 
     if not args.cluster and not args.cluster_field:
         return ()
-    if family != "frameevidence":
+    if not families.get(family).CLUSTERINGS:
         raise CrosscheckError(f"--cluster / --cluster-field apply to FrameEvidence runs (000 App. A, D.6); a "
                               f"{family} run's intervals cluster by group")
     names = [n.strip() for n in (args.cluster or "group,union").split(",") if n.strip()]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.families.stembind.vocab import OPERATIONS  # noqa: E402
 from db.importers import import_items, import_predictions  # noqa: E402
 from db.store import Store  # noqa: E402
 
@@ -31,7 +32,7 @@ N_STEMS, N_RUNS, TARGET = 2298, 24, 0.5
 def write_items(folder: Path) -> tuple[Path, list[tuple[str, str]]]:
     """19,533 StemBind items: 2,298 stems with 6 or 7 P probes, one R and one F each (no images)."""
     lines, ids = [], []
-    ops = ["RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure"]
+    ops = OPERATIONS
     for s in range(N_STEMS):
         kinds = ["P"] * (6 + s % 2) + ["R", "F"]
         for j, kind in enumerate(kinds):

@@ -33,13 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from core.families.stembind.vocab import OPERATIONS  # noqa: E402
 from db.importers import import_items, import_predictions  # noqa: E402
 from db.store import Store  # noqa: E402
 
 TARGET_S = 3.0
 TARGET_BOOT = 20.0
 N_STEMS = 2298
-OPS = ["RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure"]
+OPS = list(OPERATIONS)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

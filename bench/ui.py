@@ -28,13 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from core.families.stembind.vocab import OPERATIONS  # noqa: E402
+
 STEMS = 2298
 RUNS = 24
 P_PER_STEM = 6
 TARGET_MS = 300.0
 BROWSE_TARGET_MS = 2000.0
 SAMPLES = 30
-OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
 
 
 def build_store(db: Path, seed: int = 0) -> None:

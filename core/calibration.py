@@ -17,13 +17,14 @@ import pandas as pd
 
 from core import stats
 from core.errors import CalibrationChoice
-from core.families.stembind.metrics import NO_FAILURE, error_audit, first_failure, inconsistent, item_outcomes
+from core.families.stembind.metrics import error_audit, item_outcomes
+from core.families.stembind.stages import STOP, first_failure, inconsistent
+from core.families.stembind.vocab import NO_FAILURE, UNDECIDED
 from core.metrics.common import join
 from core.schema import STAGES, Rate, RunData
 
 KEY = ["item_id", "rotation", "repeat"]
 OUTCOME_BINS = ("F correct", "F wrong, R correct", "F wrong, R wrong")
-UNDECIDED = "undecided"
 DEFAULT_PER_OPERATION = 20
 
 
@@ -304,17 +305,6 @@ def consensus(labels: pd.DataFrame, of: Iterable[str] | None = None) -> pd.DataF
     return out
 
 
-def first_failure_of(flags: Iterable[Any]) -> str:
-    """First failure walking S1 -> S4; a stage left undecided (None) before the first failure makes the
-    whole attribution `undecided` (a consensus tie must not move the first failure later)."""
-    for s, v in zip(STAGES, flags, strict=False):
-        if v is None or (isinstance(v, float) and v != v):
-            return UNDECIDED
-        if not v:
-            return s
-    return NO_FAILURE
-
-
 def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata: pd.DataFrame | None = None
                                ) -> dict[str, Any]:
     """First-failure shares under one judge vs the human consensus on the same traces (C.3), on the F-wrong
@@ -330,9 +320,9 @@ def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata:
         scope = "F-wrong " + scope
     n = len(both)
     names = [*STAGES, NO_FAILURE, UNDECIDED]
-    jf = [first_failure(bool(v) if v is not None and v == v else None for v in row)
+    jf = [first_failure(row)
           for row in both[[f"{s}_j" for s in STAGES]].itertuples(index=False)]
-    hf = [first_failure_of(row) for row in both[[f"{s}_h" for s in STAGES]].itertuples(index=False)]
+    hf = [first_failure(row, unknown=STOP) for row in both[[f"{s}_h" for s in STAGES]].itertuples(index=False)]
     out: dict[str, Any] = {"scope": scope, "n": n,
                            "judge": {s: Rate.of(jf.count(s), n, "traces") for s in names if s != UNDECIDED},
                            "human": {s: Rate.of(hf.count(s), n, "traces") for s in names}}

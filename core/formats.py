@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core import families
 from core.report import Report
 from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label, Prediction
 
@@ -46,7 +47,7 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
         report.error(file, line, "benchmark", f"unknown family {family!r} (expected one of {', '.join(FAMILIES)})")
     item_id = _text(obj, "item_id", file, line, report)
     question = _text(obj, "question", file, line, report)
-    generic = family == "generic"
+    generic = family in FAMILIES and families.get(family).OPTIONAL_GROUPS  # each item its own group
     group_id = _text(obj, "group_id", file, line, report, required=not generic, default=item_id or "")
     kind = _text(obj, "kind", file, line, report, required=not generic)
     variant = _text(obj, "variant", file, line, report, required=False)

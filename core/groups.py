@@ -1,11 +1,8 @@
 """Group-level views of runs for Browse and Compare (pure: pandas / numpy over the frames of ARCHITECTURE).
 
-The item outcome is the family's own (so a group's marks agree with its metrics):
-
-- frameevidence: the rotation-0 / repeat-0 prediction (core.families.frameevidence.metrics.frame); an item the run
-  did not answer is "missing" (wrong in the metrics, "not answered" here);
-- stembind, spur: correct only when every prediction of the item is correct (their item_outcomes);
-- generic: the rotation-0 / repeat-0 prediction (core.families.generic.metrics).
+Family-agnostic: the item outcome is the family's own (`outcomes`, `EVERY_PREDICTION` of its package,
+core/families/<name>/groups.py, read through the registry core.families.get), so a group's marks agree with
+its metrics; so are its failure patterns (`PATTERNS`, `group_patterns`).
 
 Failure patterns (SPEC §8, issue 6) are computed per group and per run; a group matches a pattern in a run
 when the run answered it and the rule holds. `any` run of a selection matches when one of them does.
@@ -13,7 +10,6 @@ when the run answered it and the rule holds. `any` run of a selection matches wh
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,46 +17,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import stats
-from core.families.frameevidence import metrics as fe
-from core.families.spur import metrics as sp
-from core.families.stembind import metrics as sb
-from core.metrics import common
-from core.schema import Rate, RunData
+from core import families
 
-# (key, label) per family, in display order; COMMON applies to every family.
-PATTERNS: dict[str, list[tuple[str, str]]] = {
-    "frameevidence": [
-        ("fq1_0", "FQ1: 0 of 3 frames correct"),
-        ("fq1_1", "FQ1: 1 of 3 frames correct"),
-        ("fq1_2", "FQ1: 2 of 3 frames correct"),
-        ("fq1_3", "FQ1: all 3 frames correct"),
-        ("fq2_mss_del", "FQ2: MSS right, deletion wrong"),
-        ("fq2_mss_add", "FQ2: MSS right, addition wrong"),
-    ],
-    "stembind": [
-        ("cat_solved", "Stem: solved"),
-        ("cat_cant_bind", "Stem: can't bind (P and R right, F wrong)"),
-        ("cat_cant_reason", "Stem: can't reason (P right, R and F wrong)"),
-        ("cat_cant_see", "Stem: can't see (no P right, F wrong)"),
-    ],
-    "spur": [
-        ("perc_ok_reason_wrong", "Figure: perception right, reasoning wrong"),
-    ],
-    "generic": [
-        ("some_wrong", "Group: some items wrong"),
-        ("all_wrong", "Group: every item wrong"),
-    ],
-}
+# Family names ui/views still reads from here (they live in the family packages)
+from core.families.frameevidence.groups import fq2_layout  # noqa: F401
+from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category  # noqa: F401
+from core.schema import RunData
+
+# Failure patterns of every family (each family's own are its package's PATTERNS).
 COMMON_PATTERNS = [
     ("invalid", "Has an invalid response"),
     ("api_error", "Has an api_error response"),
 ]
-CATEGORY_LABELS = {"solved": "solved", "cant_bind": "can't bind", "cant_reason": "can't reason",
-                   "cant_see": "can't see"}
-# The rule of each category, as core.families.stembind.metrics.decompose applies it (002 §4.3 (ii)); views print it.
-CATEGORY_RULES = {"solved": "F right", "cant_bind": "at least one P right, R right, F wrong",
-                  "cant_reason": "at least one P right, R wrong, F wrong", "cant_see": "no P right, F wrong"}
 TRANSITIONS = ("correct → correct", "correct → wrong", "wrong → correct", "wrong → wrong")
 
 _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
@@ -68,7 +36,7 @@ _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
 
 def patterns(family: str) -> list[tuple[str, str]]:
     """Every failure pattern of `family` as (key, label)."""
-    return [*PATTERNS.get(family, PATTERNS["generic"]), *COMMON_PATTERNS]
+    return [*families.get(family).PATTERNS, *COMMON_PATTERNS]
 
 
 # --------------------------------------------------------------------------- item outcomes
@@ -79,19 +47,11 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
     if items.empty:
         return base.assign(answered=pd.Series(dtype=bool), correct=pd.Series(dtype=bool))
-    if family == "frameevidence":
-        df = fe.frame(items, run, split=None)
-        got = dict(zip(df["item_id"], df["status"] != fe.MISSING, strict=True))
-        ok = dict(zip(df["item_id"], df["correct"], strict=True))
-    elif family in ("stembind", "spur"):
-        out = (sb if family == "stembind" else sp).item_outcomes(items, run)
-        got = {i: True for i in out["item_id"]}
-        ok = dict(zip(out["item_id"], out["correct"], strict=True))
-    else:
-        joined = common.select(common.join(items, run.preds), rotation=0, repeat=0)
-        joined = joined.drop_duplicates("item_id")
-        got = {i: True for i in joined["item_id"]}
-        ok = dict(zip(joined["item_id"], joined["correct"], strict=True))
+    out = families.get(family).outcomes(items, run)
+    ids = out["item_id"].to_numpy()
+    answered = out["answered"].to_numpy(dtype=bool) if "answered" in out else np.ones(len(ids), dtype=bool)
+    got = dict(zip(ids, answered, strict=True))
+    ok = dict(zip(ids, out["correct"].to_numpy(dtype=bool), strict=True))
     base["answered"] = [bool(got.get(i, False)) for i in base["item_id"]]
     base["correct"] = [bool(ok.get(i, False)) and bool(got.get(i, False)) for i in base["item_id"]]
     return base[_OUT_COLS]
@@ -104,7 +64,7 @@ def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) ->
     if preds is None or len(preds) == 0:
         return base.assign(answered=False, correct=False)
     p = preds
-    if family not in ("stembind", "spur"):
+    if not families.get(family).EVERY_PREDICTION:
         p = p[(p["rotation"] == 0) & (p["repeat"] == 0)].drop_duplicates("item_id")
     gold = dict(zip(items["item_id"], items["answer"], strict=True))
     ok = (p["status"].to_numpy() == "ok") & (p["answer"].to_numpy() == p["item_id"].map(gold).to_numpy())
@@ -112,22 +72,6 @@ def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) ->
     answered = base["item_id"].isin(per.index).to_numpy()
     correct = base["item_id"].map(per).fillna(False).astype(bool).to_numpy() & answered
     return base.assign(answered=answered, correct=correct)
-
-
-def _decomposition(items: pd.DataFrame, out: pd.DataFrame, idx: pd.Index) -> pd.Series:
-    """StemBind category per stem (core.families.stembind.metrics.stem_table rules), None for incomplete stems."""
-    o = out.assign(c=out["correct"].astype(int), a=out["answered"].astype(int), one=1)
-    tab = o.pivot_table(index="group_id", columns="kind", values=["c", "a", "one"], aggfunc="sum", fill_value=0)
-
-    def col(v: str, k: str) -> np.ndarray:
-        return tab[(v, k)].reindex(idx, fill_value=0).to_numpy() if (v, k) in tab.columns else np.zeros(len(idx), int)
-
-    n = {k: col("one", k) for k in sb.KINDS}
-    a = {k: col("a", k) for k in sb.KINDS}
-    c = {k: col("c", k) for k in sb.KINDS}
-    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
-    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
-    return pd.Series([cat if done else None for cat, done in zip(cats, complete, strict=True)], index=idx, dtype=object)
 
 
 def _status_counts(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
@@ -170,52 +114,12 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame)
     answered = summ["n_answered"] > 0
     summ["all_correct"] = answered & (summ["n_correct"] == summ["n_items"])
     summ["category"] = None
-    pats: dict[str, pd.Series] = {}
-    if family == "frameevidence":
-        _fe_patterns(out_items, summ, pats)
-    elif family == "stembind":
-        summ["category"] = _decomposition(items, out_items, idx)
-        for cat in sb.DECOMPOSITION:
-            pats[f"cat_{cat}"] = (summ["category"] == cat).fillna(False).astype(bool)
-    elif family == "spur":
-        pats["perc_ok_reason_wrong"] = _spur_pattern(out_items, idx)
-    else:
-        pats["some_wrong"] = answered & (summ["n_correct"] < summ["n_items"])
-        pats["all_wrong"] = answered & (summ["n_correct"] == 0)
+    pats = dict(families.get(family).group_patterns(items, out_items, summ))
     pats["invalid"] = summ["n_invalid"] > 0
     pats["api_error"] = summ["n_api_error"] > 0
     for key, _ in patterns(family):
         summ[f"p_{key}"] = pats.get(key, pd.Series(False, index=idx)).reindex(idx, fill_value=False).astype(bool)
     return summ
-
-
-def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
-    idx = summ.index
-    fq1 = out[out["kind"] == fe.FQ1]
-    k1 = fq1.groupby("group_id")["correct"].sum()
-    got1 = fq1.groupby("group_id")["answered"].any()
-    for k in range(4):
-        pats[f"fq1_{k}"] = ((k1 == k) & got1).reindex(idx, fill_value=False)
-    fq2 = out[out["kind"] == fe.FQ2]
-    if len(fq2):
-        wide = fq2.pivot_table(index="group_id", columns="variant", values="correct", aggfunc="first")
-        got = fq2.pivot_table(index="group_id", columns="variant", values="answered", aggfunc="first")
-        for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
-            if "mss" in wide and v in wide:
-                hit = wide["mss"].astype(bool) & ~wide[v].fillna(False).astype(bool) & got[v].fillna(False).astype(bool)
-                pats[key] = hit.reindex(idx, fill_value=False)
-
-
-def _spur_pattern(out: pd.DataFrame, idx: pd.Index) -> pd.Series:
-    """Figures whose perception items were all answered and right and whose reasoning has a wrong answer
-    (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
-    stage = out["kind"].map(sp.STAGE_OF)
-    perc = out[stage == "perception"].groupby("group_id")
-    perc_ok = perc["correct"].all() & perc["answered"].all()
-    reas = out[(stage == "reasoning") & out["answered"]]
-    reas_bad = (~reas["correct"]).groupby(reas["group_id"]).any()
-    hit = perc_ok.reindex(idx, fill_value=False) & reas_bad.reindex(idx, fill_value=False)
-    return hit.astype(bool)
 
 
 def match_patterns(summaries: Sequence[pd.DataFrame], key: str | None) -> pd.Series | None:
@@ -374,179 +278,12 @@ def transition_counts(t: pd.DataFrame) -> dict[str, int]:
     return {lab: int((t["transition"] == lab).sum()) for lab in TRANSITIONS}
 
 
-def turnover(family: str, items: pd.DataFrame, run_a: RunData, run_b: RunData,
-             split: str | None = "test") -> dict[str, Any]:
-    """Item turnover a -> b (000 §6.2): both_correct, newly_correct, newly_incorrect, both_wrong, net.
-
-    FrameEvidence delegates to core.families.frameevidence.metrics.turnover (every item of the split, unanswered =
-    wrong); the other families count the items both runs answered."""
-    scope = items if split is None else items[items["split"] == split]
-    if family == "frameevidence":
-        return fe.turnover(items, run_a, run_b, split=split)
-    oa = item_outcomes(family, scope, run_a)
-    ob = item_outcomes(family, scope, run_b)
-    m = oa.merge(ob[["item_id", "answered", "correct"]], on="item_id", suffixes=("_a", "_b"))
-    m = m[m["answered_a"] & m["answered_b"]]
-    n = len(m)
-    ca, cb = m["correct_a"], m["correct_b"]
-    return {
-        "both_correct": Rate.of(int((ca & cb).sum()), n, "items"),
-        "newly_correct": Rate.of(int((~ca & cb).sum()), n, "items"),
-        "newly_incorrect": Rate.of(int((ca & ~cb).sum()), n, "items"),
-        "both_wrong": Rate.of(int((~ca & ~cb).sum()), n, "items"),
-        "net": int((~ca & cb).sum() - (ca & ~cb).sum()),
-        "accuracy_a": Rate.of(int(ca.sum()), n, "items"), "accuracy_b": Rate.of(int(cb.sum()), n, "items"),
-    }
-
-
-def _metric_masks(family: str, out: pd.DataFrame) -> list[tuple[str, pd.Series]]:
-    """(metric name, item mask) of the item-accuracy metrics compared for `family`."""
-    masks: list[tuple[str, pd.Series]] = [("accuracy", pd.Series(True, index=out.index))]
-    if family == "stembind":
-        masks += [(f"{k.lower()}_accuracy", out["kind"] == k) for k in sb.KINDS]
-    elif family == "spur":
-        stage = out["kind"].map(sp.STAGE_OF)
-        masks += [(s, stage == s) for s in sp.STAGES]
-    return masks
-
-
-def paired_differences(family: str, items: pd.DataFrame, run_a: RunData, run_b: RunData,
-                       split: str | None = "test", draws: int = stats.DEFAULT_DRAWS,
-                       seed: int | None = stats.DEFAULT_SEED, clustering: stats.Clustering | None = None
-                       ) -> dict[str, Any]:
-    """metric -> {"a", "b", "difference"} with the paired percentile cluster-bootstrap CI (clusters = groups)
-    of b - a in difference.ci, or a Rate with a reason when the metric is undefined.
-
-    FrameEvidence: core.families.frameevidence.metrics.compare (accuracy, macro_f1, fq1_gem, nts, dis), resampling
-    `clustering`'s clusters when given (exact-image or union components, 000 App. A / D.6). The other
-    families: item accuracy (overall; per P / R / F kind for StemBind; per stage for SPUR) and group exact
-    match, over the items (groups) both runs answered, both runs resampled with the same groups per draw.
-    """
-    if family == "frameevidence":
-        res = fe.compare(items, run_a, run_b, split=split, draws=draws, seed=seed, clustering=clustering)
-        return {m: res[m] for m in fe.COMPARED}
-    scope = items if split is None else items[items["split"] == split]
-    oa = item_outcomes(family, scope, run_a)
-    ob = item_outcomes(family, scope, run_b)
-    m = oa.merge(ob[["item_id", "answered", "correct"]], on="item_id", suffixes=("_a", "_b"))
-    m = m[m["answered_a"] & m["answered_b"]].reset_index(drop=True)
-    if m.empty:
-        reason = "no items answered by both runs"
-        return {name: Rate.undefined(reason) for name, _ in _metric_masks(family, m)} | {
-            "group_exact_match": Rate.undefined(reason)}
-    names, ka, na, kb, nb = [], [], [], [], []
-    gkeys = m["group_id"].to_numpy()
-    for name, mask in _metric_masks(family, m):
-        mask = mask.astype(bool)
-        names.append(name)
-        ka.append((m["correct_a"] & mask).astype(float).groupby(gkeys).sum())
-        kb.append((m["correct_b"] & mask).astype(float).groupby(gkeys).sum())
-        cnt = mask.astype(float).groupby(gkeys).sum()
-        na.append(cnt)
-        nb.append(cnt)
-    # group exact match: one observation per group
-    ga = m.groupby("group_id")["correct_a"].all().astype(float)
-    gb = m.groupby("group_id")["correct_b"].all().astype(float)
-    names.append("group_exact_match")
-    ka.append(ga)
-    kb.append(gb)
-    na.append(pd.Series(1.0, index=ga.index))
-    nb.append(pd.Series(1.0, index=ga.index))
-    clusters = ga.index
-    A = [np.column_stack([s.reindex(clusters, fill_value=0).to_numpy() for s in arr]) for arr in (ka, na, kb, nb)]
-    out: dict[str, Any] = {}
-    lo = hi = None
-    if seed is not None and draws > 0:
-        lo, hi = stats.cluster_bootstrap_diff(A[2], A[3], A[0], A[1], draws=draws, seed=seed)
-    what = {"group_exact_match": "groups"}
-    for j, name in enumerate(names):
-        k_a, n_a, k_b, n_b = (int(round(A[i][:, j].sum())) for i in range(4))
-        ra, rb = Rate.of(k_a, n_a, what.get(name, "items")), Rate.of(k_b, n_b, what.get(name, "items"))
-        if ra.value is None or rb.value is None:
-            diff = Rate.undefined(f"no {what.get(name, 'items')} for {name}")
-        else:
-            diff = Rate(rb.value - ra.value)
-            if lo is not None and hi is not None and np.isfinite(lo[j]) and np.isfinite(hi[j]):
-                diff.ci = (float(lo[j]), float(hi[j]))
-        out[name] = {"a": ra, "b": rb, "difference": diff}
-    return out
-
-
 # --------------------------------------------------------------------------- one group's structure
 
 
-def fq2_layout(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Where the views of an FQ2 triplet come from (000 §5), from the items' own images and positions.
-
-    `members` maps variant (mss / del / add) to {"images": [hash...], "meta": {...}, "question": str}.
-    Returns positions per variant (original view numbers I1..I5, from meta.original_positions or derived
-    from the MSS order), the withheld view (hash and original position) of the deletion, the added view of
-    the addition, and `ordinal_note`: a sentence when the deletion changes what "image k" of the question
-    refers to, else None.
-    """
-    mss, dele, add = (members.get(v) for v in ("mss", "del", "add"))
-    out: dict[str, Any] = {"positions": {}, "withheld": None, "added": None, "ordinal_note": None}
-    if mss is None:
-        return out
-
-    def positions(m: Mapping[str, Any]) -> list[int]:
-        pos = (m.get("meta") or {}).get("original_positions")
-        if isinstance(pos, list) and len(pos) == len(m["images"]):
-            return [int(p) for p in pos]
-        return []
-
-    for v, m in (("mss", mss), ("del", dele), ("add", add)):
-        if m is not None:
-            out["positions"][v] = positions(m)
-    mss_pos = out["positions"]["mss"] or list(range(1, len(mss["images"]) + 1))
-    out["positions"]["mss"] = mss_pos
-    pos_of = dict(zip(mss["images"], mss_pos, strict=False))
-    if dele is not None:
-        gone = [h for h in mss["images"] if h not in set(dele["images"])]
-        if gone:
-            out["withheld"] = {"hash": gone[0], "position": pos_of.get(gone[0])}
-        if not out["positions"]["del"]:
-            out["positions"]["del"] = [pos_of.get(h) for h in dele["images"]]
-    if add is not None:
-        new = [h for h in add["images"] if h not in pos_of]
-        if not out["positions"]["add"]:
-            spare = next(p for p in itertools.count(1) if p not in set(mss_pos))  # I5 beside a 4-image MSS
-            out["positions"]["add"] = [pos_of.get(h) or spare for h in add["images"]]
-        if new:
-            i = add["images"].index(new[0])
-            out["added"] = {"hash": new[0], "position": out["positions"]["add"][i], "index": i}
-    ordinal = _question_ordinal(mss)
-    if ordinal and dele is not None:
-        before = mss_pos[ordinal - 1] if ordinal <= len(mss_pos) else None
-        del_pos = out["positions"]["del"]
-        after = del_pos[ordinal - 1] if ordinal <= len(del_pos) else None
-        if before != after:
-            if after is None:
-                out["ordinal_note"] = (f"The question names image {ordinal}: I{before} in the MSS item, but the "
-                                       f"deletion item has only {len(del_pos)} image(s), so image {ordinal} no "
-                                       "longer exists there.")
-            else:
-                out["ordinal_note"] = (f"The question names image {ordinal}: I{before} in the MSS item, but I{after} "
-                                       "in the deletion item (the deletion shifts the ordinal reference).")
-    return out
-
-
-def _question_ordinal(m: Mapping[str, Any]) -> int | None:
-    """The image ordinal the question refers to ("第2张", "image 2"), or meta.camera_ordinal."""
-    import re
-
-    meta = m.get("meta") or {}
-    v = meta.get("camera_ordinal")
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        return v
-    q = str(m.get("question") or "")
-    hit = re.search(r"第\s*(\d+)\s*张", q) or re.search(r"\bimage\s+(\d+)\b", q, flags=re.IGNORECASE)
-    return int(hit.group(1)) if hit else None
-
-
 def stage_of(family: str, kind: str) -> str | None:
-    """The SPUR stage of a task kind (None for other families)."""
-    return sp.STAGE_OF.get(kind) if family == "spur" else None
+    """The stage of an item kind in `family` (SPUR's tasks; None where kinds have no stage)."""
+    return families.get(family).STAGE_OF.get(kind)
 
 
 def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
@@ -570,7 +307,7 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
     for p in preds:
         by_item.setdefault(str(p["item_id"]), []).append(p)
     out: dict[str, tuple[bool, bool]] = {}
-    every = family in ("stembind", "spur")
+    every = families.get(family).EVERY_PREDICTION
     for iid, g in gold.items():
         ps = by_item.get(iid, [])
         if not every:
@@ -581,17 +318,3 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
         out[iid] = (True, all(p.get("status") == "ok" and p.get("answer") == g for p in ps))
     return out
 
-
-def stem_category(items: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tuple[bool, bool]]) -> str | None:
-    """The decomposition category of one stem (core.families.stembind.metrics.stem_table / decompose), None when the
-    stem is not complete (no P, R or F item, or an item the run did not answer)."""
-    kinds: dict[str, list[tuple[bool, bool]]] = {k: [] for k in sb.KINDS}
-    for it in items:
-        if it["kind"] in kinds:
-            kinds[it["kind"]].append(outcomes.get(str(it["item_id"]), (False, False)))
-    if any(not v for v in kinds.values()) or not all(a for v in kinds.values() for a, _ in v):
-        return None
-    p_any = any(c for _, c in kinds["P"])
-    r = all(c for _, c in kinds["R"])
-    f = all(c for _, c in kinds["F"])
-    return str(sb.decompose(np.array([p_any]), np.array([r]), np.array([f]))[0])

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.families.stembind.metrics import NO_FAILURE, first_failure, inconsistent
+from core.families.stembind.stages import first_failure, inconsistent
+from core.families.stembind.vocab import NO_FAILURE
 from core.runners.base import run_coroutine
 from core.schema import STAGE_NAMES, STAGES
 

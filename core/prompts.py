@@ -27,22 +27,25 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from core import families
 from core.errors import RunnerError
+from core.families.frameevidence.vocab import VARIANTS
+from core.families.stembind.vocab import SSA_CHOICES, SSA_CONTROL, STAGE_NAMES, STAGES
 from core.parsing import LETTER_FOLLOWERS
 from core.runners.base import ItemView, Request, Task, image_part, text_part
-from core.schema import STAGE_NAMES
+from core.schema import FAMILIES
 
 STRATEGIES = ("direct", "thinking", "ddcot", "vot", "vic", "cantor", "ssa")
-SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4", "irrelevant")
-DEMO_ORDER = {"FQ1": ("cam", "obj", "scene"), "FQ2": ("mss", "del", "add")}  # 000 App. A
+SSA_LEVELS = SSA_CHOICES  # the --ssa-level choices: H0..H4 and the irrelevant-S1 control (002 App. C.5)
+DEMO_ORDER = VARIANTS  # 000 App. A
 MAX_SHOTS = 3
 DEFAULT_MAX_TOKENS = {"direct": 64, "thinking": 2048, "ddcot": 1024, "vot": 2048, "vic": 1024, "cantor": 1024,
                       "ssa": 1024}
 
 
 def family_style(family: str) -> str:
-    """The family's parser style: "tag" for StemBind, "letter" otherwise."""
-    return "tag" if family == "stembind" else "letter"
+    """The family's parser style (its package's PARSER: "tag" for StemBind); "letter" for an unknown family."""
+    return str(families.get(family).PARSER) if family in FAMILIES else "letter"
 
 
 def final_style(strategy: str, family: str) -> str:
@@ -316,14 +319,14 @@ def ssa_stage_texts(view: ItemView, level: str, irrelevant_s1: str | None) -> li
     """The (stage, text) pairs injected at `level`: H0 none, Hk stages S1..Sk, irrelevant another stem's S1."""
     if level not in SSA_LEVELS:
         raise RunnerError(f"unknown SSA level {level!r}; expected one of {', '.join(SSA_LEVELS)}")
-    if level == "irrelevant":
+    if level == SSA_CONTROL:
         if not irrelevant_s1:
             raise RunnerError(f"item {view.item_id}: no other stem's S1 text for the irrelevant-S1 control")
         return [("S1", irrelevant_s1)]
     n = int(level[1])
     stages = view.stages or {}
     out = []
-    for s in ("S1", "S2", "S3", "S4")[:n]:
+    for s in STAGES[:n]:
         if not stages.get(s):
             raise RunnerError(f"item {view.item_id}: SSA level {level} needs stage {s}, which the item lacks")
         out.append((s, stages[s]))
@@ -334,7 +337,7 @@ def ssa_guarded(view: ItemView, shown: dict[str, str], level: str, irrelevant_s1
                 ) -> list[tuple[str, Scrubbed]]:
     """The injected (stage, scrubbed text) pairs at `level` (S4 keeps the target-instance description)."""
     options = {**view.options, **shown}
-    return [(s, scrub_stage_text(t, options, view.letters, keep_options=(s == "S4" and level != "irrelevant")))
+    return [(s, scrub_stage_text(t, options, view.letters, keep_options=(s == "S4" and level != SSA_CONTROL)))
             for s, t in ssa_stage_texts(view, level, irrelevant_s1)]
 
 

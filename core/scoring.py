@@ -9,11 +9,8 @@
 Paired differences (`compare`) are always this run minus the other run, with a percentile cluster-bootstrap
 interval (clusters = groups: stems, figures, FrameEvidence groups; both runs resampled with the same clusters
 in each draw, 20,000 draws, core.stats). Each is {"value": this - other, "ci": [lo, hi], "n": groups}, or a
-reason. Headline rates per family: FrameEvidence accuracy, macro_f1, fq1_gem, nts, dis (over every item of the
-split, an unanswered item counts as wrong: core.families.frameevidence.metrics.compare); StemBind p / r / f accuracy over
-the items both runs answered, binding_gap and stem_coherent over the stems complete in both runs; SPUR the seven
-tasks, the three stage averages and overall over the items both runs answered; generic accuracy (rotation 0,
-repeat 0) and group exact match over the items both runs answered.
+reason. The engine and the metric set per family are core.comparison's, shared with the Compare tab
+(docs/METRICS.md, "Paired differences").
 """
 
 from __future__ import annotations
@@ -22,13 +19,12 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from core import families, stats
+from core import comparison, families, stats
 from core.errors import MetricUndefined
 from core.gcpause import gc_paused
-from core.schema import Rate, RunData, to_jsonable
+from core.schema import RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
 ALL_SPLITS = "all"  # the `--split` value that scores every split
@@ -60,16 +56,15 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     metrics["compare"] (this run minus `compare`); a run of another benchmark raises MetricUndefined.
     """
     module = families.get(run.family)
-    if compare is not None and (compare.benchmark != run.benchmark or compare.family != run.family):
-        raise MetricUndefined(f"cannot compare run {run.name!r} (benchmark {run.benchmark!r}) with run "
-                              f"{compare.name!r} (benchmark {compare.benchmark!r}): paired differences need two "
-                              "runs of the same benchmark")
+    if compare is not None:
+        comparison.same_benchmark(run, compare)  # before scoring, not after
     split, label = resolve_split(items, split)
     items = _narrow(module, items, split, kw)
     metrics = module.score(items, run, others, **kw)
     if compare is not None:
-        metrics["compare"] = compare_runs(items, run, compare, **{k: v for k, v in kw.items()
-                                                                  if k in ("split", "clusterings")})
+        # the items are narrowed to the split already unless the family's score() takes `split` itself
+        metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
+                                          clusterings=kw.get("clusterings"))
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
             "split": label, "metrics": to_jsonable(metrics)}
 
@@ -119,11 +114,9 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     split, label = resolve_split(items, split)
     with gc_paused(), shared_work(), stats.shared_draws():
         chosen = [by_name[n] for n in wanted]
-        if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
-            from core.families.stembind import metrics as stembind
-
-            scope = items if split is None else items[items["split"] == split].reset_index(drop=True)
-            stembind.prefetch(scope, chosen, kw.get("seed", stats.DEFAULT_SEED))
+        prefetch = getattr(families.get(chosen[0].family), "prefetch", None) if chosen else None
+        if prefetch is not None and kw.get("seed", stats.DEFAULT_SEED) is not None:
+            prefetch(comparison.scope(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
             others = [o for o in pool if o is not run]
@@ -139,147 +132,8 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
 def compare_runs(items: pd.DataFrame, run: RunData, other: RunData, split: str | None = "test",
                  draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
                  clusterings: Sequence[stats.Clustering] | None = None) -> dict[str, Any]:
-    """metrics["compare"]: the family's headline rates as this run minus `other`, with paired cluster CIs.
-
-    FrameEvidence resamples the first of `clusterings` (default: groups); the other families cluster by group.
-    """
-    if other.benchmark != run.benchmark or other.family != run.family:
-        raise MetricUndefined(f"cannot compare run {run.name!r} with run {other.name!r} of another benchmark "
-                              f"({other.benchmark!r}, not {run.benchmark!r})")
-    if run.family == "frameevidence":
-        clustering = clusterings[0] if clusterings else None
-        return {"other": other.name, **_compare_frameevidence(items, run, other, split, draws, seed, clustering)}
-    builders = {"stembind": _stembind_arrays, "spur": _spur_arrays, "generic": _generic_arrays}
-    table = builders[run.family](items, run, other)
-    return {"other": other.name, **_paired(table, draws, seed)}
-
-
-def _paired(table: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | str, draws: int,
-            seed: int | None) -> dict[str, Rate]:
-    """{metric: Rate(this - other, n = clusters, ci)} from per-cluster (k_this, n_this, k_other, n_other)."""
-    if isinstance(table, str):
-        return {"reason": table}  # type: ignore[dict-item]
-    out: dict[str, Rate] = {}
-    names = list(table)
-    if not names:
-        return out
-    kt, nt, ko, no = (np.column_stack([table[m][i] for m in names]).astype(float) for i in range(4))
-    n_clusters = kt.shape[0]
-    defined = [j for j in range(len(names)) if nt[:, j].sum() > 0 and no[:, j].sum() > 0]
-    lo = hi = None
-    if seed is not None and defined and n_clusters:
-        lo, hi = stats.cluster_bootstrap_diff(kt[:, defined], nt[:, defined], ko[:, defined], no[:, defined],
-                                              draws=draws, seed=seed)
-    for j, name in enumerate(names):
-        if j not in defined:
-            out[name] = Rate.undefined(f"{name} is undefined for {'this run' if nt[:, j].sum() == 0 else 'the other run'}"
-                                       " on the groups both runs answered")
-            continue
-        rate = Rate(float(kt[:, j].sum() / nt[:, j].sum() - ko[:, j].sum() / no[:, j].sum()), n=int(
-            np.count_nonzero((nt[:, j] > 0) | (no[:, j] > 0))))
-        if lo is not None and hi is not None:
-            i = defined.index(j)
-            if np.isfinite(lo[i]) and np.isfinite(hi[i]):
-                rate.ci = (float(lo[i]), float(hi[i]))
-        out[name] = rate
-    return out
-
-
-def _per_cluster(keys: np.ndarray, index: pd.Index, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Sums of each value column per cluster key, aligned on `index` (absent clusters give 0)."""
-    frame = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in values.items()})
-    summed = frame.groupby(keys).sum().reindex(index, fill_value=0.0)
-    return {k: summed[k].to_numpy(dtype=float) for k in values}
-
-
-def _item_pairs(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Outcomes (item_id, group_id, correct) of two runs on the items both answered: correct_t, correct_o."""
-    both = a[["item_id", "group_id", "correct"]].merge(b[["item_id", "correct"]], on="item_id",
-                                                       suffixes=("_t", "_o"))
-    both["correct_t"] = both["correct_t"].astype(bool)
-    both["correct_o"] = both["correct_o"].astype(bool)
-    return both
-
-
-def _masked(both: pd.DataFrame, masks: dict[str, np.ndarray], index: pd.Index
-            ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    ct, co = both["correct_t"].to_numpy(), both["correct_o"].to_numpy()
-    values: dict[str, np.ndarray] = {}
-    for name, m in masks.items():
-        values[f"{name}/k_t"], values[f"{name}/k_o"], values[f"{name}/n"] = m & ct, m & co, m
-    sums = _per_cluster(both["group_id"].to_numpy(), index, values)
-    return {name: (sums[f"{name}/k_t"], sums[f"{name}/n"], sums[f"{name}/k_o"], sums[f"{name}/n"]) for name in masks}
-
-
-def _stembind_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.families.stembind import metrics as sb
-
-    oa, ob = sb.item_outcomes(items, run), sb.item_outcomes(items, other)
-    both = _item_pairs(oa, ob)
-    if both.empty:
-        return "no item answered by both runs"
-    ta, tb = sb.stem_table(items, oa), sb.stem_table(items, ob)
-    index = pd.Index(sorted(set(both["group_id"]) | set(ta.index[ta["complete"]])), name="group_id")
-    kinds = both["item_id"].map(dict(zip(items["item_id"], items["kind"], strict=True)))
-    out = _masked(both, {f"{k.lower()}_accuracy": (kinds == k).to_numpy() for k in sb.KINDS}, index)
-    done = (ta["complete"] & tb["complete"]).reindex(index, fill_value=False).to_numpy(dtype=bool)
-    ta, tb = ta.reindex(index), tb.reindex(index)
-
-    def flags(t: pd.DataFrame, col: str) -> np.ndarray:
-        return t[col].fillna(False).to_numpy(dtype=bool) & done
-
-    cond_t, cond_o = flags(ta, "p_all") & flags(ta, "r"), flags(tb, "p_all") & flags(tb, "r")
-    out["binding_gap"] = (cond_t & ~flags(ta, "f"), cond_t, cond_o & ~flags(tb, "f"), cond_o)
-    out["stem_coherent"] = (cond_t & flags(ta, "f"), done, cond_o & flags(tb, "f"), done)
-    return out
-
-
-def _spur_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.families.spur import metrics as spur
-
-    both = _item_pairs(spur.item_outcomes(items, run), spur.item_outcomes(items, other))
-    if both.empty:
-        return "no item answered by both runs"
-    kinds = both["item_id"].map(dict(zip(items["item_id"], items["kind"], strict=True))).to_numpy()
-    stage = np.array([spur.STAGE_OF.get(k) for k in kinds], dtype=object)
-    masks = {f"tasks.{t}": kinds == t for t in spur.TASKS}
-    masks.update({s: stage == s for s in spur.STAGES})
-    masks["overall"] = np.array([s is not None for s in stage])
-    return _masked(both, masks, pd.Index(sorted(set(both["group_id"]))))
-
-
-def _generic_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
-    from core.metrics import common
-
-    def base(r: RunData) -> pd.DataFrame:
-        return common.select(common.join(items, r.preds), rotation=0, repeat=0)
-
-    both = _item_pairs(base(run), base(other))
-    if both.empty:
-        return "no item answered by both runs at rotation 0, repeat 0"
-    index = pd.Index(sorted(set(both["group_id"])))
-    out = _masked(both, {"accuracy": np.ones(len(both), dtype=bool)}, index)
-    per = both.groupby("group_id")[["correct_t", "correct_o"]].all().reindex(index)
-    ones = np.ones(len(index))
-    out["group_exact_match"] = (per["correct_t"].to_numpy(dtype=float), ones, per["correct_o"].to_numpy(dtype=float),
-                                ones)
-    return out
-
-
-def _compare_frameevidence(items: pd.DataFrame, run: RunData, other: RunData, split: str | None, draws: int,
-                           seed: int | None, clustering: stats.Clustering | None = None) -> dict[str, Any]:
-    from core.families.frameevidence import metrics as fe
-
-    # run_b - run_a = this - other
-    raw = fe.compare(items, other, run, split=split, draws=draws, seed=seed, clustering=clustering)
-    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": int(raw.get("clusters", 0))}
-    for m in fe.COMPARED:
-        entry = raw[m]
-        diff = entry["difference"] if isinstance(entry, dict) else entry
-        if diff.value is None:
-            out[m] = Rate.undefined(diff.reason or "undefined")
-            continue
-        rate = Rate(diff.value, n=int(raw.get("clusters", 0)))
-        rate.ci = diff.ci
-        out[m] = rate
-    return out
+    """metrics["compare"]: core.comparison.compare's differences, this run minus `other`, with paired cluster
+    CIs (the Compare tab's numbers). FrameEvidence resamples the first of `clusterings` (default: groups)."""
+    result = comparison.compare(items, run, other, split=split, draws=draws, seed=seed,
+                                clustering=clusterings[0] if clusterings else None)
+    return comparison.differences(result)

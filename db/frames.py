@@ -271,7 +271,9 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
 def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> dict[str, Any]:
     """Stored data a family's metrics read beside the predictions: for StemBind, the trace judgements of
     `judge` (default: the most recent judge run of `run`), which feed L2 StepAcc and L3 AttrTag."""
-    if family != "stembind":
+    from core import families
+
+    if not families.get(family).JUDGED_TRACES:
         return {}
     from db.judging import judge_runs_of, judgements_frame
 

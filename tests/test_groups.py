@@ -8,6 +8,7 @@ import json
 import pytest
 from conftest import copy_store
 
+from core import comparison
 from core import groups as G
 from core.scoring import score_run
 
@@ -95,15 +96,18 @@ def test_fq2_layout_withheld_added_and_ordinal_note():
 
 
 def test_paired_differences_other_families(demo):
+    """The one comparison engine (core.comparison, issue 17): this − other, with b as this run; SPUR's metric
+    set is the union of what `score --compare` and the Compare tab showed (its "accuracy" is "overall")."""
     items = demo.items_frame("spur")
     a, b = demo.run_data("synth-spur-generalist"), demo.run_data("synth-spur-generalist-ddcot")
-    res = G.paired_differences("spur", items, a, b, draws=2000)
-    assert set(res) == {"accuracy", "perception", "understanding", "reasoning", "group_exact_match"}
-    acc = res["accuracy"]
-    assert acc["difference"].value == pytest.approx(acc["b"].value - acc["a"].value)
+    res = comparison.compare(items, b, a, draws=2000)["metrics"]
+    assert set(res) == {*(f"tasks.{t}" for t in ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")), "overall",
+                        "perception", "understanding", "reasoning", "group_exact_match"}
+    acc = res["overall"]
+    assert acc["difference"].value == pytest.approx(acc["this"].value - acc["other"].value)
     lo, hi = acc["difference"].ci
     assert lo <= acc["difference"].value <= hi
-    t = G.turnover("spur", items, a, b)
+    t = comparison.turnover(items, a, b)
     assert t["net"] == t["newly_correct"].k - t["newly_incorrect"].k
     trans = G.group_transitions("spur", items, a, b)
     assert sum(G.transition_counts(trans).values()) == len(trans)

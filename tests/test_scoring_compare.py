@@ -171,3 +171,68 @@ def test_split_narrows_items_for_families_without_a_split_argument():
     assert score_run(items, run, [], split="test")["metrics"]["accuracy"]["n"] == 6
     with pytest.raises(MetricUndefined, match="no items in split"):
         score_run(items, run, [], split="train")
+
+
+# --------------------------------------------------------------------------- one engine (issue 17)
+
+
+@pytest.mark.parametrize(("family", "make", "metrics"), [
+    ("generic", _generic, ["accuracy", "group_exact_match"]),
+    ("stembind", _stembind, ["accuracy", "p_accuracy", "r_accuracy", "f_accuracy", "group_exact_match",
+                             "binding_gap", "stem_coherent"]),
+    ("spur", _spur, ["tasks.NP", "tasks.MP", "tasks.IL", "tasks.TA", "tasks.HI", "tasks.Qual", "tasks.Quant",
+                     "perception", "understanding", "reasoning", "overall", "group_exact_match"]),
+])
+def test_score_compare_and_the_compare_tab_read_one_engine(family, make, metrics):
+    """core.comparison.compare gives the Compare tab's this / other / difference; score --compare prints the
+    same differences; swapping the runs flips every sign (this − other)."""
+    from core import comparison
+    from ui.compare import differences_html
+
+    items = make()
+    ids = list(items["item_id"])
+    this = _run("this", family, {i: n % 2 == 0 for n, i in enumerate(ids)})
+    other = _run("other", family, {i: n % 3 == 0 for n, i in enumerate(ids)})
+    res = comparison.compare(items, this, other, draws=500)
+    assert list(res["metrics"]) == metrics
+    flat = compare_runs(items, this, other, draws=500)
+    back = comparison.compare(items, other, this, draws=500)["metrics"]
+    for m, e in res["metrics"].items():
+        assert flat[m] == e["difference"], m
+        if e["difference"].value is not None:
+            assert e["difference"].value == pytest.approx(e["this"].value - e["other"].value), m
+            assert back[m]["difference"].value == pytest.approx(-e["difference"].value), m
+    acc = res["metrics"]["overall" if family == "spur" else "accuracy"]["difference"]
+    html = differences_html({"comparison": res, "differences": res["metrics"], "clusters": "groups"}, 500)
+    assert f"{acc.value * 100:+.1f} pts" in html and "B − A (this − other)" in html
+
+
+TURNOVER_CASES = [
+    # correct a, correct b,                    both, newly correct, newly incorrect, both wrong, net
+    ([1, 1, 0, 0, 1], [1, 0, 1, 0, 1], 2, 1, 1, 1, 0),
+    ([0, 0, 0], [1, 1, 0], 0, 2, 0, 1, 2),
+    ([1, 1, 1, 1], [0, 0, 0, 1], 1, 0, 3, 0, -3),
+]
+
+
+@pytest.mark.parametrize(("ca", "cb", "both", "gained", "lost", "neither", "net"), TURNOVER_CASES)
+def test_turnover_counts_table(ca, cb, both, gained, lost, neither, net):
+    from core.comparison import turnover_counts
+
+    t = turnover_counts([bool(x) for x in ca], [bool(x) for x in cb])
+    assert (t["both_correct"].k, t["newly_correct"].k, t["newly_incorrect"].k, t["both_wrong"].k) == (
+        both, gained, lost, neither)
+    assert t["net"] == net and t["both_correct"].n == len(ca)
+    assert t["change"].value == pytest.approx((sum(cb) - sum(ca)) / len(ca))
+
+
+def test_turnover_counts_the_items_both_runs_answered():
+    """Generic / StemBind / SPUR: an item one run did not answer is left out (UNANSWERED_IS_WRONG False)."""
+    from core.comparison import turnover
+
+    items = _generic()
+    a = _run("a", "generic", {"i0": True, "i1": False, "i2": True, "i3": False})
+    b = _run("b", "generic", {"i0": False, "i1": True, "i2": True, "i5": True})  # i3 / i5 answered once
+    t = turnover(items, a, b)
+    assert t["both_correct"].n == 3
+    assert (t["both_correct"].k, t["newly_correct"].k, t["newly_incorrect"].k, t["net"]) == (1, 1, 1, 0)

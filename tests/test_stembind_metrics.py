@@ -457,6 +457,40 @@ def test_first_failure_and_inconsistency(flags, first, incons):
     assert sb.inconsistent(norm) is incons
 
 
+# One first-failure function (issue 17): an unknown stage (None / NaN) before the first false one is stepped
+# over under the "skip" policy (judges, L2) and stops the scan as "undecided" under "stop" (the annotators'
+# consensus); after the first false one it changes nothing (002 App. C.3).
+FIRST_FAILURE_POLICY_CASES = [
+    # S1..S4,                        skip,   stop
+    ((1, 1, 1, 1), "none", "none"),
+    ((1, 0, 0, 1), "S2", "S2"),
+    ((1, None, 0, 1), "S3", "undecided"),
+    ((None, 0, 1, 1), "S2", "undecided"),
+    ((float("nan"), 1, 1, 0), "S4", "undecided"),
+    ((1, 0, None, 1), "S2", "S2"),
+    ((1, 1, 1, None), "none", "undecided"),
+    ((None, None, None, None), "none", "undecided"),
+    (("1", "0", "1", "1"), "S2", "S2"),
+    ((True, True, False, None), "S3", "S3"),
+]
+
+
+@pytest.mark.parametrize(("flags", "skip", "stop"), FIRST_FAILURE_POLICY_CASES)
+def test_first_failure_unknown_stage_policy(flags, skip, stop):
+    from core.families.stembind import stages
+
+    assert stages.first_failure(flags) == skip
+    assert stages.first_failure(flags, unknown=stages.SKIP) == skip
+    assert stages.first_failure(flags, unknown=stages.STOP) == stop
+
+
+def test_first_failure_refuses_an_unknown_policy():
+    from core.families.stembind import stages
+
+    with pytest.raises(ValueError, match="unknown-stage policy 'guess'"):
+        stages.first_failure((1, 1, 1, 1), unknown="guess")
+
+
 def test_l2_profile_step_acc_histograms_and_attr_tag():
     items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1), ("c", "VP-Rot", 1), ("d", "VP-Rot", 1)])
     items.loc[items["item_id"].isin(["c-F", "d-F"]), "meta"] = [

@@ -9,8 +9,8 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from core import comparison, families, stats
 from core import groups as core_groups
-from core import stats
 from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
@@ -22,11 +22,20 @@ from ui.views.common import ZOOM_JS, esc, run_label_html
 METRIC_LABELS = {
     "accuracy": "accuracy", "macro_f1": "macro F1", "fq1_gem": "FQ1 group exact match", "nts": "NTS",
     "dis": "DIS", "p_accuracy": "P accuracy", "r_accuracy": "R accuracy", "f_accuracy": "F accuracy",
-    "perception": "perception", "understanding": "understanding", "reasoning": "reasoning",
+    "binding_gap": "binding gap", "stem_coherent": "StemCoherent", "perception": "perception",
+    "understanding": "understanding", "reasoning": "reasoning", "overall": "overall",
     "group_exact_match": "group exact match",
 }
+LOWER_IS_BETTER = frozenset({"binding_gap"})  # a drop is an improvement: coloured green (002 §4.3)
 CHANGE_FILTERS = [("All changed groups", "changed"), ("Newly wrong somewhere", "lost"),
                   ("Newly right somewhere", "gained"), *[(t, t) for t in core_groups.TRANSITIONS]]
+
+
+def metric_label(name: str) -> str:
+    """How the tab names a metric of core.comparison ("tasks.NP" -> "NP task")."""
+    if name.startswith("tasks."):
+        return f"{name.split('.', 1)[1]} task"
+    return METRIC_LABELS.get(name, name)
 
 
 def _pct(rate: Any) -> str:
@@ -38,10 +47,11 @@ def _pct(rate: Any) -> str:
     return esc(rate)
 
 
-def _diff(rate: Rate) -> tuple[str, str]:
+def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
     if rate.value is None:
         return f'<span class="cc-muted">n/a ({esc(rate.reason)})</span>', ""
-    cls = "cc-correct" if rate.value > 0 else ("cc-wrong" if rate.value < 0 else "")
+    better = -rate.value if lower_is_better else rate.value
+    cls = "cc-correct" if better > 0 else ("cc-wrong" if better < 0 else "")
     ci = ""
     if rate.ci:
         lo, hi = rate.ci
@@ -52,7 +62,8 @@ def _diff(rate: Rate) -> tuple[str, str]:
 
 def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | None = "test",
                  draws: int = stats.DEFAULT_DRAWS, clustering: stats.Clustering | None = None) -> dict[str, Any]:
-    """Everything the tab shows, as data: turnover, transitions (per group), counts, paired differences."""
+    """Everything the tab shows, as data: turnover A -> B, transitions (per group), counts, and the paired
+    differences of core.comparison with B as this run and A as the other (B − A = `score --run B --compare A`)."""
     bd = cache.bench(store, bench)
     loaded = cache.run_data(store, [run_a, run_b])
     for name in (run_a, run_b):
@@ -63,14 +74,16 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     split_v = split or None
     items = full if split_v is None else full[full["split"] == split_v]
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
+    clustered = clustering if families.get(bd.family).CLUSTERINGS else None
+    result = comparison.compare(full, rdb, rda, split=split_v, draws=draws, clustering=clustered)
     return {
         "family": bd.family,
-        "turnover": core_groups.turnover(bd.family, full, rda, rdb, split=split_v),
+        "turnover": comparison.turnover(full, rda, rdb, split=split_v),
         "transitions": trans,
         "counts": core_groups.transition_counts(trans),
-        "differences": core_groups.paired_differences(bd.family, full, rda, rdb, split=split_v, draws=draws,
-                                                      clustering=clustering if bd.family == "frameevidence" else None),
-        "clusters": clustering.label if clustering is not None and bd.family == "frameevidence" else "groups",
+        "comparison": result,
+        "differences": result.get("metrics", {}),
+        "clusters": clustered.label if clustered is not None else "groups",
     }
 
 
@@ -96,19 +109,7 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
             f'<tr><th>A all correct</th><td>{c["correct → correct"]}</td><td class="cc-wrong">{c["correct → wrong"]}</td></tr>'
             f'<tr><th>A not all correct</th><td class="cc-correct">{c["wrong → correct"]}</td><td>{c["wrong → wrong"]}</td>'
             '</tr></tbody></table>')
-    rows = []
-    for m, d in res["differences"].items():
-        if isinstance(d, Rate):
-            rows.append(f'<tr><th>{esc(METRIC_LABELS.get(m, m))}</th><td colspan="4">{_pct(d)}</td></tr>')
-            continue
-        diff, ci = _diff(d["difference"])
-        rows.append(f'<tr><th>{esc(METRIC_LABELS.get(m, m))}</th><td class="cc-num">{_pct(d["a"])}</td>'
-                    f'<td class="cc-num">{_pct(d["b"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
-    diffs = ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th>'
-             f'<th>95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-             f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
-             f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
-             'interval excludes 0.</div>')
+    diffs = differences_html(res, draws)
     n_changed = int(res["transitions"]["changed"].sum())
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
             f'</div></div><div class="cc-section-title">Item turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
@@ -116,6 +117,24 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
             f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
             f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
             f'Metric differences</div>{diffs}</div></div></div>')
+
+
+def differences_html(res: dict[str, Any], draws: int) -> str:
+    """The metric differences: A, B, B − A (this − other, B being this run) and the paired interval."""
+    rows = []
+    reason = res.get("comparison", {}).get("reason")
+    if reason:
+        rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
+    for m, d in res["differences"].items():
+        diff, ci = _diff(d["difference"], m in LOWER_IS_BETTER)
+        rows.append(f'<tr><th>{esc(metric_label(m))}</th><td class="cc-num">{_pct(d["other"])}</td>'
+                    f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
+    return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'
+            '<th title="this run (B) minus the other (A), as score --run B --compare A">B − A (this − other)</th>'
+            f'<th>95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
+            f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
+            'interval excludes 0. The same numbers as <code>score --run B --compare A</code>.</div>')
 
 
 def changed_table(trans: pd.DataFrame, which: str | None) -> pd.DataFrame:
@@ -134,13 +153,72 @@ def changed_table(trans: pd.DataFrame, which: str | None) -> pd.DataFrame:
     })
 
 
+# --------------------------------------------------------------------------- handlers (plain functions)
+
+
+def bench_choices(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, Any, Any]:
+    """Run A / run B / split pickers for a benchmark: the header's selected runs first."""
+    if not bench:
+        return gr.update(choices=[], value=None), gr.update(choices=[], value=None), gr.update(choices=[])
+    recs = dbb.run_records(store, bench)
+    choices = [(r["name"] + (" (synthetic)" if r["synthetic"] else ""), r["name"]) for r in recs]
+    names = [r["name"] for r in recs]
+    chosen = [r for r in (runs or []) if r in names] + [n for n in names if n not in (runs or [])]
+    splits = cache.bench(store, bench).splits
+    return (gr.update(choices=choices, value=chosen[0] if chosen else None),
+            gr.update(choices=choices, value=chosen[1] if len(chosen) > 1 else None),
+            gr.update(choices=[(s, s) for s in splits] + [("all splits", "")],
+                      value="test" if "test" in splits else (splits[0] if splits else "")))
+
+
+def cluster_controls(store: Any, bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
+    """The bootstrap-cluster row, shown for a family whose intervals may resample other clusters."""
+    shown = bool(bench and families.get(cache.bench(store, bench).family).CLUSTERINGS)
+    choices = union_field_choices(store, bench) if bench and shown else []
+    kept = [f for f in (chosen or []) if f in choices] or [f for f in stats.DEFAULT_UNION_FIELDS if f in choices]
+    return gr.update(visible=shown), gr.update(choices=choices, value=kept)
+
+
+def run_compare(store: Any, bench: str | None, a: str | None, b: str | None, split_v: str | None,
+                which_v: str | None, cluster_v: str | None = None, fields_v: list[str] | None = None
+                ) -> tuple[str, pd.DataFrame, dict[str, Any], str]:
+    """The Compare button: summary HTML, changed-groups table, the state the table's clicks read, an empty view."""
+    if not bench or not a or not b:
+        raise gr.Error("pick a benchmark and two runs")
+    if a == b:
+        raise gr.Error("pick two different runs")
+    try:
+        picked = clusterings_of([cluster_v] if cluster_v else [], fields_v)
+        res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
+    except CrosscheckError as exc:
+        raise gr.Error(str(exc)) from exc
+    return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS), changed_table(res["transitions"], which_v),
+            {"bench": bench, "a": a, "b": b, "transitions": res["transitions"]}, "")
+
+
+def filter_changed(st: dict[str, Any] | None, which_v: str | None) -> pd.DataFrame:
+    if not st:
+        return pd.DataFrame({"group": []})
+    return changed_table(st["transitions"], which_v)
+
+
+def open_changed(store: Any, st: dict[str, Any] | None, row: list[Any] | None) -> str:
+    """The view of the clicked changed group, with both runs' answers (B in detail)."""
+    if not st:
+        return ""
+    return render_group(store, st["bench"], str(row[0]) if row else None, [st["a"], st["b"]], st["b"])
+
+
+# --------------------------------------------------------------------------- layout
+
+
 def build_compare(ctx: Ctx) -> None:
     store = ctx.store
     gr.Markdown("Two runs of the benchmark picked in the header: what turned right, what turned wrong, and whether "
                 "the metric differences are larger than resampling noise.", elem_classes=["cc-muted"])
     with gr.Row():
-        run_a = gr.Dropdown(label="Run A (before)", choices=[], scale=3, elem_id="cc-compare-a")
-        run_b = gr.Dropdown(label="Run B (after)", choices=[], scale=3, elem_id="cc-compare-b")
+        run_a = gr.Dropdown(label="Run A (before; the other run)", choices=[], scale=3, elem_id="cc-compare-a")
+        run_b = gr.Dropdown(label="Run B (after; this run)", choices=[], scale=3, elem_id="cc-compare-b")
         split = gr.Dropdown(label="Split", choices=[], scale=1, elem_id="cc-compare-split")
         go = gr.Button("Compare", variant="primary", scale=0, elem_id="cc-compare-go")
     # FrameEvidence: which clusters the paired bootstrap resamples (000 App. A, D.6)
@@ -159,60 +237,28 @@ def build_compare(ctx: Ctx) -> None:
     view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
     state = gr.State(None)
 
-    def on_bench(bench, runs):
-        if not bench:
-            return gr.update(choices=[], value=None), gr.update(choices=[], value=None), gr.update(choices=[])
-        recs = dbb.run_records(store, bench)
-        choices = [(r["name"] + (" (synthetic)" if r["synthetic"] else ""), r["name"]) for r in recs]
-        names = [r["name"] for r in recs]
-        chosen = [r for r in (runs or []) if r in names] + [n for n in names if n not in (runs or [])]
-        splits = cache.bench(store, bench).splits
-        return (gr.update(choices=choices, value=chosen[0] if chosen else None),
-                gr.update(choices=choices, value=chosen[1] if len(chosen) > 1 else None),
-                gr.update(choices=[(s, s) for s in splits] + [("all splits", "")],
-                          value="test" if "test" in splits else (splits[0] if splits else "")))
+    def on_bench(bench: str | None, runs: list[str] | None) -> tuple[Any, Any, Any]:
+        return bench_choices(store, bench, runs)
 
-    def cluster_controls(bench, chosen):
-        is_fe = bool(bench) and cache.bench(store, bench).family == "frameevidence"
-        choices = union_field_choices(store, bench) if is_fe else []
-        kept = [f for f in (chosen or []) if f in choices] or [f for f in stats.DEFAULT_UNION_FIELDS if f in choices]
-        return gr.update(visible=is_fe), gr.update(choices=choices, value=kept)
+    def on_clusters(bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
+        return cluster_controls(store, bench, chosen)
 
-    def do_compare(bench, a, b, split_v, which_v, cluster_v=None, fields_v=None):
-        if not bench or not a or not b:
-            raise gr.Error("pick a benchmark and two runs")
-        if a == b:
-            raise gr.Error("pick two different runs")
-        try:
-            picked = clusterings_of([cluster_v] if cluster_v else [], fields_v)
-            res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS), changed_table(res["transitions"], which_v),
-                {"bench": bench, "a": a, "b": b, "transitions": res["transitions"]}, "")
+    def do_compare(bench, a, b, split_v, which_v, cluster_v=None, fields_v=None):  # type: ignore[no-untyped-def]
+        return run_compare(store, bench, a, b, split_v, which_v, cluster_v, fields_v)
 
-    def do_filter(st, which_v):
-        if not st:
-            return pd.DataFrame({"group": []})
-        return changed_table(st["transitions"], which_v)
+    def on_select(st: dict[str, Any] | None, evt: gr.SelectData) -> str:
+        return open_changed(store, st, evt.row_value or [])
 
-    def on_select(st, evt: gr.SelectData):
-        if not st:
-            return ""
-        row = evt.row_value or []
-        return render_group(store, st["bench"], str(row[0]) if row else None, [st["a"], st["b"]], st["b"])
-
+    pickers = [run_a, run_b, split]
+    for trig in (ctx.benchmark.change, ctx.refresh.click, ctx.runs.change):
+        trig(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
     for trig in (ctx.benchmark.change, ctx.refresh.click):
-        trig(on_bench, [ctx.benchmark, ctx.runs], [run_a, run_b, split], api_visibility="private")
-    ctx.runs.change(on_bench, [ctx.benchmark, ctx.runs], [run_a, run_b, split], api_visibility="private")
+        trig(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     root = gr.context.Context.root_block
     if root is not None:
-        root.load(on_bench, [ctx.benchmark, ctx.runs], [run_a, run_b, split], api_visibility="private")
-    for trig in (ctx.benchmark.change, ctx.refresh.click):
-        trig(cluster_controls, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
-    if root is not None:
-        root.load(cluster_controls, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+        root.load(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
+        root.load(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
              api_name="compare")
-    which.input(do_filter, [state, which], table, api_visibility="private")
+    which.input(filter_changed, [state, which], table, api_visibility="private")
     table.select(on_select, state, view, api_visibility="private")

@@ -15,7 +15,8 @@ import gradio as gr
 
 from core.errors import CrosscheckError
 from core.families.spur import metrics as spur
-from core.report_tables import RunScore, Table, get, spur_shortcut
+from core.families.spur.tables import spur_shortcut
+from core.report_tables import RunScore, Table, get
 from core.schema import to_jsonable
 from db.store import Store
 from ui.tables import SORT_JS, table_files, table_html

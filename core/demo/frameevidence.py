@@ -25,6 +25,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from core.demo.common import font, rng_for, save_png, text_center, write_jsonl
+from core.families.frameevidence.vocab import FQ1, FQ1_VARIANTS, FQ2
 
 W, H = 448, 336
 HORIZON = 84
@@ -367,7 +368,7 @@ def make_fq1_group(root: Path, gid: str, split: str, rng, scene: str, relation: 
         convention = rng.choice(["front", "front", "back"])
         T, R = byname[lay["target"]], byname[lay["relatum"]]
         specs = {}
-        for frame in ("cam", "obj", "scene"):
+        for frame in FQ1_VARIANTS:
             fh = _frame_heading(frame, byname, views, anchor, convention, ordinal, lm)
             specs[frame] = (fh, relation_in_frame((T["x"], T["y"]), (R["x"], R["y"]), fh, relation))
         if len({s[1][0] for s in specs.values()}) >= 2:
@@ -375,7 +376,7 @@ def make_fq1_group(root: Path, gid: str, split: str, rng, scene: str, relation: 
     opts, opts_en = _options(rng, relation, None, False)
     images = _render_all(root, gid, scene, objs, views, lm)
     items = []
-    for frame in ("cam", "obj", "scene"):
+    for frame in FQ1_VARIANTS:
         fh, (zh, en) = specs[frame]
         ft, ft_en = _frame_text(frame, scene, anchor, convention, ordinal, byname[anchor]["name_en"])
         meta = {
@@ -540,7 +541,7 @@ def generate(root: Path, seed: int = 0, splits: tuple[tuple[str, int], ...] = SP
     scenes = ("tabletop", "indoor", "outdoor")
     g = 0
     for split, n in splits:
-        for fam in ("FQ1", "FQ2"):
+        for fam in (FQ1, FQ2):
             for i in range(n):
                 g += 1
                 gid = f"fe-{split}-{fam.lower()}-{i + 1:03d}"

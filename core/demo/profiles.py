@@ -17,6 +17,7 @@ from typing import Any
 
 from core.demo.common import rng_for
 from core.demo.frameevidence import AXIAL, QUADRANT, relation_in_frame
+from core.families.stembind.vocab import KINDS, SSA_CHOICES
 
 
 @dataclass(slots=True)
@@ -233,7 +234,7 @@ def _skill(k: str, prof: dict[str, float], mode: str, boost: dict[str, float], m
 
 
 def _sb_rows(items: list[dict[str, Any]], name: str, model: str, prof: dict[str, float], mode: str, seed: int,
-             boost: dict[str, float], long: bool, kinds: tuple[str, ...] = ("P", "R", "F")) -> list[dict[str, Any]]:
+             boost: dict[str, float], long: bool, kinds: tuple[str, ...] = KINDS) -> list[dict[str, Any]]:
     rows = []
     for it in items:
         if it["kind"] not in kinds:
@@ -278,7 +279,7 @@ def stembind_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
                       max_tokens=4096 if long else 1024)
         runs.append(RunSpec(name, "stembind", cfg,
                             _sb_rows(items, name, model, SB_PROFILES[model], mode, seed, {}, long)))
-    for level in ("H0", "H1", "H2", "H3", "H4", "irrelevant"):
+    for level in SSA_CHOICES:
         name = f"synth-sb-binder-ssa-{level}"
         cfg = _config("binder-weak-v1", strategy="ssa", ssa_level=level, seed=seed, max_tokens=4096)
         cfg["ssa_guard"] = _ssa_guard(items, name, level, seed)

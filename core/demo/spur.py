@@ -16,11 +16,10 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from core.demo.common import font, rng_for, save_png, text_center, write_jsonl
+from core.families.spur.vocab import STAGE_OF, TASKS
 
 PW, PH, COLS = 200, 170, 4
-TASKS = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
-STAGE = {"NP": "perception", "MP": "perception", "IL": "perception", "TA": "understanding",
-         "HI": "understanding", "Qual": "reasoning", "Quant": "reasoning"}
+STAGE = STAGE_OF
 DISCIPLINES = ("Cell Biology", "Molecular Biology", "Oncology", "Immunology", "Neuroscience", "Pharmacology",
                "Microbiology")
 PARADIGMS = {"CE": "Cell Experiments", "AE": "Animal Experiments", "OS": "Observational Studies",

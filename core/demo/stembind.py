@@ -17,6 +17,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from core.demo.common import font, rng_for, save_png, text_center, write_jsonl
+from core.families.stembind.vocab import RI_OPERATIONS
 
 W, H = 448, 476
 COLORS = {"red": "#d62728", "blue": "#1f77b4", "green": "#2ca02c", "orange": "#ff7f0e", "purple": "#9467bd",
@@ -29,7 +30,7 @@ BORDER_XY = ((0, 0), (1, 0), (2, 0), (2, 1), (2, 2), (1, 2), (0, 2), (0, 1))
 STROKES = {"top edge": (0, 0, 1, 0), "bottom edge": (0, 1, 1, 1), "left edge": (0, 0, 0, 1),
            "right edge": (1, 0, 1, 1), "main diagonal": (0, 0, 1, 1), "anti-diagonal": (1, 0, 0, 1),
            "vertical midline": (0.5, 0, 0.5, 1), "horizontal midline": (0, 0.5, 1, 0.5)}
-OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Rot", "VP-Fold")
+OPERATIONS = (*RI_OPERATIONS, "VP-Rot", "VP-Fold")  # the operations the demo draws (002 §3.1 names)
 LOAD = {"RI-Pos": "mixed", "RI-Sty": "perception-heavy", "RI-Attr": "mixed", "RI-Qty": "perception-heavy",
         "RI-Rel": "rule-heavy", "VP-Rot": "mixed", "VP-Fold": "rule-heavy"}
 

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import prompts
+from core import families, prompts
 from core.errors import RunnerError
 from core.parsing import parse_answer, rotate_options, unrotate
 from core.runners.base import Dialog, ItemView, Reply, Task, run_coroutine
-from core.schema import INPUT_MODES, Prediction
+from core.schema import INPUT_MODES, STAGES, Prediction
 
 RUNNERS = ("baseline", "transformers", "openai")
 # Runners that generate on this machine: an empty generation is the model's (invalid) answer, where an empty
@@ -140,7 +140,7 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
 def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
     rows = items[items["split"] == s.split]
     if s.strategy == "ssa":
-        if family != "stembind":
+        if not families.get(family).SSA:
             raise RunnerError("SSA interventions apply to StemBind benchmarks (F items with S1..S4 stages)")
         rows = rows[rows["kind"] == "F"]
     if rows.empty:
@@ -343,7 +343,7 @@ def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any
     rows = items[(items["split"] == s.split) & (items["kind"] == "F")]
     views = [make_view(row, image_path) for _, row in rows.iterrows()]
     level = s.ssa_level or "H0"
-    needed = () if level == "irrelevant" else ("S1", "S2", "S3", "S4")[: int(level[1])]
+    needed = () if level == prompts.SSA_CONTROL else STAGES[: int(level[1])]
     views = [v for v in views if all((v.stages or {}).get(st) for st in needed)]  # the others fail when sent
     irrelevant = prompts.irrelevant_s1_source(items, s.seed) if level == "irrelevant" else None
     if irrelevant is not None:

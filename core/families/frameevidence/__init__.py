@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from core.families.frameevidence.compare import paired_differences  # noqa: F401
+from core.families.frameevidence.groups import (  # noqa: F401 (the family protocol)
+    EVERY_PREDICTION,
+    PATTERNS,
+    UNANSWERED_IS_WRONG,
+    group_patterns,
+    outcomes,
+)
+from core.families.frameevidence.metrics import score  # noqa: F401
+from core.families.frameevidence.tables import tables  # noqa: F401
+from core.families.frameevidence.vocab import FQ1_VARIANTS, VARIANTS
 from core.report import Report
-from core.schema import Item, RunData
+from core.schema import Item
 
 NAME = "frameevidence"
 PARSER = "letter"
-KINDS = {"FQ1": ("cam", "obj", "scene"), "FQ2": ("mss", "del", "add")}
+STAGE_OF: dict[str, str] = {}
+OPTIONAL_GROUPS = False
+CLUSTERINGS = True  # exact-image / union components (000 App. A, D.6)
+SSA = False
+JUDGED_TRACES = False
+KINDS = VARIANTS  # kind -> its variants
 # 000 §3 "Each item ... contains one to five images"; §4.1 "FQ1 reuses two to four ordered images", "FQ2 starts
 # from two to four MSS images, then changes the set size by one" (so a deletion shows 1-3, an addition 3-5).
 ITEM_IMAGES = (1, 5)
@@ -93,7 +108,7 @@ def _validate_fq1(gid: str, g: dict[str, Item], file: str, report: Report) -> No
         if g[v].options != cam.options:
             report.error(file, g[v].line, "options", f"FQ1 group {gid!r}: {v} must have the same options as cam "
                          f"(line {cam.line})")
-    if len({g[v].answer for v in ("cam", "obj", "scene")}) < 2:
+    if len({g[v].answer for v in FQ1_VARIANTS}) < 2:
         report.error(file, cam.line, "answer", f"FQ1 group {gid!r}: expected at least two distinct gold answers "
                      "across cam / obj / scene")
 
@@ -185,9 +200,3 @@ def _check_positions(gid: str, mss: Item, dele: Item, add: Item, positions: dict
             report.error(file, add.line, "meta.original_positions", f"FQ2 group {gid!r}: expected the MSS's view "
                          f"numbers {base} (line {mss.line}) in order plus a new one for the added image "
                          f"(position {new + 1}), got {add_pos}")
-
-
-def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.families.frameevidence import metrics as frameevidence
-
-    return frameevidence.score(items, run, others, **kw)

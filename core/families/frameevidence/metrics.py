@@ -28,7 +28,9 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from core import stats
+from core.comparison import turnover_counts
 from core.errors import MetricUndefined
+from core.families.frameevidence.vocab import CLASSES, FQ1, FQ1_VARIANTS, FQ2, FQ2_VARIANTS, VARIANTS
 from core.metrics.common import (
     join,
     joint_random_reference,
@@ -43,11 +45,6 @@ from core.metrics.common import (
 )
 from core.schema import Rate, RunData
 
-CLASSES = "ABCD"
-FQ1, FQ2 = "FQ1", "FQ2"
-FQ1_VARIANTS = ("cam", "obj", "scene")
-FQ2_VARIANTS = ("mss", "del", "add")
-VARIANTS = {FQ1: FQ1_VARIANTS, FQ2: FQ2_VARIANTS}
 FRAME_PAIRS = (("cam", "obj"), ("cam", "scene"), ("obj", "scene"))
 MISSING = "missing"  # status of an item the run never answered (counts as wrong)
 OUTCOMES = ("correct", "insufficient", "wrong", "invalid")
@@ -970,21 +967,9 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     # both item tables hold every item of the split in the same order
     ta = _outcomes(items, run_a, split, rotation=a[0], repeat=a[1])
     tb = _outcomes(items, run_b, split, rotation=b[0], repeat=b[1])
-    n = len(ta)
-    ca, cb = ta["correct"], tb["correct"]
     answer_a, answer_b = ta["answer"], tb["answer"]
     same = (ta["status"] == "ok") & (tb["status"] == "ok") & (answer_a == answer_b) & pd.notna(answer_a)
-    acc_a, acc_b = Rate.of(int(ca.sum()), n, "items"), Rate.of(int(cb.sum()), n, "items")
-    return {
-        "both_correct": Rate.of(int((ca & cb).sum()), n, "items"),
-        "newly_correct": Rate.of(int((~ca & cb).sum()), n, "items"),
-        "newly_incorrect": Rate.of(int((ca & ~cb).sum()), n, "items"),
-        "both_wrong": Rate.of(int((~ca & ~cb).sum()), n, "items"),
-        "changed_answers": Rate.of(int((~same).sum()), n, "items"),
-        "net": int((~ca & cb).sum() - (ca & ~cb).sum()),
-        "accuracy_a": acc_a, "accuracy_b": acc_b,
-        "change": _diff(acc_b, acc_a, "no items"),
-    }
+    return turnover_counts(ta["correct"], tb["correct"], same)  # the one counting rule (core.comparison)
 
 
 def decompose_change(items: pd.DataFrame, run_a: RunData, run_b: RunData,

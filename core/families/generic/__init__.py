@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from core.families.generic.compare import paired_arrays  # noqa: F401
+from core.families.generic.groups import (  # noqa: F401 (the family protocol)
+    EVERY_PREDICTION,
+    PATTERNS,
+    UNANSWERED_IS_WRONG,
+    group_patterns,
+    outcomes,
+)
+from core.families.generic.metrics import score  # noqa: F401
+from core.families.generic.tables import tables  # noqa: F401
 from core.report import Report
-from core.schema import Item, RunData
+from core.schema import Item
 
 NAME = "generic"
 PARSER = "letter"
+KINDS: tuple[str, ...] = ()  # any kind
+STAGE_OF: dict[str, str] = {}
+OPTIONAL_GROUPS = True  # group_id and kind may be left out: each item is its own group
+CLUSTERINGS = False
+SSA = False
+JUDGED_TRACES = False
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
     """Only the basic item rules (core/formats.py) apply."""
-
-
-def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.families.generic import metrics as generic
-
-    return generic.score(items, run, others, **kw)

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from core.families.spur.compare import paired_arrays  # noqa: F401
+from core.families.spur.groups import (  # noqa: F401 (the family protocol)
+    EVERY_PREDICTION,
+    PATTERNS,
+    UNANSWERED_IS_WRONG,
+    group_patterns,
+    outcomes,
+)
+from core.families.spur.metrics import score  # noqa: F401
+from core.families.spur.tables import tables  # noqa: F401
+from core.families.spur.vocab import STAGE_OF
 from core.report import Report
-from core.schema import Item, RunData
+from core.schema import Item
 
 NAME = "spur"
 PARSER = "letter"
-STAGE_OF_TASK = {"NP": "perception", "MP": "perception", "IL": "perception", "TA": "understanding",
-                 "HI": "understanding", "Qual": "reasoning", "Quant": "reasoning"}
+OPTIONAL_GROUPS = False
+CLUSTERINGS = False
+SSA = False
+JUDGED_TRACES = False
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
     """Every item names one of the seven tasks (001 §2)."""
     for it in items:
-        if it.kind not in STAGE_OF_TASK:
-            report.error(file, it.line, "kind", f"expected one of {', '.join(STAGE_OF_TASK)}, got {it.kind!r}")
-
-
-def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.families.spur import metrics as spur
-
-    return spur.score(items, run, others, **kw)
+        if it.kind not in STAGE_OF:
+            report.error(file, it.line, "kind", f"expected one of {', '.join(STAGE_OF)}, got {it.kind!r}")

@@ -17,17 +17,10 @@ import pandas as pd
 
 from core import stats
 from core.errors import MetricUndefined
+from core.families.spur.vocab import STAGE_OF, STAGES, TASKS
 from core.metrics.common import join, memoized
 from core.schema import Rate, RunData
 
-TASKS = ("NP", "MP", "IL", "TA", "HI", "Qual", "Quant")
-# §2.1: Panel-Level Fine-Grained Perception, Cross-Panel Relation Understanding, Expert-Level Reasoning.
-STAGES = {
-    "perception": ("NP", "MP", "IL"),
-    "understanding": ("TA", "HI"),
-    "reasoning": ("Qual", "Quant"),
-}
-STAGE_OF = {task: stage for stage, tasks in STAGES.items() for task in tasks}
 STAINING = ("Cell", "Tissue", "Microorganism", "Subcellular/Organelle")
 PARADIGMS = ("CE", "AE", "OS", "IS", "P&I")
 # §2.3: GPT-4o answered each question text-only 10 times; >= 5 correct was discarded.

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
+from core.families.stembind.compare import paired_arrays  # noqa: F401
+from core.families.stembind.groups import (  # noqa: F401 (the family protocol)
+    EVERY_PREDICTION,
+    PATTERNS,
+    UNANSWERED_IS_WRONG,
+    group_patterns,
+    outcomes,
+)
+from core.families.stembind.metrics import score  # noqa: F401
+from core.families.stembind.tables import tables  # noqa: F401
+from core.families.stembind.vocab import KINDS, OPERATIONS
 from core.report import Report
-from core.schema import Item, RunData
+from core.schema import Item
 
 NAME = "stembind"
 PARSER = "tag"
-KINDS = ("P", "R", "F")
-OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel", "VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
+STAGE_OF: dict[str, str] = {}  # its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
+OPTIONAL_GROUPS = False
+CLUSTERINGS = False
+SSA = True  # 002 §3.3, App. C.5
+JUDGED_TRACES = True  # L2 StepAcc, L3 AttrTag (002 §3.3)
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -42,9 +55,3 @@ def validate(items: list[Item], file: str, report: Report) -> None:
         if not ops:
             report.warn(file, first, "meta.operation", f"stem {gid!r} names no operation; per-operation tables "
                         "will list it as unknown")
-
-
-def score(items: Any, run: RunData, others: list[RunData], **kw: Any) -> dict[str, Any]:
-    from core.families.stembind import metrics as stembind
-
-    return stembind.score(items, run, others, **kw)

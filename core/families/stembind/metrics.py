@@ -19,18 +19,21 @@ import numpy as np
 import pandas as pd
 
 from core import stats
+from core.families.stembind.stages import _flag, first_failure, inconsistent
+from core.families.stembind.vocab import (
+    DECOMPOSITION,
+    KINDS,
+    NO_FAILURE,
+    OPERATION_FAMILIES,
+    OPERATIONS,
+    SSA_CONTROL,
+    SSA_LEVELS,
+    STAGES,
+)
 from core.metrics.common import join, memoized, positions
-from core.schema import STAGES, Rate, RunData
+from core.schema import Rate, RunData
 
-KINDS = ("P", "R", "F")
-RI_OPERATIONS = ("RI-Pos", "RI-Sty", "RI-Attr", "RI-Qty", "RI-Rel")
-VP_OPERATIONS = ("VP-Fold", "VP-View", "VP-Rot", "VP-Closure")
-OPERATIONS = RI_OPERATIONS + VP_OPERATIONS
-FAMILIES = ("RI", "VP")
-DECOMPOSITION = ("solved", "cant_bind", "cant_reason", "cant_see")
-SSA_LEVELS = ("H0", "H1", "H2", "H3", "H4")
-SSA_CONTROL = "irrelevant"
-NO_FAILURE = "none"
+FAMILIES = OPERATION_FAMILIES
 # App. D.4, Table 25: first decisive error of a trace.
 ERROR_CATEGORIES = (
     "correspondence_drift", "rule_mutation", "distractor_capture", "late_answer_switching",
@@ -607,38 +610,6 @@ def isotonic_envelope(correct: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- L2 / L3 (§3.3, §4.4, A.3, C.3)
-
-
-def _flag(value: Any) -> bool | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return None
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("1", "true", "yes", "y", "t"):
-            return True
-        if v in ("0", "false", "no", "n", "f"):
-            return False
-        return None
-    return bool(value)
-
-
-def first_failure(flags: Iterable[bool | None]) -> str:
-    """The first stage marked false walking S1 -> S4 (C.3); unknown stages are stepped over; "none" if none."""
-    for stage, flag in zip(STAGES, flags, strict=False):
-        if flag is False:
-            return stage
-    return NO_FAILURE
-
-
-def inconsistent(flags: Iterable[bool | None]) -> bool:
-    """A stage marked true after an earlier stage marked false (the flags break the S1 -> S4 order)."""
-    seen_false = False
-    for flag in flags:
-        if flag is False:
-            seen_false = True
-        elif flag is True and seen_false:
-            return True
-    return False
 
 
 def _trace_keys(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,183 @@
+"""One engine for comparing two runs of one benchmark (pure): `score --compare` (core.scoring.compare_runs)
+and the Compare tab (ui/compare.py) read the same numbers from `compare` and `turnover`.
+
+- Sign: every difference is **this run minus the other run**. `score --run THIS --compare OTHER`; in the
+  Compare tab B (the right-hand run, "after") is this run and A ("before") the other, so the tab's B − A
+  column and `score --run B --compare A` agree.
+- Metrics: the family's (its package's `paired_arrays`, or its own `paired_differences` where a metric is not a ratio of
+  sums, FrameEvidence's macro-F1), the same set for both callers (docs/METRICS.md, "Paired differences").
+- Intervals: the percentile cluster bootstrap of core.stats (clusters = groups unless a FrameEvidence
+  clustering is chosen), both runs resampled with the same clusters in each draw, 20,000 draws.
+- Turnover (000 §6.2): one counting rule, `turnover_counts`, over the family's item outcomes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core import families, stats
+from core.errors import MetricUndefined
+from core.schema import Rate, RunData
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per cluster: k_this, n_this, k_other, n_other
+
+
+def scope(items: pd.DataFrame, split: str | None) -> pd.DataFrame:
+    """The items of `split` (every item when None), renumbered."""
+    return items if split is None else items[items["split"] == split].reset_index(drop=True)
+
+
+def same_benchmark(this: RunData, other: RunData) -> None:
+    """Raises MetricUndefined unless the two runs are of one benchmark."""
+    if other.benchmark != this.benchmark or other.family != this.family:
+        raise MetricUndefined(f"cannot compare run {this.name!r} (benchmark {this.benchmark!r}) with run "
+                              f"{other.name!r} (benchmark {other.benchmark!r}): paired differences need two "
+                              "runs of the same benchmark")
+
+
+# --------------------------------------------------------------------------- paired differences
+
+
+def compare(items: pd.DataFrame, this: RunData, other: RunData, split: str | None = "test",
+            draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
+            clustering: stats.Clustering | None = None) -> dict[str, Any]:
+    """{"other": name, "clustering": label, "clusters": n, "metrics": {metric: {"this", "other", "difference"}}}
+    with each difference a Rate(this - other, n = clusters holding the metric's observations, ci), or
+    {"other": name, "reason": ...} when the runs share nothing to compare.
+
+    `clustering` (FrameEvidence only, CLUSTERINGS of its package) resamples exact-image or union components.
+    """
+    same_benchmark(this, other)
+    fam = families.get(this.family)
+    if clustering is not None and not fam.CLUSTERINGS:
+        raise MetricUndefined(f"a {this.family} comparison clusters by group (no {clustering.label} clustering)")
+    own = getattr(fam, "paired_differences", None)  # a family computing its own intervals
+    if own is not None:
+        return {"other": other.name, **own(items, this, other, split, draws, seed, clustering)}
+    table = fam.paired_arrays(scope(items, split), this, other)
+    return {"other": other.name, **paired(table, draws, seed)}
+
+
+def paired(table: dict[str, Arrays] | str, draws: int, seed: int | None) -> dict[str, Any]:
+    """{"clustering": "groups", "clusters", "metrics"} from per-cluster (k_this, n_this, k_other, n_other) sums
+    per metric (a str: the reason there is nothing to compare)."""
+    if isinstance(table, str):
+        return {"reason": table}
+    names = list(table)
+    out: dict[str, Any] = {"clustering": "groups", "clusters": 0, "metrics": {}}
+    if not names:
+        return out
+    kt, nt, ko, no = (np.column_stack([table[m][i] for m in names]).astype(float) for i in range(4))
+    out["clusters"] = int(kt.shape[0])
+    defined = [j for j in range(len(names)) if nt[:, j].sum() > 0 and no[:, j].sum() > 0]
+    lo = hi = None
+    if seed is not None and defined and kt.shape[0]:
+        lo, hi = stats.cluster_bootstrap_diff(kt[:, defined], nt[:, defined], ko[:, defined], no[:, defined],
+                                              draws=draws, seed=seed)
+    for j, name in enumerate(names):
+        what = f"observations of {name}"
+        this_rate = Rate.of(int(round(kt[:, j].sum())), int(round(nt[:, j].sum())), what)
+        other_rate = Rate.of(int(round(ko[:, j].sum())), int(round(no[:, j].sum())), what)
+        if j not in defined:
+            diff = Rate.undefined(f"{name} is undefined for {'this run' if nt[:, j].sum() == 0 else 'the other run'}"
+                                  " on the groups both runs answered")
+        else:
+            diff = Rate(float(kt[:, j].sum() / nt[:, j].sum() - ko[:, j].sum() / no[:, j].sum()),
+                        n=int(np.count_nonzero((nt[:, j] > 0) | (no[:, j] > 0))))
+            if lo is not None and hi is not None:
+                i = defined.index(j)
+                if np.isfinite(lo[i]) and np.isfinite(hi[i]):
+                    diff.ci = (float(lo[i]), float(hi[i]))
+        out["metrics"][name] = {"this": this_rate, "other": other_rate, "difference": diff}
+    return out
+
+
+def differences(result: dict[str, Any]) -> dict[str, Any]:
+    """`score --compare`'s `metrics.compare`: the result of `compare` with each metric's difference only."""
+    out = {k: v for k, v in result.items() if k != "metrics"}
+    out.update({m: e["difference"] for m, e in result.get("metrics", {}).items()})
+    return out
+
+
+def per_cluster(keys: np.ndarray, index: pd.Index, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Sums of each value column per cluster key, aligned on `index` (absent clusters give 0)."""
+    frame = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in values.items()})
+    summed = frame.groupby(keys).sum().reindex(index, fill_value=0.0)
+    return {k: summed[k].to_numpy(dtype=float) for k in values}
+
+
+def item_pairs(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Outcomes (item_id, group_id, correct) of two runs on the items both answered: correct_t, correct_o."""
+    both = a[["item_id", "group_id", "correct"]].merge(b[["item_id", "correct"]], on="item_id",
+                                                       suffixes=("_t", "_o"))
+    both["correct_t"] = both["correct_t"].astype(bool)
+    both["correct_o"] = both["correct_o"].astype(bool)
+    return both
+
+
+def masked(both: pd.DataFrame, masks: dict[str, np.ndarray], index: pd.Index) -> dict[str, Arrays]:
+    """Item-accuracy arrays per metric: the items of each mask, summed per group."""
+    ct, co = both["correct_t"].to_numpy(), both["correct_o"].to_numpy()
+    values: dict[str, np.ndarray] = {}
+    for name, m in masks.items():
+        values[f"{name}/k_t"], values[f"{name}/k_o"], values[f"{name}/n"] = m & ct, m & co, m
+    sums = per_cluster(both["group_id"].to_numpy(), index, values)
+    return {name: (sums[f"{name}/k_t"], sums[f"{name}/n"], sums[f"{name}/k_o"], sums[f"{name}/n"]) for name in masks}
+
+
+def group_exact_match(both: pd.DataFrame, index: pd.Index) -> Arrays:
+    """One observation per group with items both runs answered: every such item correct."""
+    per = both.groupby("group_id")[["correct_t", "correct_o"]].all()
+    present = index.isin(per.index).astype(float)
+    per = per.reindex(index, fill_value=False)
+    return (per["correct_t"].to_numpy(dtype=float) * present, present,
+            per["correct_o"].to_numpy(dtype=float) * present, present)
+
+
+# --------------------------------------------------------------------------- turnover (000 §6.2)
+
+
+def turnover_counts(correct_a: Any, correct_b: Any, same_answer: Any = None) -> dict[str, Any]:
+    """Item turnover from a to b over paired item outcomes: both_correct, newly_correct (wrong in a, correct
+    in b), newly_incorrect, both_wrong, changed_answers (when `same_answer` says which items kept one valid
+    letter), net = newly_correct - newly_incorrect (an int), accuracy_a, accuracy_b, change = b - a."""
+    ca, cb = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
+    n = len(ca)
+    acc_a, acc_b = Rate.of(int(ca.sum()), n, "items"), Rate.of(int(cb.sum()), n, "items")
+    out: dict[str, Any] = {
+        "both_correct": Rate.of(int((ca & cb).sum()), n, "items"),
+        "newly_correct": Rate.of(int((~ca & cb).sum()), n, "items"),
+        "newly_incorrect": Rate.of(int((ca & ~cb).sum()), n, "items"),
+        "both_wrong": Rate.of(int((~ca & ~cb).sum()), n, "items"),
+    }
+    if same_answer is not None:
+        out["changed_answers"] = Rate.of(int((~np.asarray(same_answer, dtype=bool)).sum()), n, "items")
+    out["net"] = int((~ca & cb).sum() - (ca & ~cb).sum())
+    out["accuracy_a"], out["accuracy_b"] = acc_a, acc_b
+    out["change"] = (Rate(acc_b.value - acc_a.value) if acc_a.value is not None and acc_b.value is not None
+                     else Rate.undefined("no items"))
+    return out
+
+
+def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | None = "test") -> dict[str, Any]:
+    """Item turnover a -> b over the split's items, by the family's item outcome: every item of the split
+    with an unanswered one wrong where the family says so (UNANSWERED_IS_WRONG: FrameEvidence, 000 App. A),
+    else the items both runs answered."""
+    same_benchmark(run_a, run_b)
+    fam = families.get(run_a.family)
+    part = scope(items, split)
+    ids = part["item_id"]
+
+    def table(run: RunData) -> pd.DataFrame:
+        out = fam.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
+        answered = out["answered"] if "answered" in out else pd.Series(True, index=out.index)
+        return pd.DataFrame({"answered": answered.reindex(ids, fill_value=False).to_numpy(dtype=bool),
+                             "correct": out["correct"].reindex(ids, fill_value=False).to_numpy(dtype=bool)})
+
+    ta, tb = table(run_a), table(run_b)
+    keep = np.ones(len(ids), dtype=bool) if fam.UNANSWERED_IS_WRONG else (ta["answered"] & tb["answered"]).to_numpy()
+    return turnover_counts(ta["correct"].to_numpy()[keep] & ta["answered"].to_numpy()[keep],
+                           tb["correct"].to_numpy()[keep] & tb["answered"].to_numpy()[keep])

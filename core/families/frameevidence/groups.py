@@ -1,0 +1,126 @@
+"""FrameEvidence (000) group layout for Browse and Compare: failure patterns and the FQ2 triplet's views."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from core.families.frameevidence import metrics as fe
+from core.families.frameevidence.vocab import FQ2_VARIANTS
+from core.schema import RunData
+
+# The item outcome is the metrics' (000 App. A): the rotation-0 / repeat-0 prediction; an item the run did not
+# answer is "missing" (wrong in the metrics and in the turnover, "not answered" in the group marks).
+EVERY_PREDICTION = False
+UNANSWERED_IS_WRONG = True
+PATTERNS = [
+    ("fq1_0", "FQ1: 0 of 3 frames correct"),
+    ("fq1_1", "FQ1: 1 of 3 frames correct"),
+    ("fq1_2", "FQ1: 2 of 3 frames correct"),
+    ("fq1_3", "FQ1: all 3 frames correct"),
+    ("fq2_mss_del", "FQ2: MSS right, deletion wrong"),
+    ("fq2_mss_add", "FQ2: MSS right, addition wrong"),
+]
+
+
+def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """item_id, answered, correct of every item of `items` (core.families.frameevidence.metrics.frame)."""
+    df = fe.frame(items, run, split=None)
+    return pd.DataFrame({"item_id": df["item_id"].to_numpy(), "answered": (df["status"] != fe.MISSING).to_numpy(),
+                         "correct": df["correct"].to_numpy(dtype=bool)})
+
+
+def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
+    """The FQ1 frame counts and the FQ2 MSS-right, variant-wrong patterns per group."""
+    pats: dict[str, pd.Series] = {}
+    _fe_patterns(out, summ, pats)
+    return pats
+
+
+def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
+    idx = summ.index
+    fq1 = out[out["kind"] == fe.FQ1]
+    k1 = fq1.groupby("group_id")["correct"].sum()
+    got1 = fq1.groupby("group_id")["answered"].any()
+    for k in range(4):
+        pats[f"fq1_{k}"] = ((k1 == k) & got1).reindex(idx, fill_value=False)
+    fq2 = out[out["kind"] == fe.FQ2]
+    if len(fq2):
+        wide = fq2.pivot_table(index="group_id", columns="variant", values="correct", aggfunc="first")
+        got = fq2.pivot_table(index="group_id", columns="variant", values="answered", aggfunc="first")
+        for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
+            if "mss" in wide and v in wide:
+                hit = wide["mss"].astype(bool) & ~wide[v].fillna(False).astype(bool) & got[v].fillna(False).astype(bool)
+                pats[key] = hit.reindex(idx, fill_value=False)
+
+
+def fq2_layout(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Where the views of an FQ2 triplet come from (000 §5), from the items' own images and positions.
+
+    `members` maps variant (mss / del / add) to {"images": [hash...], "meta": {...}, "question": str}.
+    Returns positions per variant (original view numbers I1..I5, from meta.original_positions or derived
+    from the MSS order), the withheld view (hash and original position) of the deletion, the added view of
+    the addition, and `ordinal_note`: a sentence when the deletion changes what "image k" of the question
+    refers to, else None.
+    """
+    mss, dele, add = (members.get(v) for v in FQ2_VARIANTS)
+    out: dict[str, Any] = {"positions": {}, "withheld": None, "added": None, "ordinal_note": None}
+    if mss is None:
+        return out
+
+    def positions(m: Mapping[str, Any]) -> list[int]:
+        pos = (m.get("meta") or {}).get("original_positions")
+        if isinstance(pos, list) and len(pos) == len(m["images"]):
+            return [int(p) for p in pos]
+        return []
+
+    for v, m in (("mss", mss), ("del", dele), ("add", add)):
+        if m is not None:
+            out["positions"][v] = positions(m)
+    mss_pos = out["positions"]["mss"] or list(range(1, len(mss["images"]) + 1))
+    out["positions"]["mss"] = mss_pos
+    pos_of = dict(zip(mss["images"], mss_pos, strict=False))
+    if dele is not None:
+        gone = [h for h in mss["images"] if h not in set(dele["images"])]
+        if gone:
+            out["withheld"] = {"hash": gone[0], "position": pos_of.get(gone[0])}
+        if not out["positions"]["del"]:
+            out["positions"]["del"] = [pos_of.get(h) for h in dele["images"]]
+    if add is not None:
+        new = [h for h in add["images"] if h not in pos_of]
+        if not out["positions"]["add"]:
+            spare = next(p for p in itertools.count(1) if p not in set(mss_pos))  # I5 beside a 4-image MSS
+            out["positions"]["add"] = [pos_of.get(h) or spare for h in add["images"]]
+        if new:
+            i = add["images"].index(new[0])
+            out["added"] = {"hash": new[0], "position": out["positions"]["add"][i], "index": i}
+    ordinal = _question_ordinal(mss)
+    if ordinal and dele is not None:
+        before = mss_pos[ordinal - 1] if ordinal <= len(mss_pos) else None
+        del_pos = out["positions"]["del"]
+        after = del_pos[ordinal - 1] if ordinal <= len(del_pos) else None
+        if before != after:
+            if after is None:
+                out["ordinal_note"] = (f"The question names image {ordinal}: I{before} in the MSS item, but the "
+                                       f"deletion item has only {len(del_pos)} image(s), so image {ordinal} no "
+                                       "longer exists there.")
+            else:
+                out["ordinal_note"] = (f"The question names image {ordinal}: I{before} in the MSS item, but I{after} "
+                                       "in the deletion item (the deletion shifts the ordinal reference).")
+    return out
+
+
+def _question_ordinal(m: Mapping[str, Any]) -> int | None:
+    """The image ordinal the question refers to ("第2张", "image 2"), or meta.camera_ordinal."""
+    import re
+
+    meta = m.get("meta") or {}
+    v = meta.get("camera_ordinal")
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v
+    q = str(m.get("question") or "")
+    hit = re.search(r"第\s*(\d+)\s*张", q) or re.search(r"\bimage\s+(\d+)\b", q, flags=re.IGNORECASE)
+    return int(hit.group(1)) if hit else None

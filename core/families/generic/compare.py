@@ -1,0 +1,23 @@
+"""Generic-family paired arrays of the comparison engine (core.comparison): accuracy and group exact match
+over the items both runs answered at rotation 0, repeat 0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.comparison import group_exact_match, item_pairs, masked
+from core.families.generic.groups import outcomes
+from core.schema import RunData
+
+
+def paired_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Any:
+    both = item_pairs(outcomes(items, run), outcomes(items, other))
+    if both.empty:
+        return "no item answered by both runs at rotation 0, repeat 0"
+    index = pd.Index(sorted(set(both["group_id"])))
+    out = masked(both, {"accuracy": np.ones(len(both), dtype=bool)}, index)
+    out["group_exact_match"] = group_exact_match(both, index)
+    return out

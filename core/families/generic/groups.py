@@ -1,0 +1,28 @@
+"""Generic-family group layout for Browse and Compare: a group is whatever `group_id` says."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.metrics import common
+from core.schema import RunData
+
+# The item outcome is the metrics' (core.families.generic.metrics): the rotation-0 / repeat-0 prediction; an
+# item without one is not answered (left out of the turnover).
+EVERY_PREDICTION = False
+UNANSWERED_IS_WRONG = False
+PATTERNS = [
+    ("some_wrong", "Group: some items wrong"),
+    ("all_wrong", "Group: every item wrong"),
+]
+
+
+def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """item_id, correct of every item the run answered at rotation 0, repeat 0."""
+    return common.select(common.join(items, run.preds), rotation=0, repeat=0).drop_duplicates("item_id")
+
+
+def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
+    answered = summ["n_answered"] > 0
+    return {"some_wrong": answered & (summ["n_correct"] < summ["n_items"]),
+            "all_wrong": answered & (summ["n_correct"] == 0)}
