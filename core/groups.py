@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import stats
+from core import outcomes, stats
 from core.families.frameevidence import metrics as fe
 from core.families.spur import metrics as sp
 from core.families.stembind import metrics as sb
@@ -98,53 +98,12 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
 
 
 def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
-    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised:
-    the same rules, checked against the family functions in tests/test_groups.py."""
+    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised
+    (core.outcomes.item_marks): the same rules, checked against the family functions in tests/test_groups.py."""
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
-    if preds is None or len(preds) == 0:
-        return base.assign(answered=False, correct=False)
-    p = preds
-    if family not in ("stembind", "spur"):
-        p = p[(p["rotation"] == 0) & (p["repeat"] == 0)].drop_duplicates("item_id")
-    gold = dict(zip(items["item_id"], items["answer"], strict=True))
-    ok = (p["status"].to_numpy() == "ok") & (p["answer"].to_numpy() == p["item_id"].map(gold).to_numpy())
-    per = pd.DataFrame({"item_id": p["item_id"].to_numpy(), "ok": ok}).groupby("item_id", sort=False)["ok"].all()
-    answered = base["item_id"].isin(per.index).to_numpy()
-    correct = base["item_id"].map(per).fillna(False).astype(bool).to_numpy() & answered
+    lay = outcomes.layout(family, items)
+    answered, correct = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, preds))
     return base.assign(answered=answered, correct=correct)
-
-
-def _decomposition(items: pd.DataFrame, out: pd.DataFrame, idx: pd.Index) -> pd.Series:
-    """StemBind category per stem (core.families.stembind.metrics.stem_table rules), None for incomplete stems."""
-    o = out.assign(c=out["correct"].astype(int), a=out["answered"].astype(int), one=1)
-    tab = o.pivot_table(index="group_id", columns="kind", values=["c", "a", "one"], aggfunc="sum", fill_value=0)
-
-    def col(v: str, k: str) -> np.ndarray:
-        return tab[(v, k)].reindex(idx, fill_value=0).to_numpy() if (v, k) in tab.columns else np.zeros(len(idx), int)
-
-    n = {k: col("one", k) for k in sb.KINDS}
-    a = {k: col("a", k) for k in sb.KINDS}
-    c = {k: col("c", k) for k in sb.KINDS}
-    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
-    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
-    return pd.Series([cat if done else None for cat, done in zip(cats, complete, strict=True)], index=idx, dtype=object)
-
-
-def _status_counts(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
-    """Per group: predictions with status invalid / api_error (every rotation and repeat)."""
-    idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
-    if preds is None or len(preds) == 0:
-        return pd.DataFrame({"n_invalid": 0, "n_api_error": 0}, index=idx)
-    gid = dict(zip(items["item_id"], items["group_id"], strict=True))
-    g = preds["item_id"].map(gid)
-    keep = g.notna()
-    st = preds.loc[keep, "status"]
-    g = g[keep]
-    out = pd.DataFrame({
-        "n_invalid": (st == "invalid").groupby(g).sum(),
-        "n_api_error": (st == "api_error").groupby(g).sum(),
-    }).reindex(idx, fill_value=0)
-    return out.astype(int)
 
 
 # --------------------------------------------------------------------------- group summaries and patterns
@@ -155,67 +114,12 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame)
 
     Columns: n_items, n_answered, n_correct, n_invalid, n_api_error, all_correct (answered and every item
     correct), category (StemBind decomposition of a complete stem, else None), and one bool column
-    `p_<key>` per failure pattern of the family.
+    `p_<key>` per failure pattern of the family. Computed by core.outcomes (the Browse list's engine).
     """
     preds = run.preds if isinstance(run, RunData) else run
-    out_items = item_outcomes_fast(family, items, preds)
-    idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
-    grp = out_items.groupby("group_id", sort=False)
-    summ = pd.DataFrame({
-        "n_items": grp.size(),
-        "n_answered": grp["answered"].sum(),
-        "n_correct": grp["correct"].sum(),
-    }).reindex(idx, fill_value=0).astype(int)
-    summ = summ.join(_status_counts(items, preds))
-    answered = summ["n_answered"] > 0
-    summ["all_correct"] = answered & (summ["n_correct"] == summ["n_items"])
-    summ["category"] = None
-    pats: dict[str, pd.Series] = {}
-    if family == "frameevidence":
-        _fe_patterns(out_items, summ, pats)
-    elif family == "stembind":
-        summ["category"] = _decomposition(items, out_items, idx)
-        for cat in sb.DECOMPOSITION:
-            pats[f"cat_{cat}"] = (summ["category"] == cat).fillna(False).astype(bool)
-    elif family == "spur":
-        pats["perc_ok_reason_wrong"] = _spur_pattern(out_items, idx)
-    else:
-        pats["some_wrong"] = answered & (summ["n_correct"] < summ["n_items"])
-        pats["all_wrong"] = answered & (summ["n_correct"] == 0)
-    pats["invalid"] = summ["n_invalid"] > 0
-    pats["api_error"] = summ["n_api_error"] > 0
-    for key, _ in patterns(family):
-        summ[f"p_{key}"] = pats.get(key, pd.Series(False, index=idx)).reindex(idx, fill_value=False).astype(bool)
-    return summ
-
-
-def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
-    idx = summ.index
-    fq1 = out[out["kind"] == fe.FQ1]
-    k1 = fq1.groupby("group_id")["correct"].sum()
-    got1 = fq1.groupby("group_id")["answered"].any()
-    for k in range(4):
-        pats[f"fq1_{k}"] = ((k1 == k) & got1).reindex(idx, fill_value=False)
-    fq2 = out[out["kind"] == fe.FQ2]
-    if len(fq2):
-        wide = fq2.pivot_table(index="group_id", columns="variant", values="correct", aggfunc="first")
-        got = fq2.pivot_table(index="group_id", columns="variant", values="answered", aggfunc="first")
-        for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
-            if "mss" in wide and v in wide:
-                hit = wide["mss"].astype(bool) & ~wide[v].fillna(False).astype(bool) & got[v].fillna(False).astype(bool)
-                pats[key] = hit.reindex(idx, fill_value=False)
-
-
-def _spur_pattern(out: pd.DataFrame, idx: pd.Index) -> pd.Series:
-    """Figures whose perception items were all answered and right and whose reasoning has a wrong answer
-    (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
-    stage = out["kind"].map(sp.STAGE_OF)
-    perc = out[stage == "perception"].groupby("group_id")
-    perc_ok = perc["correct"].all() & perc["answered"].all()
-    reas = out[(stage == "reasoning") & out["answered"]]
-    reas_bad = (~reas["correct"]).groupby(reas["group_id"]).any()
-    hit = perc_ok.reindex(idx, fill_value=False) & reas_bad.reindex(idx, fill_value=False)
-    return hit.astype(bool)
+    lay = outcomes.layout(family, items)
+    summary = outcomes.summarise(lay, outcomes.preds_from_frame(lay, preds))
+    return outcomes.frame(lay, summary, [key for key, _ in patterns(family)])
 
 
 def match_patterns(summaries: Sequence[pd.DataFrame], key: str | None) -> pd.Series | None:
