@@ -139,15 +139,31 @@ def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
     return store.runs(benchmark, with_counts=False)
 
 
+_VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
+
+
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
-    """run name -> a version string that changes whenever its predictions change (updated time, row count)."""
+    """run name -> a version string that changes whenever its predictions change (updated time, row count).
+
+    Counting a run's rows scans its key range, so the answers are remembered per connection until the store
+    changes: SQLite's data_version (commits by other connections) and the connection's total_changes (its own)."""
     if not runs:
         return {}
-    marks = ",".join("?" * len(runs))
-    cur = store.conn.execute(
-        "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
-        f" WHERE r.name IN ({marks})", list(runs))
-    return {name: f"{upd}|{n}" for name, upd, n in cur}
+    conn = store.conn
+    state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+    memo = _VERSIONS.get(id(conn))
+    if memo is None or memo[0] is not conn or memo[1] != state:
+        memo = (conn, state, {})
+        _VERSIONS[id(conn)] = memo
+    known = memo[2]
+    missing = [r for r in dict.fromkeys(runs) if r not in known]
+    if missing:
+        marks = ",".join("?" * len(missing))
+        cur = conn.execute(
+            "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
+            f" WHERE r.name IN ({marks})", missing)
+        known.update({name: f"{upd}|{n}" for name, upd, n in cur})
+    return {r: known[r] for r in runs if r in known}
 
 
 def group_prediction_records(store: Store, runs: list[int], item_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
