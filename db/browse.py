@@ -166,24 +166,6 @@ def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
     return {r: known[r] for r in runs if r in known}
 
 
-def group_prediction_records(store: Store, runs: list[int], item_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """run id -> its predictions of the given items as plain dicts (probs decoded), in key order."""
-    out: dict[int, list[dict[str, Any]]] = {r: [] for r in runs}
-    if not runs or not item_pks:
-        return out
-    cur = store.conn.execute(
-        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
-        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-        f" WHERE p.run_id IN ({','.join('?' * len(runs))}) AND p.item_pk IN ({','.join('?' * len(item_pks))})"
-        " ORDER BY p.run_id, p.item_pk, p.rotation, p.repeat", (*runs, *item_pks))
-    cols = [c[0] for c in cur.description][1:]
-    for row in cur:
-        d = dict(zip(cols, row[1:], strict=True))
-        d["probs"] = json.loads(d["probs"]) if d["probs"] else None
-        out.setdefault(row[0], []).append(d)
-    return out
-
-
 def browse_items(store: Store, benchmark: str) -> pd.DataFrame:
     """The item columns the Browse list needs (pk, item_id, group_id, split, kind, variant, question, answer,
     letters, meta, n_images, images), read without the per-cell conversions of Store.items_frame."""
