@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import families
+from core import families, outcomes
 
 # Family names ui/views still reads from here (they live in the family packages)
 from core.families.frameevidence.groups import fq2_layout  # noqa: F401
@@ -58,37 +58,12 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
 
 
 def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
-    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised:
-    the same rules, checked against the family functions in tests/test_groups.py."""
+    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised
+    (core.outcomes.item_marks): the same rules, checked against the family functions in tests/test_groups.py."""
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
-    if preds is None or len(preds) == 0:
-        return base.assign(answered=False, correct=False)
-    p = preds
-    if not families.get(family).EVERY_PREDICTION:
-        p = p[(p["rotation"] == 0) & (p["repeat"] == 0)].drop_duplicates("item_id")
-    gold = dict(zip(items["item_id"], items["answer"], strict=True))
-    ok = (p["status"].to_numpy() == "ok") & (p["answer"].to_numpy() == p["item_id"].map(gold).to_numpy())
-    per = pd.DataFrame({"item_id": p["item_id"].to_numpy(), "ok": ok}).groupby("item_id", sort=False)["ok"].all()
-    answered = base["item_id"].isin(per.index).to_numpy()
-    correct = base["item_id"].map(per).fillna(False).astype(bool).to_numpy() & answered
+    lay = outcomes.layout(family, items)
+    answered, correct = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, preds))
     return base.assign(answered=answered, correct=correct)
-
-
-def _status_counts(items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
-    """Per group: predictions with status invalid / api_error (every rotation and repeat)."""
-    idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
-    if preds is None or len(preds) == 0:
-        return pd.DataFrame({"n_invalid": 0, "n_api_error": 0}, index=idx)
-    gid = dict(zip(items["item_id"], items["group_id"], strict=True))
-    g = preds["item_id"].map(gid)
-    keep = g.notna()
-    st = preds.loc[keep, "status"]
-    g = g[keep]
-    out = pd.DataFrame({
-        "n_invalid": (st == "invalid").groupby(g).sum(),
-        "n_api_error": (st == "api_error").groupby(g).sum(),
-    }).reindex(idx, fill_value=0)
-    return out.astype(int)
 
 
 # --------------------------------------------------------------------------- group summaries and patterns
@@ -99,27 +74,12 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame)
 
     Columns: n_items, n_answered, n_correct, n_invalid, n_api_error, all_correct (answered and every item
     correct), category (StemBind decomposition of a complete stem, else None), and one bool column
-    `p_<key>` per failure pattern of the family.
+    `p_<key>` per failure pattern of the family. Computed by core.outcomes (the Browse list's engine).
     """
     preds = run.preds if isinstance(run, RunData) else run
-    out_items = item_outcomes_fast(family, items, preds)
-    idx = pd.Index(items["group_id"].drop_duplicates(), name="group_id")
-    grp = out_items.groupby("group_id", sort=False)
-    summ = pd.DataFrame({
-        "n_items": grp.size(),
-        "n_answered": grp["answered"].sum(),
-        "n_correct": grp["correct"].sum(),
-    }).reindex(idx, fill_value=0).astype(int)
-    summ = summ.join(_status_counts(items, preds))
-    answered = summ["n_answered"] > 0
-    summ["all_correct"] = answered & (summ["n_correct"] == summ["n_items"])
-    summ["category"] = None
-    pats = dict(families.get(family).group_patterns(items, out_items, summ))
-    pats["invalid"] = summ["n_invalid"] > 0
-    pats["api_error"] = summ["n_api_error"] > 0
-    for key, _ in patterns(family):
-        summ[f"p_{key}"] = pats.get(key, pd.Series(False, index=idx)).reindex(idx, fill_value=False).astype(bool)
-    return summ
+    lay = outcomes.layout(family, items)
+    summary = outcomes.summarise(lay, outcomes.preds_from_frame(lay, preds))
+    return outcomes.frame(lay, summary, [key for key, _ in patterns(family)])
 
 
 def match_patterns(summaries: Sequence[pd.DataFrame], key: str | None) -> pd.Series | None:

@@ -12,60 +12,31 @@ from typing import Any
 
 import pandas as pd
 
-from core.errors import NotFound
-from core.schema import RunData
 from db.schema import PREDICTIONS_READ
-from db.store import Store, _objects, decode_items
+from db.store import Store, _objects, decode_item_json
 
 _ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
              " stages FROM items WHERE benchmark_id = ? AND group_id = ? ORDER BY id")
 
 
 def group_items(store: Store, benchmark: str, group_id: str) -> pd.DataFrame:
-    """The items of one group as the items DataFrame of docs/ARCHITECTURE.md, plus `pk` (the row id)."""
+    """The items of one group as the items DataFrame of docs/ARCHITECTURE.md, plus `pk` (the row id); read
+    straight from the cursor (a group is a few rows: pandas' SQL layer would cost more than the query)."""
     b = store.benchmark(benchmark)
-    df = pd.read_sql_query(_ITEM_SQL, store.conn, params=(b["id"], group_id)).rename(columns={"id": "pk"})
-    return decode_items(df)
-
-
-def group_predictions(store: Store, runs: list[str], item_pks: list[int]) -> dict[str, pd.DataFrame]:
-    """run name -> its predictions of the given items (the columns of Store.predictions_frame)."""
-    out: dict[str, pd.DataFrame] = {}
-    if not runs:
-        return out
-    marks_r = ",".join("?" * len(runs))
-    ids = dict(store.conn.execute(f"SELECT name, id FROM runs WHERE name IN ({marks_r})", runs).fetchall())
-    if not item_pks or not ids:
-        return {r: _empty_preds() for r in runs}
-    marks_i = ",".join("?" * len(item_pks))
-    marks_id = ",".join("?" * len(ids))
-    df = pd.read_sql_query(
-        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
-        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-        f" WHERE p.run_id IN ({marks_id}) AND p.item_pk IN ({marks_i}) ORDER BY p.run_id, p.item_pk, p.rotation,"
-        " p.repeat", store.conn, params=(*ids.values(), *item_pks))
-    df["tokens"] = df["tokens"].astype(float)
-    for col in ("status", "answer", "shown", "response", "input_mode", "trace", "error", "item_id"):
-        df[col] = _objects(df[col])
-    df["probs"] = [json.loads(v) if v else None for v in df["probs"]]
-    by_id = {rid: part.drop(columns="run_id").reset_index(drop=True) for rid, part in df.groupby("run_id")}
-    for name in runs:
-        out[name] = by_id.get(ids.get(name), _empty_preds())
-    return out
-
-
-def _empty_preds() -> pd.DataFrame:
-    cols = ("item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",
-            "tokens", "latency", "probs", "error")
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-
-
-def group_run_data(store: Store, runs: list[dict[str, Any]], item_pks: list[int]) -> dict[str, RunData]:
-    """RunData restricted to one group's items for each run record of Store.runs()."""
-    preds = group_predictions(store, [r["name"] for r in runs], item_pks)
-    return {r["name"]: RunData(name=r["name"], benchmark=r["benchmark"], family=r["family"],
-                               config={**r["config"], "synthetic": r["synthetic"]}, preds=preds[r["name"]])
-            for r in runs}
+    cur = store.conn.execute(_ITEM_SQL, (b["id"], group_id))
+    names = ["pk", *(c[0] for c in cur.description[1:])]
+    rows = cur.fetchall()
+    cols = dict(zip(names, zip(*rows, strict=True) if rows else [()] * len(names), strict=True))
+    data: dict[str, Any] = {}
+    for name in names:
+        if name == "pk":
+            data[name] = pd.Series(cols[name], dtype="int64")
+        elif name in ("options", "images", "meta", "stages"):
+            data[name] = pd.Series(decode_item_json(name, cols[name]), dtype=object)
+        else:
+            data[name] = pd.Series(list(cols[name]), dtype=object)
+    data["n_images"] = pd.Series([len(v) for v in data["images"]], dtype="int64")
+    return pd.DataFrame(data)
 
 
 def image_sizes(store: Store, hashes: list[str]) -> dict[str, tuple[int, int]]:
@@ -139,33 +110,31 @@ def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
     return store.runs(benchmark, with_counts=False)
 
 
+_VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
+
+
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
-    """run name -> a version string that changes whenever its predictions change (updated time, row count)."""
+    """run name -> a version string that changes whenever its predictions change (updated time, row count).
+
+    Counting a run's rows scans its key range, so the answers are remembered per connection until the store
+    changes: SQLite's data_version (commits by other connections) and the connection's total_changes (its own)."""
     if not runs:
         return {}
-    marks = ",".join("?" * len(runs))
-    cur = store.conn.execute(
-        "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
-        f" WHERE r.name IN ({marks})", list(runs))
-    return {name: f"{upd}|{n}" for name, upd, n in cur}
-
-
-def group_prediction_records(store: Store, runs: list[int], item_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """run id -> its predictions of the given items as plain dicts (probs decoded), in key order."""
-    out: dict[int, list[dict[str, Any]]] = {r: [] for r in runs}
-    if not runs or not item_pks:
-        return out
-    cur = store.conn.execute(
-        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
-        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-        f" WHERE p.run_id IN ({','.join('?' * len(runs))}) AND p.item_pk IN ({','.join('?' * len(item_pks))})"
-        " ORDER BY p.run_id, p.item_pk, p.rotation, p.repeat", (*runs, *item_pks))
-    cols = [c[0] for c in cur.description][1:]
-    for row in cur:
-        d = dict(zip(cols, row[1:], strict=True))
-        d["probs"] = json.loads(d["probs"]) if d["probs"] else None
-        out.setdefault(row[0], []).append(d)
-    return out
+    conn = store.conn
+    state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+    memo = _VERSIONS.get(id(conn))
+    if memo is None or memo[0] is not conn or memo[1] != state:
+        memo = (conn, state, {})
+        _VERSIONS[id(conn)] = memo
+    known = memo[2]
+    missing = [r for r in dict.fromkeys(runs) if r not in known]
+    if missing:
+        marks = ",".join("?" * len(missing))
+        cur = conn.execute(
+            "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
+            f" WHERE r.name IN ({marks})", missing)
+        known.update({name: f"{upd}|{n}" for name, upd, n in cur})
+    return {r: known[r] for r in runs if r in known}
 
 
 def browse_items(store: Store, benchmark: str) -> pd.DataFrame:
@@ -183,24 +152,3 @@ def browse_items(store: Store, benchmark: str) -> pd.DataFrame:
     df["images"] = pd.Series(imgs, dtype=object)
     df["n_images"] = [len(v) for v in imgs]
     return df
-
-
-def outcome_predictions(store: Store, run: str, item_ids: dict[int, str] | None = None) -> pd.DataFrame:
-    """The prediction columns item outcomes need (item_id, rotation, repeat, status, answer) of one run.
-
-    `item_ids` (item pk -> item_id of the run's benchmark) saves the join with items when the caller has it."""
-    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
-    if row is None:
-        raise NotFound(f"no run named {run!r}")
-    if item_ids is None:
-        item_ids = dict(store.conn.execute("SELECT i.id, i.item_id FROM items i JOIN runs r"
-                                           " ON r.benchmark_id = i.benchmark_id WHERE r.id = ?", (row[0],)).fetchall())
-    rows = store.conn.execute(f"SELECT item_pk, rotation, repeat, status, answer FROM {PREDICTIONS_READ} WHERE run_id = ?",
-                              (row[0],)).fetchall()
-    return pd.DataFrame({
-        "item_id": pd.Series([item_ids.get(r[0]) for r in rows], dtype=object),
-        "rotation": pd.Series([r[1] for r in rows], dtype="int64"),
-        "repeat": pd.Series([r[2] for r in rows], dtype="int64"),
-        "status": pd.Series([r[3] for r in rows], dtype=object),
-        "answer": pd.Series([r[4] for r in rows], dtype=object),
-    })

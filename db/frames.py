@@ -11,6 +11,7 @@ to the store's (same columns, dtypes, order and values; tests compare them).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import orjson
 import pandas as pd
 
 from core.gcpause import gc_paused
+from core.outcomes import Preds
 from core.schema import RunData
 from db.schema import PREDICTIONS_READ
 from db.store import Store, decode_item_json
@@ -281,3 +283,88 @@ def score_extras(store: Store, run: str, family: str, judge: str | None = None) 
     if not judges:
         return {}
     return {"judgements": judgements_frame(store, run, judges)}
+
+
+# --------------------------------------------------------------------------- outcome columns of many runs
+
+_NO_ANSWER, _ANSWER_SEP = "\x01", "\x1f"
+# One character per prediction for status and first (code = 2 * status index + first; 6-7: another status), and
+# the answers joined by U+001F with U+0001 for a missing one (literals: a function call here costs per row).
+_OUTCOME_SQL = (
+    "SELECT run_id, COUNT(*), group_concat(item_pk), group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 2"
+    " WHEN 'api_error' THEN 4 ELSE 6 END + (rotation = 0 AND repeat = 0), ''),"
+    f" group_concat(coalesce(answer, '{_NO_ANSWER}'), '{_ANSWER_SEP}') FROM {{source}} WHERE run_id IN ({{marks}})"
+    " GROUP BY run_id")
+
+
+def outcome_arrays(store: Store, run_ids: Sequence[int], pk_to_row: np.ndarray) -> dict[int, Preds]:
+    """run id -> the columns item outcomes read (core.outcomes.Preds: item row via `pk_to_row`, first
+    prediction, status code, answer) for all `run_ids` in one query: each run comes back as a few strings
+    SQLite packs (group_concat) and numpy splits, not a Python object per cell. A run without a prediction maps
+    to empty arrays.
+
+    Effective values: a run with any row in prediction_overrides is read through the predictions_effective view
+    (db/overrides.py decides which override applies); a run with none reads the predictions table, which the
+    view returns unchanged for a key without an override, without the view's per-row override lookup."""
+    ids = [int(r) for r in run_ids]
+    out: dict[int, Preds] = {r: _preds(np.zeros(0, np.int64), "", []) for r in ids}
+    if not ids:
+        return out
+    marks = ",".join("?" * len(ids))
+    layered = {int(r) for (r,) in store.conn.execute(
+        f"SELECT DISTINCT run_id FROM prediction_overrides WHERE run_id IN ({marks})", ids)}
+    plain = [r for r in ids if r not in layered]
+    for source, part in (("predictions", plain), (PREDICTIONS_READ, sorted(layered))):
+        if not part:
+            continue
+        sql = _OUTCOME_SQL.format(source=source, marks=",".join("?" * len(part)))
+        for run_id, n, pks, codes, answers in store.conn.execute(sql, part):
+            item_rows = _item_rows(pk_to_row, np.fromstring(pks, dtype=np.int64, sep=","), run_id)
+            values = answers.split(_ANSWER_SEP)
+            if not (len(item_rows) == len(codes) == len(values) == n):
+                raise ValueError(f"run id {run_id}: an answer holds the separator U+001F; read it with"
+                                 " predictions_frame")
+            out[int(run_id)] = _preds(item_rows, codes, values)
+    return out
+
+
+def _item_rows(pk_to_row: np.ndarray, pk: np.ndarray, run_id: int) -> np.ndarray:
+    if len(pk) and (pk.max() >= len(pk_to_row) or pk.min() < 0):
+        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+    rows = pk_to_row.take(pk)
+    if (rows < 0).any():
+        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+    return rows
+
+
+def _preds(item_rows: np.ndarray, codes: str, answers: list[str]) -> Preds:
+    answer = np.array(answers, dtype=object) if answers else np.zeros(0, dtype=object)
+    answer[answer == _NO_ANSWER] = None
+    code = np.frombuffer(codes.encode("ascii"), dtype=np.uint8) - np.uint8(ord("0"))
+    return Preds(row=item_rows, first=(code & 1) == 1, status=code >> 1, answer=answer)
+
+
+def pk_rows(pks: Sequence[int]) -> np.ndarray:
+    """item pk -> row (its position in `pks`), -1 for a pk not among them: the lookup outcome_arrays takes."""
+    arr = np.asarray(pks, dtype=np.int64)
+    out = np.full(int(arr.max(initial=0)) + 1, -1, dtype=np.int64)
+    out[arr] = np.arange(len(arr))
+    return out
+
+
+def group_prediction_records(store: Store, runs: list[int], item_pks: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """run id -> its predictions of the given items as plain dicts (probs decoded), in key order."""
+    out: dict[int, list[dict[str, Any]]] = {r: [] for r in runs}
+    if not runs or not item_pks:
+        return out
+    cur = store.conn.execute(
+        "SELECT p.run_id, i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode,"
+        f" p.trace, p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
+        f" WHERE p.run_id IN ({','.join('?' * len(runs))}) AND p.item_pk IN ({','.join('?' * len(item_pks))})"
+        " ORDER BY p.run_id, p.item_pk, p.rotation, p.repeat", (*runs, *item_pks))
+    cols = [c[0] for c in cur.description][1:]
+    for row in cur:
+        d = dict(zip(cols, row[1:], strict=True))
+        d["probs"] = json.loads(d["probs"]) if d["probs"] else None
+        out.setdefault(row[0], []).append(d)
+    return out

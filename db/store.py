@@ -384,16 +384,12 @@ class Store:
         return len(rows)
 
     def predictions_frame(self, run: str) -> pd.DataFrame:
-        rid, _ = self._run_ids(run)
-        df = pd.read_sql_query(
-            "SELECT i.item_id, p.rotation, p.repeat, p.status, p.answer, p.shown, p.response, p.input_mode, p.trace,"
-            f" p.tokens, p.latency, p.probs, p.error FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-            " WHERE p.run_id = ? ORDER BY p.item_pk, p.rotation, p.repeat", self.conn, params=(rid,))
-        df["tokens"] = df["tokens"].astype(float)
-        for col in ("status", "answer", "shown", "response", "input_mode", "trace", "error", "item_id"):
-            df[col] = _objects(df[col])
-        df["probs"] = [json.loads(v) if v else None for v in df["probs"]]
-        return df
+        """Every prediction column of `run`, in key order, through the override layer (db.frames, the one
+        prediction read path)."""
+        from db.frames import predictions_frame
+
+        rid, bid = self._run_ids(run)
+        return predictions_frame(self, rid, {pk: item_id for item_id, (pk, _, _) in self.item_keys(bid).items()})
 
     def run_data(self, run: str) -> RunData:
         r = self.run(run)

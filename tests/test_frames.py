@@ -197,3 +197,34 @@ def test_cli_score_all_prints_one_json_line_per_run(demo_db, tmp_path):
     assert bad.returncode != 0 and "--all takes neither" in bad.stderr and "Traceback" not in bad.stderr
     bad = run_cli("score", db=db)
     assert bad.returncode != 0 and "--run NAME (or --all)" in bad.stderr
+
+
+def test_outcome_arrays_equal_the_store_frames(demo_db):
+    """The Browse list's columnar read (every run of a benchmark in one query) gives, per prediction, the item,
+    the rotation-0 / repeat-0 flag, the status and the answer of Store.predictions_frame, in some order."""
+    from core.schema import STATUSES
+    from db.frames import outcome_arrays, pk_rows
+
+    store = Store(demo_db)
+    try:
+        seen = 0
+        for b in store.benchmarks():
+            keys = store.item_keys(int(b["id"]))
+            pks = [v[0] for v in keys.values()]
+            ids = list(keys)
+            runs = store.runs(b["name"], with_counts=False)
+            got = outcome_arrays(store, [r["id"] for r in runs], pk_rows(pks))
+            for r in runs:
+                cols = got[r["id"]]
+                mine = sorted(zip([ids[i] for i in cols.row], cols.first.tolist(),
+                                  [(STATUSES + ("other",))[int(c)] for c in cols.status], cols.answer.tolist(),
+                                  strict=True), key=repr)
+                ref = store.predictions_frame(r["name"])
+                want = sorted(zip(ref["item_id"], ((ref["rotation"] == 0) & (ref["repeat"] == 0)).tolist(),
+                                  ref["status"], ref["answer"], strict=True), key=repr)
+                assert len(mine) == len(ref) and mine == want, r["name"]
+                seen += 1
+        assert seen == len(store.runs(with_counts=False))
+        assert outcome_arrays(store, [], pk_rows(pks)) == {}
+    finally:
+        store.close()

@@ -115,12 +115,13 @@ def test_paired_differences_other_families(demo):
 
 def test_group_reads_match_store(demo):
     from db import browse as dbb
+    from db import frames
 
     g = dbb.group_items(demo, "stembind", "sb-002")
     full = demo.items_frame("stembind")
     assert list(g["item_id"]) == list(full.loc[full["group_id"] == "sb-002", "item_id"])
     recs = dbb.run_records(demo, "stembind")
-    preds = dbb.group_prediction_records(demo, [r["id"] for r in recs], [int(p) for p in g["pk"]])
+    preds = frames.group_prediction_records(demo, [r["id"] for r in recs], [int(p) for p in g["pk"]])
     rd = demo.predictions_frame(recs[0]["name"])
     assert len(preds[recs[0]["id"]]) == int(rd["item_id"].isin(set(g["item_id"])).sum())
 

@@ -35,15 +35,20 @@ def imported_row(store, run: str = "r") -> tuple:
 
 def reads(store, run: str = "r") -> dict[str, tuple]:
     """(status, answer) of ITEM as each reader sees it: scoring loader, export, Browse group and outcome reads."""
-    from db import browse as dbb
+    from core.schema import STATUSES
     from db import frames
     from db.exporters import prediction_records
 
     _, runs = frames.load_for_scoring(store, "fe")
     sc = runs[run].preds.set_index("item_id").loc[ITEM]
-    pk = store.item_keys(int(store.benchmark("fe")["id"]))[ITEM][0]
-    grp = dbb.group_predictions(store, [run], [pk])[run].set_index("item_id").loc[ITEM]
-    out = dbb.outcome_predictions(store, run).set_index("item_id").loc[ITEM]
+    keys = store.item_keys(int(store.benchmark("fe")["id"]))
+    pk = keys[ITEM][0]
+    rid = store.run(run)["id"]
+    grp = next(p for p in frames.group_prediction_records(store, [rid], [pk])[rid] if p["item_id"] == ITEM)
+    pks = [v[0] for v in keys.values()]
+    cols = frames.outcome_arrays(store, [rid], frames.pk_rows(pks))[rid]  # the Browse list's read
+    at = int(list(cols.row).index(pks.index(pk)))
+    out = {"status": STATUSES[int(cols.status[at])], "answer": cols.answer[at]}
     exp = next(r for r in prediction_records(store, run) if r["item_id"] == ITEM)
     return {"scoring": (sc["status"], sc["answer"]), "browse": (grp["status"], grp["answer"]),
             "outcomes": (out["status"], out["answer"]), "export": (exp["status"], exp["answer"])}

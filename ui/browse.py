@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import gradio as gr
+import numpy as np
 import pandas as pd
 
 from core import groups as core_groups
+from core import outcomes
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui.context import Ctx
@@ -20,31 +22,51 @@ ALL = ""
 
 
 def _runs_of(store: Any, bench: str | None, runs: list[str] | None) -> list[str]:
+    return [r["name"] for r in _records_of(store, bench, runs)]
+
+
+def _records_of(store: Any, bench: str | None, runs: list[str] | None) -> list[dict[str, Any]]:
+    """The run records of `bench` among `runs`, in the order picked (names of other benchmarks left out)."""
     if not bench:
         return []
-    mine = {r["name"] for r in dbb.run_records(store, bench)}
-    return [r for r in (runs or []) if r in mine]
+    mine = {r["name"]: r for r in dbb.run_records(store, bench)}
+    return [mine[r] for r in dict.fromkeys(runs or []) if r in mine]
 
 
 def run_header(rec: dict[str, Any]) -> str:
     return f"{rec['name']} (synthetic)" if rec.get("synthetic") else str(rec["name"])
 
 
-def _cell(summary: pd.DataFrame, gid: str, family: str) -> str:
-    """A run's verdict on a group for the list: k/n correct with a mark (and the StemBind category)."""
-    if gid not in summary.index:
-        return "–"
-    row = summary.loc[gid]
-    if int(row["n_answered"]) == 0:
-        return "–"
-    k, n = int(row["n_correct"]), int(row["n_items"])
-    sym = "✓" if k == n else "✗"
-    extra = ""
-    if family == "stembind" and row.get("category"):
-        extra = " " + core_groups.CATEGORY_LABELS.get(row["category"], row["category"])
-    bad = int(row["n_invalid"]) + int(row["n_api_error"])
-    warn = f" ⚠{bad}" if bad else ""
-    return f"{sym} {k}/{n}{extra}{warn}"
+def _cells(s: outcomes.RunSummary, n_items: np.ndarray, at: np.ndarray) -> list[str]:
+    """A run's verdict on each group at positions `at` for the list: k/n correct with a mark (and the
+    category where the family has one: the StemBind decomposition)."""
+    out = []
+    for g in at.tolist():
+        if s.n_answered[g] == 0:
+            out.append("–")
+            continue
+        k, n = int(s.n_correct[g]), int(n_items[g])
+        cat = s.category[g]
+        extra = " " + core_groups.CATEGORY_LABELS.get(cat, cat) if cat else ""
+        bad = int(s.n_invalid[g]) + int(s.n_api_error[g])
+        out.append(f"{'✓' if k == n else '✗'} {k}/{n}{extra}{f' ⚠{bad}' if bad else ''}")
+    return out
+
+
+def _any_run(summaries: list[outcomes.RunSummary], key: str, n_groups: int) -> np.ndarray:
+    """Groups matching pattern `key` in any of the runs."""
+    hit = np.zeros(n_groups, dtype=bool)
+    for s in summaries:
+        got = s.patterns.get(key)
+        if got is not None:
+            hit |= got
+    return hit
+
+
+def _empty_list() -> dict[str, Any]:
+    return {"table": pd.DataFrame({"group": []}), "summary": "No benchmark in the store yet: import one in the "
+            "Data tab or run `python app.py import ITEMS.jsonl`.", "page": 1, "pages": 1, "counts": {},
+            "total": 0, "n_groups": 0}
 
 
 def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
@@ -53,44 +75,58 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     """The Browse list: {"table": DataFrame, "summary": html, "page": int, "pages": int, "counts": {...},
     "total": groups after filters, "n_groups": all groups}. Pure of Gradio so the bench and tests call it."""
     if not bench:
-        return {"table": pd.DataFrame({"group": []}), "summary": "No benchmark in the store yet: import one in the "
-                "Data tab or run `python app.py import ITEMS.jsonl`.", "page": 1, "pages": 1, "counts": {},
-                "total": 0, "n_groups": 0}
+        return _empty_list()
     bd = cache.bench(store, bench)
-    names = _runs_of(store, bench, runs)
-    loaded = cache.summaries(store, bd, names)
+    records = _records_of(store, bench, runs)
+    loaded = cache.summaries(store, bd, records)
     summaries = [s for _, s in loaded]
+    lay = bd.layout
     base = core_groups.filter_groups(bd.index, bd.items, split or None, kind or None, field or None, value or None,
                                      query)
-    counts = core_groups.pattern_counts(bd.family, summaries, within=base)
-    ids = base
-    hit = core_groups.match_patterns(summaries, pattern or None)
-    if hit is not None:
-        ids = base[hit.reindex(base, fill_value=False).to_numpy(dtype=bool)]
+    at_base = lay.groups.get_indexer(base)
+    keys = [key for key, _ in core_groups.patterns(bd.family)]
+    hits = {key: _any_run(summaries, key, lay.n_groups) for key in keys}
+    counts = {key: int(hits[key][at_base].sum()) if summaries else 0 for key in keys}
+    ids, at = base, at_base
+    if pattern and pattern in hits and summaries:
+        keep = hits[pattern][at_base]
+        ids, at = base[keep], at_base[keep]
     total = len(ids)
     pages = max(1, -(-total // PAGE_SIZE))
     page_n = min(max(1, int(page or 1)), pages)
-    chunk = ids[(page_n - 1) * PAGE_SIZE: page_n * PAGE_SIZE]
+    window = slice((page_n - 1) * PAGE_SIZE, page_n * PAGE_SIZE)
+    chunk, at_chunk = ids[window], at[window]
+    columns = _page_columns(bd, chunk, field)
+    by_name = {r["name"]: r for r in records}
+    for name, summ in loaded:
+        columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk)
+    columns["question"] = bd.index.frame.loc[chunk, "question"].to_numpy()
+    return {"table": pd.DataFrame(columns), "summary": _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records)),
+            "page": page_n, "pages": pages, "counts": counts, "total": total, "n_groups": len(bd.index.frame)}
+
+
+def _page_columns(bd: cache.BenchData, chunk: pd.Index, field: str | None) -> dict[str, Any]:
+    """The fixed columns of one page of the list (group, split, kind, items, and the stratum when one is
+    picked), by name in display order."""
     f = bd.index.frame.loc[chunk]
-    table = pd.DataFrame({"group": list(chunk), "split": f["split"].to_numpy(), "kind": f["kinds"].to_numpy(),
-                          "items": f["n_items"].to_numpy()})
+    columns: dict[str, Any] = {"group": list(chunk), "split": f["split"].to_numpy(), "kind": f["kinds"].to_numpy(),
+                               "items": f["n_items"].to_numpy()}
     if field and field in bd.strata:
         vals = core_groups.item_stratum(bd.items, field).groupby(bd.items["group_id"]).agg(
             lambda s: ", ".join(sorted({str(v) for v in s if v is not None})))
-        table[field] = [vals.get(g, "") for g in chunk]
-    recs = {r["name"]: r for r in dbb.run_records(store, bench)}
-    for name, summ in loaded:
-        table[run_header(recs.get(name, {"name": name}))] = [_cell(summ, g, bd.family) for g in chunk]
-    table["question"] = f["question"].to_numpy()
-    shown = f"{(page_n - 1) * PAGE_SIZE + 1}–{(page_n - 1) * PAGE_SIZE + len(chunk)}" if total else "0"
+        columns[field] = [vals.get(g, "") for g in chunk]
+    return columns
+
+
+def _summary_html(bd: cache.BenchData, pattern: str | None, total: int, shown_n: int, page_n: int, pages: int,
+                  any_runs: bool) -> str:
+    shown = f"{(page_n - 1) * PAGE_SIZE + 1}–{(page_n - 1) * PAGE_SIZE + shown_n}" if total else "0"
     label = dict(core_groups.patterns(bd.family)).get(pattern or "", "")
     scope = f" matching “{esc(label)}” in any selected run" if label else ""
-    no_runs = " · pick runs in the header to see their answers and failure patterns" if not names else ""
-    summary = (f'<div class="cc-summary"><b>{total}</b> of {len(bd.index.frame)} groups{scope} · showing {shown} · '
-               f'page {page_n} of {pages}{no_runs}</div><div class="cc-muted">run columns: ✓ every item right, ✗ some '
-               'item wrong, k/n items right, ⚠n invalid or api_error responses (any rotation or repeat)</div>')
-    return {"table": table, "summary": summary, "page": page_n, "pages": pages, "counts": counts, "total": total,
-            "n_groups": len(bd.index.frame)}
+    no_runs = "" if any_runs else " · pick runs in the header to see their answers and failure patterns"
+    return (f'<div class="cc-summary"><b>{total}</b> of {len(bd.index.frame)} groups{scope} · showing {shown} · '
+            f'page {page_n} of {pages}{no_runs}</div><div class="cc-muted">run columns: ✓ every item right, ✗ some '
+            'item wrong, k/n items right, ⚠n invalid or api_error responses (any rotation or repeat)</div>')
 
 
 def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> list[tuple[str, str]]:
@@ -101,7 +137,63 @@ def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> li
                                     for key, label in core_groups.patterns(fam)]
 
 
+# --------------------------------------------------------------------------- handlers (plain; tests call them)
+
+
+def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v: str | None, kind_v: str | None,
+                 field_v: str | None, value_v: str | None, pattern_v: str | None, query: str | None,
+                 page_v: int | float | None) -> tuple[Any, ...]:
+    """(table, summary html, page update, pattern update) for the list's outputs."""
+    try:
+        res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
+    except CrosscheckError as exc:
+        raise gr.Error(str(exc)) from exc
+    return (res["table"], res["summary"], gr.update(value=res["page"]),
+            gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
+
+
+def reset(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, ...]:
+    """New benchmark or runs: fresh filter choices (split, kind, stratum, value, run in detail), page 1, the
+    first page of groups."""
+    res = refresh_list(store, bench, runs, ALL, ALL, ALL, ALL, ALL, "", 1)
+    if not bench:
+        empty = gr.update(choices=[("All", ALL)], value=ALL)
+        return (empty, empty, gr.update(choices=[("None", ALL)], value=ALL), empty,
+                gr.update(choices=[], value=None), *res)
+    bd = cache.bench(store, bench)
+    names = _runs_of(store, bench, runs)
+    det_choices = [(run_header(r), r["name"]) for r in dbb.run_records(store, bench)]
+    return (gr.update(choices=[("All", ALL)] + [(s, s) for s in bd.splits], value=ALL),
+            gr.update(choices=[("All", ALL)] + [(k, k) for k in bd.kinds], value=ALL),
+            gr.update(choices=[("None", ALL)] + [(k, k) for k in bd.strata], value=ALL),
+            gr.update(choices=[("All", ALL)], value=ALL),
+            gr.update(choices=det_choices, value=names[0] if names else None), *res)
+
+
+def field_values(store: Any, bench: str | None, field_v: str | None) -> Any:
+    """The Value dropdown for a picked stratum field."""
+    if not bench or not field_v:
+        return gr.update(choices=[("All", ALL)], value=ALL)
+    vals = cache.bench(store, bench).strata.get(field_v, [])
+    return gr.update(choices=[("All", ALL)] + [(v, v) for v in vals], value=ALL)
+
+
+def open_group(store: Any, bench: str | None, runs: list[str] | None, group_id: str | None,
+               detail_v: str | None, boxes_v: bool | None) -> str:
+    """The group view's HTML for the typed or clicked group id."""
+    return render_group(store, bench, (group_id or "").strip() or None, _runs_of(store, bench, runs), detail_v,
+                        bool(boxes_v))
+
+
+def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: str | None, boxes_v: bool | None,
+               row: list[Any] | None) -> tuple[str | None, str]:
+    """A click on a list row: (its group id, the group's view)."""
+    gid = str(row[0]) if row else None
+    return gid, open_group(store, bench, runs, gid, detail_v, boxes_v)
+
+
 def build_browse(ctx: Ctx) -> None:
+    """The tab's layout; its events are wired by _wire to the plain handlers above."""
     store = ctx.store
     gr.Markdown("Pick a benchmark and runs in the header; filter the groups, then click a row to open the group "
                 "with every run's answers.", elem_classes=["cc-muted"])
@@ -129,81 +221,64 @@ def build_browse(ctx: Ctx) -> None:
         boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes")
     view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
 
-    filters = [ctx.benchmark, ctx.runs, split, kind, field, value, pattern, search, page]
-
-    def refresh_list(bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v):
-        try:
-            res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return (res["table"], res["summary"], gr.update(value=res["page"]),
-                gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
-
-    list_outputs = [table, summary, page, pattern]
-
-    def reset(bench, runs):
-        """New benchmark or runs: fresh filter choices, page 1, the first page of groups."""
-        if not bench:
-            empty = gr.update(choices=[("All", ALL)], value=ALL)
-            return (empty, empty, gr.update(choices=[("None", ALL)], value=ALL), empty,
-                    gr.update(choices=[], value=None), *refresh_list(bench, runs, ALL, ALL, ALL, ALL, ALL, "", 1))
-        bd = cache.bench(store, bench)
-        names = _runs_of(store, bench, runs)
-        recs = dbb.run_records(store, bench)
-        det_choices = [(run_header(r), r["name"]) for r in recs]
-        res = refresh_list(bench, runs, ALL, ALL, ALL, ALL, ALL, "", 1)
-        return (gr.update(choices=[("All", ALL)] + [(s, s) for s in bd.splits], value=ALL),
-                gr.update(choices=[("All", ALL)] + [(k, k) for k in bd.kinds], value=ALL),
-                gr.update(choices=[("None", ALL)] + [(k, k) for k in bd.strata], value=ALL),
-                gr.update(choices=[("All", ALL)], value=ALL),
-                gr.update(choices=det_choices, value=names[0] if names else None), *res)
-
-    reset_outputs = [split, kind, field, value, detail, *list_outputs]
-
-    def on_field(bench, field_v):
-        if not bench or not field_v:
-            return gr.update(choices=[("All", ALL)], value=ALL)
-        vals = cache.bench(store, bench).strata.get(field_v, [])
-        return gr.update(choices=[("All", ALL)] + [(v, v) for v in vals], value=ALL)
-
-    def first_page(*args):
-        return refresh_list(*args[:-1], 1)
-
-    def step(delta):
-        def go(*args):
-            return refresh_list(*args[:-1], int(args[-1] or 1) + delta)
-        return go
-
-    def open_group(bench, runs, group_id, detail_v, boxes_v):
-        return render_group(store, bench, (group_id or "").strip() or None, _runs_of(store, bench, runs), detail_v,
-                            bool(boxes_v))
-
-    def on_select(bench, runs, detail_v, boxes_v, evt: gr.SelectData):
-        row = evt.row_value or []
-        gid = str(row[0]) if row else None
-        return gid, open_group(bench, runs, gid, detail_v, boxes_v)
-
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(reset, [ctx.benchmark, ctx.runs], reset_outputs, api_name="browse_reset")
-    ctx.benchmark.change(reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
-    ctx.runs.change(reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
-    ctx.refresh.click(reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
-    field.input(on_field, [ctx.benchmark, field], value, api_visibility="private").then(
-        first_page, filters, list_outputs, api_visibility="private")
-    for comp in (split, kind, value, pattern):
-        comp.input(first_page, filters, list_outputs, api_visibility="private")
-    search.submit(first_page, filters, list_outputs, api_name="browse_list")
-    page.submit(refresh_list, filters, list_outputs, api_visibility="private")
-    prev_btn.click(step(-1), filters, list_outputs, api_visibility="private")
-    next_btn.click(step(+1), filters, list_outputs, api_visibility="private")
-    table.select(on_select, [ctx.benchmark, ctx.runs, detail, boxes], [group, view], api_visibility="private")
-    group.submit(open_group, [ctx.benchmark, ctx.runs, group, detail, boxes], view, api_name="open_group")
-    detail.input(open_group, [ctx.benchmark, ctx.runs, group, detail, boxes], view, api_visibility="private")
-    boxes.input(open_group, [ctx.benchmark, ctx.runs, group, detail, boxes], view, api_visibility="private")
+    _wire(ctx, {"split": split, "kind": kind, "field": field, "value": value, "pattern": pattern, "search": search,
+                "page": page, "prev": prev_btn, "next": next_btn, "table": table, "group": group, "detail": detail,
+                "boxes": boxes, "view": view, "summary": summary})
 
     from ui.audit import build_audit
 
     with gr.Accordion("Extraction audit: invalid parses, re-parse, manual answers", open=False,
                       elem_id="cc-audit"):
         build_audit(ctx)
+
+
+def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
+    """The Browse tab's events: each calls one handler above with the store."""
+    store = ctx.store
+    filters = [ctx.benchmark, ctx.runs, c["split"], c["kind"], c["field"], c["value"], c["pattern"], c["search"],
+               c["page"]]
+    list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
+    reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs]
+    group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"]]
+
+    def on_reset(bench, runs):
+        return reset(store, bench, runs)
+
+    def on_list(*args):
+        return refresh_list(store, *args)
+
+    def first_page(*args):
+        return refresh_list(store, *args[:-1], 1)
+
+    def step(delta: int) -> Any:
+        def go(*args):
+            return refresh_list(store, *args[:-1], int(args[-1] or 1) + delta)
+        return go
+
+    def on_field(bench, field_v):
+        return field_values(store, bench, field_v)
+
+    def on_group(*args):
+        return open_group(store, *args)
+
+    def on_select(bench, runs, detail_v, boxes_v, evt: gr.SelectData):
+        return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value)
+
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_name="browse_reset")
+    for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
+        trigger(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
+    c["field"].input(on_field, [ctx.benchmark, c["field"]], c["value"], api_visibility="private").then(
+        first_page, filters, list_outputs, api_visibility="private")
+    for comp in (c["split"], c["kind"], c["value"], c["pattern"]):
+        comp.input(first_page, filters, list_outputs, api_visibility="private")
+    c["search"].submit(first_page, filters, list_outputs, api_name="browse_list")
+    c["page"].submit(on_list, filters, list_outputs, api_visibility="private")
+    c["prev"].click(step(-1), filters, list_outputs, api_visibility="private")
+    c["next"].click(step(+1), filters, list_outputs, api_visibility="private")
+    c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"]], [c["group"], c["view"]],
+                      api_visibility="private")
+    c["group"].submit(on_group, group_inputs, c["view"], api_name="open_group")
+    c["detail"].input(on_group, group_inputs, c["view"], api_visibility="private")
+    c["boxes"].input(on_group, group_inputs, c["view"], api_visibility="private")

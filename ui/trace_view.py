@@ -66,17 +66,9 @@ def file_url(path: Any) -> str:
     return "/gradio_api/file=" + html.escape(str(path), quote=True)
 
 
-def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = None, own_name: str = "you",
-           judges: Mapping[str, Mapping[str, Any]] | None = None, humans: Mapping[str, Mapping[str, Any]] | None = None,
-           blind: bool = True, image: tuple[Any, Any] | None = None, synthetic: bool = False,
-           header: str | None = None) -> str:
-    """One trace. `rec`: a trace record (db.judging.trace_record); `own`: the current annotator's flags
-    (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
-    judges and other annotators; `image`: (thumbnail path, full-size path) of the stem image."""
-    if rec is None:
-        return CSS + "<div class='jt-hidden'>No trace selected.</div>"
+def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool) -> str:
+    """The left column: stem image, item id, question, options (gold and the model's answer marked), verdict."""
     esc = html.escape
-    stages = rec.get("stages") or {}
     options = rec.get("options") or {}
     gold = rec.get("gold")
     answer = rec.get("answer") if isinstance(rec.get("answer"), str) else None
@@ -84,7 +76,7 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
     if image is not None:
         thumb, full = image
         side.append(f"<a href='{file_url(full)}' target='_blank' title='open full size'>"
-                     f"<img src='{file_url(thumb)}' alt='stem image'></a>")
+                    f"<img src='{file_url(thumb)}' alt='stem image'></a>")
     side.append(f"<div class='jt-q'>{esc(str(rec.get('item_id', '')))}"
                 + ("<span class='jt-badge'>synthetic</span>" if synthetic else "") + "</div>")
     side.append(f"<div>{esc(str(rec.get('question') or ''))}</div>")
@@ -103,13 +95,15 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
         side.append(f"<div style='margin-top:6px;color:#6b7280'>operation {esc(str(meta['operation']))}"
                     + (f" · perception load {esc(str(meta['perception_load']))}" if meta.get("perception_load") else "")
                     + "</div>")
+    return "".join(side)
 
-    cols: list[tuple[str, Mapping[str, Any] | None, str]] = [(own_name, own, "own")]
-    for name, flags in (judges or {}).items():
-        cols.append((f"judge {name}", flags, "judge"))
-    for name, flags in (humans or {}).items():
-        cols.append((name, flags, "human"))
-    own_ff = _ff(own)
+
+_Column = tuple[str, "Mapping[str, Any] | None", str]
+
+
+def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | None, blind: bool) -> str:
+    """S1..S4 with their targets and one column of flags per annotator (only the own one when `blind`)."""
+    esc = html.escape
     head = "".join(
         f"<th class='jt-col'>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
     if blind:
@@ -129,6 +123,14 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
         cls = " class='jt-ff'" if own_ff == s else ""
         rows.append(f"<tr{cls} data-stage='{s}'><td><b>{s}</b> {STAGE_NAMES[s]}</td>"
                     f"<td class='jt-target'>{esc(str(stages.get(s, '—')))}</td>{''.join(cells)}</tr>")
+    return (f"<table class='jt-stages'><thead><tr><th class='jt-stage'>Stage</th><th>Target</th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: bool) -> str:
+    """The right column: the stage table, the first failure (own, and the others' unless `blind`), the trace."""
+    esc = html.escape
+    own_ff = _ff(cols[0][1])
     ff_text = ("not labeled yet" if own_ff is None else
                ("none (every stage correct)" if own_ff == NO_FAILURE else f"{own_ff} {STAGE_NAMES[own_ff]}"))
     others = []
@@ -140,11 +142,27 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
                     others.append(f"{esc(label)}: {esc(f)}")
     steps = split_steps(rec.get("trace"))
     step_html = "".join(f"<li>{esc(s)}</li>" for s in steps) or "<li class='jt-hidden'>(empty trace)</li>"
-    main = (f"<table class='jt-stages'><thead><tr><th class='jt-stage'>Stage</th><th>Target</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-            f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
+    return (_stage_table(rec.get("stages") or {}, cols, own_ff, blind)
+            + f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
             + (f" <span style='font-weight:400;color:#6b7280'>· {'; '.join(others)}</span>" if others else "")
             + "</div>"
             f"<div class='jt-h'>Trace ({len(steps)} steps)</div><ol class='jt-steps'>{step_html}</ol>")
-    top = f"<div class='jt-h'>{esc(header)}</div>" if header else ""
-    return CSS + top + f"<div class='jt-wrap'><div class='jt-side'>{''.join(side)}</div><div>{main}</div></div>"
+
+
+def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = None, own_name: str = "you",
+           judges: Mapping[str, Mapping[str, Any]] | None = None, humans: Mapping[str, Mapping[str, Any]] | None = None,
+           blind: bool = True, image: tuple[Any, Any] | None = None, synthetic: bool = False,
+           header: str | None = None) -> str:
+    """One trace. `rec`: a trace record (db.judging.trace_record); `own`: the current annotator's flags
+    (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
+    judges and other annotators; `image`: (thumbnail path, full-size path) of the stem image."""
+    if rec is None:
+        return CSS + "<div class='jt-hidden'>No trace selected.</div>"
+    cols: list[_Column] = [(own_name, own, "own")]
+    for name, flags in (judges or {}).items():
+        cols.append((f"judge {name}", flags, "judge"))
+    for name, flags in (humans or {}).items():
+        cols.append((name, flags, "human"))
+    top = f"<div class='jt-h'>{html.escape(header)}</div>" if header else ""
+    return (CSS + top + f"<div class='jt-wrap'><div class='jt-side'>{_side(rec, image, synthetic)}</div>"
+            f"<div>{_main(rec, cols, own_name, blind)}</div></div>")

@@ -2,12 +2,17 @@
 
 `render_group(store, benchmark, group_id, selected, detail, boxes)` is the one entry point the tabs call;
 it reads only the group's rows (db.browse), so it stays fast on large stores.
+
+A family's view module (VIEW_MODULES, keyed by family name; generic for any other family) has
+`render(store, group, boxes)` and may have `run_summary(records, outcomes) -> dict`, the per-run facts its
+view shows beside the marks (StemBind: the stem's category); `view_module(family)` is the registry's one lookup.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -15,9 +20,15 @@ import pandas as pd
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
+from db import frames
 from ui.views.common import RunView, esc, message
 
 VIEW_MODULES = {"frameevidence": "frameevidence", "stembind": "stembind", "spur": "spur", "generic": "generic"}
+
+
+def view_module(family: str) -> ModuleType:
+    """The view module of `family` (ui.views.generic for a family without its own)."""
+    return importlib.import_module(f"ui.views.{VIEW_MODULES.get(family, 'generic')}")
 
 
 @dataclass
@@ -48,15 +59,16 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     pks = [int(p) for p in items["pk"]]
     scoped = items.drop(columns="pk")
     recs = scoped.to_dict("records")
-    preds = dbb.group_prediction_records(store, [r["id"] for r in records], pks)
+    preds = frames.group_prediction_records(store, [r["id"] for r in records], pks)
+    summarise = getattr(view_module(family), "run_summary", None)
     views = []
     for rec in records:
         rv = RunView(record=rec, preds=preds.get(rec["id"], []))
         out = core_groups.group_outcomes(family, recs, rv.preds)
         rv.answered = {k: a for k, (a, _) in out.items()}
         rv.correct = {k: c for k, (_, c) in out.items()}
-        if family == "stembind":
-            rv.summary = {"category": core_groups.stem_category(recs, out)}
+        if summarise is not None:
+            rv.summary = summarise(recs, out)
         views.append(rv)
     by_name = {v.name: v for v in views}
     chosen = [by_name[n] for n in (selected or []) if n in by_name]
@@ -80,5 +92,5 @@ def render_group(store: Any, benchmark: str | None, group_id: str | None, select
         return message(str(exc))
     if g is None:
         return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
-    mod = importlib.import_module(f"ui.views.{VIEW_MODULES.get(g.family, 'generic')}")
-    return f'<div class="cc-group" data-group="{esc(group_id)}">{mod.render(store, g, boxes=boxes)}</div>'
+    html = view_module(g.family).render(store, g, boxes=boxes)
+    return f'<div class="cc-group" data-group="{esc(group_id)}">{html}</div>'

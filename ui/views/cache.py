@@ -8,18 +8,22 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from core import groups as core_groups
+from core import outcomes
 from core.schema import RunData
 from db import browse as dbb
+from db import frames
 
 _LOCK = threading.RLock()
 _BENCH: dict[tuple[str, str], BenchData] = {}
 _RUNS: dict[tuple[str, str], tuple[str, RunData]] = {}
-_SUMM: dict[tuple[str, str], tuple[str, pd.DataFrame]] = {}
+_SUMM: dict[tuple[str, str], tuple[str, outcomes.RunSummary]] = {}
 _FULL: dict[tuple[str, str], pd.DataFrame] = {}
 _MAX_RUNS = 64
+_MAX_SUMMARIES = 512  # a RunSummary is ~150 KB at 20k items; the Browse list may show 240 runs at once
 
 
 @dataclass
@@ -32,6 +36,8 @@ class BenchData:
     splits: list[str]
     kinds: list[str]
     pk_ids: dict[int, str]
+    layout: outcomes.Layout   # the items as arrays (core.outcomes), for the runs' summaries
+    pk_rows: np.ndarray       # item pk -> row of `items` (db.frames.pk_rows)
 
 
 def bench(store: Any, name: str) -> BenchData:
@@ -47,7 +53,8 @@ def bench(store: Any, name: str) -> BenchData:
                      strata=core_groups.strata_fields(items, max_values=16),
                      splits=core_groups.ordered(items["split"].unique(), ["test", "dev", "train"]),
                      kinds=core_groups.ordered(items["kind"].unique(), []),
-                     pk_ids=dict(zip(items["pk"].tolist(), items["item_id"].tolist(), strict=True)))
+                     pk_ids=dict(zip(items["pk"].tolist(), items["item_id"].tolist(), strict=True)),
+                     layout=outcomes.layout(str(b["family"]), items), pk_rows=frames.pk_rows(items["pk"].tolist()))
     with _LOCK:
         _BENCH[key] = data
     return data
@@ -80,12 +87,28 @@ def _cached(table: dict, key: tuple[str, str], version: str, make: Any) -> Any:
     return value
 
 
-def summaries(store: Any, bd: BenchData, names: list[str]) -> list[tuple[str, pd.DataFrame]]:
-    """(run, group summary) for the runs that exist, recomputed only when a run's predictions changed."""
+def summaries(store: Any, bd: BenchData, runs: list[dict[str, Any]]) -> list[tuple[str, outcomes.RunSummary]]:
+    """(run, its core.outcomes.RunSummary over the benchmark) for each run record of `runs` (Store.runs rows),
+    recomputed only when a run's predictions changed; the runs to recompute are read in one query."""
+    names = [r["name"] for r in runs]
     versions = dbb.run_versions(store, names)
-    return [(n, _cached(_SUMM, (str(store.path), n), versions[n],
-                        lambda n=n: core_groups.group_summary(bd.family, bd.items, dbb.outcome_predictions(store, n, bd.pk_ids))))
-            for n in names if n in versions]
+    got: dict[str, outcomes.RunSummary] = {}
+    with _LOCK:
+        for n in names:
+            hit = _SUMM.get((str(store.path), n))
+            if hit is not None and hit[0] == versions.get(n):
+                got[n] = hit[1]
+    todo = [r for r in runs if r["name"] not in got and r["name"] in versions]
+    if todo:
+        read = frames.outcome_arrays(store, [r["id"] for r in todo], bd.pk_rows)
+        made = {r["name"]: outcomes.summarise(bd.layout, read[r["id"]]) for r in todo}
+        got.update(made)
+        with _LOCK:
+            for r in todo:
+                while len(_SUMM) >= _MAX_SUMMARIES:
+                    _SUMM.pop(next(iter(_SUMM)))
+                _SUMM[(str(store.path), r["name"])] = (versions[r["name"]], got[r["name"]])
+    return [(n, got[n]) for n in names if n in got]
 
 
 def run_data(store: Any, names: list[str]) -> dict[str, RunData]:

@@ -81,7 +81,7 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     first = recs[0]
     m = first.get("meta") or {}
     figs = list(dict.fromkeys(h for r in recs for h in r["images"]))
-    panels = m.get("panels") if isinstance(m.get("panels"), list) else []
+    panels: list[dict[str, Any]] = m["panels"] if isinstance(m.get("panels"), list) else []
     pics = []
     for i, h in enumerate(figs):
         overlay = panel_svg(panels, g.sizes.get(h, (0, 0))) if boxes and i == 0 else ""

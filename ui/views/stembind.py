@@ -3,9 +3,10 @@ each run's answers and verdicts, the decomposition category per run, and the F t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.groups import CATEGORY_LABELS, CATEGORY_RULES
+from core.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
 from ui.views.common import (
     answer_mark,
     answers_table,
@@ -20,6 +21,11 @@ from ui.views.common import (
 )
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
+
+
+def run_summary(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tuple[bool, bool]]) -> dict[str, Any]:
+    """What the stem card shows of one run beside its marks: the stem's category (None when incomplete)."""
+    return {"category": stem_category(records, outcomes)}
 
 
 def category_badge(rv: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,9 +58,12 @@ def stem_category(items: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tup
             kinds[it["kind"]].append(outcomes.get(str(it["item_id"]), (False, False)))
     if any(not v for v in kinds.values()) or not all(a for v in kinds.values() for a, _ in v):
         return None
-    p_any = any(c for _, c in kinds["P"])
-    r = all(c for _, c in kinds["R"])
-    f = all(c for _, c in kinds["F"])
+    return _category(any(c for _, c in kinds["P"]), all(c for _, c in kinds["R"]), all(c for _, c in kinds["F"]))
+
+
+@functools.cache
+def _category(p_any: bool, r: bool, f: bool) -> str:
+    """sb.decompose of one stem (eight cases, each computed once: a group view asks once per run)."""
     return str(sb.decompose(np.array([p_any]), np.array([r]), np.array([f]))[0])
 
 

@@ -1,0 +1,235 @@
+"""Item and group outcomes of runs as numpy arrays (pure): the engine behind core.groups.group_summary and the
+Browse list, where one list call summarises up to hundreds of runs.
+
+A benchmark's items are laid out once (`layout`: group code, kind, variant and gold answer per item row); a
+run's predictions come as four arrays (`Preds`: item row, first prediction, status code, answer), read
+columnar by db.frames.outcome_arrays or taken from a predictions frame (`preds_from_frame`). `summarise`
+turns them into per-item and per-group counts and the family's failure patterns with a few `np.bincount`s,
+no pandas group-by; `frame` gives core.groups.group_summary's DataFrame.
+
+The rules are core.groups' (its module docstring): StemBind and SPUR items are right only when every prediction
+is; the other families read the rotation-0 / repeat-0 prediction. Pattern rules per family are the functions
+in PATTERN_RULES (keyed by family name; the generic rule for any other family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core.families.frameevidence import metrics as fe
+from core.families.spur import metrics as sp
+from core.families.stembind import metrics as sb
+from core.schema import STATUSES
+
+# Families whose item outcome needs every prediction of the item right (stembind, spur: their item_outcomes).
+ALL_PREDICTIONS = frozenset({"stembind", "spur"})
+OTHER_STATUS = len(STATUSES)  # the status code of a text outside STATUSES
+_OK, _INVALID, _API_ERROR = (STATUSES.index(s) for s in ("ok", "invalid", "api_error"))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A benchmark's items as arrays, in item row order, with the groups in order of first appearance."""
+
+    family: str
+    item_ids: np.ndarray          # object, per item
+    groups: pd.Index              # group ids (name "group_id")
+    group: np.ndarray             # int64 code into `groups`, per item
+    kind: np.ndarray              # object, per item
+    variant: np.ndarray           # object, per item
+    gold: np.ndarray              # object, per item
+    n_items: np.ndarray           # int64, per group
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+
+def layout(family: str, items: pd.DataFrame) -> Layout:
+    """The Layout of `items` (columns item_id, group_id, kind, variant, answer)."""
+    codes, uniques = pd.factorize(items["group_id"], sort=False)
+    group = np.asarray(codes, dtype=np.int64)
+    return Layout(family=family, item_ids=items["item_id"].to_numpy(dtype=object),
+                  groups=pd.Index(uniques, name="group_id", dtype=object), group=group,
+                  kind=items["kind"].to_numpy(dtype=object), variant=items["variant"].to_numpy(dtype=object),
+                  gold=items["answer"].to_numpy(dtype=object),
+                  n_items=np.bincount(group, minlength=len(uniques)).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class Preds:
+    """A run's predictions as arrays, one entry per prediction: the row of its item in the Layout (-1: not
+    among its items), whether it is the rotation-0 / repeat-0 one, its status code (index in STATUSES,
+    OTHER_STATUS otherwise) and its answer (None when missing)."""
+
+    row: np.ndarray      # int64
+    first: np.ndarray    # bool
+    status: np.ndarray   # uint8
+    answer: np.ndarray   # object
+
+
+def status_codes(statuses: np.ndarray) -> np.ndarray:
+    """STATUSES index per status text (OTHER_STATUS for any other)."""
+    out = np.full(len(statuses), OTHER_STATUS, dtype=np.uint8)
+    for code, name in enumerate(STATUSES):
+        out[statuses == name] = code
+    return out
+
+
+def preds_from_frame(lay: Layout, preds: pd.DataFrame | None) -> Preds:
+    """Preds of a predictions frame (item_id, rotation, repeat, status, answer)."""
+    if preds is None or len(preds) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Preds(empty, empty.astype(bool), empty.astype(np.uint8), empty.astype(object))
+    row_of = pd.Series(np.arange(len(lay.item_ids)), index=pd.Index(lay.item_ids, dtype=object))
+    row_of = row_of[~row_of.index.duplicated()]
+    row = row_of.reindex(preds["item_id"].to_numpy(dtype=object)).fillna(-1).to_numpy(dtype=np.int64)
+    first = (preds["rotation"].to_numpy() == 0) & (preds["repeat"].to_numpy() == 0)
+    return Preds(row=row, first=first, status=status_codes(preds["status"].to_numpy(dtype=object)),
+                 answer=preds["answer"].to_numpy(dtype=object))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run over a Layout: per item answered / correct, per group the counts, StemBind category (None for
+    an incomplete stem or another family) and each failure pattern of the family."""
+
+    answered: np.ndarray      # bool, per item
+    correct: np.ndarray       # bool, per item
+    n_answered: np.ndarray    # int64, per group
+    n_correct: np.ndarray     # int64, per group
+    n_invalid: np.ndarray     # int64, per group
+    n_api_error: np.ndarray   # int64, per group
+    category: np.ndarray      # object, per group
+    patterns: dict[str, np.ndarray] = field(default_factory=dict)  # key -> bool per group
+
+
+def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
+    """(answered, correct) per item row under the family's item rule."""
+    n = len(lay.item_ids)
+    known = p.row >= 0
+    if lay.family not in ALL_PREDICTIONS:
+        known &= p.first
+    rows = p.row[known]
+    ok = (p.status[known] == _OK) & (p.answer[known] == lay.gold[rows])
+    n_pred = np.bincount(rows, minlength=n)
+    n_ok = np.bincount(rows, weights=ok, minlength=n)
+    answered = n_pred > 0
+    return answered, answered & (n_ok == n_pred)
+
+
+def _per_group(lay: Layout, values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+    """Sum of `values` (per item) within each group, over the items in `where` when given."""
+    g = lay.group if where is None else lay.group[where]
+    v = values if where is None else values[where]
+    return np.bincount(g, weights=v, minlength=lay.n_groups).astype(np.int64)
+
+
+def summarise(lay: Layout, p: Preds) -> RunSummary:
+    """The RunSummary of one run's predictions."""
+    answered, correct = item_marks(lay, p)
+    known = p.row >= 0
+    g_pred = lay.group[p.row[known]]
+    status = p.status[known]
+    out = RunSummary(
+        answered=answered, correct=correct,
+        n_answered=_per_group(lay, answered), n_correct=_per_group(lay, correct),
+        n_invalid=np.bincount(g_pred[status == _INVALID], minlength=lay.n_groups).astype(np.int64),
+        n_api_error=np.bincount(g_pred[status == _API_ERROR], minlength=lay.n_groups).astype(np.int64),
+        category=np.full(lay.n_groups, None, dtype=object))
+    PATTERN_RULES.get(lay.family, _generic)(lay, out)
+    out.patterns["invalid"] = out.n_invalid > 0
+    out.patterns["api_error"] = out.n_api_error > 0
+    return out
+
+
+# --------------------------------------------------------------------------- the families' pattern rules
+
+
+def _stembind(lay: Layout, s: RunSummary) -> None:
+    """The category of each complete stem (core.families.stembind.metrics.stem_table rules, decompose)."""
+    n, a, c = {}, {}, {}
+    for k in sb.KINDS:
+        is_k = lay.kind == k
+        n[k] = np.bincount(lay.group[is_k], minlength=lay.n_groups)
+        a[k] = _per_group(lay, s.answered, is_k)
+        c[k] = _per_group(lay, s.correct, is_k)
+    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
+    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
+    s.category[complete] = cats[complete]
+    for cat in sb.DECOMPOSITION:
+        s.patterns[f"cat_{cat}"] = s.category == cat
+
+
+def _first_of(lay: Layout, where: np.ndarray) -> np.ndarray:
+    """Per group, the first item row (in row order) among `where`, -1 when none."""
+    rows = np.flatnonzero(where)
+    first = np.full(lay.n_groups, -1, dtype=np.int64)
+    groups, at = np.unique(lay.group[rows], return_index=True)
+    first[groups] = rows[at]
+    return first
+
+
+def _frameevidence(lay: Layout, s: RunSummary) -> None:
+    """FQ1: k of 3 frames right (groups with an answered FQ1 item); FQ2: the MSS item right and the deletion /
+    addition item answered and wrong (the first item of each variant; a group without an MSS item counts its
+    MSS side as right, as the pivot it replaces did)."""
+    fq1 = lay.kind == fe.FQ1
+    k1 = _per_group(lay, s.correct, fq1)
+    got1 = _per_group(lay, s.answered, fq1) > 0
+    for k in range(4):
+        s.patterns[f"fq1_{k}"] = (k1 == k) & got1
+    fq2 = lay.kind == fe.FQ2
+    if not fq2.any():
+        return
+    firsts = {v: _first_of(lay, fq2 & (lay.variant == v)) for v in ("mss", "del", "add")}
+    in_fq2 = np.bincount(lay.group[fq2], minlength=lay.n_groups) > 0
+    if (firsts["mss"] < 0).all():
+        return
+    mss = firsts["mss"]
+    mss_right = np.where(mss >= 0, s.correct[np.maximum(mss, 0)], True)
+    for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
+        at = firsts[v]
+        if (at < 0).all():
+            continue
+        has = at >= 0
+        wrong = ~np.where(has, s.correct[np.maximum(at, 0)], False)
+        got = np.where(has, s.answered[np.maximum(at, 0)], False)
+        s.patterns[key] = in_fq2 & mss_right & wrong & got
+
+
+def _spur(lay: Layout, s: RunSummary) -> None:
+    """Figures whose perception items were all answered and right and whose reasoning has an answered wrong
+    item (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
+    stage = np.array([sp.STAGE_OF.get(k) for k in lay.kind], dtype=object)
+    perc = stage == "perception"
+    n_perc = np.bincount(lay.group[perc], minlength=lay.n_groups)
+    perc_ok = (n_perc > 0) & (_per_group(lay, s.correct & s.answered, perc) == n_perc)
+    reas_bad = _per_group(lay, s.answered & ~s.correct, stage == "reasoning") > 0
+    s.patterns["perc_ok_reason_wrong"] = perc_ok & reas_bad
+
+
+def _generic(lay: Layout, s: RunSummary) -> None:
+    answered = s.n_answered > 0
+    s.patterns["some_wrong"] = answered & (s.n_correct < lay.n_items)
+    s.patterns["all_wrong"] = answered & (s.n_correct == 0)
+
+
+PATTERN_RULES: dict[str, Callable[[Layout, RunSummary], None]] = {
+    "stembind": _stembind, "frameevidence": _frameevidence, "spur": _spur, "generic": _generic}
+
+
+def frame(lay: Layout, s: RunSummary, keys: list[str]) -> pd.DataFrame:
+    """core.groups.group_summary's DataFrame (index group_id) with one `p_<key>` column per key of `keys`."""
+    df = pd.DataFrame({"n_items": lay.n_items, "n_answered": s.n_answered, "n_correct": s.n_correct,
+                       "n_invalid": s.n_invalid, "n_api_error": s.n_api_error}, index=lay.groups)
+    df["all_correct"] = (s.n_answered > 0) & (s.n_correct == lay.n_items)
+    df["category"] = pd.Series(s.category, index=lay.groups, dtype=object)
+    none = np.zeros(lay.n_groups, dtype=bool)
+    for key in keys:
+        df[f"p_{key}"] = s.patterns.get(key, none).astype(bool)
+    return df
