@@ -9,24 +9,19 @@ no pandas group-by; `frame` gives core.groups.group_summary's DataFrame.
 
 The rules are core.groups' (its module docstring): StemBind and SPUR items are right only when every prediction
 is; the other families read the rotation-0 / repeat-0 prediction. Pattern rules per family are the functions
-in PATTERN_RULES (keyed by family name; the generic rule for any other family).
+are each family package's `summary_patterns(layout, summary)` (core/families/<name>/groups.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from core.families.frameevidence import metrics as fe
-from core.families.spur import metrics as sp
-from core.families.stembind import metrics as sb
+from core import families
 from core.schema import STATUSES
 
-# Families whose item outcome needs every prediction of the item right (stembind, spur: their item_outcomes).
-ALL_PREDICTIONS = frozenset({"stembind", "spur"})
 OTHER_STATUS = len(STATUSES)  # the status code of a text outside STATUSES
 _OK, _INVALID, _API_ERROR = (STATUSES.index(s) for s in ("ok", "invalid", "api_error"))
 
@@ -112,7 +107,7 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     """(answered, correct) per item row under the family's item rule."""
     n = len(lay.item_ids)
     known = p.row >= 0
-    if lay.family not in ALL_PREDICTIONS:
+    if not families.get(lay.family).EVERY_PREDICTION:
         known &= p.first
     rows = p.row[known]
     ok = (p.status[known] == _OK) & (p.answer[known] == lay.gold[rows])
@@ -122,7 +117,7 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     return answered, answered & (n_ok == n_pred)
 
 
-def _per_group(lay: Layout, values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+def per_group(lay: Layout, values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """Sum of `values` (per item) within each group, over the items in `where` when given."""
     g = lay.group if where is None else lay.group[where]
     v = values if where is None else values[where]
@@ -137,11 +132,11 @@ def summarise(lay: Layout, p: Preds) -> RunSummary:
     status = p.status[known]
     out = RunSummary(
         answered=answered, correct=correct,
-        n_answered=_per_group(lay, answered), n_correct=_per_group(lay, correct),
+        n_answered=per_group(lay, answered), n_correct=per_group(lay, correct),
         n_invalid=np.bincount(g_pred[status == _INVALID], minlength=lay.n_groups).astype(np.int64),
         n_api_error=np.bincount(g_pred[status == _API_ERROR], minlength=lay.n_groups).astype(np.int64),
         category=np.full(lay.n_groups, None, dtype=object))
-    PATTERN_RULES.get(lay.family, _generic)(lay, out)
+    families.get(lay.family).summary_patterns(lay, out)
     out.patterns["invalid"] = out.n_invalid > 0
     out.patterns["api_error"] = out.n_api_error > 0
     return out
@@ -150,22 +145,7 @@ def summarise(lay: Layout, p: Preds) -> RunSummary:
 # --------------------------------------------------------------------------- the families' pattern rules
 
 
-def _stembind(lay: Layout, s: RunSummary) -> None:
-    """The category of each complete stem (core.families.stembind.metrics.stem_table rules, decompose)."""
-    n, a, c = {}, {}, {}
-    for k in sb.KINDS:
-        is_k = lay.kind == k
-        n[k] = np.bincount(lay.group[is_k], minlength=lay.n_groups)
-        a[k] = _per_group(lay, s.answered, is_k)
-        c[k] = _per_group(lay, s.correct, is_k)
-    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
-    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
-    s.category[complete] = cats[complete]
-    for cat in sb.DECOMPOSITION:
-        s.patterns[f"cat_{cat}"] = s.category == cat
-
-
-def _first_of(lay: Layout, where: np.ndarray) -> np.ndarray:
+def first_of(lay: Layout, where: np.ndarray) -> np.ndarray:
     """Per group, the first item row (in row order) among `where`, -1 when none."""
     rows = np.flatnonzero(where)
     first = np.full(lay.n_groups, -1, dtype=np.int64)
@@ -173,54 +153,6 @@ def _first_of(lay: Layout, where: np.ndarray) -> np.ndarray:
     first[groups] = rows[at]
     return first
 
-
-def _frameevidence(lay: Layout, s: RunSummary) -> None:
-    """FQ1: k of 3 frames right (groups with an answered FQ1 item); FQ2: the MSS item right and the deletion /
-    addition item answered and wrong (the first item of each variant; a group without an MSS item counts its
-    MSS side as right, as the pivot it replaces did)."""
-    fq1 = lay.kind == fe.FQ1
-    k1 = _per_group(lay, s.correct, fq1)
-    got1 = _per_group(lay, s.answered, fq1) > 0
-    for k in range(4):
-        s.patterns[f"fq1_{k}"] = (k1 == k) & got1
-    fq2 = lay.kind == fe.FQ2
-    if not fq2.any():
-        return
-    firsts = {v: _first_of(lay, fq2 & (lay.variant == v)) for v in ("mss", "del", "add")}
-    in_fq2 = np.bincount(lay.group[fq2], minlength=lay.n_groups) > 0
-    if (firsts["mss"] < 0).all():
-        return
-    mss = firsts["mss"]
-    mss_right = np.where(mss >= 0, s.correct[np.maximum(mss, 0)], True)
-    for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
-        at = firsts[v]
-        if (at < 0).all():
-            continue
-        has = at >= 0
-        wrong = ~np.where(has, s.correct[np.maximum(at, 0)], False)
-        got = np.where(has, s.answered[np.maximum(at, 0)], False)
-        s.patterns[key] = in_fq2 & mss_right & wrong & got
-
-
-def _spur(lay: Layout, s: RunSummary) -> None:
-    """Figures whose perception items were all answered and right and whose reasoning has an answered wrong
-    item (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
-    stage = np.array([sp.STAGE_OF.get(k) for k in lay.kind], dtype=object)
-    perc = stage == "perception"
-    n_perc = np.bincount(lay.group[perc], minlength=lay.n_groups)
-    perc_ok = (n_perc > 0) & (_per_group(lay, s.correct & s.answered, perc) == n_perc)
-    reas_bad = _per_group(lay, s.answered & ~s.correct, stage == "reasoning") > 0
-    s.patterns["perc_ok_reason_wrong"] = perc_ok & reas_bad
-
-
-def _generic(lay: Layout, s: RunSummary) -> None:
-    answered = s.n_answered > 0
-    s.patterns["some_wrong"] = answered & (s.n_correct < lay.n_items)
-    s.patterns["all_wrong"] = answered & (s.n_correct == 0)
-
-
-PATTERN_RULES: dict[str, Callable[[Layout, RunSummary], None]] = {
-    "stembind": _stembind, "frameevidence": _frameevidence, "spur": _spur, "generic": _generic}
 
 
 def frame(lay: Layout, s: RunSummary, keys: list[str]) -> pd.DataFrame:

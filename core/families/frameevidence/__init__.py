@@ -9,8 +9,8 @@ from core.families.frameevidence.groups import (  # noqa: F401 (the family proto
     EVERY_PREDICTION,
     PATTERNS,
     UNANSWERED_IS_WRONG,
-    group_patterns,
     outcomes,
+    summary_patterns,
 )
 from core.families.frameevidence.metrics import score  # noqa: F401
 from core.families.frameevidence.tables import tables  # noqa: F401

@@ -6,8 +6,10 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from core import outcomes as core_outcomes
 from core.families.frameevidence import metrics as fe
 from core.families.frameevidence.vocab import FQ2_VARIANTS
 from core.schema import RunData
@@ -31,13 +33,6 @@ def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     df = fe.frame(items, run, split=None)
     return pd.DataFrame({"item_id": df["item_id"].to_numpy(), "answered": (df["status"] != fe.MISSING).to_numpy(),
                          "correct": df["correct"].to_numpy(dtype=bool)})
-
-
-def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
-    """The FQ1 frame counts and the FQ2 MSS-right, variant-wrong patterns per group."""
-    pats: dict[str, pd.Series] = {}
-    _fe_patterns(out, summ, pats)
-    return pats
 
 
 def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
@@ -124,3 +119,31 @@ def _question_ordinal(m: Mapping[str, Any]) -> int | None:
     q = str(m.get("question") or "")
     hit = re.search(r"第\s*(\d+)\s*张", q) or re.search(r"\bimage\s+(\d+)\b", q, flags=re.IGNORECASE)
     return int(hit.group(1)) if hit else None
+
+
+def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> None:
+    """FQ1: k of 3 frames right (groups with an answered FQ1 item); FQ2: the MSS item right and the deletion /
+    addition item answered and wrong (the first item of each variant; a group without an MSS item counts its
+    MSS side as right, as the pivot it replaces did)."""
+    fq1 = lay.kind == fe.FQ1
+    k1 = core_outcomes.per_group(lay, s.correct, fq1)
+    got1 = core_outcomes.per_group(lay, s.answered, fq1) > 0
+    for k in range(4):
+        s.patterns[f"fq1_{k}"] = (k1 == k) & got1
+    fq2 = lay.kind == fe.FQ2
+    if not fq2.any():
+        return
+    firsts = {v: core_outcomes.first_of(lay, fq2 & (lay.variant == v)) for v in ("mss", "del", "add")}
+    in_fq2 = np.bincount(lay.group[fq2], minlength=lay.n_groups) > 0
+    if (firsts["mss"] < 0).all():
+        return
+    mss = firsts["mss"]
+    mss_right = np.where(mss >= 0, s.correct[np.maximum(mss, 0)], True)
+    for key, v in (("fq2_mss_del", "del"), ("fq2_mss_add", "add")):
+        at = firsts[v]
+        if (at < 0).all():
+            continue
+        has = at >= 0
+        wrong = ~np.where(has, s.correct[np.maximum(at, 0)], False)
+        got = np.where(has, s.answered[np.maximum(at, 0)], False)
+        s.patterns[key] = in_fq2 & mss_right & wrong & got

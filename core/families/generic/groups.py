@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from core import outcomes as core_outcomes
 from core.metrics import common
 from core.schema import RunData
 
@@ -22,7 +23,8 @@ def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     return common.select(common.join(items, run.preds), rotation=0, repeat=0).drop_duplicates("item_id")
 
 
-def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
-    answered = summ["n_answered"] > 0
-    return {"some_wrong": answered & (summ["n_correct"] < summ["n_items"]),
-            "all_wrong": answered & (summ["n_correct"] == 0)}
+def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> None:
+    """Groups with an answered item: some item wrong / every item wrong."""
+    answered = s.n_answered > 0
+    s.patterns["some_wrong"] = answered & (s.n_correct < lay.n_items)
+    s.patterns["all_wrong"] = answered & (s.n_correct == 0)

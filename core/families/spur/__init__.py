@@ -7,8 +7,8 @@ from core.families.spur.groups import (  # noqa: F401 (the family protocol)
     EVERY_PREDICTION,
     PATTERNS,
     UNANSWERED_IS_WRONG,
-    group_patterns,
     outcomes,
+    summary_patterns,
 )
 from core.families.spur.metrics import score  # noqa: F401
 from core.families.spur.tables import tables  # noqa: F401

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from core import outcomes as core_outcomes
 from core.families.spur import metrics as sp
 from core.families.spur.vocab import STAGE_OF
 
@@ -29,5 +31,12 @@ def _spur_pattern(out: pd.DataFrame, idx: pd.Index) -> pd.Series:
     return hit.astype(bool)
 
 
-def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
-    return {"perc_ok_reason_wrong": _spur_pattern(out, summ.index)}
+def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> None:
+    """Figures whose perception items were all answered and right and whose reasoning has an answered wrong
+    item (the "perception correct" side of core.families.spur.metrics.reasoning_by_perception)."""
+    stage = np.array([sp.STAGE_OF.get(k) for k in lay.kind], dtype=object)
+    perc = stage == "perception"
+    n_perc = np.bincount(lay.group[perc], minlength=lay.n_groups)
+    perc_ok = (n_perc > 0) & (core_outcomes.per_group(lay, s.correct & s.answered, perc) == n_perc)
+    reas_bad = core_outcomes.per_group(lay, s.answered & ~s.correct, stage == "reasoning") > 0
+    s.patterns["perc_ok_reason_wrong"] = perc_ok & reas_bad

@@ -9,8 +9,8 @@ from core.families.stembind.groups import (  # noqa: F401 (the family protocol)
     EVERY_PREDICTION,
     PATTERNS,
     UNANSWERED_IS_WRONG,
-    group_patterns,
     outcomes,
+    summary_patterns,
 )
 from core.families.stembind.metrics import score  # noqa: F401
 from core.families.stembind.tables import tables  # noqa: F401

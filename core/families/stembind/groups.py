@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core import outcomes as core_outcomes
 from core.families.stembind import metrics as sb
-from core.families.stembind.vocab import DECOMPOSITION, KINDS
+from core.families.stembind.vocab import KINDS
 
 # The item outcome is the metrics' (core.families.stembind.metrics.item_outcomes): correct only when every
 # prediction of the item is; an item without a prediction is left out (not answered).
@@ -67,7 +68,16 @@ def _category(p_any: bool, r: bool, f: bool) -> str:
     return str(sb.decompose(np.array([p_any]), np.array([r]), np.array([f]))[0])
 
 
-def group_patterns(items: pd.DataFrame, out: pd.DataFrame, summ: pd.DataFrame) -> dict[str, pd.Series]:
-    """Sets summ["category"] (the decomposition of each complete stem) and gives one pattern per category."""
-    summ["category"] = _decomposition(items, out, summ.index)
-    return {f"cat_{cat}": (summ["category"] == cat).fillna(False).astype(bool) for cat in DECOMPOSITION}
+def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> None:
+    """The category of each complete stem (core.families.stembind.metrics.stem_table rules, decompose)."""
+    n, a, c = {}, {}, {}
+    for k in sb.KINDS:
+        is_k = lay.kind == k
+        n[k] = np.bincount(lay.group[is_k], minlength=lay.n_groups)
+        a[k] = core_outcomes.per_group(lay, s.answered, is_k)
+        c[k] = core_outcomes.per_group(lay, s.correct, is_k)
+    complete = np.logical_and.reduce([(n[k] >= 1) & (a[k] == n[k]) for k in sb.KINDS])
+    cats = sb.decompose(c["P"] >= 1, c["R"] == n["R"], c["F"] == n["F"])
+    s.category[complete] = cats[complete]
+    for cat in sb.DECOMPOSITION:
+        s.patterns[f"cat_{cat}"] = s.category == cat
