@@ -28,6 +28,7 @@ import pandas as pd
 from core import families, stats
 from core.errors import MetricUndefined
 from core.gcpause import gc_paused
+from core.metrics.common import memoized
 from core.schema import Rate, RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
@@ -82,11 +83,22 @@ def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> A
         return items
     if split is None:
         return items
-    scoped = items[items["split"] == split].reset_index(drop=True)
+    scoped = split_items(items, split)
     if scoped.empty:
         known = ", ".join(sorted(map(str, items["split"].unique()))) or "none"
         raise MetricUndefined(f"no items in split {split!r} (splits: {known}); score one of those, or all splits")
     return scoped
+
+
+@memoized
+def split_items(items: pd.DataFrame, split: str) -> pd.DataFrame:
+    """The items of one split, renumbered from 0; `items` itself when every item is in it (then the bulk
+    loader's item rows still apply). One frame per (items, split) inside a scoring context, so the metrics of
+    every run of a score_all call share their memoized work (shared, read-only)."""
+    mask = (items["split"] == split).to_numpy(dtype=bool)
+    if mask.all() and isinstance(items.index, pd.RangeIndex) and items.index.start == 0 and items.index.step == 1:
+        return items
+    return items[mask].reset_index(drop=True)
 
 
 def _metric_score(module: Any) -> Any:
@@ -122,7 +134,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
         if chosen and chosen[0].family == "stembind" and kw.get("seed", stats.DEFAULT_SEED) is not None:
             from core.families.stembind import metrics as stembind
 
-            scope = items if split is None else items[items["split"] == split].reset_index(drop=True)
+            scope = items if split is None else split_items(items, split)
             stembind.prefetch(scope, chosen, kw.get("seed", stats.DEFAULT_SEED))
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
