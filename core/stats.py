@@ -16,8 +16,10 @@ inside the functions that need it so that importing this module stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,12 +171,14 @@ def _percentiles(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarra
 def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | None) -> np.ndarray:
     """Resampled statistics: `combine(*[W @ a for a in arrays])` over all draws (draws x metrics).
 
-    Inside `shared_draws()` the resampled sums come from its cache (the same draws, the same numbers).
+    Inside an active ScoringContext the resampled sums come from its DrawCache (the same draws, the same
+    numbers).
     """
     n_clusters = arrays[0].shape[0]
     if n_clusters == 0:
         raise MetricUndefined("no clusters to resample")
-    cache = _ACTIVE[-1] if _ACTIVE else None
+    context = current_context()
+    cache = context.draws if context is not None else None
     if cache is not None and seed is not None:
         sums = cache.sums(arrays, draws, seed)
         if sums is not None:
@@ -313,13 +317,12 @@ def _json_key(value: Any) -> str:
 # --------------------------------------------------------------------------- shared draws (many runs at once)
 
 
-_ACTIVE: list[DrawCache] = []
 _EXACT_F32 = 2**24  # integers up to this magnitude are exact in float32, whatever the summation order
 _GATHER_COLUMNS = 6  # at most this many columns are resampled from the drawn indices rather than through W
 
 
 class DrawCache:
-    """Resample counts and resampled column sums shared by every bootstrap inside one `shared_draws()` block.
+    """Resample counts and resampled column sums shared by every bootstrap of one ScoringContext.
 
     The resample counts W (draws x clusters) depend only on (clusters, draws, seed), so every rate bootstrapped
     over the same clusters with the same seed uses the same W. This cache keeps `W @ a` per distinct
@@ -413,24 +416,51 @@ class DrawCache:
         return out
 
 
-@contextmanager
-def shared_draws(max_cells: int = 64_000_000):
-    """Share resample counts and resampled sums between every bootstrap in the block (see DrawCache).
+class ScoringContext:
+    """The shared state of one scoring job, passed in explicitly (core.scoring.score_all / score_run
+    `context=`): the memo of intermediate results (`memo`, filled by functions marked
+    core.metrics.common.memoized: a run's item outcomes, a frame's groups) and the resample draws (`draws`, a
+    DrawCache, keeping count matrices W of at most `max_cells` clusters x draws cells: 256 MB of float32 at the
+    default). Results are identical with or without one; only the work is shared.
 
-    Results are identical to those outside the block; only the work is shared. W is kept for clusters x draws
-    up to `max_cells` cells (256 MB in float32 at the default).
+    Thread safety: `active()` binds the context to the running thread (a contextvars.ContextVar, so another
+    thread, or another task, never sees it) while holding the context's lock, so one thread at a time scores
+    with a given context and two contexts never share anything: two threads scoring two benchmarks each with
+    its own context run side by side; two threads handed the same context take turns (the second then finds
+    the first's work). A context keeps every memoized result and the arguments it was computed from (their
+    identities key the memo) until `clear()` or until it is dropped: keep one per loaded set of frames (for
+    example per benchmark, beside the frames), not one for the life of a process that reloads them.
     """
-    cache = DrawCache(max_cells)
-    _ACTIVE.append(cache)
-    try:
-        yield cache
-    finally:
-        _ACTIVE.remove(cache)
+
+    def __init__(self, max_cells: int = 64_000_000) -> None:
+        self.max_cells = max_cells
+        self.memo: dict[Any, Any] = {}
+        self.draws = DrawCache(max_cells)
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def active(self) -> Iterator[ScoringContext]:
+        """Within the block, metric code in this thread works with this context (`current_context()`)."""
+        with self._lock:
+            token = _CURRENT.set(self)
+            try:
+                yield self
+            finally:
+                _CURRENT.reset(token)
+
+    def clear(self) -> None:
+        """Drop the memoized results and the draws (waits for a thread scoring with the context)."""
+        with self._lock:
+            self.memo.clear()
+            self.draws = DrawCache(self.max_cells)
 
 
-def active_draws() -> DrawCache | None:
-    """The DrawCache of the innermost `shared_draws()` block, if any."""
-    return _ACTIVE[-1] if _ACTIVE else None
+_CURRENT: ContextVar[ScoringContext | None] = ContextVar("crosscheck_scoring_context", default=None)
+
+
+def current_context() -> ScoringContext | None:
+    """The ScoringContext active in this thread (`ScoringContext.active()`), or None outside one."""
+    return _CURRENT.get()
 
 
 def proportion_bootstrap(k: int, n: int, draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED,

@@ -144,7 +144,7 @@ def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = 
 #
 # Every run's item table of a split shares the split's item columns (_item_columns, its `items`), so the work
 # that depends on the items alone (which item is in which group, the strata values) is memoized on those
-# and done once per split inside common.shared_work.
+# and done once per split inside a stats.ScoringContext.
 
 
 class Table:
@@ -423,7 +423,7 @@ def _uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
 
 
 def uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
-    """See _uniform_random_of (shared between the runs of one split inside common.shared_work)."""
+    """See _uniform_random_of (shared between the runs of one split inside a stats.ScoringContext)."""
     return {k: dataclasses.replace(v) for k, v in _uniform_random(items_scope).items()}
 
 
@@ -454,7 +454,7 @@ def _always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
 
 
 def always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
-    """See _always_insufficient_of (shared between the runs of one split inside common.shared_work)."""
+    """See _always_insufficient_of (shared between the runs of one split inside a stats.ScoringContext)."""
     got = _always_insufficient(items_scope)
     out: dict[str, Any] = {k: dataclasses.replace(got[k]) for k in _AI_KEYS}
     out["kind_accuracy"] = {"FQ2": dataclasses.replace(got["kind_accuracy"]["FQ2"])}

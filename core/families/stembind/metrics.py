@@ -127,7 +127,7 @@ def _pred_rows(items: pd.DataFrame, run: RunData) -> np.ndarray:
 @memoized
 def _known_rows(items: pd.DataFrame) -> dict[int, np.ndarray]:
     """id(frame) -> item rows of the frames built here from item rows (outcomes, paired outcomes); kept
-    inside common.shared_work, where those frames stay alive (memoized results), so ids are not reused."""
+    inside a stats.ScoringContext, where those frames stay alive (memoized results), so ids are not reused."""
     return {}
 
 
@@ -866,15 +866,16 @@ def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, Any]], seed: int
 def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DEFAULT_SEED) -> None:
     """Resample, in one pass, the per-stem columns that `score` will bootstrap for each of `runs`.
 
-    Only useful inside `stats.shared_draws()` (scoring many runs at once); otherwise it does nothing. The
+    Only useful inside an active `stats.ScoringContext` (scoring many runs at once); otherwise it does nothing. The
     columns are built by the same helpers as the metrics (item-rate CIs by kind over sorted stems; paired
     differences overall and by kind over stems in order of appearance), so each later request finds its
     resampled sums in the cache. A request that differs (a partner that left items unanswered) is simply
     computed when asked: the cache only ever returns the sums of the very columns asked for.
     """
-    cache = stats.active_draws()
-    if cache is None or seed is None:
+    context = stats.current_context()
+    if context is None or seed is None:
         return
+    cache = context.draws
     by_size: dict[int, list[np.ndarray]] = {}
     for run in runs:
         out = item_outcomes(items, run)
