@@ -481,14 +481,12 @@ def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, 
     out: dict[str, Any] = {
         f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind], stems) for kind in KINDS
     }
-    hit, reason = _cap_hit_items(items, direct_run, thinking_run)
-    if hit is None:
+    keep, reason = _without_cap_hits(items, direct_run, thinking_run, both)
+    if keep is None:
         for kind in KINDS:
             out[f"at_{kind}_no_cap"] = Rate.undefined(reason or "")
         out["n_cap_hit"] = Rate.undefined(reason or "")
     else:
-        rows = _rows_of(items, both)
-        keep = ~hit.take(rows)
         for kind in KINDS:
             out[f"at_{kind}_no_cap"] = _paired_diff(both, seed, f"{kind} items without a cap hit",
                                                     masks[kind] & keep, stems)
@@ -515,6 +513,14 @@ def cap_hit_items(items: pd.DataFrame, run: RunData) -> tuple[np.ndarray | None,
     keep = pos >= 0
     at_cap = np.nan_to_num(tokens, nan=-np.inf) >= float(cap)
     return np.bincount(pos[keep], weights=at_cap[keep], minlength=len(items)) > 0, None
+
+
+def _without_cap_hits(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, both: pd.DataFrame
+                      ) -> tuple[np.ndarray | None, str | None]:
+    """Per row of the pair's paired outcomes `both`: the item has no cap-hit prediction in either run (D.4);
+    (None, reason) when a run has no max_tokens or token counts."""
+    hit, reason = _cap_hit_items(items, direct_run, thinking_run)
+    return (None, reason) if hit is None else (~hit.take(_rows_of(items, both)), None)
 
 
 def _cap_hit_items(items: pd.DataFrame, a: RunData, b: RunData) -> tuple[np.ndarray | None, str | None]:
@@ -890,9 +896,31 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
             if mask is None or mask.any():
                 ka, _, nn = _paired_arrays(both, mask, stems)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
+    for direct, thinking in _think_pairs(runs):  # ThinkGain without cap-hit items: subsets of the stems
+        both = _paired_outcomes(items, direct, thinking)
+        keep, _ = _without_cap_hits(items, direct, thinking, both)
+        if keep is None:
+            continue
+        masks, stems = _kind_masks(both, items), _row_stems(items, both)
+        for kind in KINDS:
+            if (masks[kind] & keep).any():
+                ka, kb, nn = _paired_arrays(both, masks[kind] & keep, stems)
+                by_size.setdefault(len(ka), []).extend([kb[:, None], nn[:, None], ka[:, None]])
     for columns in by_size.values():
         stacked = np.hstack(columns).astype(float)
         cache.prefetch(stacked[:, ~_duplicate_columns(stacked)], stats.DEFAULT_DRAWS, seed)
+
+
+def _think_pairs(runs: Iterable[RunData]) -> list[tuple[RunData, RunData]]:
+    """The (direct, thinking) pairs `score` finds among `runs` (find_think_partner), each once."""
+    pool = list(runs)
+    pairs: dict[tuple[int, int], tuple[RunData, RunData]] = {}
+    for run in pool:
+        partner = find_think_partner(run, [o for o in pool if o is not run])
+        if partner is not None and _strategy(run) in ("direct", "thinking"):
+            direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
+            pairs.setdefault((id(direct), id(thinking)), (direct, thinking))
+    return list(pairs.values())
 
 
 def _duplicate_columns(a: np.ndarray) -> np.ndarray:
