@@ -3,8 +3,9 @@
 - `score_run(items, run, others, compare=None, split="test")`: every metric of one run, plus `metrics["compare"]`
   (paired differences against another run of the same benchmark) when `compare` is given. Every family scores
   the `test` split by default; `split=None` scores every split (`score --split all`, `split_arg`).
-- `score_all(items, runs, names=None, ...)`: the same for several runs of one benchmark, sharing the work
-  (intermediate frames of partner runs, bootstrap resample counts): results equal `score_run`'s for each run.
+- `score_all(items, runs, names=None, ..., context=None)`: the same for several runs of one benchmark, sharing
+  the work (intermediate frames of partner runs, bootstrap resample counts) through a core.stats.ScoringContext
+  (a fresh one per call by default, or one the caller keeps): results equal `score_run`'s for each run.
 
 Paired differences (`compare`) are always this run minus the other run, with a percentile cluster-bootstrap
 interval (clusters = groups: stems, figures, FrameEvidence groups; both runs resampled with the same clusters
@@ -24,6 +25,7 @@ import pandas as pd
 from core import comparison, families, stats
 from core.errors import MetricUndefined
 from core.gcpause import gc_paused
+from core.metrics.common import memoized
 from core.schema import RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
@@ -47,26 +49,35 @@ def split_arg(value: str | None) -> str | None:
 
 
 def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData | None = None,
-              split: str | None = DEFAULT_SPLIT, **kw: Any) -> dict[str, Any]:
+              split: str | None = DEFAULT_SPLIT, context: stats.ScoringContext | None = None,
+              **kw: Any) -> dict[str, Any]:
     """{"benchmark", "run", "family", "synthetic", "split", "metrics"} for one run ("split": the split scored, or
     "all"), with every Rate as {"value", "k", "n"} or a reason.
 
     `split` scores one split (default "test"), None every split: FrameEvidence takes it itself; for the other
     families the items are narrowed to it here (a split without items raises MetricUndefined). `compare` adds
     metrics["compare"] (this run minus `compare`); a run of another benchmark raises MetricUndefined.
+    `context` (a core.stats.ScoringContext) shares work with other calls given the same one; by default the
+    context active in this thread (score_all's), else a fresh one for this call.
     """
     module = families.get(run.family)
     if compare is not None:
         comparison.same_benchmark(run, compare)  # before scoring, not after
     split, label = resolve_split(items, split)
-    items = _narrow(module, items, split, kw)
-    metrics = module.score(items, run, others, **kw)
-    if compare is not None:
-        # the items are narrowed to the split already unless the family's score() takes `split` itself
-        metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
-                                          clusterings=kw.get("clusterings"))
+    with _context(context).active():
+        items = _narrow(module, items, split, kw)
+        metrics = module.score(items, run, others, **kw)
+        if compare is not None:
+            # the items are narrowed to the split already unless the family's score() takes `split` itself
+            metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
+                                              clusterings=kw.get("clusterings"))
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
             "split": label, "metrics": to_jsonable(metrics)}
+
+
+def _context(context: stats.ScoringContext | None) -> stats.ScoringContext:
+    """The context given, else the one active in this thread, else a fresh one."""
+    return context or stats.current_context() or stats.ScoringContext()
 
 
 def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
@@ -77,11 +88,22 @@ def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> A
         return items
     if split is None:
         return items
-    scoped = items[items["split"] == split].reset_index(drop=True)
+    scoped = split_items(items, split)
     if scoped.empty:
         known = ", ".join(sorted(map(str, items["split"].unique()))) or "none"
         raise MetricUndefined(f"no items in split {split!r} (splits: {known}); score one of those, or all splits")
     return scoped
+
+
+@memoized
+def split_items(items: pd.DataFrame, split: str) -> pd.DataFrame:
+    """The items of one split, renumbered from 0; `items` itself when every item is in it (then the bulk
+    loader's item rows still apply). One frame per (items, split) inside a scoring context, so the metrics of
+    every run of a score_all call share their memoized work (shared, read-only)."""
+    mask = (items["split"] == split).to_numpy(dtype=bool)
+    if mask.all() and isinstance(items.index, pd.RangeIndex) and items.index.start == 0 and items.index.step == 1:
+        return items
+    return items[mask].reset_index(drop=True)
 
 
 def _metric_score(module: Any) -> Any:
@@ -93,17 +115,19 @@ def _metric_score(module: Any) -> Any:
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
               compare: Mapping[str, RunData] | RunData | None = None, split: str | None = DEFAULT_SPLIT,
-              per_run: Mapping[str, Mapping[str, Any]] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
+              per_run: Mapping[str, Mapping[str, Any]] | None = None, context: stats.ScoringContext | None = None,
+              **kw: Any) -> dict[str, dict[str, Any]]:
     """`score_run` for each run in `names` (default: every run), each against all the others, sharing work.
 
-    `runs` are every run of one benchmark (db.frames.load_benchmark_runs). Within the call, intermediate
-    results of a run (item outcomes, joined frames, groups) are computed once and bootstrap resample counts
-    and resampled sums are shared (core.stats.shared_draws); each result equals score_run's. `compare` is one
-    run to compare every scored run with, or {name: run}. `per_run` adds keyword arguments for single runs
-    ({name: {"judgements": ...}}, db.frames.score_extras).
+    `runs` are every run of one benchmark (db.frames.load_benchmark_runs). Intermediate results of a run (item
+    outcomes, joined frames, groups), bootstrap resample counts and resampled sums are shared through
+    `context`, a core.stats.ScoringContext (default: a fresh one for this call); each result equals
+    score_run's. A caller that scores the same loaded frames again (the UI, per benchmark) may keep one
+    context beside the frames and pass it each time: the second call finds the first's work. The call holds
+    the context for its whole run, so two threads with one context take turns and two threads with two
+    contexts never share state. `compare` is one run to compare every scored run with, or {name: run}.
+    `per_run` adds keyword arguments for single runs ({name: {"judgements": ...}}, db.frames.score_extras).
     """
-    from core.metrics.common import shared_work
-
     pool = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
     by_name = {r.name: r for r in pool}
     wanted = list(names) if names is not None else list(by_name)
@@ -112,16 +136,18 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
         raise MetricUndefined(f"no run named {', '.join(map(repr, missing))} among the runs given")
     out: dict[str, dict[str, Any]] = {}
     split, label = resolve_split(items, split)
-    with gc_paused(), shared_work(), stats.shared_draws():
+    ctx = context if context is not None else stats.ScoringContext()
+    with gc_paused(), ctx.active():
         chosen = [by_name[n] for n in wanted]
         prefetch = getattr(families.get(chosen[0].family), "prefetch", None) if chosen else None
         if prefetch is not None and kw.get("seed", stats.DEFAULT_SEED) is not None:
-            prefetch(comparison.scope(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
+            prefetch(items if split is None else split_items(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
             others = [o for o in pool if o is not run]
             extra = dict((per_run or {}).get(run.name) or {})
-            out[run.name] = score_run(items, run, others, compare=other, split=split, **{**kw, **extra})
+            out[run.name] = score_run(items, run, others, compare=other, split=split, context=ctx,
+                                      **{**kw, **extra})
             out[run.name]["split"] = label
     return out
 

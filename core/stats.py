@@ -10,14 +10,16 @@
 - Exact binomial references (scipy.stats.binom).
 - Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression.
 
-Undefined values come back as None with a stated reason, never as a silent 0 (STYLE 5). scipy and sklearn
-are imported inside the functions that need them so that importing this module stays cheap.
+Undefined values come back as None with a stated reason, never as a silent 0 (STYLE 5). scipy is imported
+inside the functions that need it so that importing this module stays cheap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,28 +93,58 @@ def resample_indices(n_clusters: int, draws: int, rng: np.random.Generator) -> n
     return idx.view(np.int64).reshape(draws, n_clusters)
 
 
-def _resample_int_counts(n_clusters: int, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """How often each cluster is drawn in each bootstrap draw (draws x clusters), all draws at once.
-
-    Each draw picks `n_clusters` cluster indices with replacement (resample_indices); the indices are counted
-    per draw with one offset bincount, so no Python loop runs per draw.
-    """
-    idx = resample_indices(n_clusters, draws, rng)
-    idx += (np.arange(draws, dtype=np.int64) * n_clusters)[:, None]
-    return np.bincount(idx.ravel(), minlength=draws * n_clusters).reshape(draws, n_clusters)
-
-
-def _draw_blocks(n_clusters: int, draws: int, seed: int | None, as_float: bool = True):
-    """Yield resample-count blocks of at most _BLOCK_CELLS cells, deterministic for the seed (float counts,
-    or the integer counts when `as_float` is False: the same draws)."""
+def _index_blocks(n_clusters: int, draws: int, seed: int | None):
+    """Yield the drawn cluster indices (resample_indices) in blocks of at most _BLOCK_CELLS cells: the one
+    random stream of every bootstrap here, deterministic for (n_clusters, draws, seed)."""
     rng = np.random.default_rng(seed)
     block = max(1, _BLOCK_CELLS // max(n_clusters, 1))
     done = 0
     while done < draws:
         size = min(block, draws - done)
-        counts = _resample_int_counts(n_clusters, size, rng)
-        yield counts.astype(float) if as_float else counts
+        yield resample_indices(n_clusters, size, rng)
         done += size
+
+
+def _draw_blocks(n_clusters: int, draws: int, seed: int | None, as_float: bool = True):
+    """Yield resample-count blocks (how often each cluster is drawn, draws x clusters) of the draws of
+    `_index_blocks`: float counts, or the integer counts when `as_float` is False (the same draws)."""
+    for idx in _index_blocks(n_clusters, draws, seed):
+        size = idx.shape[0]
+        idx += (np.arange(size, dtype=np.int64) * n_clusters)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=size * n_clusters).reshape(size, n_clusters)
+        yield counts.astype(float) if as_float else counts
+
+
+def _gathered_sums(columns: np.ndarray, draws: int, seed: int | None) -> np.ndarray:
+    """W @ columns (draws x k) for integer columns (clusters x k), without building the counts W: each
+    draw's sum is taken straight from its drawn indices (`_index_blocks`, so the very draws of W). Columns are
+    packed side by side into int64 words, each in a field wide enough for its largest possible resampled sum
+    (non-negative columns; a column with negative values takes a word of its own), so one gather and one row
+    sum serve several columns. Integer arithmetic: the sums are exact, equal to the matmul's."""
+    n_clusters, k = columns.shape
+    ints = np.rint(columns).astype(np.int64)
+    bound = n_clusters * np.abs(ints).max(axis=0, initial=0) + 1
+    bits = np.ceil(np.log2(bound.astype(float) + 1)).astype(int)
+    words: list[list[tuple[int, int]]] = []  # per word: (column, shift)
+    used = 63
+    for j in range(k):
+        if (ints[:, j] < 0).any() or used + bits[j] > 63:
+            words.append([])
+            used = 0
+        words[-1].append((j, used))
+        used += int(bits[j]) if not (ints[:, j] < 0).any() else 63
+    packed = [sum((ints[:, j] << shift for j, shift in word), np.zeros(n_clusters, dtype=np.int64))
+              for word in words]
+    out = np.empty((draws, k), dtype=float)
+    done = 0
+    for idx in _index_blocks(n_clusters, draws, seed):
+        size = idx.shape[0]
+        for word, values in zip(words, packed, strict=True):
+            total = values.take(idx).sum(axis=1)
+            for j, shift in word:
+                out[done:done + size, j] = (total >> shift) & ((1 << int(bits[j])) - 1) if len(word) > 1 else total
+        done += size
+    return out
 
 
 def _as_2d(a: Any) -> tuple[np.ndarray, bool]:
@@ -139,12 +171,14 @@ def _percentiles(stats: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarra
 def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | None) -> np.ndarray:
     """Resampled statistics: `combine(*[W @ a for a in arrays])` over all draws (draws x metrics).
 
-    Inside `shared_draws()` the resampled sums come from its cache (the same draws, the same numbers).
+    Inside an active ScoringContext the resampled sums come from its DrawCache (the same draws, the same
+    numbers).
     """
     n_clusters = arrays[0].shape[0]
     if n_clusters == 0:
         raise MetricUndefined("no clusters to resample")
-    cache = _ACTIVE[-1] if _ACTIVE else None
+    context = current_context()
+    cache = context.draws if context is not None else None
     if cache is not None and seed is not None:
         sums = cache.sums(arrays, draws, seed)
         if sums is not None:
@@ -283,12 +317,12 @@ def _json_key(value: Any) -> str:
 # --------------------------------------------------------------------------- shared draws (many runs at once)
 
 
-_ACTIVE: list[DrawCache] = []
 _EXACT_F32 = 2**24  # integers up to this magnitude are exact in float32, whatever the summation order
+_GATHER_COLUMNS = 6  # at most this many columns are resampled from the drawn indices rather than through W
 
 
 class DrawCache:
-    """Resample counts and resampled column sums shared by every bootstrap inside one `shared_draws()` block.
+    """Resample counts and resampled column sums shared by every bootstrap of one ScoringContext.
 
     The resample counts W (draws x clusters) depend only on (clusters, draws, seed), so every rate bootstrapped
     over the same clusters with the same seed uses the same W. This cache keeps `W @ a` per distinct
@@ -348,11 +382,17 @@ class DrawCache:
         return [self._sums[key] for key in keys]
 
     def _product(self, block: np.ndarray, n_clusters: int, draws: int, seed: int) -> np.ndarray:
-        """W @ block. The first time a W is asked for, its blocks are generated and multiplied as they come
-        (W is never held whole: a bulk `prefetch` usually asks for every column there will be); a second
-        request for the same W builds and keeps it."""
+        """W @ block. A W already held is used; a few columns (at most _GATHER_COLUMNS) are summed straight
+        from the drawn indices (`_gathered_sums`: no W is built, half the work of counting the draws); for more
+        columns, the first time a W is asked for, its blocks are generated and multiplied as they come (W is
+        never held whole: a bulk `prefetch` usually asks for every column there will be), and a second request
+        for the same W builds and keeps it."""
         key = (n_clusters, draws, seed)
-        if key in self._weights or key in self._streamed:
+        if key in self._weights:
+            return self._weights[key] @ block
+        if block.shape[1] <= _GATHER_COLUMNS:
+            return _gathered_sums(block, draws, seed)
+        if key in self._streamed:
             return self.weights(n_clusters, draws, seed) @ block
         self._streamed.add(key)
         product = np.empty((draws, block.shape[1]), dtype=np.float32)
@@ -376,24 +416,51 @@ class DrawCache:
         return out
 
 
-@contextmanager
-def shared_draws(max_cells: int = 64_000_000):
-    """Share resample counts and resampled sums between every bootstrap in the block (see DrawCache).
+class ScoringContext:
+    """The shared state of one scoring job, passed in explicitly (core.scoring.score_all / score_run
+    `context=`): the memo of intermediate results (`memo`, filled by functions marked
+    core.metrics.common.memoized: a run's item outcomes, a frame's groups) and the resample draws (`draws`, a
+    DrawCache, keeping count matrices W of at most `max_cells` clusters x draws cells: 256 MB of float32 at the
+    default). Results are identical with or without one; only the work is shared.
 
-    Results are identical to those outside the block; only the work is shared. W is kept for clusters x draws
-    up to `max_cells` cells (256 MB in float32 at the default).
+    Thread safety: `active()` binds the context to the running thread (a contextvars.ContextVar, so another
+    thread, or another task, never sees it) while holding the context's lock, so one thread at a time scores
+    with a given context and two contexts never share anything: two threads scoring two benchmarks each with
+    its own context run side by side; two threads handed the same context take turns (the second then finds
+    the first's work). A context keeps every memoized result and the arguments it was computed from (their
+    identities key the memo) until `clear()` or until it is dropped: keep one per loaded set of frames (for
+    example per benchmark, beside the frames), not one for the life of a process that reloads them.
     """
-    cache = DrawCache(max_cells)
-    _ACTIVE.append(cache)
-    try:
-        yield cache
-    finally:
-        _ACTIVE.remove(cache)
+
+    def __init__(self, max_cells: int = 64_000_000) -> None:
+        self.max_cells = max_cells
+        self.memo: dict[Any, Any] = {}
+        self.draws = DrawCache(max_cells)
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def active(self) -> Iterator[ScoringContext]:
+        """Within the block, metric code in this thread works with this context (`current_context()`)."""
+        with self._lock:
+            token = _CURRENT.set(self)
+            try:
+                yield self
+            finally:
+                _CURRENT.reset(token)
+
+    def clear(self) -> None:
+        """Drop the memoized results and the draws (waits for a thread scoring with the context)."""
+        with self._lock:
+            self.memo.clear()
+            self.draws = DrawCache(self.max_cells)
 
 
-def active_draws() -> DrawCache | None:
-    """The DrawCache of the innermost `shared_draws()` block, if any."""
-    return _ACTIVE[-1] if _ACTIVE else None
+_CURRENT: ContextVar[ScoringContext | None] = ContextVar("crosscheck_scoring_context", default=None)
+
+
+def current_context() -> ScoringContext | None:
+    """The ScoringContext active in this thread (`ScoringContext.active()`), or None outside one."""
+    return _CURRENT.get()
 
 
 def proportion_bootstrap(k: int, n: int, draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED,
@@ -577,9 +644,27 @@ def mean_sd(values: Sequence[float]) -> tuple[float | None, float | None, str | 
 
 def isotonic_fit(x: Sequence[float], y: Sequence[float], sample_weight: Sequence[float] | None = None
                  ) -> np.ndarray:
-    """Increasing isotonic regression of y on x (sklearn IsotonicRegression); fitted values at x."""
-    from sklearn.isotonic import IsotonicRegression
+    """Increasing isotonic regression of y on x; fitted values at x, equal to sklearn's
+    `IsotonicRegression(increasing=True, out_of_bounds="clip").fit_transform`.
 
-    model = IsotonicRegression(increasing=True, out_of_bounds="clip")
-    return np.asarray(model.fit_transform(np.asarray(x, dtype=float), np.asarray(y, dtype=float),
-                                          sample_weight=sample_weight), dtype=float)
+    The same steps as sklearn, without importing it (about 1 s, once per scoring process): points of zero
+    weight are left out of the fit, points of one x pool into their weighted mean y (weights summed), the
+    pooled points are fitted by scipy.optimize.isotonic_regression (pool adjacent violators: what sklearn
+    calls), and every x reads the fit by linear interpolation between the pooled x (constant beyond them).
+    """
+    from scipy.optimize import isotonic_regression
+
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    w = np.ones_like(ys) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if not (xs.shape == ys.shape == w.shape) or xs.ndim != 1:
+        raise ValueError("x, y and sample_weight must be 1-D sequences of the same length")
+    keep = w > 0
+    if not keep.any():
+        raise ValueError("isotonic regression needs at least one point of positive weight")
+    order = np.lexsort((ys[keep], xs[keep]))
+    xk, yk, wk = xs[keep][order], ys[keep][order], w[keep][order]
+    ux, at = np.unique(xk, return_inverse=True)
+    weights = np.bincount(at, weights=wk, minlength=len(ux))
+    means = np.bincount(at, weights=yk * wk, minlength=len(ux)) / weights
+    fitted = np.asarray(isotonic_regression(means, weights=weights, increasing=True).x, dtype=float)
+    return np.interp(xs, ux, fitted)

@@ -134,6 +134,29 @@ def test_isotonic_pools_violators():
     np.testing.assert_allclose(stats.isotonic_fit([0, 1, 2], [0.5, 0.3, 0.9]), [0.4, 0.4, 0.9])
 
 
+@pytest.mark.parametrize(("seed", "n", "ties", "zeros"), [(0, 5, False, False), (1, 12, True, False),
+                                                          (2, 12, True, True), (3, 40, True, True),
+                                                          (4, 1, False, False), (5, 30, False, True)])
+def test_isotonic_equals_sklearn_exactly(seed, n, ties, zeros):
+    """The same numbers as sklearn, bit for bit: unsorted x, repeated x (pooled into a weighted mean) and
+    zero weights (left out of the fit, read by interpolation, clipped beyond the fitted range)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, max(2, n // 3), n).astype(float) if ties else rng.permutation(n).astype(float)
+    y = rng.random(n)
+    w = rng.integers(0 if zeros else 1, 6, n).astype(float)
+    if not (w > 0).any():
+        w[0] = 1.0
+    expected = IsotonicRegression(increasing=True, out_of_bounds="clip").fit_transform(x, y, sample_weight=w)
+    np.testing.assert_array_equal(stats.isotonic_fit(x, y, w), expected)
+
+
+def test_isotonic_refuses_bad_input():
+    with pytest.raises(ValueError, match="same length"):
+        stats.isotonic_fit([0, 1], [0.5])
+    with pytest.raises(ValueError, match="positive weight"):
+        stats.isotonic_fit([0, 1], [0.5, 0.2], [0, 0])
+
+
 # --------------------------------------------------------------------------- binomial references
 
 
@@ -281,3 +304,17 @@ def test_resample_indices_are_uniform_and_seeded(n):
     if 1 < n <= 2298:
         counts = np.bincount(idx.ravel(), minlength=n)
         assert chisquare(counts).pvalue > 1e-4  # uniform over the clusters
+
+
+@pytest.mark.parametrize(("n_clusters", "draws", "scale", "negative"), [
+    (1, 50, 1, False), (7, 301, 3, False), (96, 2000, 7, False), (96, 2000, 7, True), (1678, 401, 1, False),
+    (40, 500, 2**20, False),  # fields too wide to share a word: one column per word
+])
+def test_gathered_sums_equal_the_resample_counts_product(n_clusters, draws, scale, negative):
+    """The resampled sums taken straight from the drawn indices equal W @ columns over the same draws."""
+    rng = np.random.default_rng(n_clusters)
+    columns = rng.integers(0, scale + 1, (n_clusters, 5)).astype(float)
+    if negative:
+        columns[:, 2] -= scale
+    expected = np.vstack([w @ columns for w in stats._draw_blocks(n_clusters, draws, 9)])
+    np.testing.assert_array_equal(stats._gathered_sums(columns, draws, 9), expected)

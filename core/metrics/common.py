@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from core import stats
 from core.schema import Rate
 
 JOIN_ITEM_COLUMNS = ("group_id", "kind", "variant", "split", "letters", "options", "n_images", "meta")
@@ -26,27 +26,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 # --------------------------------------------------------------------------- shared work across runs
-
-
-_WORK: list[dict[Any, Any]] = []
-
-
-@contextmanager
-def shared_work() -> Iterator[dict[Any, Any]]:
-    """Within the block, functions marked `@memoized` compute each result once per set of arguments.
-
-    Scoring every run of a benchmark asks for the same intermediate results again and again (a partner run's
-    item outcomes, its joined frame, its groups); the block keeps them. Arguments are matched by identity for
-    frames and runs and by value otherwise, and are held until the block ends so that an identity is never
-    reused. Callers must treat memoized results as read-only (they are shared).
-    """
-    memo: dict[Any, Any] = {}
-    _WORK.append(memo)
-    try:
-        yield memo
-    finally:
-        _WORK.remove(memo)
-        memo.clear()
 
 
 def _memo_key(value: Any) -> Any:
@@ -58,14 +37,22 @@ def _memo_key(value: Any) -> Any:
 
 
 def memoized(fn: F) -> F:
-    """Cache `fn` inside `shared_work()` blocks (outside them it runs as usual)."""
+    """Compute `fn` once per set of arguments within the active core.stats.ScoringContext (outside one it
+    runs as usual).
+
+    Scoring every run of a benchmark asks for the same intermediate results again and again (a partner run's
+    item outcomes, its joined frame, its groups); the context's memo keeps them. Arguments are matched by
+    identity for frames and runs and by value otherwise, and are held as long as the memo holds the result,
+    so that an identity is never reused. Callers must treat memoized results as read-only (they are shared).
+    """
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kw: Any) -> Any:
-        if not _WORK:
+        context = stats.current_context()
+        if context is None:
             return fn(*args, **kw)
-        memo = _WORK[-1]
+        memo = context.memo
         bound = signature.bind(*args, **kw)
         bound.apply_defaults()
         key = (fn.__module__, fn.__qualname__, tuple((k, _memo_key(v)) for k, v in bound.arguments.items()))

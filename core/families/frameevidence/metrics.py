@@ -141,7 +141,7 @@ def frame(items: pd.DataFrame, run: RunData | pd.DataFrame, split: str | None = 
 #
 # Every run's item table of a split shares the split's item columns (_item_columns, its `items`), so the work
 # that depends on the items alone (which item is in which group, the strata values) is memoized on those
-# and done once per split inside common.shared_work.
+# and done once per split inside a stats.ScoringContext.
 
 
 class Table:
@@ -420,7 +420,7 @@ def _uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
 
 
 def uniform_random(items_scope: pd.DataFrame) -> dict[str, Rate]:
-    """See _uniform_random_of (shared between the runs of one split inside common.shared_work)."""
+    """See _uniform_random_of (shared between the runs of one split inside a stats.ScoringContext)."""
     return {k: dataclasses.replace(v) for k, v in _uniform_random(items_scope).items()}
 
 
@@ -451,7 +451,7 @@ def _always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
 
 
 def always_insufficient(items_scope: pd.DataFrame) -> dict[str, Any]:
-    """See _always_insufficient_of (shared between the runs of one split inside common.shared_work)."""
+    """See _always_insufficient_of (shared between the runs of one split inside a stats.ScoringContext)."""
     got = _always_insufficient(items_scope)
     out: dict[str, Any] = {k: dataclasses.replace(got[k]) for k in _AI_KEYS}
     out["kind_accuracy"] = {"FQ2": dataclasses.replace(got["kind_accuracy"]["FQ2"])}
@@ -881,6 +881,26 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
     n = len(r0)
     if not n:
         return Rate.undefined(f"no items in split {split!r}")
+    values, primary = _repeat_values(items, run, others, split, preds, r0, rep)
+    keys = [k for k in TABLE13_KEYS if k in values] + [k for k in values if k not in TABLE13_KEYS]
+    defined = [k for k in keys if not isinstance(values[k], str)]
+    matrix = np.column_stack([np.asarray(values[k], dtype=float) for k in defined])
+    out: dict[str, Any] = {"repeat": reps[0],
+                           "primary": Rate.undefined(primary) if isinstance(primary, str) else primary.name,
+                           "draws": draws, "seed": seed, "level": level, "clusterings": {}, "quantities": {}}
+    intervals = _repeat_cluster_intervals(_scope(items, split), clusterings, matrix, out["clusterings"], draws,
+                                          seed, level)
+    for key in keys:
+        out["quantities"][key] = _repeat_quantity(values[key], "minus" in key, n, clusterings, intervals,
+                                                  defined.index(key) if key in defined else -1)
+    return out
+
+
+def _repeat_values(items: pd.DataFrame, run: RunData, others: Sequence[RunData], split: str | None,
+                   preds: pd.DataFrame, r0: pd.DataFrame, rep: pd.DataFrame
+                   ) -> tuple[dict[str, np.ndarray | str], RunData | str]:
+    """repeat_intervals' per-item values of each quantity (or the reason it is undefined), and the primary
+    run (or the reason there is none)."""
     a0, ar = _valid_answers(r0), _valid_answers(rep)
     c0, cr = r0["correct"], rep["correct"]
     same = pair_flags(a0, c0, ar, cr)
@@ -901,26 +921,27 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
     for m in ("both_correct", "consistency"):  # the paper's order: every both-correct contrast, then consistency
         for r, other in against.items():
             values[f"{m}_minus_R{r}"] = same[m].astype(np.int64) - other[m]
-    keys = [k for k in TABLE13_KEYS if k in values] + [k for k in values if k not in TABLE13_KEYS]
-    defined = [k for k in keys if not isinstance(values[k], str)]
-    matrix = np.column_stack([np.asarray(values[k], dtype=float) for k in defined])
-    scope = _scope(items, split)
-    out: dict[str, Any] = {"repeat": reps[0],
-                           "primary": Rate.undefined(primary) if isinstance(primary, str) else primary.name,
-                           "draws": draws, "seed": seed, "level": level, "clusterings": {}, "quantities": {}}
+    return values, primary
+
+
+def _repeat_cluster_intervals(scope: pd.DataFrame, clusterings: Sequence[stats.Clustering], matrix: np.ndarray,
+                              described: dict[str, Any], draws: int, seed: int | None, level: float
+                              ) -> dict[str, tuple[np.ndarray, np.ndarray] | str]:
+    """Per clustering name, the intervals of every column of `matrix` (items x quantities), or the reason
+    there are none; each clustering's description (or reason) goes into `described`."""
     intervals: dict[str, tuple[np.ndarray, np.ndarray] | str] = {}
     for c in clusterings:
         try:
             code, n_clusters = _cluster_codes(scope, c)
         except MetricUndefined as exc:
             intervals[c.name] = str(exc)
-            out["clusterings"][c.name] = Rate.undefined(str(exc))
+            described[c.name] = Rate.undefined(str(exc))
             continue
-        k = np.zeros((n_clusters, len(defined)))
+        k = np.zeros((n_clusters, matrix.shape[1]))
         np.add.at(k, code, matrix)
         size = np.bincount(code, minlength=n_clusters).astype(float)
-        out["clusterings"][c.name] = {"label": c.label, "clusters": n_clusters,
-                                      **({"fields": list(c.fields)} if c.name == "union" else {})}
+        described[c.name] = {"label": c.label, "clusters": n_clusters,
+                             **({"fields": list(c.fields)} if c.name == "union" else {})}
         if seed is None:
             intervals[c.name] = "seed=None: no intervals"
             continue
@@ -928,29 +949,29 @@ def repeat_intervals(items: pd.DataFrame, run: RunData, others: Sequence[RunData
         # worker processes of score --all), with the same numbers
         with threadpool_limits(1, user_api="blas"):
             intervals[c.name] = stats.cluster_bootstrap_many(k, size, draws=draws, seed=seed, level=level)
-    for key in keys:
-        value = values[key]
-        if isinstance(value, str):
-            out["quantities"][key] = {"estimate": Rate.undefined(value),
-                                      **{c.name: Rate.undefined(value) for c in clusterings}}
+    return intervals
+
+
+def _repeat_quantity(value: np.ndarray | str, diff: bool, n: int, clusterings: Sequence[stats.Clustering],
+                     intervals: dict[str, tuple[np.ndarray, np.ndarray] | str], j: int) -> dict[str, Rate]:
+    """One quantity of repeat_intervals: its estimate over the n items and, per clustering, the same Rate
+    with the interval of column j (or a reason)."""
+    if isinstance(value, str):
+        return {"estimate": Rate.undefined(value), **{c.name: Rate.undefined(value) for c in clusterings}}
+    total = np.asarray(value, dtype=np.int64).sum()
+    estimate = Rate(float(total) / n) if diff else Rate.of(int(total), n, "items")
+    entry: dict[str, Rate] = {"estimate": estimate}
+    for c in clusterings:
+        got = intervals[c.name]
+        if isinstance(got, str):
+            entry[c.name] = Rate.undefined(got)
             continue
-        total = np.asarray(value, dtype=np.int64).sum()
-        diff = "minus" in key
-        estimate = Rate(float(total) / n) if diff else Rate.of(int(total), n, "items")
-        entry: dict[str, Rate] = {"estimate": estimate}
-        j = defined.index(key)
-        for c in clusterings:
-            got = intervals[c.name]
-            if isinstance(got, str):
-                entry[c.name] = Rate.undefined(got)
-                continue
-            rate = dataclasses.replace(estimate)
-            lo, hi = got[0][j], got[1][j]
-            if np.isfinite(lo) and np.isfinite(hi):
-                rate.ci = (float(lo), float(hi))
-            entry[c.name] = rate
-        out["quantities"][key] = entry
-    return out
+        rate = dataclasses.replace(estimate)
+        lo, hi = got[0][j], got[1][j]
+        if np.isfinite(lo) and np.isfinite(hi):
+            rate.ci = (float(lo), float(hi))
+        entry[c.name] = rate
+    return entry
 
 
 # --------------------------------------------------------------------------- two runs: turnover, decomposition

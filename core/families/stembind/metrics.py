@@ -130,7 +130,7 @@ def _pred_rows(items: pd.DataFrame, run: RunData) -> np.ndarray:
 @memoized
 def _known_rows(items: pd.DataFrame) -> dict[int, np.ndarray]:
     """id(frame) -> item rows of the frames built here from item rows (outcomes, paired outcomes); kept
-    inside common.shared_work, where those frames stay alive (memoized results), so ids are not reused."""
+    inside a stats.ScoringContext, where those frames stay alive (memoized results), so ids are not reused."""
     return {}
 
 
@@ -484,14 +484,12 @@ def think_gain(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, 
     out: dict[str, Any] = {
         f"at_{kind}": _paired_diff(both, seed, f"{kind} items", masks[kind], stems) for kind in KINDS
     }
-    hit, reason = _cap_hit_items(items, direct_run, thinking_run)
-    if hit is None:
+    keep, reason = _without_cap_hits(items, direct_run, thinking_run, both)
+    if keep is None:
         for kind in KINDS:
             out[f"at_{kind}_no_cap"] = Rate.undefined(reason or "")
         out["n_cap_hit"] = Rate.undefined(reason or "")
     else:
-        rows = _rows_of(items, both)
-        keep = ~hit.take(rows)
         for kind in KINDS:
             out[f"at_{kind}_no_cap"] = _paired_diff(both, seed, f"{kind} items without a cap hit",
                                                     masks[kind] & keep, stems)
@@ -518,6 +516,14 @@ def cap_hit_items(items: pd.DataFrame, run: RunData) -> tuple[np.ndarray | None,
     keep = pos >= 0
     at_cap = np.nan_to_num(tokens, nan=-np.inf) >= float(cap)
     return np.bincount(pos[keep], weights=at_cap[keep], minlength=len(items)) > 0, None
+
+
+def _without_cap_hits(items: pd.DataFrame, direct_run: RunData, thinking_run: RunData, both: pd.DataFrame
+                      ) -> tuple[np.ndarray | None, str | None]:
+    """Per row of the pair's paired outcomes `both`: the item has no cap-hit prediction in either run (D.4);
+    (None, reason) when a run has no max_tokens or token counts."""
+    hit, reason = _cap_hit_items(items, direct_run, thinking_run)
+    return (None, reason) if hit is None else (~hit.take(_rows_of(items, both)), None)
 
 
 def _cap_hit_items(items: pd.DataFrame, a: RunData, b: RunData) -> tuple[np.ndarray | None, str | None]:
@@ -837,15 +843,16 @@ def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, Any]], seed: int
 def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DEFAULT_SEED) -> None:
     """Resample, in one pass, the per-stem columns that `score` will bootstrap for each of `runs`.
 
-    Only useful inside `stats.shared_draws()` (scoring many runs at once); otherwise it does nothing. The
+    Only useful inside an active `stats.ScoringContext` (scoring many runs at once); otherwise it does nothing. The
     columns are built by the same helpers as the metrics (item-rate CIs by kind over sorted stems; paired
     differences overall and by kind over stems in order of appearance), so each later request finds its
     resampled sums in the cache. A request that differs (a partner that left items unanswered) is simply
     computed when asked: the cache only ever returns the sums of the very columns asked for.
     """
-    cache = stats.active_draws()
-    if cache is None or seed is None:
+    context = stats.current_context()
+    if context is None or seed is None:
         return
+    cache = context.draws
     by_size: dict[int, list[np.ndarray]] = {}
     for run in runs:
         out = item_outcomes(items, run)
@@ -860,9 +867,31 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
             if mask is None or mask.any():
                 ka, _, nn = _paired_arrays(both, mask, stems)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
+    for direct, thinking in _think_pairs(runs):  # ThinkGain without cap-hit items: subsets of the stems
+        both = _paired_outcomes(items, direct, thinking)
+        keep, _ = _without_cap_hits(items, direct, thinking, both)
+        if keep is None:
+            continue
+        masks, stems = _kind_masks(both, items), _row_stems(items, both)
+        for kind in KINDS:
+            if (masks[kind] & keep).any():
+                ka, kb, nn = _paired_arrays(both, masks[kind] & keep, stems)
+                by_size.setdefault(len(ka), []).extend([kb[:, None], nn[:, None], ka[:, None]])
     for columns in by_size.values():
         stacked = np.hstack(columns).astype(float)
         cache.prefetch(stacked[:, ~_duplicate_columns(stacked)], stats.DEFAULT_DRAWS, seed)
+
+
+def _think_pairs(runs: Iterable[RunData]) -> list[tuple[RunData, RunData]]:
+    """The (direct, thinking) pairs `score` finds among `runs` (find_think_partner), each once."""
+    pool = list(runs)
+    pairs: dict[tuple[int, int], tuple[RunData, RunData]] = {}
+    for run in pool:
+        partner = find_think_partner(run, [o for o in pool if o is not run])
+        if partner is not None and _strategy(run) in ("direct", "thinking"):
+            direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
+            pairs.setdefault((id(direct), id(thinking)), (direct, thinking))
+    return list(pairs.values())
 
 
 def _duplicate_columns(a: np.ndarray) -> np.ndarray:

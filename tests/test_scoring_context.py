@@ -1,0 +1,127 @@
+"""core.stats.ScoringContext: the scoring state is an object passed in, safe under threads (issue 17 point 5).
+
+Two real stores (SQLite files under tmp_path, imported through db.importers) of two StemBind benchmarks of
+the same shape (so their resample draws share cluster counts and their frames look alike) are scored from
+several threads at once; each result must equal the one scored alone in the main thread.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import stats
+from core.scoring import score_all, score_run
+from db.frames import load_for_scoring
+from db.importers import import_items, import_predictions
+from db.store import Store
+
+N_STEMS = 36
+RUNS = [  # (name, config): direct / thinking pair with cap hits, a text-only partner and an SSA level
+    ("direct", {"strategy": "direct", "input_mode": "all", "max_tokens": 100}),
+    ("thinking", {"strategy": "thinking", "input_mode": "all", "max_tokens": 100}),
+    ("text", {"strategy": "direct", "input_mode": "text", "max_tokens": 100}),
+    ("h1", {"strategy": "direct", "input_mode": "all", "ssa_level": "H1", "max_tokens": 100}),
+]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _stembind_store(folder: Path, seed: int) -> Path:
+    """N_STEMS stems of 2 P, 1 R and 1 F probes, and the runs of RUNS with seeded answers and token counts."""
+    folder.mkdir()
+    rng = np.random.default_rng(seed)
+    items = []
+    for s in range(N_STEMS):
+        for j, kind in enumerate(["P", "P", "R", "F"]):
+            item = {"benchmark": "stembind", "item_id": f"s{s}-{j}", "group_id": f"s{s}", "kind": kind,
+                    "question": f"q{s}-{j}", "options": {c: c.lower() for c in "ABCD"},
+                    "answer": "ABCD"[(s + j) % 4], "meta": {"operation": ("RI-Pos", "VP-Fold")[s % 2]}}
+            if kind == "F":
+                item["stages"] = {"S1": "scene", "S2": "rule", "S3": "bind", "S4": "answer"}
+            items.append(item)
+    store = Store(folder / "store.db")
+    import_items(store, _jsonl(folder / "items.jsonl", items), name="sb")
+    for name, config in RUNS:
+        rows = []
+        for item in items:
+            right = rng.random() < 0.6
+            letter = item["answer"] if right else "ABCD"[("ABCD".index(item["answer"]) + 1) % 4]
+            rows.append({"item_id": item["item_id"], "response": f"<ANSWER>{letter}</ANSWER>",
+                         "tokens": int(rng.integers(10, 130))})
+        import_predictions(store, _jsonl(folder / f"{name}.jsonl", rows), name, model="m", config=config,
+                           benchmark="sb")
+    store.close()
+    return folder / "store.db"
+
+
+@pytest.fixture(scope="module")
+def two_stores(tmp_path_factory) -> list[Path]:
+    root = tmp_path_factory.mktemp("contexts")
+    return [_stembind_store(root / "a", seed=1), _stembind_store(root / "b", seed=2)]
+
+
+def _score(db: Path, context: stats.ScoringContext | None = None) -> str:
+    store = Store(db)
+    try:
+        items, runs = load_for_scoring(store, "sb")
+        return json.dumps(score_all(items, runs, context=context), sort_keys=True)
+    finally:
+        store.close()
+
+
+def test_two_threads_scoring_two_stores_get_their_single_thread_results(two_stores):
+    alone = [_score(db) for db in two_stores]
+    assert alone[0] != alone[1]  # two different benchmarks: a shared cache would show
+    assert '"ci"' in alone[0] and '"at_F_no_cap"' in alone[0]  # bootstraps and the cap-hit subsets ran
+    jobs = two_stores * 3
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        together = list(pool.map(_score, jobs))
+    assert together == alone * 3
+
+
+def test_threads_sharing_one_context_take_turns_and_agree(two_stores):
+    """One context per benchmark, as the UI keeps it: threads handed the same context score one at a time
+    (the later ones find the first's work) and every result equals the fresh-context one."""
+    alone = _score(two_stores[0])
+    shared = stats.ScoringContext()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda _: _score(two_stores[0], shared), range(3)))
+    assert results == [alone] * 3
+    assert shared.memo  # the context kept the shared work
+    shared.clear()
+    assert not shared.memo
+
+
+def test_a_context_is_seen_only_by_the_thread_that_activates_it():
+    context = stats.ScoringContext()
+    seen: list[object] = []
+    with context.active():
+        assert stats.current_context() is context
+        worker = threading.Thread(target=lambda: seen.append(stats.current_context()))
+        worker.start()
+        worker.join()
+    assert seen == [None]
+    assert stats.current_context() is None
+
+
+def test_score_run_uses_the_context_it_is_given(two_stores):
+    store = Store(two_stores[1])
+    try:
+        items, runs = load_for_scoring(store, "sb")
+    finally:
+        store.close()
+    context = stats.ScoringContext()
+    run = runs["direct"]
+    others = [r for r in runs.values() if r is not run]
+    first = score_run(items, run, others, context=context)
+    assert context.memo  # item outcomes and partner frames stayed in the context
+    assert score_run(items, run, others, context=context) == first == score_run(items, run, others)
