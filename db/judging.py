@@ -26,7 +26,7 @@ from core.errors import CrosscheckError, NotFound
 from core.families.stembind.metrics import first_failure
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
-from db.schema import PREDICTIONS_READ
+from db.schema import CALIBRATION_DDL, PREDICTIONS_READ
 from db.store import Store, now
 
 ERROR_CATEGORIES = (
@@ -35,22 +35,6 @@ ERROR_CATEGORIES = (
 )
 MAX_LABELER = 64
 MAX_NOTE = 4000
-
-CALIBRATION_DDL = """CREATE TABLE IF NOT EXISTS calibration_samples (
-    name TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    item_pk INTEGER NOT NULL REFERENCES items(id),
-    rotation INTEGER NOT NULL DEFAULT 0,
-    repeat INTEGER NOT NULL DEFAULT 0,
-    operation TEXT,
-    outcome TEXT,
-    seed INTEGER NOT NULL,
-    per_operation INTEGER NOT NULL,
-    created TEXT NOT NULL,
-    PRIMARY KEY (name, position),
-    UNIQUE (name, run_id, item_pk, rotation, repeat)
-)"""
 
 
 class LabelForbidden(CrosscheckError, PermissionError):
