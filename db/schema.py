@@ -2,11 +2,19 @@
 
 Each migration runs once, inside the write transaction that records it in `_migrations`. Add new ones at
 the end; never edit one that has shipped.
+
+This module holds every CREATE TABLE / VIEW / INDEX of the product (tests/test_schema.py checks that no other
+module does) and imports no other db/ module, so nothing imports back into it. No table is created at run
+time: a store is complete once `migrate` has run (on `Store` open). Tables that an older version created
+lazily (calibration_samples, prediction_overrides, run_jobs, prediction_sources) use IF NOT EXISTS, so a
+store where one of them exists already still migrates.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import sqlite_utils
 
@@ -86,7 +94,8 @@ RUN_JOBS_DDL = """CREATE TABLE IF NOT EXISTS run_jobs (
 RUN_JOBS_INDEX = "CREATE INDEX IF NOT EXISTS run_jobs_run ON run_jobs (run, id)"
 
 
-def _m001_initial(db: sqlite_utils.Database) -> None:
+def _m001_catalog(db: sqlite_utils.Database) -> None:
+    """Benchmarks, their images and items, runs."""
     db.table("benchmarks").create(
         {"id": int, "name": str, "family": str, "source": str, "source_sha256": str, "n_items": int,
          "created": str},
@@ -114,6 +123,10 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
         defaults={"synthetic": 0},
     )
     db.table("runs").create_index(["name"], unique=True)
+
+
+def _m001_results(db: sqlite_utils.Database) -> None:
+    """Predictions, judgements, labels with their audit, and the import log."""
     # One B-tree keyed by the prediction key: bulk inserts stay fast and lookups by run are a prefix scan.
     db.execute(
         """CREATE TABLE predictions (
@@ -183,6 +196,11 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m001_initial(db: sqlite_utils.Database) -> None:
+    _m001_catalog(db)
+    _m001_results(db)
+
+
 def _m002_calibration_samples(db: sqlite_utils.Database) -> None:
     """Frozen calibration samples (002 App. C.3): a drawn sample never changes."""
     db.execute(CALIBRATION_DDL)
@@ -249,3 +267,21 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("005_run_jobs", _m005_run_jobs),
     ("006_prediction_sources", _m006_prediction_sources),
 ]
+
+
+MIGRATIONS_DDL = "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+
+
+def migrate(conn: sqlite3.Connection, write: Callable[[], AbstractContextManager[sqlite3.Connection]],
+            now: Callable[[], str]) -> None:
+    """Apply the migrations `conn`'s store lacks, each in its own `write()` transaction (Store.write)."""
+    conn.execute(MIGRATIONS_DDL)
+    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with write():
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                continue  # another process applied it while we waited for the lock
+            fn(sqlite_utils.Database(conn))
+            conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now()))
