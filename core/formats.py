@@ -175,7 +175,7 @@ def _accepts(f: Field) -> Callable[[Any], bool]:
 
 
 _ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
-_ROTATION, _REPEAT = _BY_NAME["rotation"], _BY_NAME["repeat"]
+_ROTATION, _REPEAT, _TOKENS = _BY_NAME["rotation"], _BY_NAME["repeat"], _BY_NAME["tokens"]
 
 
 def prediction_fields(obj: Any) -> PredictionFields | None:
@@ -183,18 +183,23 @@ def prediction_fields(obj: Any) -> PredictionFields | None:
     some field needs `check_prediction_line`, which then accepts or rejects the line by the same table."""
     if type(obj) is not dict:
         return None
+    get = obj.get
+    item_id, response = get("item_id"), get("response")
+    if type(item_id) is not str or not item_id or type(response) is not str:
+        return None
+    n = len(obj)
+    if n == 2:  # the shortest line, and (with tokens) the usual one: no other field to look at
+        return item_id, response, "", None, 0, 0, "all", None, None, None
+    tokens = get("tokens")
+    if n == 3 and type(tokens) is int and _TOKENS.lo <= tokens <= _TOKENS.hi:
+        return item_id, response, "", None, 0, 0, "all", None, tokens, None
     accepts = _ACCEPTS
     for key, value in obj.items():
         test = accepts.get(key)
         if test is not None and not test(value):
             return None
-    get = obj.get
-    item_id, response = get("item_id"), get("response")
-    if item_id is None or response is None:
-        return None
     return (item_id, response, get("status") or "", get("answer") or None, get("rotation") or 0,
-            get("repeat") or 0, get("input_mode") or "all", get("trace") or None, get("tokens"),
-            get("error") or None)
+            get("repeat") or 0, get("input_mode") or "all", get("trace") or None, tokens, get("error") or None)
 
 
 def _check_field(f: Field, obj: dict[str, Any], file: str, line: int, report: Report) -> Any:

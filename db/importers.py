@@ -370,8 +370,8 @@ def _resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item
 def _decide(f: PredictionFields, letters: str, parser: str, name: str, no: int, report: Report,
             options: Callable[[], dict[str, str] | None]) -> tuple[str, str | None, str | None] | None:
     """(status, letter as shown, answer letter) of one line's fields: the given letter, or the family's parser,
-    then unrotated; None with the error in `report`. `options` (the item's option texts) is only called when the
-    response needs the full parsing rules (option-text answers); clean answers are decided without it."""
+    then unrotated; None with the error in `report`. `options()` (the item's option texts) is only called when
+    the response needs the full parsing rules (option-text answers); clean answers are decided without it."""
     response, given, shown, rotation = f[1], f[2] or None, f[3], f[4]
     if rotation >= len(letters):
         report.error(name, no, "rotation", f"rotation {rotation} needs more than the item's {len(letters)} options")
@@ -496,8 +496,18 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int,
     seen: dict[tuple[str, int, int], int] = {}
     rows: list[_PredRow] = []
     where: list[_Line] = []
-    keys_get, seen_get = keys.get, seen.get
+    keys_get, seen_get, add_row, add_where = keys.get, seen.get, rows.append, where.append
     for no, f, key in lines:
+        if f is not None and f[2] == "" and f[3] is None and f[4] == 0:  # the usual line: the parser decides
+            item = keys_get(f[0])
+            if item is not None and item[1] and key not in seen:
+                parsed = fast_parse(f[1], item[1], parser) or full_parse(f[1], item[1], parser,
+                                                                           options_of(item[0])() or None)
+                seen[(f[0], 0, f[5])] = no
+                add_row((run_id, item[0], 0, f[5], f[1], parsed[1], parsed[1], parsed[0], f[9], f[6], f[7], f[8],
+                         None, None))
+                add_where((no, f[0], 0, f[5]))
+                continue
         if key is None:
             continue
         info = keys_get(key[0])
@@ -514,9 +524,9 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int,
             continue
         decided = _decide(f, info[1], parser, name, no, report, options_of(info[0]))
         if decided is not None:
-            rows.append((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7],
-                         f[8], None, None))
-            where.append((no, key[0], key[1], key[2]))
+            add_row((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7], f[8],
+                     None, None))
+            add_where((no, key[0], key[1], key[2]))
     return rows, where
 
 
@@ -567,6 +577,29 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
     return fresh, replaced, lines_of
 
 
+def _plain_insert(run_id: int) -> str:
+    """The INSERT of plain rows (see `_plain_rows`) into run `run_id`, the constant columns written into it (fewer
+    values to bind per row)."""
+    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+            " input_mode, trace, tokens, latency, probs) VALUES"
+            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
+
+
+def _plain_rows(rows: list[_PredRow]) -> tuple[list[tuple[Any, ...]], list[_PredRow]]:
+    """(item pk, response, letter, status, tokens) of the rows with rotation and repeat 0, input mode all and no
+    error, trace, latency or probs (most of an import), and the other rows as they are."""
+    plain: list[tuple[Any, ...]] = []
+    other: list[_PredRow] = []
+    add_plain, add_other = plain.append, other.append
+    for r in rows:
+        if r[2] == 0 and r[3] == 0 and r[9] == "all" and r[8] is None and r[10] is None and r[12] is None \
+                and r[13] is None:
+            add_plain((r[1], r[4], r[5], r[7], r[11]))
+        else:
+            add_other(r)
+    return plain, other
+
+
 def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
                        cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
                        where: list[_Line], replace: bool, report: Report, after: _After | None = None
@@ -591,7 +624,9 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
         # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
         # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
         if conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is None:
-            conn.executemany(store.PRED_INSERT, rows)
+            plain, other = _plain_rows(rows)
+            conn.executemany(_plain_insert(run_id), plain)
+            conn.executemany(store.PRED_INSERT, other)
         else:
             if existing is not None and replace:
                 settled = overrides.settle_replaced(conn, run_id, replaced, f"import of {name}")
