@@ -6,16 +6,16 @@ group rules (core/families/) over the whole file before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from core import families
 from core.report import Report
-from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label, Prediction
+from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label
 
 ITEM_FIELDS = {"benchmark", "item_id", "group_id", "split", "kind", "variant", "images", "question", "options",
                "answer", "meta", "stages"}
-PRED_FIELDS = {"item_id", "response", "answer", "status", "rotation", "repeat", "input_mode", "trace", "tokens",
-               "latency", "error", "probs"}
 LABEL_FIELDS = {"item_id", "annotator", "labeler", "kind", "S1", "S2", "S3", "S4", "first_failure", "category",
                 "note", "rotation", "repeat"}
 
@@ -109,111 +109,143 @@ def _int_field(obj: dict[str, Any], key: str, file: str, line: int, report: Repo
     return as_int
 
 
-_FAST_PRED_KEYS = frozenset({"item_id", "response", "answer", "status", "rotation", "repeat", "input_mode", "trace",
-                             "tokens", "error"})
+# ---- predictions: the line schema, declared once ------------------------------------------------------------
 
 
-# (item_id, response, status, answer letter, rotation, repeat, input_mode, trace, tokens, error)
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of a predictions line (SPEC §3, docs/FORMATS.md). `kind` says how it is checked:
+
+    - id: a non-empty string (absent or anything else: `missing`);
+    - text: a string (absent: `missing` when required; an empty value counts as absent when not required);
+    - choice: one of `allowed` (absent or empty: `default`);
+    - int: an integer `lo`..`hi`, also written as a string of digits (absent or "": `default`);
+    - letter: one option letter A-H (absent or empty: none);
+    - free: kept as given (absent or empty: none).
+    """
+
+    name: str
+    kind: str
+    required: bool = False
+    default: Any = None
+    allowed: tuple[str, ...] = ()
+    lo: int = 0
+    hi: int = 0
+    missing: str = ""
+
+
+# Every predictions line is read by this table, in this order (the order of its error messages). A line with
+# other fields keeps them unread (`latency` and `probs` are written by the runners, not by an import).
+PREDICTION_LINE: tuple[Field, ...] = (
+    Field("item_id", "id", required=True, missing="missing required field (expected the item's id)"),
+    Field("response", "text", required=True,
+          missing="missing required field (expected the raw model text; may be empty)"),
+    Field("status", "choice", allowed=STATUSES),
+    Field("input_mode", "choice", default="all", allowed=INPUT_MODES),
+    Field("rotation", "int", default=0, lo=0, hi=7),
+    Field("repeat", "int", default=0, lo=0, hi=10_000),
+    Field("tokens", "int", lo=0, hi=10_000_000),
+    Field("answer", "letter"),
+    Field("trace", "text"),
+    Field("error", "free"),
+)
+PRED_FIELDS = {f.name for f in PREDICTION_LINE} | {"latency", "probs"}
+_BY_NAME = {f.name: f for f in PREDICTION_LINE}
+
+# (item_id, response, status ("" when not given), shown letter, rotation, repeat, input_mode, trace, tokens, error):
+# the fields of one line in PREDICTION_LINE's order but for the letter (`answer` in the file: the letter as shown)
 PredictionFields = tuple[str, str, str, str | None, int, int, str, str | None, int | None, str | None]
 
 
-_PLAIN_PRED_KEYS = frozenset({"item_id", "response", "tokens"})
+def _accepts(f: Field) -> Callable[[Any], bool]:
+    """A plain type test that accepts a value only where `check_prediction_line` does (and where it would keep the
+    value as is); False sends the line through that full check, which decides it."""
+    if f.kind == "id":
+        return lambda v: type(v) is str and v != ""
+    if f.kind == "text":
+        return (lambda v: type(v) is str) if f.required else (lambda v: v is None or type(v) is str)
+    if f.kind == "choice":
+        allowed = (*f.allowed, None, "")
+        return lambda v: v in allowed
+    if f.kind == "int":
+        lo, hi = f.lo, f.hi
+        return lambda v: v is None or (type(v) is int and lo <= v <= hi)
+    if f.kind == "letter":
+        return lambda v: v is None or v == "" or (type(v) is str and len(v) == 1 and v in LETTERS)
+    return lambda v: True
 
 
-def plain_prediction(obj: Any) -> tuple[str, str, int | None] | None:
-    """(item_id, response, tokens) of the usual predictions line, which has no other field; None for any other
-    line (`fast_prediction_fields` or `parse_prediction_fields` decides those)."""
-    if type(obj) is not dict or not obj.keys() <= _PLAIN_PRED_KEYS:
-        return None
-    get = obj.get
-    item_id, response, tokens = get("item_id"), get("response"), get("tokens")
-    if type(item_id) is not str or not item_id or type(response) is not str \
-            or (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= 10_000_000)):
-        return None
-    return item_id, response, tokens
+_ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
+_ROTATION, _REPEAT, _TOKENS = _BY_NAME["rotation"], _BY_NAME["repeat"], _BY_NAME["tokens"]
 
 
-def fast_prediction_fields(obj: Any) -> PredictionFields | None:
-    """The fields of a common well-formed predictions line, checked with plain type tests (status "" when not
-    given); None sends the line through `parse_prediction_fields`, which accepts or rejects it with the precise
-    error (same rules). A tuple, not a Prediction: the bulk importer builds no object per line."""
+def prediction_fields(obj: Any) -> PredictionFields | None:
+    """The fields of a well-formed predictions line by plain type tests (the common case, and fast); None when
+    some field needs `check_prediction_line`, which then accepts or rejects the line by the same table."""
     if type(obj) is not dict:
         return None
-    keys = obj.keys()
-    if keys <= _PLAIN_PRED_KEYS:
-        plain = plain_prediction(obj)
-        return None if plain is None else (plain[0], plain[1], "", None, 0, 0, "all", None, plain[2], None)
-    if not keys <= _FAST_PRED_KEYS:
-        return None
     get = obj.get
-    item_id = get("item_id")
-    response = get("response")
+    item_id, response = get("item_id"), get("response")
     if type(item_id) is not str or not item_id or type(response) is not str:
         return None
-    status = get("status") or None
-    rotation = get("rotation", 0)
-    repeat = get("repeat", 0)
-    input_mode = get("input_mode") or "all"
-    answer = get("answer") or None
-    trace = get("trace") or None
+    n = len(obj)
+    if n == 2:  # the shortest line, and (with tokens) the usual one: no other field to look at
+        return item_id, response, "", None, 0, 0, "all", None, None, None
     tokens = get("tokens")
-    error = get("error") or None
-    if (status is not None and status not in STATUSES) or type(rotation) is not int or not 0 <= rotation <= 7 \
-            or type(repeat) is not int or not 0 <= repeat <= 10_000 or input_mode not in INPUT_MODES \
-            or (answer is not None and (type(answer) is not str or len(answer) != 1 or answer not in LETTERS)) \
-            or (trace is not None and type(trace) is not str) \
-            or (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= 10_000_000)) \
-            or (error is not None and type(error) is not str):
-        return None
-    return item_id, response, status or "", answer, rotation, repeat, input_mode, trace, tokens, error
+    if n == 3 and type(tokens) is int and _TOKENS.lo <= tokens <= _TOKENS.hi:
+        return item_id, response, "", None, 0, 0, "all", None, tokens, None
+    accepts = _ACCEPTS
+    for key, value in obj.items():
+        test = accepts.get(key)
+        if test is not None and not test(value):
+            return None
+    return (item_id, response, get("status") or "", get("answer") or None, get("rotation") or 0,
+            get("repeat") or 0, get("input_mode") or "all", get("trace") or None, tokens, get("error") or None)
 
 
-def fast_prediction(obj: Any, line: int) -> Prediction | None:
-    """`fast_prediction_fields` as a Prediction (None: see there)."""
-    f = fast_prediction_fields(obj)
-    if f is None:
-        return None
-    return Prediction(item_id=f[0], response=f[1], status=f[2], shown=f[3], rotation=f[4], repeat=f[5],
-                      input_mode=f[6], trace=f[7], tokens=f[8], error=f[9], line=line)
+def _check_field(f: Field, obj: dict[str, Any], file: str, line: int, report: Report) -> Any:
+    """The value of field `f` of a line, its problem (if any) in `report` (see Field for the rules)."""
+    key = f.name
+    if f.kind == "int":
+        if obj.get(key) in (None, ""):
+            return f.default
+        return _int_field(obj, key, file, line, report, f.default or 0, f.lo, f.hi)
+    if f.kind == "id":
+        value = obj.get(key)
+        if not isinstance(value, str) or not value:
+            report.error(file, line, key, f.missing)
+        return value
+    if f.kind == "text" and f.required:
+        value = obj.get(key)
+        if value is None:
+            report.error(file, line, key, f.missing)
+        elif not isinstance(value, str):
+            report.error(file, line, key, "expected a string")
+        return value
+    value = obj.get(key) or f.default
+    if value is None or f.kind == "free":
+        return value
+    if f.kind == "choice" and value not in f.allowed:
+        report.error(file, line, key, f"expected one of {', '.join(f.allowed)}, got {value!r:.40}")
+    elif f.kind == "letter" and (not isinstance(value, str) or len(value) != 1 or value not in LETTERS):
+        report.error(file, line, key, f"expected an option letter A-H, got {value!r:.40}")
+    elif f.kind == "text" and not isinstance(value, str):
+        report.error(file, line, key, "expected a string")
+    return value
 
 
-def parse_prediction_fields(obj: Any, file: str, line: int, report: Report) -> Prediction | None:
-    """The format-level checks of one predictions line; letters and parsing are resolved by the importer."""
+def check_prediction_line(obj: Any, file: str, line: int, report: Report) -> PredictionFields | None:
+    """Every field of one predictions line checked by PREDICTION_LINE, each problem in `report` (file, line,
+    field, what was expected); None when there is one. Letters and parsing are resolved by the importer."""
     if not isinstance(obj, dict):
         report.error(file, line, "(line)", "expected a JSON object")
         return None
     before = len(report.errors)
-    item_id = obj.get("item_id")
-    if not isinstance(item_id, str) or not item_id:
-        report.error(file, line, "item_id", "missing required field (expected the item's id)")
-    response = obj.get("response")
-    if response is None:
-        report.error(file, line, "response", "missing required field (expected the raw model text; may be empty)")
-    elif not isinstance(response, str):
-        report.error(file, line, "response", "expected a string")
-    status = obj.get("status") or None
-    if status is not None and status not in STATUSES:
-        report.error(file, line, "status", f"expected one of {', '.join(STATUSES)}, got {status!r:.40}")
-    input_mode = obj.get("input_mode") or "all"
-    if input_mode not in INPUT_MODES:
-        report.error(file, line, "input_mode", f"expected one of {', '.join(INPUT_MODES)}, got {input_mode!r:.40}")
-    rotation = _int_field(obj, "rotation", file, line, report, 0, 0, 7)
-    repeat = _int_field(obj, "repeat", file, line, report, 0, 0, 10_000)
-    tokens_raw = obj.get("tokens")
-    tokens = None
-    if tokens_raw not in (None, ""):
-        tokens = _int_field(obj, "tokens", file, line, report, 0, 0, 10_000_000)
-    answer = obj.get("answer") or None
-    if answer is not None and (not isinstance(answer, str) or len(answer) != 1 or answer not in LETTERS):
-        report.error(file, line, "answer", f"expected an option letter A-H, got {answer!r:.40}")
-    trace = obj.get("trace") or None
-    if trace is not None and not isinstance(trace, str):
-        report.error(file, line, "trace", "expected a string")
+    v = {f.name: _check_field(f, obj, file, line, report) for f in PREDICTION_LINE}
     if len(report.errors) > before:
         return None
-    return Prediction(item_id=item_id, response=response, status=status or "", shown=answer,  # type: ignore[arg-type]
-                      rotation=rotation, repeat=repeat, input_mode=input_mode, trace=trace, tokens=tokens,
-                      error=obj.get("error") or None, line=line)
+    return (v["item_id"], v["response"], v["status"] or "", v["answer"], v["rotation"], v["repeat"],
+            v["input_mode"], v["trace"], v["tokens"], v["error"])
 
 
 def prediction_key(obj: Any) -> tuple[str, int, int] | None:
@@ -225,8 +257,8 @@ def prediction_key(obj: Any) -> tuple[str, int, int] | None:
     if not isinstance(item_id, str) or not item_id:
         return None
     scratch = Report()
-    rotation = _int_field(obj, "rotation", "", 0, scratch, 0, 0, 7)
-    repeat = _int_field(obj, "repeat", "", 0, scratch, 0, 0, 10_000)
+    rotation = _check_field(_ROTATION, obj, "", 0, scratch)
+    repeat = _check_field(_REPEAT, obj, "", 0, scratch)
     return None if scratch.errors else (item_id, rotation, repeat)
 
 

@@ -22,9 +22,6 @@ def catalog_signature(store: Store) -> str:
             "SELECT r.name, r.status, EXISTS (SELECT 1 FROM predictions p WHERE p.run_id = r.id)"
             " FROM runs r ORDER BY r.id"):
         parts.append(f"r:{name}:{status}:{has}")
-    has_samples = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'calibration_samples'"
-                               ).fetchone()
-    if has_samples:
-        for name, n in conn.execute("SELECT name, COUNT(*) FROM calibration_samples GROUP BY name ORDER BY name"):
-            parts.append(f"s:{name}:{n}")
+    for name, n in conn.execute("SELECT name, COUNT(*) FROM calibration_samples GROUP BY name ORDER BY name"):
+        parts.append(f"s:{name}:{n}")
     return hashlib.sha1("\n".join(parts).encode(), usedforsecurity=False).hexdigest()

@@ -3,8 +3,8 @@
 This module reads the files (TSV, xlsx, parquet, arrow, JSON) and hands the rows to the pure readers in
 core/foreign/, which turn each into the object an items- or predictions-JSONL line would be. Those objects
 then go through the same checks as the JSONL import (core.formats, the family's group rules, the image checks,
-db.importers' reference path for predictions), so a file with any bad row writes nothing, errors name the
-file, the line (the header is line 1) or row, the column and what was expected, and a re-import is a no-op.
+db.importers.import_prediction_lines for predictions), so a file with any bad row writes nothing, errors name
+the file, the line (the header is line 1) or row, the column and what was expected, and a re-import is a no-op.
 """
 
 from __future__ import annotations
@@ -364,9 +364,9 @@ def _vlmevalkit_json(path: Path, report: Report) -> list[tuple[int, dict[str, An
 def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: str | None = None,
                        config: dict[str, Any] | None = None, benchmark: str | None = None, replace: bool = False,
                        key: str | None = None) -> Any:
-    """VLMEvalKit prediction tables or lmms-eval samples into run `run`, through the reference path's checks;
+    """VLMEvalKit prediction tables or lmms-eval samples into run `run`, through the one predictions path;
     what the tool kept beside each response (its extracted letter, its raw response) is stored with it."""
-    from db.importers import _import_predictions_reference, _refuse, _resolve_benchmark
+    from db.importers import _refuse, _resolve_benchmark, import_prediction_lines
 
     report = Report()
     name = path.name
@@ -403,7 +403,7 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
         conn.executemany("INSERT OR REPLACE INTO prediction_sources (run_id, item_pk, rotation, repeat, tool, kept)"
                          " VALUES (?, ?, 0, 0, ?, ?)", rows)
 
-    return _import_predictions_reference(store, path, objs, report, run, model, cfg, benchmark, replace, after=after)
+    return import_prediction_lines(store, path, objs, report, run, model, cfg, benchmark, replace, after=after)
 
 
 def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, Any]]], golds: dict[int, str],

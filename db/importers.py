@@ -1,33 +1,29 @@
 """Importers for items (JSONL or zip), predictions (JSONL or CSV) and labels (JSONL) — SPEC §3.
 
 Every import validates the whole file and writes nothing when any line is bad; the write itself is one
-`BEGIN IMMEDIATE` transaction, so a killed import leaves no partial rows. (A long predictions file for a new
-run is validated while it is written, by a worker process, and that transaction is rolled back at the first
-problem; see `import_predictions`.) Re-importing the same file changes nothing.
+`BEGIN IMMEDIATE` transaction, so a killed import leaves no partial rows. Re-importing the same file changes
+nothing. Predictions of every format (JSONL, CSV, other tools' files through db/foreign.py) take one path,
+`import_prediction_lines`, which reads each line by the one line schema, core/formats.PREDICTION_LINE.
 """
 
 from __future__ import annotations
 
 import csv
-import gc
 import hashlib
 import io
 import json
-import multiprocessing
 import os
 import shutil
 import sqlite3
 import stat
 import tempfile
-import threading
 import zipfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -35,22 +31,18 @@ from core import families
 from core.errors import ImportRefused, NotFound
 from core.formats import (
     PredictionFields,
-    fast_prediction,
-    fast_prediction_fields,
+    check_prediction_line,
     parse_item,
     parse_label,
-    parse_prediction_fields,
-    plain_prediction,
+    prediction_fields,
     prediction_key,
 )
 from core.gcpause import gc_paused
-from core.parsing import OK, fast_parse, full_parse, parse_answer, rotate_options, unrotate
+from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
-from core.schema import Item, Prediction
+from core.schema import Item
 from db import overrides
 from db.store import Store, config_hash, now
-
-_T = TypeVar("_T")
 
 MAX_IMAGE_PIXELS = 40_000_000  # larger images are refused as possible decompression bombs
 MAX_ZIP_BYTES = 8 * 1024**3  # total uncompressed size of an items zip
@@ -375,173 +367,46 @@ def _resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item
     return None
 
 
-def resolve_prediction(p: Prediction, letters: str, parser: str, name: str, report: Report,
-                       options: Callable[[], dict[str, str] | None] | dict[str, str] | None = None) -> None:
-    """Fill status / answer of one prediction: given letter (as shown) or the family's parser, then unrotate.
-
-    `options` (the item's option texts, or a function returning them) is only consulted when the response
-    needs the full parsing rules (option-text answers); clean answers are decided without it.
-    """
-    if p.rotation >= len(letters):
-        report.error(name, p.line, "rotation", f"rotation {p.rotation} needs more than the item's {len(letters)} options")
-        return
-    given = p.status or None
-    if given in ("invalid", "api_error"):
-        if p.shown is not None:
-            report.error(name, p.line, "answer", f"status {given} cannot carry an answer letter")
-        p.answer = p.shown = None
-        p.status = given
-        return
-    if p.shown is not None:
-        if p.shown not in letters:
-            report.error(name, p.line, "answer", f"{p.shown!r} is not an option letter of this item (expected one of {letters})")
-            return
+def _decide(f: PredictionFields, letters: str, parser: str, name: str, no: int, report: Report,
+            options: Callable[[], dict[str, str] | None]) -> tuple[str, str | None, str | None] | None:
+    """(status, letter as shown, answer letter) of one line's fields: the given letter, or the family's parser,
+    then unrotated; None with the error in `report`. `options()` (the item's option texts) is only called when
+    the response needs the full parsing rules (option-text answers); clean answers are decided without it."""
+    response, given, shown, rotation = f[1], f[2] or None, f[3], f[4]
+    if rotation >= len(letters):
+        report.error(name, no, "rotation", f"rotation {rotation} needs more than the item's {len(letters)} options")
+        return None
+    if given == "invalid" or given == "api_error":
+        if shown is not None:
+            report.error(name, no, "answer", f"status {given} cannot carry an answer letter")
+            return None
+        return given, None, None
+    if shown is not None:
+        if shown not in letters:
+            report.error(name, no, "answer", f"{shown!r} is not an option letter of this item (expected one of "
+                         f"{letters})")
+            return None
         status: str = OK
-        letter: str | None = p.shown
+        letter: str | None = shown
     else:
-        decided = fast_parse(p.response, letters, parser)
+        decided = fast_parse(response, letters, parser)
         if decided is None:
-            opts = options() if callable(options) else options
-            shown_options = rotate_options(opts, p.rotation) if opts else None
-            decided = parse_answer(p.response, letters, parser, shown_options)
+            opts = options()
+            if opts and rotation:  # rotation 0 shows the options as they are (the parser only reads them)
+                opts = rotate_options(opts, rotation)
+            decided = full_parse(response, letters, parser, opts or None)
         status, letter = decided[0], decided[1]
         if given == "ok" and status != OK:
-            report.error(name, p.line, "status", f"says ok but the response has no readable answer ({status}); "
+            report.error(name, no, "status", f"says ok but the response has no readable answer ({status}); "
                          "give the letter in `answer` or drop `status`")
-            return
-    p.status = status
-    p.shown = letter
-    if letter is None or p.rotation == 0:
-        p.answer = letter
-    else:
-        p.answer = unrotate(letter, letters, p.rotation)
+            return None
+    return status, letter, (letter if letter is None or rotation == 0 else unrotate(letter, letters, rotation))
 
 
 _PredRow = tuple[Any, ...]  # (run id, item pk, rotation, repeat, response, shown, answer, status, error, input_mode,
 #                             trace, tokens, latency, probs): one predictions row, in the column order of PRED_INSERT
-_PlainRow = tuple[Any, ...]  # (item pk, response, letter, status, tokens): the row of a line with no other field
-_Rows = tuple[list[_PlainRow], list[_PredRow]]
-
-
-def _plain_insert(run_id: int) -> str:
-    """The INSERT of plain rows into run `run_id`: rotation and repeat 0, answer = shown, input mode all, no
-    error, trace, latency or probs, all written as constants (fewer values to bind per row)."""
-    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
-            " input_mode, trace, tokens, latency, probs) VALUES"
-            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
-
-
-def _full_row(run_id: int, r: _PlainRow) -> _PredRow:
-    return (run_id, r[0], 0, 0, r[1], r[2], r[2], r[3], None, "all", None, r[4], None, None)
-
+_Line = tuple[int, str, int, int]  # (file line, item_id, rotation, repeat) of each row, for the messages
 _After = Callable[[sqlite3.Connection, int], None]  # (write connection, run id) inside the import's transaction
-PIPELINE_MIN_LINES = 4_000  # a new run from a JSONL file this long is parsed in a worker process while this one writes
-_CHUNK = 500  # lines per chunk: one unit of work, and one message from the worker
-
-
-class _Fallback(Exception):
-    """The fast path met something that only the reference path reports exactly (a bad line, a conflict)."""
-
-
-def _fields(obj: Any, no: int, name: str, scratch: Report) -> PredictionFields:
-    """The fields of one predictions line (see `fast_prediction_fields`); _Fallback when the line has a problem."""
-    f = fast_prediction_fields(obj)
-    if f is not None:
-        return f
-    p = parse_prediction_fields(obj, name, no, scratch)
-    if p is None:
-        raise _Fallback
-    return (p.item_id, p.response, p.status, p.shown, p.rotation, p.repeat, p.input_mode, p.trace, p.tokens, p.error)
-
-
-class _RowBuilder:
-    """Predictions rows straight from JSON objects, by the rules of `parse_prediction_fields` and
-    `resolve_prediction`, for files without problems: anything the reference path would report raises _Fallback.
-
-    With `dedup` it checks for duplicate keys itself (across calls: one builder per file); without, the rows must
-    go as plain INSERTs into a run that has none yet, where the table's primary key (run, item, rotation, repeat)
-    refuses a duplicate (-> _Fallback)."""
-
-    def __init__(self, name: str, keys: dict[str, tuple[int, str, str]], parser: str,
-                 options: Callable[[], dict[int, dict[str, str]]], run_id: int, dedup: bool) -> None:
-        self.name, self.keys, self.parser, self.run_id, self.dedup = name, keys, parser, run_id, dedup
-        self._options_loader = options
-        self._options: dict[int, dict[str, str]] | None = None
-        self.seen: set[tuple[int, int, int]] = set()
-        self.scratch = Report()
-
-    def fields(self, obj: Any, no: int) -> PredictionFields:
-        return _fields(obj, no, self.name, self.scratch)
-
-    def options_of(self, pk: int) -> dict[str, str] | None:
-        if self._options is None:
-            self._options = self._options_loader()
-        return self._options.get(pk)
-
-    def rows(self, objs: list[tuple[int, Any]]) -> _Rows:
-        """(plain rows, other rows) of the lines, each list in file order."""
-        plain: list[_PlainRow] = []
-        out: list[_PredRow] = []
-        add_plain, append, keys_get = plain.append, out.append, self.keys.get
-        seen, add_seen, dedup = self.seen, self.seen.add, self.dedup
-        fields_of, fields, parser, run_id = fast_prediction_fields, self.fields, self.parser, self.run_id
-        for no, obj in objs:
-            simple = plain_prediction(obj)
-            if simple is not None:  # the usual line: no status, answer, rotation or repeat to consider
-                item_id, response, tokens = simple
-                info = keys_get(item_id)
-                if info is None:
-                    raise _Fallback  # unknown item
-                pk, letters = info[0], info[1]
-                if not letters:
-                    raise _Fallback  # rotation 0 needs one option
-                if dedup:
-                    key = (pk, 0, 0)
-                    if key in seen:
-                        raise _Fallback  # duplicate
-                    add_seen(key)
-                decided = fast_parse(response, letters, parser)
-                if decided is None:
-                    decided = full_parse(response, letters, parser, self.options_of(pk) or None)
-                add_plain((pk, response, decided[1], decided[0], tokens))
-                continue
-            f = fields_of(obj) or fields(obj, no)
-            item_id, response, given, shown, rotation, repeat, input_mode, trace, tokens, error = f
-            info = keys_get(item_id)
-            if info is None:
-                raise _Fallback  # unknown item
-            pk, letters = info[0], info[1]
-            if dedup:
-                key = (pk, rotation, repeat)
-                if key in seen:
-                    raise _Fallback  # duplicate
-                add_seen(key)
-            if rotation >= len(letters):
-                raise _Fallback
-            if given == "invalid" or given == "api_error":
-                if shown is not None:
-                    raise _Fallback
-                status, letter = given, None
-            elif shown is not None:
-                if shown not in letters:
-                    raise _Fallback
-                status, letter = OK, shown
-            else:
-                decided = fast_parse(response, letters, parser)
-                if decided is None:
-                    opts = self.options_of(pk)
-                    if opts and rotation:  # rotation 0 shows the options as they are (the parser only reads them)
-                        opts = rotate_options(opts, rotation)
-                    decided = full_parse(response, letters, parser, opts or None)
-                status, letter = decided
-                if given == "ok" and status != OK:
-                    raise _Fallback
-            answer = letter if letter is None or rotation == 0 else unrotate(letter, letters, rotation)
-            append((run_id, pk, rotation, repeat, response, letter, answer, status, error, input_mode, trace, tokens,
-                    None, None))
-        if not self.scratch.ok:
-            raise _Fallback
-        return plain, out
 
 
 def import_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
@@ -550,31 +415,119 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
     """Import predictions (JSONL or CSV) into run `run` in one transaction; see docs/FORMATS.md.
 
     `fmt` vlmevalkit / lmms-eval (or auto, by extension and columns) reads another tool's predictions through
-    db/foreign.py, which validates them by the reference path's rules; `key` picks lmms-eval's item key.
-
-    A file without problems takes the fast path (row tuples built directly; a long JSONL file for a new run is
-    parsed in a worker process while this one writes, inside the same transaction). Anything else, or any
-    surprise on the way, rolls that back and goes through the reference path, which validates line by line and
-    reports every problem before writing. Both decide every line by the same rules.
+    db/foreign.py, which turns each row into a predictions line; `key` picks lmms-eval's item key. Every line of
+    every format then goes through `import_prediction_lines`.
     """
     path = Path(path)
     from db import foreign
 
     kind = foreign.prediction_format(path, fmt)
-    if kind in foreign.PREDICTION_FORMATS:
-        with gc_paused():  # rows are acyclic dicts and tuples
+    with gc_paused():  # rows are acyclic tuples, dicts and strings
+        if kind in foreign.PREDICTION_FORMATS:
             return foreign.import_predictions(store, path, kind, run, model=model, config=config,
                                               benchmark=benchmark, replace=replace, key=key)
-    try:
-        with gc_paused():  # the fast path allocates only acyclic tuples and dicts
-            result = _import_predictions_fast(store, path, run, model, config, benchmark, replace)
-    except _Fallback:
-        result = None
-    if result is not None:
-        return result
-    report = Report()
-    objs = _read_prediction_objects(path, report)
-    return _import_predictions_reference(store, path, objs, report, run, model, config, benchmark, replace)
+        report = Report()
+        objs = _read_prediction_objects(path, report)
+        return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace)
+
+
+def _line_fields(objs: list[tuple[int, Any]], name: str, report: Report
+                 ) -> list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]]:
+    """(line, fields or None, key or None) of each line by the line schema (core/formats.PREDICTION_LINE): its
+    plain type tests first, the full check (which reports each problem) where they do not decide. The key is
+    read as far as it can be on a line with other errors, so its unknown item or duplicate is reported too."""
+    out: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]] = []
+    append = out.append
+    for no, obj in objs:
+        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
+        append((no, f, (f[0], f[4], f[5]) if f is not None else prediction_key(obj)))
+    return out
+
+
+def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
+                            model: str | None, config: dict[str, Any] | None, benchmark: str | None,
+                            replace: bool, after: _After | None = None) -> ImportResult:
+    """The one import path of predictions lines (`objs`: (line, object) of a JSONL or CSV file, or of another
+    tool's rows, db/foreign.py). Every problem is reported (file, line, field) before anything is written: a
+    line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
+    (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
+    name = path.name
+    lines = _line_fields(objs, name, report)
+    if not objs and report.ok:
+        report.error(name, 0, "(file)", "no predictions in the file")
+    first = next((key[0] for _, _, key in lines if key is not None), None)
+    bench = _resolve_benchmark(store, run, benchmark, first, report, name)
+    if bench is None:  # nothing to check items against
+        if report.ok:
+            report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
+        _refuse(report)
+    assert bench is not None
+    b = store.benchmark(bench)
+    cfg, digest = _run_config(model, config)
+    existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
+    # a new run's id: the one SQLite gives it (the largest plus one), checked again inside the write transaction
+    run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
+    parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
+    rows, where = _rows(store, int(b["id"]), bench, parser, run_id, lines, name, report)
+    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
+        report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
+                     "choose another --run name")
+        _refuse(report)
+    # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, where, replace, report,
+                              after=after)
+
+
+def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int,
+          lines: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]], name: str, report: Report
+          ) -> tuple[list[_PredRow], list[_Line]]:
+    """The predictions rows of the lines without any problem (in file order) and where each came from; every
+    unknown item, duplicate key and letter problem in `report`."""
+    keys = store.item_keys(bid)
+    option_cache: dict[int, dict[str, str]] = {}
+
+    def options_of(pk: int) -> Callable[[], dict[str, str] | None]:
+        def load() -> dict[str, str] | None:
+            if not option_cache:
+                option_cache.update(store.item_options(bid))
+            return option_cache.get(pk)
+        return load
+
+    seen: dict[tuple[str, int, int], int] = {}
+    rows: list[_PredRow] = []
+    where: list[_Line] = []
+    keys_get, seen_get, add_row, add_where = keys.get, seen.get, rows.append, where.append
+    for no, f, key in lines:
+        if f is not None and f[2] == "" and f[3] is None and f[4] == 0:  # the usual line: the parser decides
+            item = keys_get(f[0])
+            if item is not None and item[1] and key not in seen:
+                parsed = fast_parse(f[1], item[1], parser) or full_parse(f[1], item[1], parser,
+                                                                           options_of(item[0])() or None)
+                seen[(f[0], 0, f[5])] = no
+                add_row((run_id, item[0], 0, f[5], f[1], parsed[1], parsed[1], parsed[0], f[9], f[6], f[7], f[8],
+                         None, None))
+                add_where((no, f[0], 0, f[5]))
+                continue
+        if key is None:
+            continue
+        info = keys_get(key[0])
+        if info is None:
+            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
+            continue
+        first = seen_get(key)
+        if first is not None:
+            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                         f"repeat {key[2]} (first on line {first})")
+            continue
+        seen[key] = no
+        if f is None:
+            continue
+        decided = _decide(f, info[1], parser, name, no, report, options_of(info[0]))
+        if decided is not None:
+            add_row((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7], f[8],
+                     None, None))
+            add_where((no, key[0], key[1], key[2]))
+    return rows, where
 
 
 def _run_config(model: str | None, config: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
@@ -597,399 +550,69 @@ def _counts(n_lines: int, n_rows: int, statuses: Counter[str]) -> dict[str, int]
             **{s: statuses[s] for s in ("ok", "invalid", "api_error")}}
 
 
-def _pipeline_possible() -> bool:
-    """A worker process helps only with a second core, and is forked and used only by a single-threaded process
-    (the CLI, scripts; not the UI's request threads)."""
-    return ((os.cpu_count() or 1) > 1 and threading.active_count() == 1
-            and "fork" in multiprocessing.get_all_start_methods())
+def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], where: list[_Line], replace: bool,
+                    name: str, report: Report) -> tuple[list[_PredRow], dict[tuple[int, int, int], str | None],
+                                                        dict[tuple[int, int, int], int]]:
+    """The rows of an existing run's import that are new or (with `replace`) changed, the replaced keys with their
+    new raw response, and each replaced key's file line; a changed row without `replace` is an error."""
+    old = {(r[0], r[1], r[2]): r[3:] for r in store.conn.execute(
+        "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
+        " FROM predictions WHERE run_id = ?", (run_id,))}
+    fresh = []
+    replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
+    lines_of: dict[tuple[int, int, int], int] = {}
+    for row, (no, item_id, rotation, repeat) in zip(rows, where, strict=True):
+        k = (row[1], row[2], row[3])
+        prev = old.get(k)
+        if prev is None:
+            fresh.append(row)
+        elif tuple(prev) != row[4:12]:  # response, shown, answer, status, error, input_mode, trace, tokens
+            if not replace:
+                report.error(name, no, "response", f"run {run!r} already has a different prediction for "
+                             f"{item_id!r} rotation {rotation} repeat {repeat}; use --replace to overwrite")
+            else:
+                fresh.append(row)
+                replaced[k] = row[4]
+                lines_of[k] = no
+    return fresh, replaced, lines_of
 
 
-def _import_predictions_fast(store: Store, path: Path, run: str, model: str | None, config: dict[str, Any] | None,
-                             benchmark: str | None, replace: bool) -> ImportResult | None:
-    """The reference path's result for a file it accepts; None or _Fallback otherwise (nothing written then)."""
-    name = path.name
-    scratch = Report()
-    csv_file = path.suffix.lower() == ".csv"
-    text: str | None = None
-    sha = ""
-    lines: list[str] = []
-    objs: list[tuple[int, Any]] = []
-    try:
-        if csv_file:
-            objs = _read_prediction_objects(path, scratch)
-            first = objs[0] if objs else None
+def _plain_insert(run_id: int) -> str:
+    """The INSERT of plain rows (see `_plain_rows`) into run `run_id`, the constant columns written into it (fewer
+    values to bind per row)."""
+    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+            " input_mode, trace, tokens, latency, probs) VALUES"
+            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
+
+
+def _plain_rows(rows: list[_PredRow]) -> tuple[list[tuple[Any, ...]], list[_PredRow]]:
+    """(item pk, response, letter, status, tokens) of the rows with rotation and repeat 0, input mode all and no
+    error, trace, latency or probs (most of an import), and the other rows as they are."""
+    plain: list[tuple[Any, ...]] = []
+    other: list[_PredRow] = []
+    add_plain, add_other = plain.append, other.append
+    for r in rows:
+        if r[2] == 0 and r[3] == 0 and r[9] == "all" and r[8] is None and r[10] is None and r[12] is None \
+                and r[13] is None:
+            add_plain((r[1], r[4], r[5], r[7], r[11]))
         else:
-            text, sha = _read_text_and_digest(path, scratch)
-            lines = text.split("\n") if text is not None else []
-            first = next((o for i, line in enumerate(lines) if line.strip()
-                          for o in _json_line_objs([line], i + 1, name, scratch)), None)
-        if first is None or not scratch.ok:
-            return None
-        bench = _resolve_benchmark(store, run, benchmark, _fields(first[1], first[0], name, scratch)[0], scratch, name)
-        if bench is None or not scratch.ok:
-            return None
-        b = store.benchmark(bench)
-        parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
-    except _Fallback:
-        raise
-    except Exception:
-        return None  # the reference path reports (or raises) it in its own order
-    bid = int(b["id"])
-    keys = store.item_keys(bid)
-    cfg, digest = _run_config(model, config)
-    existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
-    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
-        return None
-    if existing is None and text is not None and len(lines) >= PIPELINE_MIN_LINES:
-        worker = _Worker.get()
-        if worker is not None:
-            return _import_pipelined(store, path, run, model, b, cfg, digest, keys, parser, text, sha, lines, worker)
-    if not csv_file:
-        objs = _json_line_objs(lines, 1, name, scratch)
-        if not scratch.ok:
-            return None
-    # the id SQLite gives a new run (the largest plus one), checked again inside the write transaction
-    run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
-    try:
-        plain, rows = _RowBuilder(name, keys, parser, lambda: store.item_options(bid), run_id,
-                                  existing is not None).rows(objs)
-    except _Fallback:
-        raise
-    except Exception:
-        return None
-    if existing is not None:  # compared with the stored rows as whole rows (file order does not matter here)
-        rows, plain = [_full_row(run_id, r) for r in plain] + rows, []
-    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, None, replace, plain=plain)
-
-
-def _chunk_bounds(lines: list[str], size: int) -> list[tuple[int, int, int]]:
-    """(start, end, number of the first line) of each chunk of `size` lines (`lines` = text.split("\\n")), such
-    that text[start:end].split("\\n") gives exactly those lines."""
-    bounds, pos = [], 0
-    for k in range(0, len(lines), size):
-        part = lines[k: k + size]
-        n = sum(map(len, part)) + len(part)  # the lines and their newlines
-        bounds.append((pos, pos + n - 1, k + 1))  # without the newline after the chunk's last line
-        pos += n
-    return bounds
-
-
-def _build_chunk(builder: _RowBuilder, text: str, bounds: list[tuple[int, int, int]], k: int) -> _Rows:
-    """Rows of chunk `k` of the file's text (see `_chunk_bounds`); _Fallback at any problem."""
-    start, end, first = bounds[k]
-    objs = _json_line_objs(text[start:end].split("\n"), first, builder.name, builder.scratch)
-    if not builder.scratch.ok:
-        raise _Fallback
-    return builder.rows(objs)
-
-
-def _constant(value: _T) -> Callable[[], _T]:
-    return lambda: value
-
-
-class _Worker:
-    """The import worker: one forked helper process, started by the first long import of a (single-threaded)
-    process and kept for the rest of its life, so its memory is warm and its copy-on-write pages are copied
-    once, not per file. It builds the rows of the chunks it is asked for, from the item keys and options it is
-    sent and the file, which it reads itself (and checks against the importer's SHA-256); it never touches the
-    store. It exits when this process ends (or its pipe closes)."""
-
-    _current: _Worker | None = None
-    MAX_CONTEXTS = 4  # benchmarks whose keys and options the worker keeps
-
-    def __init__(self) -> None:
-        ctx = multiprocessing.get_context("fork")
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child, self.conn), daemon=True,
-                                name="crosscheck-import-worker")
-        self.proc.start()
-        child.close()
-        self.owner = os.getpid()
-        self.jobs = 0
-        self.due = 0  # answers the worker still owes (for chunks built here meanwhile, or of an abandoned job)
-        # id(keys) -> (keys, options): held here so that an id names one mapping for as long as the worker has it
-        self.contexts: dict[int, tuple[dict[str, tuple[int, str, str]], dict[int, dict[str, str]]]] = {}
-
-    @classmethod
-    def get(cls) -> _Worker | None:
-        """The worker, started if needed; None where none can be used (one core, threads, no fork)."""
-        if not _pipeline_possible():
-            return None
-        w = cls._current
-        if w is not None and (w.owner != os.getpid() or not w.proc.is_alive()):
-            if w.owner == os.getpid():
-                w.close()
-            w = cls._current = None
-        if w is None:
-            w = cls._current = cls()
-        return w
-
-    def settle(self) -> None:
-        """Read the answers still due, so that nothing large is in flight when a job starts (both sides blocked on
-        sending would wait forever); a worker that does not answer within a minute is stopped."""
-        while self.due > 0:
-            if not self.conn.poll(60):
-                self.close()
-                raise _Fallback
-            self.conn.recv()
-            self.due -= 1
-
-    def close(self) -> None:
-        self.conn.close()
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join()
-        if _Worker._current is self:
-            _Worker._current = None
-
-    def context(self, keys: dict[str, tuple[int, str, str]], options: dict[int, dict[str, str]]) -> int:
-        """The worker's name for these keys and options, sending them first when it lacks them."""
-        token = id(keys)
-        held = self.contexts.get(token)
-        if held is None or held[1] is not options:
-            while len(self.contexts) >= self.MAX_CONTEXTS:
-                old = next(iter(self.contexts))
-                self.conn.send(("drop", old))
-                del self.contexts[old]
-            self.conn.send(("context", token, keys, options))
-            self.contexts[token] = (keys, options)
-        return token
-
-
-def _worker_main(conn: Connection, parent_end: Connection) -> None:
-    """The worker process's loop (see _Worker): ("rows", job, k, rows) or ("fallback", job) for each ("build", job,
-    k); quietly exits when the pipe closes or on any signal."""
-    parent_end.close()
-    gc.freeze()  # the inherited heap: its collections would copy every page of it
-    try:
-        os.nice(10)  # spare time only: on a busy machine the process that writes must not wait for this one
-    except OSError:
-        pass
-    contexts: dict[int, tuple[dict[str, tuple[int, str, str]], dict[int, dict[str, str]]]] = {}
-    job: tuple[int, _RowBuilder, str, list[tuple[int, int, int]]] | None = None
-    try:
-        while True:
-            msg = conn.recv()
-            if msg[0] == "build":
-                if job is None or job[0] != msg[1]:
-                    conn.send(("fallback", msg[1]))
-                    continue
-                try:
-                    rows = _build_chunk(job[1], job[2], job[3], msg[2])
-                except Exception:
-                    conn.send(("fallback", msg[1]))
-                    continue
-                conn.send(("rows", msg[1], msg[2], rows))
-            elif msg[0] == "job":
-                job = None  # until the file is read and found unchanged; meanwhile every build answers fallback
-                _, job_id, token, parser, run_id, name, file, sha, size = msg
-                try:
-                    raw = Path(file).read_bytes()
-                    if hashlib.sha256(raw).hexdigest() == sha:
-                        text = raw.decode("utf-8-sig")
-                        keys, options = contexts[token]
-                        job = (job_id, _RowBuilder(name, keys, parser, _constant(options), run_id, False), text,
-                               _chunk_bounds(text.split("\n"), size))
-                except Exception:  # reported as fallback by the builds
-                    pass
-            elif msg[0] == "context":
-                contexts[msg[1]] = (msg[2], msg[3])
-            elif msg[0] == "drop":
-                contexts.pop(msg[1], None)
-    except BaseException:  # the parent is gone, or a signal: nothing to report to anyone
-        pass
-    finally:
-        conn.close()
-
-
-def _import_pipelined(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
-                      cfg: dict[str, Any], digest: str, keys: dict[str, tuple[int, str, str]], parser: str,
-                      text: str, sha: str, lines: list[str], worker: _Worker) -> ImportResult:
-    """A new run from a long JSONL file, in one write transaction: the worker builds chunks of rows while this
-    process inserts them in file order, and builds chunks itself whenever the next one is not there yet (so a
-    busy machine, where the low-priority worker gets little time, loses little). The first problem anywhere rolls
-    it all back (-> _Fallback)."""
-    options = store.item_options(int(b["id"]))  # sent to the worker, which must not query the store
-    bounds = _chunk_bounds(lines, _CHUNK)
-    n_chunks = len(bounds)
-    n_rows, statuses = 0, Counter[str]()
-    conn_w = worker.conn
-    with store.write() as conn:
-        run_id = _insert_run(conn, run, b, model, cfg, digest)
-        if conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None:
-            raise _Fallback  # leftover rows under a reused run id: the reference path replaces them (OR REPLACE)
-        builder = _RowBuilder(path.name, keys, parser, _constant(options), run_id, False)
-        built: dict[int, _Rows] = {}
-        plain_insert = _plain_insert(run_id)
-        done = given = 0  # chunks written; chunks handed out (to the worker or built here)
-
-        def receive() -> None:
-            msg = conn_w.recv()
-            worker.due -= 1
-            if msg[1] != job:
-                return  # an answer to an earlier, abandoned job
-            if msg[0] != "rows":
-                raise _Fallback
-            if msg[2] >= done:  # else built here meanwhile (the same rows) and written
-                built.setdefault(msg[2], msg[3])
-
-        def build(k: int) -> None:
-            try:
-                built[k] = _build_chunk(builder, text, bounds, k)
-            except Exception as exc:
-                raise _Fallback from exc
-
-        try:
-            worker.settle()
-            job = worker.jobs = worker.jobs + 1
-            # the worker reads the file itself (cheaper than sending its text) and checks it is the same
-            conn_w.send(("job", job, worker.context(keys, options), parser, run_id, path.name, str(path), sha,
-                         _CHUNK))
-            while done < n_chunks:
-                while worker.due < 2 and given < n_chunks:  # keep the worker busy, a chunk ahead
-                    conn_w.send(("build", job, given))
-                    given += 1
-                    worker.due += 1
-                while worker.due and conn_w.poll():
-                    receive()
-                chunk = built.pop(done, None)
-                if chunk is not None:
-                    plain, rows = chunk
-                    try:
-                        conn.executemany(plain_insert, plain)
-                        if rows:
-                            conn.executemany(store.PRED_INSERT, rows)
-                    except sqlite3.IntegrityError:
-                        raise _Fallback from None  # a duplicate key: the reference path reports its lines
-                    n_rows += len(plain) + len(rows)
-                    statuses.update(map(itemgetter(3), plain))
-                    statuses.update(map(itemgetter(7), rows))
-                    done += 1
-                elif given < n_chunks:  # the worker has the next chunk: build a later one meanwhile
-                    build(given)
-                    given += 1
-                else:  # the worker has every chunk still missing: build the next one here too
-                    build(done)
-        except (OSError, EOFError) as exc:
-            worker.close()
-            raise _Fallback from exc
-        except (_Fallback, sqlite3.Error):
-            raise  # the worker is fine: answers still due are read before its next job
-        except BaseException:
-            worker.close()  # in an unknown state (an interrupt mid-message): a later import starts a new one
-            raise
-        conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
-                     "('predictions', ?, ?, ?, ?, ?)", (path.name, sha, run, n_rows, now()))
-    report = Report()
-    report.counts = _counts(n_rows, n_rows, statuses)
-    return ImportResult(run, n_rows, False, report)
-
-
-def _import_predictions_reference(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
-                                  model: str | None, config: dict[str, Any] | None, benchmark: str | None,
-                                  replace: bool, after: _After | None = None) -> ImportResult:
-    """Line-by-line validation that reports every problem (file, line, field) before refusing: a line's field
-    errors do not hide its unknown item, duplicate key or letter errors, nor any other line's (issue 14.4).
-    `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
-    name = path.name
-    lines: list[tuple[int, Prediction | None, tuple[str, int, int] | None]] = []
-    for no, obj in objs:
-        p = fast_prediction(obj, no) or parse_prediction_fields(obj, name, no, report)
-        lines.append((no, p, (p.item_id, p.rotation, p.repeat) if p is not None else prediction_key(obj)))
-    if not objs and report.ok:
-        report.error(name, 0, "(file)", "no predictions in the file")
-    first = next((key[0] for _, _, key in lines if key is not None), None)
-    bench = _resolve_benchmark(store, run, benchmark, first, report, name)
-    if bench is None:  # nothing to check items against
-        if report.ok:
-            report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
-        _refuse(report)
-    assert bench is not None
-    b = store.benchmark(bench)
-    parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
-    keys = store.item_keys(int(b["id"]))
-    option_cache: dict[int, dict[str, str]] = {}
-
-    def options_of(pk: int) -> Callable[[], dict[str, str] | None]:
-        def load() -> dict[str, str] | None:
-            if not option_cache:
-                option_cache.update(store.item_options(int(b["id"])))
-            return option_cache.get(pk)
-        return load
-
-    seen: dict[tuple[str, int, int], int] = {}
-    preds: list[Prediction] = []  # the lines without any problem, in file order
-    for no, p, key in lines:
-        if key is None:
-            continue
-        info = keys.get(key[0])
-        if info is None:
-            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
-            continue
-        if key in seen:
-            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
-                         f"repeat {key[2]} (first on line {seen[key]})")
-            continue
-        seen[key] = no
-        if p is None:
-            continue
-        before = len(report.errors)
-        resolve_prediction(p, info[1], parser, name, report, options_of(info[0]))
-        if len(report.errors) == before:
-            preds.append(p)
-    cfg, digest = _run_config(model, config)
-    existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
-    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
-        report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
-                     "choose another --run name")
-        _refuse(report)
-    run_id = existing[0] if existing else 0  # a new run's id is filled in when it is written
-    rows = [(run_id, keys[p.item_id][0], p.rotation, p.repeat, p.response, p.shown, p.answer, p.status, p.error,
-             p.input_mode, p.trace, p.tokens, p.latency,
-             None if p.probs is None else json.dumps(p.probs, ensure_ascii=False, sort_keys=True)) for p in preds]
-    # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
-    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, preds, replace, report,
-                              after=after)
+            add_other(r)
+    return plain, other
 
 
 def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
                        cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
-                       preds: list[Prediction] | None, replace: bool, report: Report | None = None,
-                       plain: list[_PlainRow] | tuple[()] = (), after: _After | None = None) -> ImportResult:
-    """Write validated rows (one per file line, in order, with `preds` their predictions) in one transaction;
-    with an existing run only the new or (with `replace`) changed ones, refusing other changes. Without `preds`
-    (the fast path) a refusal raises _Fallback instead, for the reference path to report; its `plain` rows (of a
-    new run only) go in too."""
+                       where: list[_Line], replace: bool, report: Report, after: _After | None = None
+                       ) -> ImportResult:
+    """Write validated rows (one per good file line, in order; `where` their lines) in one transaction; with an
+    existing run only the new or (with `replace`) changed ones, refusing other changes."""
     name = path.name
-    report = report if report is not None else Report()
-    n_lines = len(rows) + len(plain)
+    n_lines = len(rows)
+    replaced: dict[tuple[int, int, int], str | None] = {}
+    lines_of: dict[tuple[int, int, int], int] = {}
     if existing is not None:
-        old = {(r[0], r[1], r[2]): r[3:] for r in store.conn.execute(
-            "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
-            " FROM predictions WHERE run_id = ?", (existing[0],))}
-        fresh = []
-        replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
-        lines_of: dict[tuple[int, int, int], int] = {}
-        for i, row in enumerate(rows):
-            prev = old.get((row[1], row[2], row[3]))
-            if prev is None:
-                fresh.append(row)
-            elif tuple(prev) != row[4:12]:  # response, shown, answer, status, error, input_mode, trace, tokens
-                if not replace:
-                    if preds is None:
-                        raise _Fallback
-                    p = preds[i]
-                    report.error(name, p.line, "response", f"run {run!r} already has a different prediction for "
-                                 f"{p.item_id!r} rotation {p.rotation} repeat {p.repeat}; use --replace to overwrite")
-                else:
-                    fresh.append(row)
-                    replaced[(row[1], row[2], row[3])] = row[4]
-                    if preds is not None:
-                        lines_of[(row[1], row[2], row[3])] = preds[i].line
-        rows = fresh
-        if replaced and preds is None and overrides.live_keys(store, existing[0]) & replaced.keys():
-            raise _Fallback  # the reference path reports each override with its file line
-    _refuse(report)  # every problem of the file (from the reference path's checks, or conflicts found here)
+        rows, replaced, lines_of = _against_stored(store, existing[0], run, rows, where, replace, name, report)
+    _refuse(report)  # every problem of the file (from the line checks, or conflicts found here)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
         if existing is None:
@@ -998,20 +621,12 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                 rows = [(run_id, *row[1:]) for row in rows]
         else:
             run_id = existing[0]
-        # Rows of a run that has none yet are plain INSERTs (keys unique: checked by the reference path, or by the
-        # primary key for the fast path's); OR REPLACE would add a lookup per row. Rows of an existing run replace
-        # the old ones with the same key.
-        empty = conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is None
-        if preds is None and existing is None and not empty:
-            raise _Fallback  # leftover rows under a reused run id: the reference path replaces them (OR REPLACE)
-        if empty:
-            try:
-                conn.executemany(_plain_insert(run_id), plain)
-                conn.executemany(store.PRED_INSERT, rows)
-            except sqlite3.IntegrityError:
-                if preds is None:
-                    raise _Fallback from None  # a duplicate key: the reference path reports its lines
-                raise
+        # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
+        # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
+        if conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is None:
+            plain, other = _plain_rows(rows)
+            conn.executemany(_plain_insert(run_id), plain)
+            conn.executemany(store.PRED_INSERT, other)
         else:
             if existing is not None and replace:
                 settled = overrides.settle_replaced(conn, run_id, replaced, f"import of {name}")
@@ -1022,7 +637,7 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
             conn.executemany("DELETE FROM prediction_sources WHERE run_id = ? AND item_pk = ? AND rotation = ?"
                              " AND repeat = ?", [(run_id, *k) for k in replaced])
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
-        n_rows = len(rows) + len(plain)
+        n_rows = len(rows)
         if n_rows and existing is not None:  # caches keyed on (updated, count) see the replaced rows
             conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), run_id))
         if n_rows and after is not None:
@@ -1030,9 +645,7 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
         if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
-    statuses = Counter(map(itemgetter(7), rows))
-    statuses.update(map(itemgetter(3), plain))
-    report.counts = {**_counts(n_lines, n_rows, statuses), **report.counts}
+    report.counts = {**_counts(n_lines, n_rows, Counter(map(itemgetter(7), rows))), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 
 

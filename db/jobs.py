@@ -12,27 +12,6 @@ from typing import Any
 
 from db.store import Store, now
 
-DDL = """CREATE TABLE IF NOT EXISTS run_jobs (
-    id INTEGER PRIMARY KEY,
-    run TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    runner TEXT NOT NULL,
-    model TEXT,
-    kind TEXT NOT NULL CHECK (kind IN ('new', 'resume')),
-    started_by TEXT,
-    started TEXT NOT NULL,
-    held_before INTEGER NOT NULL DEFAULT 0,
-    finished TEXT,
-    status TEXT NOT NULL DEFAULT 'running',
-    total INTEGER,
-    sent INTEGER NOT NULL DEFAULT 0,
-    ok INTEGER NOT NULL DEFAULT 0,
-    invalid INTEGER NOT NULL DEFAULT 0,
-    api_error INTEGER NOT NULL DEFAULT 0,
-    message TEXT
-)"""
-INDEX = "CREATE INDEX IF NOT EXISTS run_jobs_run ON run_jobs (run, id)"
-
 COLUMNS = ("id", "run", "benchmark", "runner", "model", "kind", "started_by", "started", "held_before", "finished",
            "status", "total", "sent", "ok", "invalid", "api_error", "message")
 

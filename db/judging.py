@@ -10,8 +10,8 @@ Write rules (SPEC §11, "concurrent annotators never overwrite each other"):
   touched whatever the caller passes;
 - a calibration sample is frozen: saving a sample under an existing name with other contents is refused.
 
-The `calibration_samples` table is created here with CREATE TABLE IF NOT EXISTS (inside a write
-transaction) until db/schema.py carries it as a migration (same DDL, see `CALIBRATION_DDL`).
+Every table used here is created by the migrations in db/schema.py when the store opens; nothing is created
+at run time.
 """
 
 from __future__ import annotations
@@ -36,22 +36,6 @@ ERROR_CATEGORIES = (
 MAX_LABELER = 64
 MAX_NOTE = 4000
 
-CALIBRATION_DDL = """CREATE TABLE IF NOT EXISTS calibration_samples (
-    name TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    item_pk INTEGER NOT NULL REFERENCES items(id),
-    rotation INTEGER NOT NULL DEFAULT 0,
-    repeat INTEGER NOT NULL DEFAULT 0,
-    operation TEXT,
-    outcome TEXT,
-    seed INTEGER NOT NULL,
-    per_operation INTEGER NOT NULL,
-    created TEXT NOT NULL,
-    PRIMARY KEY (name, position),
-    UNIQUE (name, run_id, item_pk, rotation, repeat)
-)"""
-
 
 class LabelForbidden(CrosscheckError, PermissionError):
     """A label write that would change another labeler's labels."""
@@ -63,19 +47,6 @@ class SampleFrozen(CrosscheckError, ValueError):
 
 class InvalidLabelValue(CrosscheckError, ValueError):
     """A label value from the UI is out of range (stage flag, category, note, labeler name)."""
-
-
-_ready: set[str] = set()
-
-
-def ensure_tables(store: Store) -> None:
-    """Create `calibration_samples` when the store's migrations do not have it yet."""
-    key = str(store.path)
-    if key in _ready:
-        return
-    with store.write() as conn:
-        conn.execute(CALIBRATION_DDL)
-    _ready.add(key)
 
 
 # --------------------------------------------------------------------------- traces
@@ -379,7 +350,6 @@ def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: i
                 ) -> dict[str, Any]:
     """Freeze a drawn sample (columns item_id, rotation, repeat, operation, outcome, position) under `name`.
     Saving the same contents again changes nothing; other contents under an existing name are refused."""
-    ensure_tables(store)
     name = (name or "").strip()
     if not name:
         raise InvalidLabelValue("a calibration sample needs a name")
@@ -405,7 +375,6 @@ def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: i
 
 def samples(store: Store, run: str | None = None) -> list[dict[str, Any]]:
     """Stored samples: name, run, n, seed, per_operation, created."""
-    ensure_tables(store)
     sql = ("SELECT c.name, r.name, COUNT(*), MIN(c.seed), MIN(c.per_operation), MIN(c.created) FROM calibration_samples c"
            " JOIN runs r ON r.id = c.run_id")
     params: tuple[Any, ...] = ()
@@ -418,7 +387,6 @@ def samples(store: Store, run: str | None = None) -> list[dict[str, Any]]:
 
 def sample_frame(store: Store, name: str) -> pd.DataFrame:
     """One stored sample in its frozen order: position, run, item_id, rotation, repeat, operation, outcome."""
-    ensure_tables(store)
     df = pd.read_sql_query(
         "SELECT c.position, r.name AS run, i.item_id, c.rotation, c.repeat, c.operation, c.outcome, c.seed"
         " FROM calibration_samples c JOIN runs r ON r.id = c.run_id JOIN items i ON i.id = c.item_pk"

@@ -2,7 +2,7 @@
 
 An override is a layer over the predictions as imported (issue 14.3): the `predictions` row is never written
 here. Every read of a prediction's status / answer / shown goes through one SQL view, `predictions_effective`
-(VIEW_DDL), which applies the newest *active* override of each prediction key; scoring (db/frames.py,
+(db/schema.py), which applies the newest *active* override of each prediction key; scoring (db/frames.py,
 Store.predictions_frame), Browse and the audit (db/browse.py), the trace judge (db/judging.py) and export
 (db/exporters.py) all read that view, so they agree by construction. The raw response is never touched.
 
@@ -25,41 +25,6 @@ from db.schema import PREDICTIONS_READ as VIEW
 from db.store import Store, now
 
 METHODS = ("parser:letter", "parser:tag", "manual")
-
-DDL = """CREATE TABLE IF NOT EXISTS prediction_overrides (
-    id INTEGER PRIMARY KEY,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    item_pk INTEGER NOT NULL REFERENCES items(id),
-    rotation INTEGER NOT NULL DEFAULT 0,
-    repeat INTEGER NOT NULL DEFAULT 0,
-    method TEXT NOT NULL,
-    old_status TEXT NOT NULL,
-    old_answer TEXT,
-    old_shown TEXT,
-    new_status TEXT NOT NULL,
-    new_answer TEXT,
-    new_shown TEXT,
-    by TEXT NOT NULL DEFAULT '',
-    note TEXT,
-    created TEXT NOT NULL,
-    reverted TEXT
-)"""
-INDEX = ("CREATE INDEX IF NOT EXISTS prediction_overrides_key ON prediction_overrides "
-         "(run_id, item_pk, rotation, repeat)")
-# Migration 004 (db/schema.py): the raw response an override was made against, and when / why it went stale.
-LAYER_COLUMNS = (("response", "TEXT"), ("stale", "TEXT"), ("stale_reason", "TEXT"))
-
-# The one read path of a prediction: the imported row with its active override (if any) applied.
-VIEW_DDL = f"""CREATE VIEW IF NOT EXISTS {VIEW} AS
-SELECT p.run_id, p.item_pk, p.rotation, p.repeat, p.response,
-    CASE WHEN o.id IS NULL THEN p.shown ELSE o.new_shown END AS shown,
-    CASE WHEN o.id IS NULL THEN p.answer ELSE o.new_answer END AS answer,
-    CASE WHEN o.id IS NULL THEN p.status ELSE o.new_status END AS status,
-    p.error, p.input_mode, p.trace, p.tokens, p.latency, p.probs, o.id AS override_id
-FROM predictions p LEFT JOIN prediction_overrides o ON o.id = (
-    SELECT MAX(x.id) FROM prediction_overrides x
-    WHERE x.run_id = p.run_id AND x.item_pk = p.item_pk AND x.rotation = p.rotation AND x.repeat = p.repeat
-    AND x.reverted IS NULL AND x.stale IS NULL AND x.response IS p.response)"""
 
 
 class OverrideRefused(CrosscheckError, ValueError):

@@ -2,19 +2,100 @@
 
 Each migration runs once, inside the write transaction that records it in `_migrations`. Add new ones at
 the end; never edit one that has shipped.
+
+This module holds every CREATE TABLE / VIEW / INDEX of the product (tests/test_schema.py checks that no other
+module does) and imports no other db/ module, so nothing imports back into it. No table is created at run
+time: a store is complete once `migrate` has run (on `Store` open). Tables that an older version created
+lazily (calibration_samples, prediction_overrides, run_jobs, prediction_sources) use IF NOT EXISTS, so a
+store where one of them exists already still migrates.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import sqlite_utils
 
 # The view every read of a prediction goes through: the imported row with its active override (db/overrides.py).
 PREDICTIONS_READ = "predictions_effective"
 
+CALIBRATION_DDL = """CREATE TABLE IF NOT EXISTS calibration_samples (
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    item_pk INTEGER NOT NULL REFERENCES items(id),
+    rotation INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    operation TEXT,
+    outcome TEXT,
+    seed INTEGER NOT NULL,
+    per_operation INTEGER NOT NULL,
+    created TEXT NOT NULL,
+    PRIMARY KEY (name, position),
+    UNIQUE (name, run_id, item_pk, rotation, repeat)
+)"""
 
-def _m001_initial(db: sqlite_utils.Database) -> None:
+OVERRIDES_DDL = """CREATE TABLE IF NOT EXISTS prediction_overrides (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    item_pk INTEGER NOT NULL REFERENCES items(id),
+    rotation INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    method TEXT NOT NULL,
+    old_status TEXT NOT NULL,
+    old_answer TEXT,
+    old_shown TEXT,
+    new_status TEXT NOT NULL,
+    new_answer TEXT,
+    new_shown TEXT,
+    by TEXT NOT NULL DEFAULT '',
+    note TEXT,
+    created TEXT NOT NULL,
+    reverted TEXT
+)"""
+OVERRIDES_INDEX = ("CREATE INDEX IF NOT EXISTS prediction_overrides_key ON prediction_overrides "
+                   "(run_id, item_pk, rotation, repeat)")
+# Migration 004 (db/schema.py): the raw response an override was made against, and when / why it went stale.
+LAYER_COLUMNS = (("response", "TEXT"), ("stale", "TEXT"), ("stale_reason", "TEXT"))
+
+# The one read path of a prediction: the imported row with its active override (if any) applied.
+OVERRIDES_VIEW_DDL = f"""CREATE VIEW IF NOT EXISTS {PREDICTIONS_READ} AS
+SELECT p.run_id, p.item_pk, p.rotation, p.repeat, p.response,
+    CASE WHEN o.id IS NULL THEN p.shown ELSE o.new_shown END AS shown,
+    CASE WHEN o.id IS NULL THEN p.answer ELSE o.new_answer END AS answer,
+    CASE WHEN o.id IS NULL THEN p.status ELSE o.new_status END AS status,
+    p.error, p.input_mode, p.trace, p.tokens, p.latency, p.probs, o.id AS override_id
+FROM predictions p LEFT JOIN prediction_overrides o ON o.id = (
+    SELECT MAX(x.id) FROM prediction_overrides x
+    WHERE x.run_id = p.run_id AND x.item_pk = p.item_pk AND x.rotation = p.rotation AND x.repeat = p.repeat
+    AND x.reverted IS NULL AND x.stale IS NULL AND x.response IS p.response)"""
+
+RUN_JOBS_DDL = """CREATE TABLE IF NOT EXISTS run_jobs (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    model TEXT,
+    kind TEXT NOT NULL CHECK (kind IN ('new', 'resume')),
+    started_by TEXT,
+    started TEXT NOT NULL,
+    held_before INTEGER NOT NULL DEFAULT 0,
+    finished TEXT,
+    status TEXT NOT NULL DEFAULT 'running',
+    total INTEGER,
+    sent INTEGER NOT NULL DEFAULT 0,
+    ok INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    api_error INTEGER NOT NULL DEFAULT 0,
+    message TEXT
+)"""
+RUN_JOBS_INDEX = "CREATE INDEX IF NOT EXISTS run_jobs_run ON run_jobs (run, id)"
+
+
+def _m001_catalog(db: sqlite_utils.Database) -> None:
+    """Benchmarks, their images and items, runs."""
     db.table("benchmarks").create(
         {"id": int, "name": str, "family": str, "source": str, "source_sha256": str, "n_items": int,
          "created": str},
@@ -42,6 +123,10 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
         defaults={"synthetic": 0},
     )
     db.table("runs").create_index(["name"], unique=True)
+
+
+def _m001_results(db: sqlite_utils.Database) -> None:
+    """Predictions, judgements, labels with their audit, and the import log."""
     # One B-tree keyed by the prediction key: bulk inserts stay fast and lookups by run are a prefix scan.
     db.execute(
         """CREATE TABLE predictions (
@@ -111,19 +196,20 @@ def _m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m001_initial(db: sqlite_utils.Database) -> None:
+    _m001_catalog(db)
+    _m001_results(db)
+
+
 def _m002_calibration_samples(db: sqlite_utils.Database) -> None:
     """Frozen calibration samples (002 App. C.3): a drawn sample never changes."""
-    from db.judging import CALIBRATION_DDL  # one DDL text, also used by db/judging.py on older stores
-
     db.execute(CALIBRATION_DDL)
 
 
 def _m003_prediction_overrides(db: sqlite_utils.Database) -> None:
     """Re-parses and manual answers from the extraction audit; the raw response never changes."""
-    from db.overrides import DDL, INDEX  # one DDL text, also used by db/overrides.py on older stores
-
-    db.execute(DDL)
-    db.execute(INDEX)
+    db.execute(OVERRIDES_DDL)
+    db.execute(OVERRIDES_INDEX)
 
 
 def _m004_override_layer(db: sqlite_utils.Database) -> None:
@@ -132,8 +218,6 @@ def _m004_override_layer(db: sqlite_utils.Database) -> None:
     rows that earlier versions rewrote in place (the oldest override of a key recorded them as its old values).
     A row that no longer holds its newest live override's values was replaced since: left as it is, and that
     key's overrides are marked stale."""
-    from db.overrides import LAYER_COLUMNS, VIEW_DDL
-
     for name, sql_type in LAYER_COLUMNS:
         db.execute(f"ALTER TABLE prediction_overrides ADD COLUMN {name} {sql_type}")
     key = "o.run_id = p.run_id AND o.item_pk = p.item_pk AND o.rotation = p.rotation AND o.repeat = p.repeat"
@@ -152,15 +236,13 @@ def _m004_override_layer(db: sqlite_utils.Database) -> None:
         else:
             db.execute(f"UPDATE prediction_overrides SET stale = datetime('now'), stale_reason = ? WHERE {where}"
                        " AND reverted IS NULL", ("row replaced before overrides became a layer", *k))
-    db.execute(VIEW_DDL)
+    db.execute(OVERRIDES_VIEW_DDL)
 
 
 def _m005_run_jobs(db: sqlite_utils.Database) -> None:
     """The Run tab's job history, one row per job (issue 14.8)."""
-    from db.jobs import DDL, INDEX
-
-    db.execute(DDL)
-    db.execute(INDEX)
+    db.execute(RUN_JOBS_DDL)
+    db.execute(RUN_JOBS_INDEX)
 
 
 def _m006_prediction_sources(db: sqlite_utils.Database) -> None:
@@ -185,3 +267,21 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("005_run_jobs", _m005_run_jobs),
     ("006_prediction_sources", _m006_prediction_sources),
 ]
+
+
+MIGRATIONS_DDL = "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+
+
+def migrate(conn: sqlite3.Connection, write: Callable[[], AbstractContextManager[sqlite3.Connection]],
+            now: Callable[[], str]) -> None:
+    """Apply the migrations `conn`'s store lacks, each in its own `write()` transaction (Store.write)."""
+    conn.execute(MIGRATIONS_DDL)
+    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with write():
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                continue  # another process applied it while we waited for the lock
+            fn(sqlite_utils.Database(conn))
+            conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now()))

@@ -24,7 +24,7 @@ import sqlite_utils
 
 from core.errors import CrosscheckError, NotFound
 from core.schema import Item, Prediction, RunData
-from db.schema import MIGRATIONS, PREDICTIONS_READ
+from db.schema import PREDICTIONS_READ, migrate
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -150,17 +150,7 @@ class Store:
             self._local.conn = None
 
     def _migrate(self) -> None:
-        conn = self.conn
-        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)")
-        done = {r[0] for r in conn.execute("SELECT name FROM _migrations")}
-        for name, fn in MIGRATIONS:
-            if name in done:
-                continue
-            with self.write():
-                if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
-                    continue  # another process applied it while we waited for the lock
-                fn(sqlite_utils.Database(conn))
-                conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now()))
+        migrate(self.conn, self.write, now)
 
     # ---- images ---------------------------------------------------------------------------------------
 

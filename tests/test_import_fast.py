@@ -1,9 +1,10 @@
-"""The predictions importer's fast path and its worker process decide exactly as the reference path does.
+"""The predictions import path decides every line alike whether its plain type tests or its full check read it.
 
-`import_predictions` first tries a fast path (row tuples built directly; for a long JSONL file of a new run, a
-worker process builds chunks of rows while the importing process writes them) and falls back to the reference
-path, which validates line by line, for anything it does not accept as is. These tests import random files,
-good and bad, both ways and compare the outcome: the rows written, the counts, or the refusal with every issue.
+`import_predictions` reads each line by the one line schema (core/formats.PREDICTION_LINE): first by plain type
+tests (`prediction_fields`, the common well-formed line), and by the full check (`check_prediction_line`, which
+names each problem) where those do not decide. These tests import random files, good and bad, both ways (the
+second with the plain tests switched off, so every line takes the full check) and compare the outcome: the rows
+written, the counts, or the refusal with every issue.
 """
 
 from __future__ import annotations
@@ -121,13 +122,16 @@ def outcome(store, fn) -> tuple:
 
 
 def reference_import(store, path: Path, run: str, **kw):
+    """The same import with every line read by the full check (`check_prediction_line`)."""
     from core.report import Report
     from db import importers
 
-    report = Report()
-    objs = importers._read_prediction_objects(path, report)
-    return importers._import_predictions_reference(store, path, objs, report, run, kw.get("model"),
-                                                   kw.get("config"), kw.get("benchmark"), kw.get("replace", False))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(importers, "prediction_fields", lambda obj: None)
+        report = Report()
+        objs = importers._read_prediction_objects(path, report)
+        return importers.import_prediction_lines(store, path, objs, report, run, kw.get("model"), kw.get("config"),
+                                                 kw.get("benchmark"), kw.get("replace", False))
 
 
 def make_stores(tmp_path: Path, items: list[dict], name: str):
@@ -180,41 +184,8 @@ def test_fast_path_equals_reference_frameevidence(tmp_path):
     assert compare_random_files(tmp_path, fe_lines(), "fe", FE_RESPONSES, 3, files=40, n=30) > 5
 
 
-def use_worker(monkeypatch, chunk: int) -> None:
-    """Send every JSONL import of a new run through the worker, in chunks of `chunk` lines, even when an earlier
-    test left a thread running in this process (the importer itself only forks from a single-threaded process
-    with two CPUs). The worker is correct on any machine with fork (every Linux, CI included), so these tests
-    never skip."""
-    import multiprocessing
-
-    from db import importers
-
-    assert "fork" in multiprocessing.get_all_start_methods(), "the import worker needs fork (Linux)"
-    monkeypatch.setattr(importers, "_pipeline_possible", lambda: True)
-    monkeypatch.setattr(importers, "PIPELINE_MIN_LINES", 1)
-    monkeypatch.setattr(importers, "_CHUNK", chunk)
-
-
-@pytest.fixture
-def worker_always(monkeypatch):
-    """Every JSONL import of a new run goes through the worker process, in small chunks."""
-    from db import importers
-
-    use_worker(monkeypatch, chunk=7)
-    calls = []
-    real = importers._import_pipelined
-    monkeypatch.setattr(importers, "_import_pipelined", lambda *a: calls.append(1) or real(*a))
-    return calls
-
-
-@pytest.mark.parametrize("seed", [4, 5])
-def test_worker_equals_reference(tmp_path, worker_always, seed):
-    accepted = compare_random_files(tmp_path, stembind_lines(), "sb", STEMBIND_RESPONSES, seed, files=40, n=60)
-    assert accepted > 5 and len(worker_always) > 5
-
-
-def test_worker_reports_the_first_bad_line(tmp_path, worker_always):
-    """A bad line deep in a long file (in a chunk the worker builds) is refused exactly as the reference does."""
+def test_long_file_reports_the_first_bad_line(tmp_path):
+    """A bad line deep in a long file is refused exactly as the full check does."""
     from core.errors import ImportRefused
     from db.importers import import_predictions
 
@@ -235,7 +206,7 @@ def test_worker_reports_the_first_bad_line(tmp_path, worker_always):
     ref.close()
 
 
-def test_worker_duplicate_across_chunks(tmp_path, worker_always):
+def test_long_file_duplicate_far_from_its_first(tmp_path):
     from core.errors import ImportRefused
     from db.importers import import_predictions
 
@@ -262,25 +233,7 @@ def _stembind_file(tmp_path, response: str):
     return fast, ref, ids, path
 
 
-def test_worker_restarts_after_it_dies(tmp_path, worker_always):
-    from db import importers
-    from db.importers import import_predictions
-
-    fast, _ref, ids, path = _stembind_file(tmp_path, "<ANSWER>C</ANSWER>")
-    assert import_predictions(fast, path, "a").rows == len(ids)
-    worker = importers._Worker._current
-    assert worker is not None
-    worker.proc.kill()
-    worker.proc.join()
-    assert import_predictions(fast, path, "b").rows == len(ids)  # a new worker (or the reference path)
-    assert import_predictions(fast, path, "c").rows == len(ids)
-    assert importers._Worker._current is not None and importers._Worker._current.proc.is_alive()
-    assert fast.counts()["predictions"] == 3 * len(ids)
-    fast.close()
-    _ref.close()
-
-
-def test_worker_dry_run_writes_nothing(tmp_path, worker_always):
+def test_dry_run_writes_nothing(tmp_path):
     from db.validate import validate_predictions
 
     fast, _ref, ids, path = _stembind_file(tmp_path, "It could be A or B.")
@@ -309,18 +262,11 @@ FINE_LINES = [  # accepted everywhere, some only by the reference rules (which t
 
 @pytest.mark.parametrize(("change", "fine"), [(x, False) for x in BAD_LINES] + [(x, True) for x in FINE_LINES],
                          ids=repr)
-@pytest.mark.parametrize("through_worker", [False, True])
-def test_each_rule_alike(tmp_path, monkeypatch, change, fine, through_worker):
+def test_each_rule_alike(tmp_path, change, fine):
     """One unusual line in a clean file, at the start, in the middle and at the end: the same outcome both ways;
-    a file the rules accept is imported by the fast path (no fallback)."""
-    from db import importers
+    a file the rules accept is imported."""
     from db.importers import import_predictions
 
-    if through_worker:
-        use_worker(monkeypatch, chunk=5)
-    fallbacks = []
-    real_reference = importers._import_predictions_reference
-    monkeypatch.setattr(importers, "_import_predictions_reference", lambda *a: fallbacks.append(1) or real_reference(*a))
     fast, ref = make_stores(tmp_path, stembind_lines(2), "sb")
     ids = [x["item_id"] for x in stembind_lines(2)]
     clean = [{"item_id": i, "response": f"<ANSWER>{'ABCD'[k % 4]}</ANSWER>", "tokens": k} for k, i in enumerate(ids)]
@@ -331,23 +277,12 @@ def test_each_rule_alike(tmp_path, monkeypatch, change, fine, through_worker):
         path = tmp_path / f"p{where}.jsonl"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         run = f"r{where}"
-        fallbacks.clear()
         got = outcome(fast, lambda: import_predictions(fast, path, run))  # noqa: B023
-        took_fast_path = not fallbacks
-        want = outcome(ref, lambda: real_reference(*reference_args(ref, path, run)))  # noqa: B023
+        want = outcome(ref, lambda: reference_import(ref, path, run))  # noqa: B023
         assert got == want
         refused += got[0] == "refused"
         if fine:
-            assert got[0] == "ok" and took_fast_path
+            assert got[0] == "ok"
     assert (refused > 0) == (not fine)
     fast.close()
     ref.close()
-
-
-def reference_args(store, path: Path, run: str) -> tuple:
-    from core.report import Report
-    from db import importers
-
-    report = Report()
-    objs = importers._read_prediction_objects(path, report)
-    return store, path, objs, report, run, None, None, None, False

@@ -189,7 +189,6 @@ def audit_html(rep: dict[str, Any]) -> str:
 
 def build_calibration(ctx: Ctx) -> None:
     store = ctx.store
-    judging.ensure_tables(store)
 
     def run_choices() -> list[tuple[str, str]]:
         return [(("[synthetic] " if r["synthetic"] else "") + r["name"], r["name"]) for r in judging.trace_runs(store)]

@@ -200,7 +200,6 @@ def _first_source(choices: list[tuple[str, str]]) -> str:
 
 def build_judge(ctx: Ctx) -> None:
     store = ctx.store
-    judging.ensure_tables(store)
 
     def run_choices(bench: str | None = None) -> list[tuple[str, str]]:
         """Trace runs of every benchmark (only families with S1-S4 targets have them); the header's first."""
