@@ -9,8 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from core.groups import CATEGORY_LABELS, CATEGORY_RULES
-from core.report_tables import Cell, RunScore, Table, get, reason_of, tooltip, value_of
+from core.report_tables import Cell, RunScore, Table, reason_of, tooltip, value_of
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
            "#2aa3b5")
@@ -110,163 +109,6 @@ def by_label_bars(table: Table, column: str, title: str, y_title: str = "%") -> 
     return fig
 
 
-def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
-    """000 Figure 5: initial MSS success (x, all FQ2 groups) vs conditional success (y, MSS-correct subset)
-    for deletion (NTS) and addition (DIS); arrows link a run to its base when its config names `base_run`."""
-    title = "Initial vs conditional success (000 Figure 5)"
-    fig = go.Figure()
-    pts: dict[str, dict[str, tuple[float, float]]] = {}
-    for variant, symbol, label in (("del", "circle", "deletion → NTS"), ("add", "diamond", "addition → DIS")):
-        xs, ys, text, hover, xcells, ycells = [], [], [], [], [], []
-        for r in runs:
-            ini, cond = get(r.metrics, ("transitions", "initial")), get(r.metrics, ("transitions", "conditional", variant))
-            if reason_of(ini) is not None or reason_of(cond) is not None:
-                continue
-            x, y = 100 * ini["value"], 100 * cond["value"]
-            xs.append(x)
-            ys.append(y)
-            xcells.append(Cell(ini))
-            ycells.append(Cell(cond))
-            text.append(f"{cond.get('k')}/{cond.get('n')}")
-            hover.append(html.escape(f"{_label(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
-                                     f"{cond.get('k')}/{cond.get('n')}"))
-            pts.setdefault(r.name, {})[variant] = (x, y)
-        if xs:
-            fig.add_scatter(name=label, x=xs, y=ys, mode="markers+text", text=text, textposition="top center",
-                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=_err(xcells),
-                            error_y=_err(ycells),
-                            hovertemplate="%{customdata}<extra>" + label + "</extra>")
-    if not pts:
-        return empty(title, "no selected run has FQ2 transitions")
-    for r in runs:
-        base = r.config.get("base_run")
-        if base in pts and r.name in pts:
-            for variant in ("del", "add"):
-                if variant in pts[base] and variant in pts[r.name]:
-                    (x0, y0), (x1, y1) = pts[base][variant], pts[r.name][variant]
-                    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                                       showarrow=True, arrowhead=3, arrowwidth=1.5, arrowcolor="#555")
-    fig.update_layout(**LAYOUT, title=title, xaxis_title="initial success: MSS correct (%)",
-                      yaxis_title="conditional success given MSS correct (%)")
-    fig.update_xaxes(range=[-3, 103])
-    fig.update_yaxes(range=[-3, 108])
-    return fig
-
-
-def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
-    title = "Accuracy per option rotation, with Circular"
-    fig = go.Figure()
-    for i, r in enumerate(runs):
-        per = get(r.metrics, ("per_rotation",)) or {}
-        keys = sorted(per, key=lambda k: int(k)) if isinstance(per, dict) else []
-        if len(keys) < 2:
-            continue
-        cells = [Cell(per[k]) for k in keys]
-        color = PALETTE[i % len(PALETTE)]
-        fig.add_scatter(name=_label(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[_pct(c) for c in cells],
-                        mode="lines+markers", line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
-                        hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
-        circ = get(r.metrics, ("circular",))
-        if reason_of(circ) is None:
-            fig.add_scatter(name=f"{r.name} circular", x=[f"R{keys[0]}", f"R{keys[-1]}"],
-                            y=[100 * circ["value"]] * 2, mode="lines", line=dict(color=color, dash="dot"),
-                            hovertemplate=f"circular {circ['k']}/{circ['n']}<extra></extra>")
-    if not fig.data:
-        return empty(title, "no selected run has several option rotations")
-    fig.update_layout(**LAYOUT, title=title, yaxis_title="accuracy (%)")
-    return fig
-
-
-def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
-    """R accuracy (x) vs F accuracy (y) per run and per operation; the diagonal is R = F."""
-    title = "The R-F chasm: rule accuracy vs full-problem accuracy"
-    fig = go.Figure()
-    fig.add_scatter(x=[0, 100], y=[0, 100], mode="lines", line=dict(color="#aaa", dash="dash"), name="R = F",
-                    hoverinfo="skip")
-    for i, r in enumerate(runs):
-        rr, ff = get(r.metrics, ("r_accuracy",)), get(r.metrics, ("f_accuracy",))
-        if reason_of(rr) is not None or reason_of(ff) is not None:
-            continue
-        color = PALETTE[i % len(PALETTE)]
-        ops = get(r.metrics, ("by_operation",)) or {}
-        xs, ys, names, hov = [], [], [], []
-        for op, block in ops.items():
-            if reason_of(block.get("r")) is None and reason_of(block.get("f")) is None:
-                xs.append(100 * block["r"]["value"])
-                ys.append(100 * block["f"]["value"])
-                names.append(op)
-                hov.append(f"{op}: R {block['r']['k']}/{block['r']['n']}, F {block['f']['k']}/{block['f']['n']}")
-        if xs:
-            fig.add_scatter(name=f"{r.name} per operation", x=xs, y=ys, mode="markers", text=names,
-                            marker=dict(color=color, size=7, opacity=0.55), customdata=hov, legendgroup=r.name,
-                            hovertemplate="%{customdata}<extra></extra>", showlegend=False)
-        fig.add_scatter(name=_label(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
-                        error_x=_err([Cell(rr)]), error_y=_err([Cell(ff)]), mode="markers",
-                        marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
-                        legendgroup=r.name,
-                        customdata=[html.escape(f"R {rr['k']}/{rr['n']}, F {ff['k']}/{ff['n']}")],
-                        hovertemplate="%{customdata}<extra>%{fullData.name}</extra>")
-    fig.update_layout(**LAYOUT, title=title, xaxis_title="R accuracy (%)", yaxis_title="F accuracy (%)")
-    fig.update_xaxes(range=[0, 102])
-    fig.update_yaxes(range=[0, 102])
-    return fig
-
-
-def stacked_decomposition(table: Table) -> go.Figure:
-    title = "Where stems fail: solved / can't bind / can't reason / can't see"
-    cats = ["solved", "cant bind", "cant reason", "cant see"]
-    colors = ["#3a9a5b", "#d9822b", "#b8423a", "#6b7a8f"]
-    fig = go.Figure()
-    names = [_label(r.labels[0], r.synthetic) for r in table.rows]
-    for cat, color in zip(cats, colors, strict=True):
-        j = table.columns.index(cat)
-        cells = [r.cells[j] for r in table.rows]
-        key = cat.replace(" ", "_")
-        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[_pct(c) for c in cells], orientation="h",
-                    marker_color=color, customdata=_hover(cells),
-                    hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
-    fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
-    fig.update_layout(height=max(220, 90 + 40 * len(names)))
-    return fig
-
-
-def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
-    title = "SSA: F accuracy with verified stage text H0-H4 (dashed: irrelevant-S1 control)"
-    fig = go.Figure()
-    seen = set()
-    for i, r in enumerate(runs):
-        node = get(r.metrics, ("ssa",))
-        if reason_of(node) is not None or not isinstance(node, dict):
-            continue
-        ident = tuple(sorted((node.get("runs") or {}).items()))
-        if ident in seen:
-            continue
-        seen.add(ident)
-        acc = node.get("accuracy", {})
-        levels = [lv for lv in ("H0", "H1", "H2", "H3", "H4") if lv in acc]
-        cells = [Cell(acc[lv]) for lv in levels]
-        color = PALETTE[i % len(PALETTE)]
-        model = r.config.get("model") or r.name
-        fig.add_scatter(name=f"{model} raw", x=levels, y=[_pct(c) for c in cells], mode="lines+markers",
-                        line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
-                        hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
-        iso = node.get("isotonic") or {}
-        if iso:
-            fig.add_scatter(name=f"{model} isotonic", x=list(iso), y=[100 * v for v in iso.values()],
-                            mode="lines", line=dict(color=color, width=1, shape="hv"), opacity=0.6,
-                            hovertemplate="isotonic %{y:.1f}<extra></extra>")
-        if "irrelevant" in acc and reason_of(acc["irrelevant"]) is None:
-            c = acc["irrelevant"]
-            fig.add_scatter(name=f"{model} irrelevant-S1", x=[levels[0], levels[-1]], y=[100 * c["value"]] * 2,
-                            mode="lines", line=dict(color=color, dash="dash"),
-                            hovertemplate=f"irrelevant-S1 {c['k']}/{c['n']}<extra></extra>")
-    if not fig.data:
-        reason = next((reason_of(get(r.metrics, ("ssa",))) for r in runs), None) or "no SSA runs selected"
-        return empty(title, f"not computed: {reason}")
-    fig.update_layout(**LAYOUT, title=title, yaxis_title="F accuracy (%)")
-    return fig
-
-
 def diff_bars(table: Table, title: str) -> go.Figure:
     """Paired differences (percentage points) per run with their intervals; runs without a pair give why."""
     defined = [r for r in table.rows if any(reason_of(c.node) is None for c in r.cells)]
@@ -286,6 +128,9 @@ def figure_html(fig: go.Figure) -> str:
 
 def charts_for(family: str, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
     """Figures keyed by the section they belong to, in display order."""
+    from ui.views.frameevidence import fe_figure5, rotation_lines
+    from ui.views.stembind import sb_rf_chasm, ssa_curves, stacked_decomposition
+
     out: dict[str, go.Figure] = {}
     if not runs:
         return out
