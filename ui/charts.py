@@ -1,10 +1,15 @@
-"""Plotly figure builders for the Metrics tab. They read the same `core.report_tables.Table` objects the
-tables show (no metric math here), so every bar carries the k / n and interval of its cell on hover."""
+"""Generic plotly figure builders for the Metrics tab (bars, grouped bars, paired differences, an empty
+chart with its reason) and the registry of the families' charts: each family's own builders, its sections and
+its Metrics settings are `CHARTS` at the end of ui/views/<name>.py (`family_charts`). They read the same
+`core.report_tables.Table` objects the tables show (no metric math here), so every bar carries the k / n and
+interval of its cell on hover."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -22,11 +27,11 @@ LAYOUT = dict(template="plotly_white", height=400, autosize=True, margin=dict(l=
               font=dict(size=12))
 
 
-def _label(name: str, synthetic: bool) -> str:
+def series_name(name: str, synthetic: bool) -> str:
     return f"{name} [synthetic]" if synthetic else name
 
 
-def _pct(cell: Cell) -> float | None:
+def pct(cell: Cell) -> float | None:
     v = value_of(cell.node)
     if reason_of(cell.node) is not None or not isinstance(v, (int, float)):
         return None
@@ -38,14 +43,14 @@ def rate_columns(table: Table) -> list[str]:
     return [c for j, c in enumerate(table.columns) if any(isinstance(r.cells[j].node, dict) for r in table.rows)]
 
 
-def _err(cells: Sequence[Cell]) -> dict[str, Any] | None:
+def error_bars(cells: Sequence[Cell]) -> dict[str, Any] | None:
     """Plotly error bars from the cells' 95% intervals (percent), or None when no cell has one. Every chart
     passes its cells through here, so an interval that exists is drawn."""
     plus, minus, any_ci = [], [], False
     for c in cells:
         node = c.node
         ci = node.get("ci") if isinstance(node, dict) else None
-        v = _pct(c)
+        v = pct(c)
         if ci and v is not None:
             any_ci = True
             plus.append(100 * ci[1] - v)
@@ -56,7 +61,7 @@ def _err(cells: Sequence[Cell]) -> dict[str, Any] | None:
     return dict(type="data", array=plus, arrayminus=minus, thickness=1.2, width=3) if any_ci else None
 
 
-def _hover(cells: Sequence[Cell]) -> list[str]:
+def hover(cells: Sequence[Cell]) -> list[str]:
     return [html.escape(tooltip(c)) for c in cells]
 
 
@@ -79,15 +84,15 @@ def grouped_bars(table: Table, title: str, columns: Sequence[str] | None = None,
     runs = [r for r in table.rows if not r.reference]
     for i, row in enumerate(runs):
         cells = [row.cells[j] for j in idx]
-        fig.add_bar(name=_label(row.labels[0], row.synthetic), x=cols, y=[_pct(c) for c in cells],
-                    error_y=_err(cells), customdata=_hover(cells), marker_color=PALETTE[i % len(PALETTE)],
+        fig.add_bar(name=series_name(row.labels[0], row.synthetic), x=cols, y=[pct(c) for c in cells],
+                    error_y=error_bars(cells), customdata=hover(cells), marker_color=PALETTE[i % len(PALETTE)],
                     hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
     for row in table.rows:
         if row.reference and reference:
             cells = [row.cells[j] for j in idx]
-            fig.add_scatter(name=row.labels[0], x=cols, y=[_pct(c) for c in cells], mode="markers",
+            fig.add_scatter(name=row.labels[0], x=cols, y=[pct(c) for c in cells], mode="markers",
                             marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color="#222")),
-                            customdata=_hover(cells),
+                            customdata=hover(cells),
                             hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>reference</extra>")
     fig.update_layout(**LAYOUT, title=title, barmode="group", yaxis_title=y_title)
     return fig
@@ -101,8 +106,8 @@ def by_label_bars(table: Table, column: str, title: str, y_title: str = "%") -> 
     for i, (run, synth) in enumerate(runs):
         rows = [r for r in table.rows if r.labels[-1] == run]
         cells = [r.cells[j] for r in rows]
-        fig.add_bar(name=_label(run, synth), x=[" · ".join(r.labels[:-1]) for r in rows], y=[_pct(c) for c in cells],
-                    error_y=_err(cells), customdata=_hover(cells), marker_color=PALETTE[i % len(PALETTE)],
+        fig.add_bar(name=series_name(run, synth), x=[" · ".join(r.labels[:-1]) for r in rows], y=[pct(c) for c in cells],
+                    error_y=error_bars(cells), customdata=hover(cells), marker_color=PALETTE[i % len(PALETTE)],
                     hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
     fig.update_layout(**LAYOUT, title=title, barmode="group", yaxis_title=y_title)
     fig.update_xaxes(type="category")
@@ -126,55 +131,29 @@ def figure_html(fig: go.Figure) -> str:
     return str(fig.to_html(include_plotlyjs=True, full_html=True))
 
 
+@dataclass(frozen=True)
+class FamilyCharts:
+    """What the Metrics tab shows for one family: `CHARTS` at the end of ui/views/<name>.py."""
+
+    # (section title, [table keys], [chart keys]) in display order; keys missing for a selection (a table with
+    # no rows) are skipped
+    sections: list[tuple[str, list[str], list[str]]]
+    # the family's figures, keyed by the chart keys of `sections`, from the selected runs and their tables
+    build: Callable[[Sequence[RunScore], dict[str, Table]], dict[str, go.Figure]]
+    # runs of this runner (config `runner`) are scored beside the picked runs as control rows (FrameEvidence:
+    # the baseline runs of "Metadata controls")
+    control_runner: str | None = None
+    # the tab shows the bootstrap-cluster pickers (FrameEvidence Table 13, 000 App. A, D.6)
+    cluster_pickers: bool = False
+
+
+def family_charts(family: str) -> FamilyCharts:
+    """The family's `CHARTS` (ui/views/<name>.py; a family without a view of its own uses the generic one)."""
+    from ui.views import VIEW_MODULES
+
+    return importlib.import_module(f"ui.views.{VIEW_MODULES.get(family, 'generic')}").CHARTS  # type: ignore[no-any-return]
+
+
 def charts_for(family: str, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
     """Figures keyed by the section they belong to, in display order."""
-    from ui.views.frameevidence import fe_figure5, rotation_lines
-    from ui.views.stembind import sb_rf_chasm, ssa_curves, stacked_decomposition
-
-    out: dict[str, go.Figure] = {}
-    if not runs:
-        return out
-    if family == "frameevidence":
-        out["fe_table4"] = grouped_bars(tables["fe_table4"], "Table 4 metrics per run (bars: uniform-random reference)")
-        out["fe_figure5"] = fe_figure5(runs)
-        if "fe_delta_text" in tables:
-            out["fe_delta_text"] = diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
-        out["fe_rotations"] = rotation_lines(runs)
-        if "fe_insufficiency" in tables:
-            out["fe_insufficiency"] = grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
-                                                   columns=["MSS", "del", "add", "Precision", "Recall"])
-        for key in ("n_images", "relation", "scene", "source", "ordinal_change"):
-            t = tables.get(f"fe_strata_{key}")
-            if t is not None and not t.empty:
-                out[t.key] = by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
-        if "fe_controls" in tables:
-            out["fe_controls"] = grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
-    elif family == "stembind":
-        out["sb_leaderboard"] = grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
-                                             columns=["P", "R", "F"])
-        out["sb_chasm"] = sb_rf_chasm(runs)
-        out["sb_decomposition"] = stacked_decomposition(tables["sb_decomposition"])
-        out["sb_binding_gap"] = grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
-                                             columns=["Binding Gap"])
-        out["sb_ssa"] = ssa_curves(runs)
-        out["sb_thinkgain"] = diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)")
-        out["sb_vg"] = diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)")
-        out["sb_stepacc"] = diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")
-    elif family == "spur":
-        out["spur_table3"] = grouped_bars(tables["spur_table3"], "Accuracy per task and stage (95% CI)")
-        if "spur_staining" in tables:
-            out["spur_staining"] = by_label_bars(tables["spur_staining"], "Deviation from perception micro",
-                                                 "Staining category: deviation from the perception micro average",
-                                                 y_title="points")
-        if "spur_relations" in tables:
-            out["spur_relations"] = by_label_bars(tables["spur_relations"], "Accuracy",
-                                                  "Understanding by number of relations")
-        if "spur_paradigm" in tables:
-            out["spur_paradigm"] = by_label_bars(tables["spur_paradigm"], "Accuracy", "Reasoning by paradigm")
-        out["spur_table5"] = grouped_bars(tables["spur_table5"], "Reasoning accuracy by perception correctness",
-                                          columns=["Perception correct", "Perception wrong"])
-        out["spur_mcot"] = grouped_bars(tables["spur_mcot"], "Stage accuracy per prompting strategy",
-                                        columns=["Perception", "Understanding", "Reasoning", "Overall"])
-    else:
-        out["generic_main"] = grouped_bars(tables["generic_main"], "Accuracy and macro P / R / F1")
-    return out
+    return family_charts(family).build(runs, tables) if runs else {}

@@ -127,8 +127,20 @@ from collections.abc import Sequence  # noqa: E402
 
 import plotly.graph_objects as go  # noqa: E402
 
-from core.report_tables import Cell, RunScore, get, reason_of  # noqa: E402
-from ui.charts import LAYOUT, PALETTE, _err, _hover, _label, _pct, empty  # noqa: E402
+from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
+from ui.charts import (  # noqa: E402
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    by_label_bars,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
 
 
 def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
@@ -149,13 +161,13 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
             xcells.append(Cell(ini))
             ycells.append(Cell(cond))
             text.append(f"{cond.get('k')}/{cond.get('n')}")
-            hover.append(html.escape(f"{_label(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
+            hover.append(html.escape(f"{series_name(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
                                      f"{cond.get('k')}/{cond.get('n')}"))
             pts.setdefault(r.name, {})[variant] = (x, y)
         if xs:
             fig.add_scatter(name=label, x=xs, y=ys, mode="markers+text", text=text, textposition="top center",
-                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=_err(xcells),
-                            error_y=_err(ycells),
+                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=error_bars(xcells),
+                            error_y=error_bars(ycells),
                             hovertemplate="%{customdata}<extra>" + label + "</extra>")
     if not pts:
         return empty(title, "no selected run has FQ2 transitions")
@@ -184,8 +196,8 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
             continue
         cells = [Cell(per[k]) for k in keys]
         color = PALETTE[i % len(PALETTE)]
-        fig.add_scatter(name=_label(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[_pct(c) for c in cells],
-                        mode="lines+markers", line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
+        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[pct(c) for c in cells],
+                        mode="lines+markers", line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         circ = get(r.metrics, ("circular",))
         if reason_of(circ) is None:
@@ -196,3 +208,38 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
         return empty(title, "no selected run has several option rotations")
     fig.update_layout(**LAYOUT, title=title, yaxis_title="accuracy (%)")
     return fig
+
+
+SECTIONS = [
+    ("Overview", ["fe_table4", "fe_independence", "fe_variants"], ["fe_table4"]),
+    ("Figure 5 · transitions", ["fe_figure5", "fe_pairwise"], ["fe_figure5"]),
+    ("Input controls", ["fe_delta_text", "fe_delta_first", "fe_decomposition"], ["fe_delta_text"]),
+    ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_table13", "fe_seeds", "fe_seeds_rotations"],
+     ["fe_rotations"]),
+    ("Insufficiency", ["fe_insufficiency"], ["fe_insufficiency"]),
+    ("Strata", ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
+                "fe_strata_ordinal_change"],
+     ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source", "fe_strata_ordinal_change"]),
+    ("Metadata controls", ["fe_controls"], ["fe_controls"]),
+]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    out = {"fe_table4": grouped_bars(tables["fe_table4"], "Table 4 metrics per run (bars: uniform-random reference)"),
+           "fe_figure5": fe_figure5(runs)}
+    if "fe_delta_text" in tables:
+        out["fe_delta_text"] = diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
+    out["fe_rotations"] = rotation_lines(runs)
+    if "fe_insufficiency" in tables:
+        out["fe_insufficiency"] = grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
+                                               columns=["MSS", "del", "add", "Precision", "Recall"])
+    for key in ("n_images", "relation", "scene", "source", "ordinal_change"):
+        t = tables.get(f"fe_strata_{key}")
+        if t is not None and not t.empty:
+            out[t.key] = by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
+    if "fe_controls" in tables:
+        out["fe_controls"] = grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
+    return out
+
+
+CHARTS = FamilyCharts(SECTIONS, charts, control_runner="baseline", cluster_pickers=True)

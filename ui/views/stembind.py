@@ -117,7 +117,18 @@ from collections.abc import Sequence  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 
 from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
-from ui.charts import LAYOUT, PALETTE, _err, _hover, _label, _pct, empty  # noqa: E402
+from ui.charts import (  # noqa: E402
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
 
 
 def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
@@ -143,8 +154,8 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
             fig.add_scatter(name=f"{r.name} per operation", x=xs, y=ys, mode="markers", text=names,
                             marker=dict(color=color, size=7, opacity=0.55), customdata=hov, legendgroup=r.name,
                             hovertemplate="%{customdata}<extra></extra>", showlegend=False)
-        fig.add_scatter(name=_label(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
-                        error_x=_err([Cell(rr)]), error_y=_err([Cell(ff)]), mode="markers",
+        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
+                        error_x=error_bars([Cell(rr)]), error_y=error_bars([Cell(ff)]), mode="markers",
                         marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
                         legendgroup=r.name,
                         customdata=[html.escape(f"R {rr['k']}/{rr['n']}, F {ff['k']}/{ff['n']}")],
@@ -160,13 +171,13 @@ def stacked_decomposition(table: Table) -> go.Figure:
     cats = ["solved", "cant bind", "cant reason", "cant see"]
     colors = ["#3a9a5b", "#d9822b", "#b8423a", "#6b7a8f"]
     fig = go.Figure()
-    names = [_label(r.labels[0], r.synthetic) for r in table.rows]
+    names = [series_name(r.labels[0], r.synthetic) for r in table.rows]
     for cat, color in zip(cats, colors, strict=True):
         j = table.columns.index(cat)
         cells = [r.cells[j] for r in table.rows]
         key = cat.replace(" ", "_")
-        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[_pct(c) for c in cells], orientation="h",
-                    marker_color=color, customdata=_hover(cells),
+        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[pct(c) for c in cells], orientation="h",
+                    marker_color=color, customdata=hover(cells),
                     hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
     fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
     fig.update_layout(height=max(220, 90 + 40 * len(names)))
@@ -190,8 +201,8 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         cells = [Cell(acc[lv]) for lv in levels]
         color = PALETTE[i % len(PALETTE)]
         model = r.config.get("model") or r.name
-        fig.add_scatter(name=f"{model} raw", x=levels, y=[_pct(c) for c in cells], mode="lines+markers",
-                        line=dict(color=color), customdata=_hover(cells), error_y=_err(cells),
+        fig.add_scatter(name=f"{model} raw", x=levels, y=[pct(c) for c in cells], mode="lines+markers",
+                        line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         iso = node.get("isotonic") or {}
         if iso:
@@ -208,3 +219,28 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         return empty(title, f"not computed: {reason}")
     fig.update_layout(**LAYOUT, title=title, yaxis_title="F accuracy (%)")
     return fig
+
+
+SECTIONS = [
+    ("Leaderboard", ["sb_leaderboard", "sb_operations"], ["sb_leaderboard", "sb_chasm"]),
+    ("Binding", ["sb_decomposition", "sb_binding_gap"], ["sb_decomposition", "sb_binding_gap"]),
+    ("Stages · SSA", ["sb_stepacc", "sb_ssa"], ["sb_ssa", "sb_stepacc"]),
+    ("Paired runs", ["sb_thinkgain", "sb_vg"], ["sb_thinkgain", "sb_vg"]),
+    ("Tokens", ["sb_tokens"], []),
+]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    return {"sb_leaderboard": grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
+                                           columns=["P", "R", "F"]),
+            "sb_chasm": sb_rf_chasm(runs),
+            "sb_decomposition": stacked_decomposition(tables["sb_decomposition"]),
+            "sb_binding_gap": grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
+                                           columns=["Binding Gap"]),
+            "sb_ssa": ssa_curves(runs),
+            "sb_thinkgain": diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)"),
+            "sb_vg": diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)"),
+            "sb_stepacc": diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")}
+
+
+CHARTS = FamilyCharts(SECTIONS, charts)
