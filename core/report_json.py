@@ -13,23 +13,36 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from core.report_tables import Cell, Row, Table, display, is_rate, reason_of, reasons, value_of
+
+
+def plain(value: Any) -> Any:
+    """A number as Python's own int or float (metric values can be numpy scalars, which JSON encoders such as
+    orjson, Gradio's, do not write as numbers); NaN and infinities as None; anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 def cell_json(column: str, cell: Cell) -> dict[str, Any]:
     node = cell.node
     why = reason_of(node)
-    value = value_of(node) if why is None else None
-    if isinstance(value, float) and not math.isfinite(value):
-        value, why = None, "undefined"
+    value = plain(value_of(node)) if why is None else None
+    if why is None and value is None and value_of(node) is not None:
+        why = "undefined"  # an infinite value
     rate = node if is_rate(node) else {}
     ci = rate.get("ci")
     out: dict[str, Any] = {"column": column, "run": cell.run, "path": list(cell.path) if cell.path else None,
-                           "kind": cell.kind, "value": value, "k": rate.get("k"), "n": rate.get("n"),
-                           "interval": [float(ci[0]), float(ci[1])] if ci else None, "reason": why,
+                           "kind": cell.kind, "value": value, "k": plain(rate.get("k")), "n": plain(rate.get("n")),
+                           "interval": [plain(ci[0]), plain(ci[1])] if ci else None, "reason": why,
                            "display": display(cell)}
     if "sd" in rate:
-        out["sd"] = rate["sd"]
+        out["sd"] = plain(rate["sd"])
     return out
 
 

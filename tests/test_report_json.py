@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from core.report_json import cell_json, table_json
@@ -30,6 +31,9 @@ from core.report_tables import Cell, Row, Table
     (Cell("partner-run", None, "a", kind="text"), {"value": "partner-run", "path": None, "display": "partner-run"}),
     # NaN never reaches the JSON: null with a reason
     (Cell(math.nan, ("x",), "a"), {"value": None, "reason": "undefined", "display": "n/a"}),
+    # numpy scalars (metric code's) become plain numbers: JSON encoders other than json's would write text
+    (Cell({"value": np.float64(0.25), "k": np.int64(1), "n": np.int64(4), "ci": [np.float64(0.1), 0.5]}, ("a",), "a"),
+     {"value": 0.25, "k": 1, "n": 4, "interval": [0.1, 0.5], "reason": None, "display": "25.0"}),
     # mean ± SD keeps its SD
     (Cell({"value": 0.5, "sd": 0.05}, ("seeds", "acc"), "a", kind="mean_sd"),
      {"value": 0.5, "sd": 0.05, "display": "50.0 ± 5.0"}),
@@ -38,6 +42,8 @@ def test_cell_json(cell, want):
     got = cell_json("Acc", cell)
     assert got["column"] == "Acc" and got["kind"] == cell.kind
     assert {k: got[k] for k in want} == want
+    assert all(type(got[k]) in (int, float, str, list, type(None)) for k in ("value", "k", "n", "interval"))
+    assert all(type(v) is float for v in got["interval"] or [])
     json.dumps(got, allow_nan=False)
 
 
