@@ -13,6 +13,8 @@ from core.report_tables import RunScore
 from ui import charts
 from ui.metrics import gate
 from ui.tables import _write, export_dir, prune_exports
+from ui.views import frameevidence as fe_views
+from ui.views import stembind as sb_views
 
 
 def rate(k: int, n: int, ci: tuple[float, float] | None = None) -> dict:
@@ -58,8 +60,8 @@ CASES = [
     ("figure5", {"transitions": {"initial": rate(6, 10, (0.3, 0.9)), "conditional": {"del": rate(3, 6, (0.1, 0.9)),
                                                                                    "add": rate(3, 6)}}}, 1, "y", None),
 ]
-BUILDERS = {"chasm": charts.sb_rf_chasm, "rotations": charts.rotation_lines, "ssa": charts.ssa_curves,
-            "figure5": charts.fe_figure5}
+BUILDERS = {"chasm": sb_views.sb_rf_chasm, "rotations": fe_views.rotation_lines, "ssa": sb_views.ssa_curves,
+            "figure5": fe_views.fe_figure5}
 
 
 @pytest.mark.parametrize("builder,metrics,trace,axis,want", CASES)
@@ -69,7 +71,7 @@ def test_error_bars_wherever_an_interval_exists(builder, metrics, trace, axis, w
 
 
 def test_layout_has_no_fixed_width_and_a_legend_under_the_axes():
-    fig = charts.sb_rf_chasm([RunScore("run-a", {"r_accuracy": rate(5, 10), "f_accuracy": rate(2, 10)})])
+    fig = sb_views.sb_rf_chasm([RunScore("run-a", {"r_accuracy": rate(5, 10), "f_accuracy": rate(2, 10)})])
     assert fig.layout.width is None and fig.layout.autosize is True
     assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0
 

@@ -1,9 +1,14 @@
-"""The Metrics tab: every table and figure of SPEC §5 for the runs picked in the header (SPEC §8).
+"""The Metrics tab: every table and figure of SPEC §5 for the runs picked in the header (SPEC §8), and the same
+tables as a JSON endpoint (`api_name="metrics"`, docs/UI.md).
 
-Values come from `core.scoring.score_run` called exactly as `python app.py score --run NAME --json` calls
-it (same items, same `others`), so the screen equals the CLI. Tables are `core.report_tables.Table`s shown as
-sortable HTML (k / n and 95% intervals on hover, reasons for n/a cells) with CSV and booktabs LaTeX
-downloads; figures are plotly (ui/charts.py) with an HTML download (and the chart's own camera button for PNG).
+Values come from the bulk path of `python app.py score --all` (ui/scores.py: db.frames.load_for_scoring and one
+core.scoring.score_all call, cached per benchmark), so the screen equals the CLI. Tables are
+`core.report_tables.Table`s shown as sortable HTML (k / n and 95% intervals on hover, reasons for n/a cells)
+with CSV and booktabs LaTeX downloads; figures are plotly (ui/charts.py, each family's own in the "# charts"
+section of ui/views/<name>.py) with an HTML download (and the chart's own camera button for PNG).
+
+The layout (`build_metrics`) only wires components to `MetricsHandlers`' methods, plain functions of the
+store and the inputs that tests call without a browser (tests/ui/test_metrics_handlers.py).
 """
 
 from __future__ import annotations
@@ -11,94 +16,34 @@ from __future__ import annotations
 import html
 import itertools
 import logging
-import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
-from core.errors import CrosscheckError
+from core.errors import CrosscheckError, NotFound
+from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
-from core.scoring import score_run
+from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, Clustering
-from db.frames import score_extras
 from db.store import Store
 from ui import charts
+from ui import shortcut as sc
 from ui.context import Ctx
+from ui.scores import CACHE, ScoreCache, run_scores
 from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
 
-# (section title, [table keys], [chart keys]) per family, in display order. Keys missing for a selection
-# (a table with no rows) are skipped.
-SECTIONS: dict[str, list[tuple[str, list[str], list[str]]]] = {
-    "frameevidence": [
-        ("Overview", ["fe_table4", "fe_independence", "fe_variants"], ["fe_table4"]),
-        ("Figure 5 · transitions", ["fe_figure5", "fe_pairwise"], ["fe_figure5"]),
-        ("Input controls", ["fe_delta_text", "fe_delta_first", "fe_decomposition"], ["fe_delta_text"]),
-        ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_table13", "fe_seeds",
-                                         "fe_seeds_rotations"], ["fe_rotations"]),
-        ("Insufficiency", ["fe_insufficiency"], ["fe_insufficiency"]),
-        ("Strata", ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
-                    "fe_strata_ordinal_change"],
-         ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
-          "fe_strata_ordinal_change"]),
-        ("Metadata controls", ["fe_controls"], ["fe_controls"]),
-    ],
-    "stembind": [
-        ("Leaderboard", ["sb_leaderboard", "sb_operations"], ["sb_leaderboard", "sb_chasm"]),
-        ("Binding", ["sb_decomposition", "sb_binding_gap"], ["sb_decomposition", "sb_binding_gap"]),
-        ("Stages · SSA", ["sb_stepacc", "sb_ssa"], ["sb_ssa", "sb_stepacc"]),
-        ("Paired runs", ["sb_thinkgain", "sb_vg"], ["sb_thinkgain", "sb_vg"]),
-        ("Tokens", ["sb_tokens"], []),
-    ],
-    "spur": [
-        ("Table 3", ["spur_table3"], ["spur_table3"]),
-        ("Breakdowns", ["spur_staining", "spur_relations", "spur_paradigm"],
-         ["spur_staining", "spur_relations", "spur_paradigm"]),
-        ("MCoT · Table 5", ["spur_mcot", "spur_table5"], ["spur_mcot", "spur_table5"]),
-        ("Shortcuts", ["spur_shortcut"], []),
-    ],
-    "generic": [("Overview", ["generic_main", "generic_kinds"], ["generic_main"])],
-}
+__all__ = ["CLUSTER_CHOICES", "MetricsHandlers", "build_metrics", "clusterings_of", "gate", "metrics_json",
+           "run_scores", "union_field_choices"]
 
-
-class ScoreCache:
-    """Scores per run, recomputed when any run of the benchmark changes (name, updated, prediction count):
-    a finished live run or an import shows up without a restart."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.state: dict[str, tuple[Any, ...]] = {}
-        self.scores: dict[tuple[str, str, tuple[Clustering, ...]], dict[str, Any]] = {}
-
-    def scores_for(self, store: Store, benchmark: str, names: list[str],
-                   clusterings: tuple[Clustering, ...] = ()) -> dict[str, dict[str, Any]]:
-        """Scores of the named runs; `clusterings` (FrameEvidence) pick the bootstrap clusters (empty: defaults)."""
-        runs = store.runs(benchmark)
-        state = tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs)
-        with self.lock:
-            if self.state.get(benchmark) != state:
-                self.scores = {k: v for k, v in self.scores.items() if k[0] != benchmark}
-                self.state[benchmark] = state
-            missing = [n for n in names if (benchmark, n, clusterings) not in self.scores]
-            if missing:
-                items = store.items_frame(benchmark)
-                data = {r["name"]: store.run_data(r["name"]) for r in runs}
-                for name in missing:
-                    if name not in data:
-                        continue
-                    run = data[name]
-                    others = [d for n, d in data.items() if n != name]
-                    extras = score_extras(store, name, run.family)
-                    if clusterings and run.family == "frameevidence":
-                        extras["clusterings"] = clusterings
-                    self.scores[(benchmark, name, clusterings)] = score_run(items, run, others, **extras)
-            return {n: self.scores[(benchmark, n, clusterings)] for n in names
-                    if (benchmark, n, clusterings) in self.scores}
-
-
-CACHE = ScoreCache()
 _RENDERS = itertools.count()
+_REQUESTS = itertools.count()
 log = logging.getLogger(__name__)
+
+
+class BadMetricsRequest(CrosscheckError, ValueError):
+    """An endpoint argument that names nothing the benchmark has (a run, a clustering, a shortcut model)."""
 
 
 CLUSTER_CHOICES = [("groups", "group"), ("exact-image components", "image"), ("union components", "union")]
@@ -129,22 +74,213 @@ def union_field_choices(store: Store, benchmark: str | None) -> list[str]:
     return sorted({key for (key, _), gids in groups_of.items() if len(gids) > 1})
 
 
-def run_scores(store: Store, benchmark: str, names: list[str], clusterings: tuple[Clustering, ...] = ()
-               ) -> tuple[str, list[RunScore], list[RunScore]]:
-    """(family, selected runs' scores, baseline control runs' scores) for the Metrics tab."""
-    family = store.benchmark_family(benchmark)
-    meta = {r["name"]: r for r in store.runs(benchmark)}
-    names = [n for n in names if n in meta]
-    controls = [n for n, r in meta.items() if r["runner"] == "baseline"] if family == "frameevidence" else []
-    clusterings = clusterings if family == "frameevidence" else ()
-    scores = CACHE.scores_for(store, benchmark, list(dict.fromkeys([*names, *controls])), clusterings)
+def render_key(store: Store, benchmark: str | None, selected: list[str] | None) -> tuple[Any, ...]:
+    """What a render depends on: the picks and the state of the benchmark's runs (a finished live run or an
+    import changes it). Equal keys draw the same page."""
+    runs = store.runs(benchmark) if benchmark else []
+    names = {r["name"] for r in runs}  # right after a benchmark switch the old picks are dropped
+    return (benchmark, tuple(n for n in selected or () if n in names),
+            tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs))
 
-    def rs(name: str) -> RunScore:
-        r = meta[name]
-        return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"],
-                        scores[name].get("split", "test"))
 
-    return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]
+def gate(store: Store, shown: bool, benchmark: str | None, selected: list[str] | None,
+         drawn: tuple[Any, ...] | None, force: bool = False, extra: tuple[Any, ...] = ()
+         ) -> tuple[Any, ...] | None:
+    """The key to draw, or None to leave the tab as it is: only a visible tab draws, and only when its inputs
+    changed since its last drawing (or Refresh was pressed). `extra` (the Table 13 cluster and union-field
+    picks) ends the key."""
+    if not shown:
+        return None
+    key = (*render_key(store, benchmark, selected), *extra)
+    return key if force or key != drawn else None
+
+
+# --------------------------------------------------------------------------- the endpoint
+
+
+def _clusterings_arg(family_pickers: bool, clusters: list[str] | None, fields: list[str] | None
+                     ) -> tuple[Clustering, ...]:
+    """The endpoint's clusters / cluster_fields as Clustering objects, refusing what `score --cluster` refuses."""
+    clusters, fields = [c for c in clusters or [] if c], [f for f in fields or [] if f]
+    if not clusters and not fields:
+        return ()
+    if not family_pickers:
+        raise BadMetricsRequest("clusters / cluster_fields apply to FrameEvidence benchmarks (000 App. A, D.6); "
+                                "other families' intervals cluster by group")
+    names = clusters or list(DEFAULT_CLUSTER_PICK)
+    if fields and "union" not in names:
+        raise BadMetricsRequest("cluster_fields names the fields of the union clustering: add union to clusters")
+    chosen = tuple(Clustering.parse(n, fields or None) for n in names)  # an unknown name: UnknownClustering
+    if len({c.name for c in chosen}) < len(chosen):
+        raise BadMetricsRequest(f"clusters {clusters!r} names a clustering twice")
+    return chosen
+
+
+def _shortcut_choice(runs: list[RunScore], model: str | None) -> str | None:
+    """The SPUR shortcut picker value for the endpoint's shortcut_model ("pooled": every text-only model)."""
+    if not model:
+        return None
+    choice = sc.POOL if model == "pooled" else model
+    offered = [v for _, v in sc.choices(runs)]
+    if choice not in offered:
+        names = ", ".join(repr(v) for v in offered if v not in (sc.EVERY, sc.POOL)) or "none"
+        raise BadMetricsRequest(f"no text-only model {model!r} to filter shortcuts by (models: {names}"
+                                f"{'; or pooled' if sc.POOL in offered else ''})")
+    return choice
+
+
+def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | None = None,
+                 clusters: list[str] | None = None, cluster_fields: list[str] | None = None,
+                 shortcut_model: str | None = None, cache: ScoreCache = CACHE) -> dict[str, Any]:
+    """The Metrics tab's tables for `runs` of `benchmark` as JSON (core.report_json), scored as `score --all`.
+
+    `split`: as `score --split` (empty: test, or every split when the benchmark has no test split; "all");
+    `clusters` / `cluster_fields`: as `--cluster` / `--cluster-field` (FrameEvidence); `shortcut_model`: the
+    SPUR shortcut table's text-only model ("pooled": all of them; empty: one row per model). A run the
+    benchmark lacks, or an option it cannot take, is an error naming it; nothing is silently left out."""
+    family = store.benchmark_family(benchmark)  # an unknown benchmark: NotFound naming the known ones
+    known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
+    if not runs:
+        raise BadMetricsRequest(f"name one or more runs of benchmark {benchmark!r} (runs: {', '.join(known) or 'none'})")
+    missing = [n for n in runs if n not in known]
+    if missing:
+        raise NotFound(f"no run named {', '.join(map(repr, missing))} in benchmark {benchmark!r} "
+                       f"(runs: {', '.join(known) or 'none'})")
+    fc = charts.family_charts(family)
+    clusterings = _clusterings_arg(fc.cluster_pickers, clusters, cluster_fields)
+    if shortcut_model and not any(t == "spur_shortcut" for _, keys, _ in fc.sections for t in keys):
+        raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
+    family, scored, controls = run_scores(store, benchmark, list(runs), clusterings, split_arg(split), cache=cache)
+    if (split or "").strip() == DEFAULT_SPLIT and scored and scored[0].split == NO_TEST_SPLIT:
+        raise BadMetricsRequest(f"benchmark {benchmark!r} has no items in split 'test'; leave split empty to "
+                                "score every split")
+    tables = tables_for(family, scored, controls)
+    choice = _shortcut_choice(scored, shortcut_model)
+    if choice is not None:
+        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == "spur_shortcut" else t
+                  for t in tables]
+    return {"benchmark": benchmark, "family": family, "split": scored[0].split if scored else None,
+            "runs": [r.name for r in scored], "controls": [r.name for r in controls],
+            "tables": [table_json(t) for t in tables]}
+
+
+# --------------------------------------------------------------------------- what a drawing shows
+
+
+@dataclass
+class Page:
+    """What one drawing of the tab shows: a message, or the scored runs with their tables and figures."""
+
+    message: str = ""
+    message_id: str | None = None
+    benchmark: str = ""
+    family: str = ""
+    runs: list[RunScore] = field(default_factory=list)
+    tables: dict[str, Table] = field(default_factory=dict)
+    figs: dict[str, Any] = field(default_factory=dict)
+    chart_error: str | None = None
+
+    def sections(self) -> list[tuple[int, str, list[str], list[str]]]:
+        """(index, title, table keys, chart keys) of each section with something to show."""
+        spec = charts.family_charts(self.family).sections if self.family else []
+        out = [(i, title, [k for k in tk if k in self.tables], [k for k in ck if k in self.figs])
+               for i, (title, tk, ck) in enumerate(spec)]
+        return [s for s in out if s[2] or s[3]]
+
+    def summary(self) -> str:
+        n_synth = sum(r.synthetic for r in self.runs)
+        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(self.runs)} runs are generated demo "
+                 "data" if n_synth else "")
+        return (f"**{self.benchmark}** ({self.family}) · {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · "
+                f"split *{html.escape(self.runs[0].split)}*{synth}  \nRates in %. Hover a value for k / n and its 95% "
+                "interval; click a column header to sort; n/a cells list their reason under the table.")
+
+
+def metrics_page(store: Store, benchmark: str | None, selected: list[str], clusterings: tuple[Clustering, ...] = (),
+                 cache: ScoreCache = CACHE) -> Page:
+    """The page for one drawing (scores through the cache; a CrosscheckError is left to the caller)."""
+    if not benchmark:
+        return Page("No benchmark in the store yet: import one in the **Data** tab.")
+    if not selected:
+        return Page("Pick one or more runs in the **Runs** box above to see their metrics.", "cc-metrics-empty")
+    family, runs, controls = run_scores(store, benchmark, selected, clusterings, cache=cache)
+    if not runs:
+        return Page("None of the picked runs exists any more: press **Refresh**.")
+    page = Page(benchmark=benchmark, family=family, runs=runs,
+                tables={t.key: t for t in tables_for(family, runs, controls)})
+    try:
+        page.figs = charts.charts_for(family, runs, page.tables)
+    except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
+        log.exception("charts failed for %s", benchmark)
+        page.chart_error = type(exc).__name__
+    return page
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+class MetricsHandlers:
+    """The tab's event handlers over one store: plain methods of the inputs, returning the outputs' values.
+
+    The tab draws when it is visible and its inputs changed: `shown` follows the tab strip, `drawn` holds the
+    key of the last drawing, and `want` (a fresh [key, n] on each accepted request) triggers the render."""
+
+    def __init__(self, store: Store, tab_label: str | None = None, cache: ScoreCache = CACHE) -> None:
+        self.store = store
+        self.tab_label = tab_label
+        self.cache = cache
+
+    def cluster_controls(self, benchmark: str | None, fields: list[str] | None) -> tuple[Any, Any]:
+        """The cluster pickers' row (shown for a family that takes them) and the union-field choices."""
+        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        choices = union_field_choices(self.store, benchmark) if pickers else []
+        kept = [f for f in (fields or []) if f in choices] or [f for f in DEFAULT_UNION_FIELDS if f in choices]
+        return gr.update(visible=pickers), gr.update(choices=choices, value=kept)
+
+    def request(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
+                clusters: list[str] | None, fields: list[str] | None, last: Any, force: bool = False) -> Any:
+        """(drawn, want): a new key and a fresh want when the tab must draw, else skips (nothing happens)."""
+        extra = (tuple(clusters or ()), tuple(fields or ()))  # the Table 13 clusterings are inputs too
+        key = gate(self.store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
+        if key is None:
+            return gr.skip(), gr.skip()
+        return key, [list(key), next(_REQUESTS)]
+
+    def refresh(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
+                clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+        """The header's Refresh: draws again when the tab is shown, whatever changed."""
+        return self.request(is_shown, benchmark, selected, clusters, fields, last, force=True)
+
+    def on_tab(self, evt: gr.SelectData, benchmark: str | None, selected: list[str] | None,
+               clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+        """A tab of the strip was opened: (shown, drawn, want)."""
+        is_shown = evt.value == self.tab_label
+        return (is_shown, *self.request(is_shown, benchmark, selected, clusters, fields, last))
+
+    def page(self, wanted: list[Any] | None) -> Page | None:
+        """What the render draws for a `want` value (None: nothing)."""
+        if not wanted:
+            return None
+        key = wanted[0]
+        try:
+            return metrics_page(self.store, key[0], list(key[1]), clusterings_of(list(key[-2]), list(key[-1])),
+                                cache=self.cache)
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+
+    def api(self, benchmark: str, runs: list[str], split: str = "", clusters: list[str] | None = None,
+            cluster_fields: list[str] | None = None, shortcut_model: str = "") -> dict[str, Any]:
+        """The Metrics tab's tables for the named runs of a benchmark as JSON: {benchmark, family, split, runs,
+        controls, tables}; each table {key, title, index, columns, rows, note, reasons}, each cell {column,
+        run, path, kind, value, k, n, interval, reason, display} (docs/UI.md)."""
+        try:
+            return metrics_json(self.store, benchmark, list(runs or []), split, clusters, cluster_fields,
+                                shortcut_model, cache=self.cache)
+        except CrosscheckError as exc:
+            raise gr.Error(str(exc)) from exc
+
+
+# --------------------------------------------------------------------------- layout
 
 
 # Charts drawn while their sub-tab was hidden get plotly's default 700 px; when a chart's box changes size (its
@@ -197,142 +333,84 @@ def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None
     _download("Chart (HTML)", lambda: chart_file(charts.figure_html(fig), prefix, key), dl, "cc-dl-chart", 120)
 
 
-def render_key(store: Store, benchmark: str | None, selected: list[str] | None) -> tuple[Any, ...]:
-    """What a render depends on: the picks and the state of the benchmark's runs (a finished live run or an
-    import changes it). Equal keys draw the same page."""
-    runs = store.runs(benchmark) if benchmark else []
-    names = {r["name"] for r in runs}  # right after a benchmark switch the old picks are dropped
-    return (benchmark, tuple(n for n in selected or () if n in names),
-            tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs))
+def draw(store: Store, page: Page | None, dl: gr.DownloadButton) -> None:
+    """The components of one drawing (inside the tab's gr.render)."""
+    if page is None:
+        return
+    if page.message:
+        gr.Markdown(page.message, elem_id=page.message_id)
+        return
+    if page.chart_error:
+        gr.Markdown(f"Charts could not be drawn ({html.escape(page.chart_error)}); the tables below are complete.")
+    drawing = next(_RENDERS)
+    gr.Markdown(page.summary(), elem_id="cc-metrics-summary",
+                elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
+    sections = page.sections()
+    # a fresh Tabs on every render (unique key), opened on its first section: a re-render never keeps a stale
+    # selection or the tab headers of an earlier render
+    with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{drawing}",
+                 selected=f"{page.family}-{sections[0][0]}" if sections else None):
+        for i, title, present, plots in sections:
+            with gr.Tab(title, id=f"{page.family}-{i}"):
+                _section(store, page, present, plots, dl)
 
 
-def gate(store: Store, shown: bool, benchmark: str | None, selected: list[str] | None,
-         drawn: tuple[Any, ...] | None, force: bool = False, extra: tuple[Any, ...] = ()
-         ) -> tuple[Any, ...] | None:
-    """The key to draw, or None to leave the tab as it is: only a visible tab draws, and only when its inputs
-    changed since its last drawing (or Refresh was pressed). `extra` (the Table 13 cluster and union-field
-    picks) ends the key."""
-    if not shown:
-        return None
-    key = (*render_key(store, benchmark, selected), *extra)
-    return key if force or key != drawn else None
+def _section(store: Store, page: Page, present: list[str], plots: list[str], dl: gr.DownloadButton) -> None:
+    prefix = page.benchmark
+    if len(plots) >= 2:
+        for j in range(0, len(plots), 2):
+            with gr.Row():
+                for key in plots[j:j + 2]:
+                    with gr.Column(min_width=380):
+                        _chart_block(page.figs[key], prefix, key, dl)
+    elif plots:
+        _chart_block(page.figs[plots[0]], prefix, plots[0], dl)
+    for key in present:
+        if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
+            shortcut_block(store, page.benchmark, page.runs, page.tables[key], prefix)
+        else:
+            _table_block(page.tables[key], prefix, dl)
+
+
+def _cluster_pickers() -> tuple[gr.Row, gr.Dropdown, gr.Dropdown]:
+    """FrameEvidence bootstrap clusterings (000 App. A, D.6): Table 13's interval columns, side by side."""
+    with gr.Row(elem_id="cc-metrics-clusters", visible=False) as row:
+        pick = gr.Dropdown(label="Bootstrap clusters (Table 13 intervals, side by side)", choices=CLUSTER_CHOICES,
+                           value=DEFAULT_CLUSTER_PICK, multiselect=True, scale=3, elem_id="cc-metrics-cluster-pick")
+        fields = gr.Dropdown(label="Union links groups sharing an image or a value of",
+                             choices=list(DEFAULT_UNION_FIELDS), value=list(DEFAULT_UNION_FIELDS), multiselect=True,
+                             allow_custom_value=True, scale=2, elem_id="cc-metrics-cluster-fields")
+    return row, pick, fields
 
 
 def build_metrics(ctx: Ctx) -> None:
-    store = ctx.store
+    """The tab's layout: the cluster pickers, the render, and the `metrics` endpoint; handlers in MetricsHandlers."""
     gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css", js_on_load=FIT_JS)
     dl = gr.DownloadButton("download", visible="hidden", elem_id=DL_ID)
-
     root = gr.context.Context.root_block  # page load is a trigger too (explicit triggers drop it)
-    # FrameEvidence bootstrap clusterings (000 App. A, D.6): Table 13's interval columns, side by side
-    with gr.Row(elem_id="cc-metrics-clusters", visible=False) as cluster_row:
-        cluster_pick = gr.Dropdown(label="Bootstrap clusters (Table 13 intervals, side by side)",
-                                   choices=CLUSTER_CHOICES, value=DEFAULT_CLUSTER_PICK, multiselect=True, scale=3,
-                                   elem_id="cc-metrics-cluster-pick")
-        field_pick = gr.Dropdown(label="Union links groups sharing an image or a value of",
-                                 choices=list(DEFAULT_UNION_FIELDS), value=list(DEFAULT_UNION_FIELDS),
-                                 multiselect=True, allow_custom_value=True, scale=2,
-                                 elem_id="cc-metrics-cluster-fields")
-
-    def cluster_controls(benchmark: str | None, fields: list[str] | None) -> tuple[Any, Any]:
-        is_fe = bool(benchmark) and store.benchmark_family(benchmark) == "frameevidence"
-        choices = union_field_choices(store, benchmark) if is_fe else []
-        kept = [f for f in (fields or []) if f in choices] or [f for f in DEFAULT_UNION_FIELDS if f in choices]
-        return gr.update(visible=is_fe), gr.update(choices=choices, value=kept)
-
-    for trigger in (root.load, ctx.benchmark.change):
-        trigger(cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
-
-    # The tab draws when it is visible and its inputs changed: `shown` follows the tab strip, `drawn` holds
-    # the key of the last drawing, and `want` (a fresh [key, n] on each accepted request) triggers the render.
+    assert root is not None, "build_metrics runs inside a gr.Blocks"
     tab = gr.context.Context.block
-    in_tabs = isinstance(tab, gr.Tab) and isinstance(tab.parent, gr.Tabs)
+    strip = tab.parent if isinstance(tab, gr.Tab) else None
+    in_tabs = isinstance(tab, gr.Tab) and isinstance(strip, gr.Tabs)
+    h = MetricsHandlers(ctx.store, str(tab.label) if isinstance(tab, gr.Tab) and in_tabs else None)
+    cluster_row, cluster_pick, field_pick = _cluster_pickers()
+    for trigger in (root.load, ctx.benchmark.change):
+        trigger(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+
     shown = gr.State(not in_tabs)  # built outside a tab strip (a test page): always visible
     drawn = gr.State(None)
     want = gr.State(None)
-    counter = itertools.count()
-
-    def request(is_shown: bool, benchmark: str | None, selected: list[str] | None, clusters: list[str] | None,
-                fields: list[str] | None, last: Any, force: bool = False) -> Any:
-        extra = (tuple(clusters or ()), tuple(fields or ()))  # the Table 13 clusterings are inputs too
-        key = gate(store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
-        if key is None:
-            return gr.skip(), gr.skip()
-        return key, [list(key), next(counter)]
-
-    def on_tab(evt: gr.SelectData, benchmark: str | None, selected: list[str] | None, clusters: list[str] | None,
-               fields: list[str] | None, last: Any) -> Any:
-        is_shown = evt.value == tab.label
-        return (is_shown, *request(is_shown, benchmark, selected, clusters, fields, last))
-
     inputs = [shown, ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn]
-    if in_tabs:
-        tab.parent.select(on_tab, [ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn], [shown, drawn, want],
-                          api_visibility="private")
+    if isinstance(strip, gr.Tabs):
+        strip.select(h.on_tab, inputs[1:], [shown, drawn, want], api_visibility="private")
     else:
-        root.load(request, inputs, [drawn, want], api_visibility="private")
+        root.load(h.request, inputs, [drawn, want], api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, cluster_pick.change, field_pick.change):
-        trigger(request, inputs, [drawn, want], api_visibility="private")
-    ctx.refresh.click(lambda s, b, r, c, f, d: request(s, b, r, c, f, d, force=True), inputs,
-                      [drawn, want], api_visibility="private")
+        trigger(h.request, inputs, [drawn, want], api_visibility="private")
+    ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
     @gr.render(inputs=[want], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
     def render(wanted: list[Any] | None) -> None:
-        if not wanted:
-            return
-        benchmark, selected = wanted[0][0], list(wanted[0][1])
-        clusters, fields = list(wanted[0][-2]), list(wanted[0][-1])
-        if not benchmark:
-            gr.Markdown("No benchmark in the store yet: import one in the **Data** tab.")
-            return
-        if not selected:
-            gr.Markdown("Pick one or more runs in the **Runs** box above to see their metrics.",
-                        elem_id="cc-metrics-empty")
-            return
-        try:
-            family, runs, controls = run_scores(store, benchmark, list(selected), clusterings_of(clusters, fields))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        if not runs:
-            gr.Markdown("None of the picked runs exists any more: press **Refresh**.")
-            return
-        tables = {t.key: t for t in tables_for(family, runs, controls)}
-        try:
-            figs = charts.charts_for(family, runs, tables)
-        except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
-            log.exception("charts failed for %s", benchmark)
-            figs = {}
-            gr.Markdown(f"Charts could not be drawn ({html.escape(type(exc).__name__)}); the tables below are "
-                        "complete.")
-        drawing = next(_RENDERS)
-        n_synth = sum(r.synthetic for r in runs)
-        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(runs)} runs are generated demo data"
-                 if n_synth else "")
-        gr.Markdown(f"**{benchmark}** ({family}) · {len(runs)} run{'s' if len(runs) != 1 else ''} · split "
-                    f"*{html.escape(runs[0].split)}*"
-                    f"{synth}  \nRates in %. Hover a value for k / n and its 95% interval; click a column header "
-                    "to sort; n/a cells list their reason under the table.", elem_id="cc-metrics-summary",
-                    elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
-        prefix = f"{benchmark}"
-        sections = [(i, title, [k for k in tk if k in tables], [k for k in ck if k in figs])
-                    for i, (title, tk, ck) in enumerate(SECTIONS.get(family, SECTIONS["generic"]))]
-        sections = [s for s in sections if s[2] or s[3]]
-        # a fresh Tabs on every render (unique key), opened on its first section: a re-render never keeps a
-        # stale selection or the tab headers of an earlier render
-        with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{drawing}",
-                     selected=f"{family}-{sections[0][0]}" if sections else None):
-            for i, title, present, plots in sections:
-                with gr.Tab(title, id=f"{family}-{i}"):
-                    if len(plots) >= 2:
-                        for j in range(0, len(plots), 2):
-                            with gr.Row():
-                                for key in plots[j:j + 2]:
-                                    with gr.Column(min_width=380):
-                                        _chart_block(figs[key], prefix, key, dl)
-                    elif plots:
-                        _chart_block(figs[plots[0]], prefix, plots[0], dl)
-                    for key in present:
-                        if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
-                            shortcut_block(store, benchmark, runs, tables[key], prefix)
-                        else:
-                            _table_block(tables[key], prefix, dl)
+        draw(ctx.store, h.page(wanted), dl)
+
+    gr.api(h.api, api_name="metrics", concurrency_limit=4, concurrency_id="metrics-api")

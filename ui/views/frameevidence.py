@@ -118,3 +118,128 @@ def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
             + section("One run in detail", detail_html(items, g.detail, g.flags,
                                                        title=lambda it: FQ2_TITLES[it["variant"]].split(":")[0])))
     return f'<div class="cc-view cc-view-fq2">{body}</div>'
+
+
+# charts
+
+import html  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+import plotly.graph_objects as go  # noqa: E402
+
+from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
+from ui.charts import (  # noqa: E402
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    by_label_bars,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
+
+
+def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
+    """000 Figure 5: initial MSS success (x, all FQ2 groups) vs conditional success (y, MSS-correct subset)
+    for deletion (NTS) and addition (DIS); arrows link a run to its base when its config names `base_run`."""
+    title = "Initial vs conditional success (000 Figure 5)"
+    fig = go.Figure()
+    pts: dict[str, dict[str, tuple[float, float]]] = {}
+    for variant, symbol, label in (("del", "circle", "deletion → NTS"), ("add", "diamond", "addition → DIS")):
+        xs, ys, text, hover, xcells, ycells = [], [], [], [], [], []
+        for r in runs:
+            ini, cond = get(r.metrics, ("transitions", "initial")), get(r.metrics, ("transitions", "conditional", variant))
+            if reason_of(ini) is not None or reason_of(cond) is not None:
+                continue
+            x, y = 100 * ini["value"], 100 * cond["value"]
+            xs.append(x)
+            ys.append(y)
+            xcells.append(Cell(ini))
+            ycells.append(Cell(cond))
+            text.append(f"{cond.get('k')}/{cond.get('n')}")
+            hover.append(html.escape(f"{series_name(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
+                                     f"{cond.get('k')}/{cond.get('n')}"))
+            pts.setdefault(r.name, {})[variant] = (x, y)
+        if xs:
+            fig.add_scatter(name=label, x=xs, y=ys, mode="markers+text", text=text, textposition="top center",
+                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=error_bars(xcells),
+                            error_y=error_bars(ycells),
+                            hovertemplate="%{customdata}<extra>" + label + "</extra>")
+    if not pts:
+        return empty(title, "no selected run has FQ2 transitions")
+    for r in runs:
+        base = r.config.get("base_run")
+        if base in pts and r.name in pts:
+            for variant in ("del", "add"):
+                if variant in pts[base] and variant in pts[r.name]:
+                    (x0, y0), (x1, y1) = pts[base][variant], pts[r.name][variant]
+                    fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
+                                       showarrow=True, arrowhead=3, arrowwidth=1.5, arrowcolor="#555")
+    fig.update_layout(**LAYOUT, title=title, xaxis_title="initial success: MSS correct (%)",
+                      yaxis_title="conditional success given MSS correct (%)")
+    fig.update_xaxes(range=[-3, 103])
+    fig.update_yaxes(range=[-3, 108])
+    return fig
+
+
+def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
+    title = "Accuracy per option rotation, with Circular"
+    fig = go.Figure()
+    for i, r in enumerate(runs):
+        per = get(r.metrics, ("per_rotation",)) or {}
+        keys = sorted(per, key=lambda k: int(k)) if isinstance(per, dict) else []
+        if len(keys) < 2:
+            continue
+        cells = [Cell(per[k]) for k in keys]
+        color = PALETTE[i % len(PALETTE)]
+        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[pct(c) for c in cells],
+                        mode="lines+markers", line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
+                        hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
+        circ = get(r.metrics, ("circular",))
+        if reason_of(circ) is None:
+            fig.add_scatter(name=f"{r.name} circular", x=[f"R{keys[0]}", f"R{keys[-1]}"],
+                            y=[100 * circ["value"]] * 2, mode="lines", line=dict(color=color, dash="dot"),
+                            hovertemplate=f"circular {circ['k']}/{circ['n']}<extra></extra>")
+    if not fig.data:
+        return empty(title, "no selected run has several option rotations")
+    fig.update_layout(**LAYOUT, title=title, yaxis_title="accuracy (%)")
+    return fig
+
+
+SECTIONS = [
+    ("Overview", ["fe_table4", "fe_independence", "fe_variants"], ["fe_table4"]),
+    ("Figure 5 · transitions", ["fe_figure5", "fe_pairwise"], ["fe_figure5"]),
+    ("Input controls", ["fe_delta_text", "fe_delta_first", "fe_decomposition"], ["fe_delta_text"]),
+    ("Rotations · repeats · seeds", ["fe_rotations", "fe_repeats", "fe_table13", "fe_seeds", "fe_seeds_rotations"],
+     ["fe_rotations"]),
+    ("Insufficiency", ["fe_insufficiency"], ["fe_insufficiency"]),
+    ("Strata", ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source",
+                "fe_strata_ordinal_change"],
+     ["fe_strata_n_images", "fe_strata_relation", "fe_strata_scene", "fe_strata_source", "fe_strata_ordinal_change"]),
+    ("Metadata controls", ["fe_controls"], ["fe_controls"]),
+]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    out = {"fe_table4": grouped_bars(tables["fe_table4"], "Table 4 metrics per run (bars: uniform-random reference)"),
+           "fe_figure5": fe_figure5(runs)}
+    if "fe_delta_text" in tables:
+        out["fe_delta_text"] = diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
+    out["fe_rotations"] = rotation_lines(runs)
+    if "fe_insufficiency" in tables:
+        out["fe_insufficiency"] = grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
+                                               columns=["MSS", "del", "add", "Precision", "Recall"])
+    for key in ("n_images", "relation", "scene", "source", "ordinal_change"):
+        t = tables.get(f"fe_strata_{key}")
+        if t is not None and not t.empty:
+            out[t.key] = by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
+    if "fe_controls" in tables:
+        out["fe_controls"] = grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
+    return out
+
+
+CHARTS = FamilyCharts(SECTIONS, charts, control_runner="baseline", cluster_pickers=True)

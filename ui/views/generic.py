@@ -62,3 +62,23 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
                                                 col_label=_column_label))
             + section("One run in detail", detail_html(recs, g.detail, g.flags)))
     return f'<div class="cc-view cc-view-generic">{body}</div>'
+
+
+
+# charts
+
+from collections.abc import Sequence  # noqa: E402
+
+import plotly.graph_objects as go  # noqa: E402
+
+from core.report_tables import RunScore, Table  # noqa: E402
+from ui.charts import FamilyCharts, grouped_bars  # noqa: E402
+
+SECTIONS = [("Overview", ["generic_main", "generic_kinds"], ["generic_main"])]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    return {"generic_main": grouped_bars(tables["generic_main"], "Accuracy and macro P / R / F1")}
+
+
+CHARTS = FamilyCharts(SECTIONS, charts)

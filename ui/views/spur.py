@@ -132,3 +132,43 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
             + section("One run in detail", detail_html(recs, g.detail, g.flags,
                                                        title=lambda it: f'{it["kind"]} · {TASK_NAMES.get(it["kind"], "")}')))
     return f'<div class="cc-view cc-view-spur">{body}</div>'
+
+
+
+# charts
+
+from collections.abc import Sequence  # noqa: E402
+
+import plotly.graph_objects as go  # noqa: E402
+
+from core.report_tables import RunScore, Table  # noqa: E402
+from ui.charts import FamilyCharts, by_label_bars, grouped_bars  # noqa: E402
+
+SECTIONS = [
+    ("Table 3", ["spur_table3"], ["spur_table3"]),
+    ("Breakdowns", ["spur_staining", "spur_relations", "spur_paradigm"],
+     ["spur_staining", "spur_relations", "spur_paradigm"]),
+    ("MCoT · Table 5", ["spur_mcot", "spur_table5"], ["spur_mcot", "spur_table5"]),
+    ("Shortcuts", ["spur_shortcut"], []),
+]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    out = {"spur_table3": grouped_bars(tables["spur_table3"], "Accuracy per task and stage (95% CI)")}
+    if "spur_staining" in tables:
+        out["spur_staining"] = by_label_bars(tables["spur_staining"], "Deviation from perception micro",
+                                             "Staining category: deviation from the perception micro average",
+                                             y_title="points")
+    if "spur_relations" in tables:
+        out["spur_relations"] = by_label_bars(tables["spur_relations"], "Accuracy",
+                                              "Understanding by number of relations")
+    if "spur_paradigm" in tables:
+        out["spur_paradigm"] = by_label_bars(tables["spur_paradigm"], "Accuracy", "Reasoning by paradigm")
+    out["spur_table5"] = grouped_bars(tables["spur_table5"], "Reasoning accuracy by perception correctness",
+                                      columns=["Perception correct", "Perception wrong"])
+    out["spur_mcot"] = grouped_bars(tables["spur_mcot"], "Stage accuracy per prompting strategy",
+                                    columns=["Perception", "Understanding", "Reasoning", "Overall"])
+    return out
+
+
+CHARTS = FamilyCharts(SECTIONS, charts)

@@ -113,3 +113,140 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
                       detail_html(full + rule + probes, g.detail, g.flags,
                                   title=lambda it: labels[it["item_id"]] + " · " + KIND_TITLES[it["kind"]])))
     return f'<div class="cc-view cc-view-stembind">{body}</div>'
+
+
+# charts
+
+import html  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+import plotly.graph_objects as go  # noqa: E402
+
+from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
+from ui.charts import (  # noqa: E402
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
+
+
+def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
+    """R accuracy (x) vs F accuracy (y) per run and per operation; the diagonal is R = F."""
+    title = "The R-F chasm: rule accuracy vs full-problem accuracy"
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 100], y=[0, 100], mode="lines", line=dict(color="#aaa", dash="dash"), name="R = F",
+                    hoverinfo="skip")
+    for i, r in enumerate(runs):
+        rr, ff = get(r.metrics, ("r_accuracy",)), get(r.metrics, ("f_accuracy",))
+        if reason_of(rr) is not None or reason_of(ff) is not None:
+            continue
+        color = PALETTE[i % len(PALETTE)]
+        ops = get(r.metrics, ("by_operation",)) or {}
+        xs, ys, names, hov = [], [], [], []
+        for op, block in ops.items():
+            if reason_of(block.get("r")) is None and reason_of(block.get("f")) is None:
+                xs.append(100 * block["r"]["value"])
+                ys.append(100 * block["f"]["value"])
+                names.append(op)
+                hov.append(f"{op}: R {block['r']['k']}/{block['r']['n']}, F {block['f']['k']}/{block['f']['n']}")
+        if xs:
+            fig.add_scatter(name=f"{r.name} per operation", x=xs, y=ys, mode="markers", text=names,
+                            marker=dict(color=color, size=7, opacity=0.55), customdata=hov, legendgroup=r.name,
+                            hovertemplate="%{customdata}<extra></extra>", showlegend=False)
+        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
+                        error_x=error_bars([Cell(rr)]), error_y=error_bars([Cell(ff)]), mode="markers",
+                        marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
+                        legendgroup=r.name,
+                        customdata=[html.escape(f"R {rr['k']}/{rr['n']}, F {ff['k']}/{ff['n']}")],
+                        hovertemplate="%{customdata}<extra>%{fullData.name}</extra>")
+    fig.update_layout(**LAYOUT, title=title, xaxis_title="R accuracy (%)", yaxis_title="F accuracy (%)")
+    fig.update_xaxes(range=[0, 102])
+    fig.update_yaxes(range=[0, 102])
+    return fig
+
+
+def stacked_decomposition(table: Table) -> go.Figure:
+    title = "Where stems fail: solved / can't bind / can't reason / can't see"
+    cats = ["solved", "cant bind", "cant reason", "cant see"]
+    colors = ["#3a9a5b", "#d9822b", "#b8423a", "#6b7a8f"]
+    fig = go.Figure()
+    names = [series_name(r.labels[0], r.synthetic) for r in table.rows]
+    for cat, color in zip(cats, colors, strict=True):
+        j = table.columns.index(cat)
+        cells = [r.cells[j] for r in table.rows]
+        key = cat.replace(" ", "_")
+        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[pct(c) for c in cells], orientation="h",
+                    marker_color=color, customdata=hover(cells),
+                    hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
+    fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
+    fig.update_layout(height=max(220, 90 + 40 * len(names)))
+    return fig
+
+
+def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
+    title = "SSA: F accuracy with verified stage text H0-H4 (dashed: irrelevant-S1 control)"
+    fig = go.Figure()
+    seen = set()
+    for i, r in enumerate(runs):
+        node = get(r.metrics, ("ssa",))
+        if reason_of(node) is not None or not isinstance(node, dict):
+            continue
+        ident = tuple(sorted((node.get("runs") or {}).items()))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        acc = node.get("accuracy", {})
+        levels = [lv for lv in ("H0", "H1", "H2", "H3", "H4") if lv in acc]
+        cells = [Cell(acc[lv]) for lv in levels]
+        color = PALETTE[i % len(PALETTE)]
+        model = r.config.get("model") or r.name
+        fig.add_scatter(name=f"{model} raw", x=levels, y=[pct(c) for c in cells], mode="lines+markers",
+                        line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
+                        hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
+        iso = node.get("isotonic") or {}
+        if iso:
+            fig.add_scatter(name=f"{model} isotonic", x=list(iso), y=[100 * v for v in iso.values()],
+                            mode="lines", line=dict(color=color, width=1, shape="hv"), opacity=0.6,
+                            hovertemplate="isotonic %{y:.1f}<extra></extra>")
+        if "irrelevant" in acc and reason_of(acc["irrelevant"]) is None:
+            c = acc["irrelevant"]
+            fig.add_scatter(name=f"{model} irrelevant-S1", x=[levels[0], levels[-1]], y=[100 * c["value"]] * 2,
+                            mode="lines", line=dict(color=color, dash="dash"),
+                            hovertemplate=f"irrelevant-S1 {c['k']}/{c['n']}<extra></extra>")
+    if not fig.data:
+        reason = next((reason_of(get(r.metrics, ("ssa",))) for r in runs), None) or "no SSA runs selected"
+        return empty(title, f"not computed: {reason}")
+    fig.update_layout(**LAYOUT, title=title, yaxis_title="F accuracy (%)")
+    return fig
+
+
+SECTIONS = [
+    ("Leaderboard", ["sb_leaderboard", "sb_operations"], ["sb_leaderboard", "sb_chasm"]),
+    ("Binding", ["sb_decomposition", "sb_binding_gap"], ["sb_decomposition", "sb_binding_gap"]),
+    ("Stages · SSA", ["sb_stepacc", "sb_ssa"], ["sb_ssa", "sb_stepacc"]),
+    ("Paired runs", ["sb_thinkgain", "sb_vg"], ["sb_thinkgain", "sb_vg"]),
+    ("Tokens", ["sb_tokens"], []),
+]
+
+
+def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+    return {"sb_leaderboard": grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
+                                           columns=["P", "R", "F"]),
+            "sb_chasm": sb_rf_chasm(runs),
+            "sb_decomposition": stacked_decomposition(tables["sb_decomposition"]),
+            "sb_binding_gap": grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
+                                           columns=["Binding Gap"]),
+            "sb_ssa": ssa_curves(runs),
+            "sb_thinkgain": diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)"),
+            "sb_vg": diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)"),
+            "sb_stepacc": diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")}
+
+
+CHARTS = FamilyCharts(SECTIONS, charts)

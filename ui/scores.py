@@ -1,0 +1,141 @@
+"""Scores for the Metrics tab and its `metrics` endpoint: the bulk path of `score --all`, cached per benchmark.
+
+The runs are read as `score --all` reads them (db.frames.load_for_scoring over the db.bulk scoring units that
+hold a picked run: every run whose metrics a picked run's can depend on) and scored by one
+`core.scoring.score_all` call (shared work, shared bootstrap draws), so each result equals
+`score --run NAME --json`'s and `score --all --json`'s.
+
+`ScoreCache` keeps results under (benchmark, run names, (name, updated, prediction count) of every run of the
+benchmark, options): a finished live run, an import, an override or a new judge run changes the key, and
+entries of an older state of that benchmark are dropped. Its lock is held only while its dict is read or
+written, never while scoring: users scoring different benchmarks (or different picks) never wait on each other,
+and a key asked for while it is being computed waits for that one computation (a Future) instead of starting a
+second one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from core.report_tables import RunScore
+from core.scoring import DEFAULT_SPLIT, score_all
+from core.stats import Clustering
+from db.bulk import units
+from db.frames import load_for_scoring, score_extras
+from db.store import Store
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """What a scoring depends on besides the runs: the split (None: every split) and FrameEvidence's bootstrap
+    clusterings (empty: score's defaults)."""
+
+    split: str | None = DEFAULT_SPLIT
+    clusterings: tuple[Clustering, ...] = ()
+
+    def score_kwargs(self) -> dict[str, Any]:
+        return {"clusterings": self.clusterings} if self.clusterings else {}
+
+
+Key = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], ScoreOptions]
+
+
+def run_state(runs: Sequence[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
+    """(name, updated, prediction count) of each run (Store.runs rows): what a cached score depends on."""
+    return tuple((r["name"], r["updated"], r.get("n_predictions")) for r in runs)
+
+
+def runs_to_load(store: Store, benchmark: str, names: Sequence[str]) -> list[str]:
+    """Every run of each db.bulk scoring unit that holds one of `names` (what `score --all` loads with it)."""
+    wanted = set(names)
+    return [n for _, unit, _ in units(store, [benchmark]) if wanted & set(unit) for n in unit]
+
+
+def score_runs(store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions) -> dict[str, dict[str, Any]]:
+    """{run: score_run result} of `names`, through the bulk path (no cache)."""
+    if not names:
+        return {}
+    items, runs = load_for_scoring(store, benchmark, names=runs_to_load(store, benchmark, names))
+    per_run = {n: score_extras(store, n, runs[n].family) for n in names}
+    # a per-benchmark scoring context (#17 point 5) goes in here: score_all(..., context=...)
+    return score_all(items, runs, names=list(names), split=options.split, per_run=per_run,
+                     **options.score_kwargs())
+
+
+class ScoreCache:
+    """Bulk scores per (benchmark, runs, state of the benchmark's runs, options); at most `size` entries."""
+
+    def __init__(self, size: int = 32, scorer: Callable[..., dict[str, dict[str, Any]]] = score_runs) -> None:
+        self.size = size
+        self.scorer = scorer  # score_runs; a test holds it at its start to watch the locking
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Key, Future[dict[str, dict[str, Any]]]] = OrderedDict()
+        self.computed = 0  # scorings started (tests and the bench read it)
+
+    def key(self, store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions) -> Key:
+        runs = store.runs(benchmark)
+        known = {r["name"] for r in runs}
+        return benchmark, tuple(dict.fromkeys(n for n in names if n in known)), run_state(runs), options
+
+    def scores(self, store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions | None = None
+               ) -> dict[str, dict[str, Any]]:
+        """{run: score_run result} of the named runs of `benchmark` (names the benchmark lacks are left out)."""
+        options = options or ScoreOptions()
+        key = self.key(store, benchmark, names, options)
+        future, owner = self._claim(key)
+        if owner:
+            try:
+                future.set_result(self.scorer(store, benchmark, key[1], options))
+            except BaseException as exc:
+                with self._lock:  # a failed scoring is not kept: the next request tries again
+                    if self._entries.get(key) is future:
+                        del self._entries[key]
+                future.set_exception(exc)
+        return future.result()
+
+    def _claim(self, key: Key) -> tuple[Future[dict[str, dict[str, Any]]], bool]:
+        """The entry for `key` and whether this caller computes it (bookkeeping only, under the lock)."""
+        with self._lock:
+            future = self._entries.get(key)
+            if future is not None:
+                self._entries.move_to_end(key)
+                return future, False
+            for old in [k for k in self._entries if k[0] == key[0] and k[2] != key[2]]:
+                del self._entries[old]  # scored on an older state of this benchmark's runs
+            future = self._entries[key] = Future()
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+            self.computed += 1
+            return future, True
+
+
+CACHE = ScoreCache()
+
+
+def run_scores(store: Store, benchmark: str, names: Sequence[str], clusterings: tuple[Clustering, ...] = (),
+               split: str | None = DEFAULT_SPLIT, control_runner: str | None = None, cache: ScoreCache = CACHE
+               ) -> tuple[str, list[RunScore], list[RunScore]]:
+    """(family, the named runs' scores, control runs' scores): the runs of `control_runner` (config `runner`)
+    are scored beside the named ones as control rows (default: the family's, ui/views/<name>.py CHARTS)."""
+    from ui.charts import family_charts
+
+    family = store.benchmark_family(benchmark)
+    fc = family_charts(family)
+    runner = control_runner if control_runner is not None else fc.control_runner
+    meta = {r["name"]: r for r in store.runs(benchmark, with_counts=False)}
+    names = [n for n in names if n in meta]
+    controls = [n for n, r in meta.items() if runner and r["runner"] == runner]
+    options = ScoreOptions(split, clusterings if fc.cluster_pickers else ())
+    scores = cache.scores(store, benchmark, list(dict.fromkeys([*names, *controls])), options)
+
+    def rs(name: str) -> RunScore:
+        r = meta[name]
+        return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"],
+                        scores[name].get("split", DEFAULT_SPLIT))
+
+    return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]
