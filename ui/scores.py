@@ -24,7 +24,7 @@ from typing import Any
 
 from core.report_tables import RunScore
 from core.scoring import DEFAULT_SPLIT, score_all
-from core.stats import Clustering
+from core.stats import Clustering, ScoringContext
 from db.bulk import units
 from db.frames import load_for_scoring, score_extras
 from db.store import Store
@@ -62,9 +62,10 @@ def score_runs(store: Store, benchmark: str, names: Sequence[str], options: Scor
         return {}
     items, runs = load_for_scoring(store, benchmark, names=runs_to_load(store, benchmark, names))
     per_run = {n: score_extras(store, n, runs[n].family) for n in names}
-    # a per-benchmark scoring context (#17 point 5) goes in here: score_all(..., context=...)
+    # the scoring state is this call's own (#17 point 5): the frames are loaded per scoring and the context's memo is
+    # keyed by their identity, so a longer-lived context would only hold memory; threads never share one
     return score_all(items, runs, names=list(names), split=options.split, per_run=per_run,
-                     **options.score_kwargs())
+                     context=ScoringContext(), **options.score_kwargs())
 
 
 class ScoreCache:
