@@ -92,10 +92,13 @@ def test_no_ddl_outside_db_schema(statement):
 
 
 def test_no_create_calls_outside_db_schema():
-    """sqlite-utils' table creation (`.create(`, `create_index`, `create_view`) only in the migrations."""
+    """sqlite-utils' table creation (`.create(`, `create_index`, `create_view`) only in the migrations. Only the
+    modules that hold a store are read: core/ has no store (its `.create(` is the openai SDK's)."""
     pattern = re.compile(r"\.(create|create_index|create_view|create_table)\(")
-    offenders = [str(p.relative_to(ROOT)) for p in _sources()
+    holders = [p for p in _sources() if p.relative_to(ROOT).parts[0] != "core"]
+    offenders = [str(p.relative_to(ROOT)) for p in holders
                  if p != ROOT / "db" / "schema.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    assert len(holders) > 30
     assert offenders == []
 
 
