@@ -1,14 +1,7 @@
-"""All SQL of judging and calibration: traces to judge, judgements, labels saved from the UI with their audit
-rows, and frozen calibration samples (SPEC §7, issue 8).
+"""All SQL of judging and calibration: traces to judge, judgements and frozen calibration samples (SPEC §7,
+issue 8). Labels and their audit rows live in the one labels repository, db/labels.py.
 
-Write rules (SPEC §11, "concurrent annotators never overwrite each other"):
-
-- every label save is one `BEGIN IMMEDIATE` transaction through `Store.write()`: read the current row, write
-  the new values, append one `label_audit` row (who, when, old, new) — or nothing at all when unchanged;
-- an annotator can only write labels under their own name (`changed_by` must equal `labeler`), and never
-  over a judge's labels; the UPDATE itself is keyed by (id, labeler) so a row of another labeler is never
-  touched whatever the caller passes;
-- a calibration sample is frozen: saving a sample under an existing name with other contents is refused.
+A calibration sample is frozen: saving a sample under an existing name with other contents is refused.
 
 The `calibration_samples` table is created here with CREATE TABLE IF NOT EXISTS (inside a write
 transaction) until db/schema.py carries it as a migration (same DDL, see `CALIBRATION_DDL`).
@@ -25,20 +18,7 @@ import pandas as pd
 from core.errors import CrosscheckError, NotFound
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
-from db.labels import (  # noqa: F401  (moved to db/labels.py; callers follow in the next commit)
-    ERROR_CATEGORIES,
-    MAX_LABELER,
-    MAX_NOTE,
-    InvalidLabelValue,
-    LabelForbidden,
-    audit_frame,
-    label_of,
-    labeled_keys,
-    labelers,
-    labels_frame,
-    last_audit_entry,
-    save_label,
-)
+from db.labels import InvalidLabelValue, labels_frame
 from db.schema import PREDICTIONS_READ
 from db.store import Store, now
 

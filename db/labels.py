@@ -13,7 +13,9 @@ Write rules (SPEC §11, "concurrent annotators never overwrite each other"):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -35,14 +37,11 @@ class LabelForbidden(CrosscheckError, PermissionError):
     """A label write that would change another labeler's labels."""
 
 
-
 class InvalidLabelValue(CrosscheckError, ValueError):
     """A label value from the UI is out of range (stage flag, category, note, labeler name)."""
 
 
-# --------------------------------------------------------------------------- labels
-
-_LABEL_FIELDS = ("S1", "S2", "S3", "S4", "first_failure", "category", "note", "kind")
+LABEL_FIELDS = ("S1", "S2", "S3", "S4", "first_failure", "category", "note", "kind")
 
 
 def _clean_labeler(name: str | None) -> str:
@@ -93,36 +92,58 @@ def save_label(store: Store, run: str, key: tuple[str, int, int], labeler: str, 
             " AND p.rotation = ? AND p.repeat = ?", (r["id"], item_id, rotation, repeat)).fetchone()
         if row is None:
             raise NotFound(f"run {run!r} has no trace for {item_id!r} rotation {rotation} repeat {repeat}")
-        pk = row[0]
-        cur = conn.execute(
-            "SELECT id, S1, S2, S3, S4, first_failure, category, note, kind, labeler FROM labels WHERE run_id = ?"
-            " AND item_pk = ? AND rotation = ? AND repeat = ? AND labeler = ?",
-            (r["id"], pk, rotation, repeat, labeler)).fetchone()
-        if cur is not None:
-            if cur[9] != labeler:  # pragma: no cover - the WHERE clause already guarantees it
-                raise LabelForbidden("label row of another labeler")
-            old = dict(zip(_LABEL_FIELDS, cur[1:9], strict=True))
-            if old["kind"] != "human":
-                raise LabelForbidden(f"{labeler!r} names a judge's labels here; annotators cannot change them")
-            if old == new:
-                return {"status": "unchanged", "label_id": cur[0], "first_failure": ff}
-            n = conn.execute(
-                "UPDATE labels SET S1=?, S2=?, S3=?, S4=?, first_failure=?, category=?, note=?, updated=?"
-                " WHERE id = ? AND labeler = ? AND kind = 'human'", (*vals, ff, category, note, now(), cur[0], labeler)
-            ).rowcount
-            if n != 1:  # pragma: no cover - guarded above
-                raise LabelForbidden("the label row changed owner")
-            label_id = cur[0]
-        else:
-            old = None
-            label_id = conn.execute(
-                "INSERT INTO labels (run_id, item_pk, rotation, repeat, labeler, kind, S1, S2, S3, S4, first_failure,"
-                " category, note, updated) VALUES (?, ?, ?, ?, ?, 'human', ?, ?, ?, ?, ?, ?, ?, ?)",
-                (r["id"], pk, rotation, repeat, labeler, *vals, ff, category, note, now())).lastrowid
-        conn.execute("INSERT INTO label_audit (label_id, labeler, changed_by, at, old, new) VALUES (?, ?, ?, ?, ?, ?)",
-                     (label_id, labeler, changed_by, now(), None if old is None else json.dumps(old, sort_keys=True),
-                      json.dumps(new, sort_keys=True)))
-    return {"status": "saved", "label_id": label_id, "first_failure": ff}
+        status, label_id = upsert(conn, LabelKey(r["id"], row[0], rotation, repeat, labeler), new, changed_by,
+                                  annotator=True)
+    return {"status": status, "label_id": label_id, "first_failure": ff}
+
+
+@dataclass(frozen=True)
+class LabelKey:
+    """One label row's key: a trace of a run (run id, item pk, rotation, repeat) and its labeler."""
+
+    run_id: int
+    item_pk: int
+    rotation: int
+    repeat: int
+    labeler: str
+
+
+def upsert(conn: sqlite3.Connection, key: LabelKey, new: dict[str, Any], changed_by: str,
+           annotator: bool = False) -> tuple[str, int]:
+    """Write one label row inside the caller's write transaction, with one `label_audit` row (who, when, old,
+    new) when anything changes; returns ("saved" | "unchanged", label id). `new` holds every field of
+    `LABEL_FIELDS`. With `annotator` (a save from the Judge tab) a judge's row is refused (LabelForbidden) and
+    the UPDATE is keyed by (id, labeler, kind 'human'); an import (`annotator` False) may replace any kind."""
+    vals = [new[f] for f in LABEL_FIELDS]
+    cur = conn.execute(
+        "SELECT id, S1, S2, S3, S4, first_failure, category, note, kind, labeler FROM labels WHERE run_id = ?"
+        " AND item_pk = ? AND rotation = ? AND repeat = ? AND labeler = ?",
+        (key.run_id, key.item_pk, key.rotation, key.repeat, key.labeler)).fetchone()
+    if cur is not None:
+        if cur[9] != key.labeler:  # pragma: no cover - the WHERE clause already guarantees it
+            raise LabelForbidden("label row of another labeler")
+        old = dict(zip(LABEL_FIELDS, cur[1:9], strict=True))
+        if annotator and old["kind"] != "human":
+            raise LabelForbidden(f"{key.labeler!r} names a judge's labels here; annotators cannot change them")
+        if old == new:
+            return "unchanged", int(cur[0])
+        n = conn.execute(
+            "UPDATE labels SET S1=?, S2=?, S3=?, S4=?, first_failure=?, category=?, note=?, kind=?, updated=?"
+            " WHERE id = ? AND labeler = ?" + (" AND kind = 'human'" if annotator else ""),
+            (*vals, now(), cur[0], key.labeler)).rowcount
+        if n != 1:  # pragma: no cover - guarded above
+            raise LabelForbidden("the label row changed owner")
+        label_id = int(cur[0])
+    else:
+        old = None
+        label_id = int(conn.execute(
+            "INSERT INTO labels (run_id, item_pk, rotation, repeat, labeler, S1, S2, S3, S4, first_failure,"
+            " category, note, kind, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key.run_id, key.item_pk, key.rotation, key.repeat, key.labeler, *vals, now())).lastrowid or 0)
+    conn.execute("INSERT INTO label_audit (label_id, labeler, changed_by, at, old, new) VALUES (?, ?, ?, ?, ?, ?)",
+                 (label_id, key.labeler, changed_by, now(), None if old is None else json.dumps(old, sort_keys=True),
+                  json.dumps(new, sort_keys=True)))
+    return "saved", label_id
 
 
 def labels_frame(store: Store, run: str, kind: str | None = None, labelers: Iterable[str] | None = None,
@@ -159,7 +180,7 @@ def label_of(store: Store, run: str, key: tuple[str, int, int], labeler: str) ->
         " items i ON i.id = l.item_pk WHERE l.run_id = ? AND i.item_id = ? AND l.rotation = ? AND l.repeat = ?"
         " AND l.labeler = ?", (rid, key[0], int(key[1]), int(key[2]), labeler))
     row = cur.fetchone()
-    return None if row is None else dict(zip((*_LABEL_FIELDS, "updated"), row, strict=True))
+    return None if row is None else dict(zip((*LABEL_FIELDS, "updated"), row, strict=True))
 
 
 def labeled_keys(store: Store, run: str, labeler: str) -> set[tuple[str, int, int]]:
@@ -201,3 +222,22 @@ def last_audit_entry(store: Store, run: str, labeler: str) -> dict[str, Any] | N
     df = audit_frame(store, run, labeler)
     df = df[df["changed_by"] == labeler]
     return None if len(df) == 0 else df.iloc[-1].to_dict()
+
+
+def records(store: Store, run: str) -> Iterator[dict[str, Any]]:
+    """Every stage label of a run's traces in the labels-JSONL format of SPEC §3 (re-imports unchanged)."""
+    r = store.run(run)
+    cur = store.conn.execute(
+        "SELECT i.item_id, l.rotation, l.repeat, l.labeler, l.kind, l.S1, l.S2, l.S3, l.S4, l.first_failure,"
+        " l.category, l.note FROM labels l JOIN items i ON i.id = l.item_pk WHERE l.run_id = ?"
+        " ORDER BY l.item_pk, l.rotation, l.repeat, l.labeler", (r["id"],))
+    for row in cur:
+        rec: dict[str, Any] = {"item_id": row[0], "rotation": row[1], "repeat": row[2], "annotator": row[3],
+                               "kind": row[4]}
+        for s, v in zip(STAGES, row[5:9], strict=True):
+            if v is not None:
+                rec[s] = int(v)
+        for k, v in zip(("first_failure", "category", "note"), row[9:12], strict=True):
+            if v is not None:
+                rec[k] = v
+        yield rec

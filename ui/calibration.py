@@ -17,6 +17,7 @@ from core.errors import CrosscheckError
 from core.judge import STAGE_NAMES
 from core.schema import STAGES, to_jsonable
 from db import judging
+from db import labels as dbl
 from db.judge_cli import draw
 from ui.context import Ctx, keep, refreshed
 
@@ -204,7 +205,7 @@ def build_calibration(ctx: Ctx) -> None:
     def annotator_names(run: str | None) -> list[str]:
         if not run:
             return []
-        return sorted({str(n) for n in judging.labels_frame(store, run, kind="human")["labeler"]})
+        return sorted({str(n) for n in dbl.labels_frame(store, run, kind="human")["labeler"]})
 
     def pair_choices(run: str | None) -> list[tuple[str, str]]:
         names = annotator_names(run)

@@ -21,6 +21,7 @@ from core.errors import CrosscheckError, ImportRefused
 from core.report import Report
 from core.scoring import score_run
 from db import importers, validate
+from db import labels as dbl
 from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
@@ -142,7 +143,7 @@ def export_file(store: Store, what: str, bench: str | None, run: str | None) -> 
             buf.write(json.dumps(score_run(items, rd, others), ensure_ascii=False, indent=2) + "\n")
             target = out / f"{safe_name(run)}_metrics.json"
         else:
-            recs = list(validate.label_records(store, run))
+            recs = list(dbl.records(store, run))
             if not recs:
                 raise CrosscheckError(f"run {run!r} has no stage labels yet")
             write_records(iter(recs), buf, "jsonl")

@@ -9,7 +9,7 @@
   the note field). KEYS_JS queues the keys: one round trip at a time, a key typed meanwhile is held until the
   answer is on screen; each save / skip / undo carries the trace id on screen and a number the server echoes
   in #jd-cur. `on_action` refuses a save or skip for another trace than the current one.
-- Every save is written at once by db.judging.save_label (one transaction with its audit row); the API
+- Every save is written at once by db.labels.save_label (one transaction with its audit row); the API
   endpoint `/save_label` (annotator, run, item_id, rotation, repeat, S1..S4, category, note) saves one label
   without the queue.
 """
@@ -27,11 +27,12 @@ from core.families.stembind.metrics import NO_FAILURE, first_failure
 from core.judge import STAGE_NAMES
 from core.schema import STAGES
 from db import judging
+from db import labels as dbl
 from ui import trace_view
 from ui.context import Ctx, keep, refreshed
 
 CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
-    (c.replace("_", " "), c) for c in judging.ERROR_CATEGORIES]
+    (c.replace("_", " "), c) for c in dbl.ERROR_CATEGORIES]
 
 KEYS_JS = r"""
 if (!window.__ccJudge) {
@@ -286,7 +287,7 @@ def build_judge(ctx: Ctx) -> None:
         for r in jf.itertuples(index=False):
             judges[r.judge] = {"status": r.status, **{s: getattr(r, s) for s in STAGES}}
         humans: dict[str, dict[str, Any]] = {}
-        lf = judging.labels_frame(store, run_name)
+        lf = dbl.labels_frame(store, run_name)
         lf = lf[(lf["item_id"] == key[0]) & (lf["rotation"] == key[1]) & (lf["repeat"] == key[2])]
         for r in lf.itertuples(index=False):
             if r.labeler == me:
@@ -325,7 +326,7 @@ def build_judge(ctx: Ctx) -> None:
                   f"data-ok='{int(ok)}' hidden></span>")
         if n == 0:
             return marker + "<span style='color:#6b7280'>The queue is empty.</span>"
-        mine = judging.labeled_keys(store, st["run"], me) if me else set()
+        mine = dbl.labeled_keys(store, st["run"], me) if me else set()
         done = sum(1 for k in queue if tuple(k) in mine)
         where = (f"Trace <b>{pos + 1} of {n}</b>" if pos < n else f"<b>End of the queue</b> ({n} traces)")
         state_note = ""
@@ -344,7 +345,7 @@ def build_judge(ctx: Ctx) -> None:
             return [st, render_view(st, me, blind_on, [True] * 4), progress_html(st, me, seq=seq, ok=ok),
                     *[gr.update(value=True)] * 4, ff_html([True] * 4), "", "", "", 0, 0, msg]
         key = tuple(queue[pos])
-        saved = judging.label_of(store, st["run"], key, me) if me else None
+        saved = dbl.label_of(store, st["run"], key, me) if me else None
         if saved is not None and all(saved[s] is None for s in STAGES):
             saved = None  # a cleared label counts as unlabeled
         values = [True] * 4 if saved is None else [bool(saved[s]) if saved[s] is not None else True for s in STAGES]
@@ -373,7 +374,7 @@ def build_judge(ctx: Ctx) -> None:
             keys = queue_keys(run_name, src, me)
         except CrosscheckError as exc:
             raise _err(exc) from exc
-        mine = judging.labeled_keys(store, run_name, me)
+        mine = dbl.labeled_keys(store, run_name, me)
         pos = next((i for i, k in enumerate(keys) if k not in mine), 0)
         st = {"run": run_name, "queue": [list(k) for k in keys], "pos": pos, "history": []}
         return show(st, me, blind_on, f"Queue of {len(keys)} traces loaded for **{html.escape(me)}**.")
@@ -390,7 +391,7 @@ def build_judge(ctx: Ctx) -> None:
                 recs["gold"], strict=True) if not (st_ == "ok" and a == g)}
             keys = [k for k in keys if k in wrong]
         elif src == "filter:unlabeled":
-            mine = judging.labeled_keys(store, run_name, me)
+            mine = dbl.labeled_keys(store, run_name, me)
             keys = [k for k in keys if k not in mine]
         return keys
 
@@ -401,7 +402,7 @@ def build_judge(ctx: Ctx) -> None:
         if not run or not item_id:
             raise gr.Error("name the run and the trace (item_id, rotation, repeat)")
         try:
-            res = judging.save_label(store, run, (item_id, int(rotation or 0), int(repeat or 0)), me,
+            res = dbl.save_label(store, run, (item_id, int(rotation or 0), int(repeat or 0)), me,
                                      _flags_of([S1, S2, S3, S4]), category=category or None, note=note,
                                      changed_by=me)
         except CrosscheckError as exc:
@@ -438,7 +439,7 @@ def build_judge(ctx: Ctx) -> None:
             st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "skip", "pos": pos}]}
             return show(st, me, blind_on, f"Skipped {html.escape(str(current[0]))}.", seq=seq)
         try:
-            res = judging.save_label(store, st["run"], current, me, _flags_of(act["flags"]), category=cat or None,
+            res = dbl.save_label(store, st["run"], current, me, _flags_of(act["flags"]), category=cat or None,
                                      note=note_text, changed_by=me)
         except CrosscheckError as exc:
             return show(st, me, blind_on, f"**Not saved:** {html.escape(str(exc))}", seq=seq, ok=False)
@@ -456,13 +457,13 @@ def build_judge(ctx: Ctx) -> None:
         key = tuple(st["queue"][pos])
         msg = f"Back to {html.escape(str(key[0]))}."
         if last["action"] == "save":
-            audit = judging.audit_frame(store, st["run"], me)
+            audit = dbl.audit_frame(store, st["run"], me)
             audit = audit[(audit["item_id"] == key[0]) & (audit["rotation"] == key[1]) & (audit["repeat"] == key[2])
                           & (audit["changed_by"] == me)]
             if len(audit):
                 old = audit.iloc[-1]["old"] or {}
                 try:
-                    judging.save_label(store, st["run"], key, me, {s: old.get(s) for s in STAGES},
+                    dbl.save_label(store, st["run"], key, me, {s: old.get(s) for s in STAGES},
                                        category=old.get("category"), note=old.get("note"), changed_by=me)
                 except CrosscheckError as exc:
                     return show(st, me, blind_on, f"**Not undone:** {html.escape(str(exc))}", seq=seq, ok=False)
