@@ -3,8 +3,7 @@ issue 8). Labels and their audit rows live in the one labels repository, db/labe
 
 A calibration sample is frozen: saving a sample under an existing name with other contents is refused.
 
-The `calibration_samples` table is created here with CREATE TABLE IF NOT EXISTS (inside a write
-transaction) until db/schema.py carries it as a migration (same DDL, see `CALIBRATION_DDL`).
+`CALIBRATION_DDL` is the text of migration 002 (db/schema.py); no table is created at run time.
 """
 
 from __future__ import annotations
@@ -41,19 +40,6 @@ CALIBRATION_DDL = """CREATE TABLE IF NOT EXISTS calibration_samples (
 
 class SampleFrozen(CrosscheckError, ValueError):
     """A calibration sample of that name exists with other contents (samples never change once drawn)."""
-
-
-_ready: set[str] = set()
-
-
-def ensure_tables(store: Store) -> None:
-    """Create `calibration_samples` when the store's migrations do not have it yet."""
-    key = str(store.path)
-    if key in _ready:
-        return
-    with store.write() as conn:
-        conn.execute(CALIBRATION_DDL)
-    _ready.add(key)
 
 
 # --------------------------------------------------------------------------- traces
@@ -194,7 +180,6 @@ def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: i
                 ) -> dict[str, Any]:
     """Freeze a drawn sample (columns item_id, rotation, repeat, operation, outcome, position) under `name`.
     Saving the same contents again changes nothing; other contents under an existing name are refused."""
-    ensure_tables(store)
     name = (name or "").strip()
     if not name:
         raise InvalidLabelValue("a calibration sample needs a name")
@@ -220,7 +205,6 @@ def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: i
 
 def samples(store: Store, run: str | None = None) -> list[dict[str, Any]]:
     """Stored samples: name, run, n, seed, per_operation, created."""
-    ensure_tables(store)
     sql = ("SELECT c.name, r.name, COUNT(*), MIN(c.seed), MIN(c.per_operation), MIN(c.created) FROM calibration_samples c"
            " JOIN runs r ON r.id = c.run_id")
     params: tuple[Any, ...] = ()
@@ -233,7 +217,6 @@ def samples(store: Store, run: str | None = None) -> list[dict[str, Any]]:
 
 def sample_frame(store: Store, name: str) -> pd.DataFrame:
     """One stored sample in its frozen order: position, run, item_id, rotation, repeat, operation, outcome."""
-    ensure_tables(store)
     df = pd.read_sql_query(
         "SELECT c.position, r.name AS run, i.item_id, c.rotation, c.repeat, c.operation, c.outcome, c.seed"
         " FROM calibration_samples c JOIN runs r ON r.id = c.run_id JOIN items i ON i.id = c.item_pk"

@@ -215,10 +215,10 @@ def test_save_label_audit_and_ownership(sb_store):
     key = tuple(judging.trace_records(store, RUN).iloc[0][["item_id", "rotation", "repeat"]])
     key = (key[0], int(key[1]), int(key[2]))
     res = dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
-                             category="correspondence_drift", note="<b>bold</b>")
+                         category="correspondence_drift", note="<b>bold</b>")
     assert res["status"] == "saved" and res["first_failure"] == "S3"
     assert dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
-                              category="correspondence_drift", note="<b>bold</b>")["status"] == "unchanged"
+                          category="correspondence_drift", note="<b>bold</b>")["status"] == "unchanged"
     dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 0, "S3": 0, "S4": 0})
     audit = dbl.audit_frame(store, RUN, "ann")
     assert len(audit) == 2

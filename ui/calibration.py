@@ -266,7 +266,6 @@ def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j
 
 
 def build_calibration(ctx: Ctx) -> None:
-    judging.ensure_tables(ctx.store)
     gr.HTML(STYLE)
     c = _layout(ctx.store)
     _wire(ctx, c)

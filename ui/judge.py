@@ -481,7 +481,6 @@ class _Parts:
 
 
 def build_judge(ctx: Ctx) -> None:
-    judging.ensure_tables(ctx.store)
     with gr.Column(elem_id="jd-root"):
         parts = _layout(ctx)
     _wire(ctx, parts)
