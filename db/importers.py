@@ -41,6 +41,7 @@ from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
 from core.schema import Item
+from db import labels as dbl
 from db import overrides
 from db.store import Store, config_hash, now
 
@@ -712,34 +713,10 @@ def import_labels(store: Store, path: str | os.PathLike[str], run: str) -> Impor
     written = 0
     with store.write() as conn:
         for lab in labels:
-            pk = keys[lab.item_id][0]
-            vals = [None if lab.flags[s] is None else int(bool(lab.flags[s])) for s in ("S1", "S2", "S3", "S4")]
-            new = {"S1": vals[0], "S2": vals[1], "S3": vals[2], "S4": vals[3], "first_failure": lab.first_failure,
+            flags = [None if lab.flags[s] is None else int(bool(lab.flags[s])) for s in ("S1", "S2", "S3", "S4")]
+            new = {**dict(zip(("S1", "S2", "S3", "S4"), flags, strict=True)), "first_failure": lab.first_failure,
                    "category": lab.category, "note": lab.note, "kind": lab.kind}
-            row = conn.execute(
-                "SELECT id, S1, S2, S3, S4, first_failure, category, note, kind FROM labels WHERE run_id = ? AND"
-                " item_pk = ? AND rotation = ? AND repeat = ? AND labeler = ?",
-                (run_id, pk, lab.rotation, lab.repeat, lab.labeler)).fetchone()
-            if row is not None:
-                old = dict(zip(("S1", "S2", "S3", "S4", "first_failure", "category", "note", "kind"), row[1:],
-                               strict=True))
-                if old == new:
-                    continue
-                conn.execute("UPDATE labels SET S1=?, S2=?, S3=?, S4=?, first_failure=?, category=?, note=?, kind=?,"
-                             " updated=? WHERE id = ?", (*vals, lab.first_failure, lab.category, lab.note, lab.kind,
-                                                         now(), row[0]))
-                label_id = row[0]
-            else:
-                old = None
-                cur = conn.execute(
-                    "INSERT INTO labels (run_id, item_pk, rotation, repeat, labeler, kind, S1, S2, S3, S4,"
-                    " first_failure, category, note, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, pk, lab.rotation, lab.repeat, lab.labeler, lab.kind, *vals, lab.first_failure,
-                     lab.category, lab.note, now()))
-                label_id = cur.lastrowid
-            conn.execute("INSERT INTO label_audit (label_id, labeler, changed_by, at, old, new) VALUES (?, ?, ?, ?, ?, ?)",
-                         (label_id, lab.labeler, f"import:{name}", now(),
-                          None if old is None else json.dumps(old), json.dumps(new)))
-            written += 1
+            row_key = dbl.LabelKey(run_id, keys[lab.item_id][0], lab.rotation, lab.repeat, lab.labeler)
+            written += dbl.upsert(conn, row_key, new, f"import:{name}")[0] == "saved"
     report.counts = {"labels": written, "unchanged": len(labels) - written}
     return ImportResult(run, written, written == 0, report)

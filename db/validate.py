@@ -81,22 +81,3 @@ def validate_items(store: Store, path: str | os.PathLike[str], name: str | None 
         report.warn(path.name, 0, "name", f"benchmark {bench!r} exists: the import changes nothing if the items are "
                     "identical and is refused otherwise (choose another name)")
     return report
-
-
-def label_records(store: Store, run: str) -> Iterator[dict[str, Any]]:
-    """Every stage label of a run's traces in the labels-JSONL format of SPEC §3 (re-imports unchanged)."""
-    r = store.run(run)
-    cur = store.conn.execute(
-        "SELECT i.item_id, l.rotation, l.repeat, l.labeler, l.kind, l.S1, l.S2, l.S3, l.S4, l.first_failure,"
-        " l.category, l.note FROM labels l JOIN items i ON i.id = l.item_pk WHERE l.run_id = ?"
-        " ORDER BY l.item_pk, l.rotation, l.repeat, l.labeler", (r["id"],))
-    for row in cur:
-        rec: dict[str, Any] = {"item_id": row[0], "rotation": row[1], "repeat": row[2], "annotator": row[3],
-                               "kind": row[4]}
-        for s, v in zip(("S1", "S2", "S3", "S4"), row[5:9], strict=True):
-            if v is not None:
-                rec[s] = int(v)
-        for k, v in zip(("first_failure", "category", "note"), row[9:12], strict=True):
-            if v is not None:
-                rec[k] = v
-        yield rec

@@ -21,6 +21,7 @@ from core import calibration as cal
 from core.errors import CalibrationChoice
 from core.judge import LexicalJudge
 from db import judge_cli, judging
+from db import labels as dbl
 from db.importers import import_labels
 from db.store import Store
 
@@ -251,7 +252,7 @@ def labeled_store(demo_db, tmp_path):
             flags = {s: int(jf.loc[item, s]) if rng.random() > 0.2 else 1 - int(jf.loc[item, s])
                      for s in ("S1", "S2", "S3", "S4")}
             lines.append({"item_id": item, "annotator": ann, "kind": "human", **flags,
-                          "category": str(rng.choice(judging.ERROR_CATEGORIES)) if rng.random() < 0.5 else None})
+                          "category": str(rng.choice(dbl.ERROR_CATEGORIES)) if rng.random() < 0.5 else None})
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     import_labels(store, path, RUN)

@@ -22,6 +22,7 @@ from core.judge import (
     split_steps,
 )
 from db import judge_cli, judging
+from db import labels as dbl
 from db.store import Store
 
 RUN = "synth-sb-binder-weak"
@@ -213,36 +214,36 @@ def test_save_label_audit_and_ownership(sb_store):
     store = Store(sb_store)
     key = tuple(judging.trace_records(store, RUN).iloc[0][["item_id", "rotation", "repeat"]])
     key = (key[0], int(key[1]), int(key[2]))
-    res = judging.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
-                             category="correspondence_drift", note="<b>bold</b>")
+    res = dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
+                         category="correspondence_drift", note="<b>bold</b>")
     assert res["status"] == "saved" and res["first_failure"] == "S3"
-    assert judging.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
-                              category="correspondence_drift", note="<b>bold</b>")["status"] == "unchanged"
-    judging.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 0, "S3": 0, "S4": 0})
-    audit = judging.audit_frame(store, RUN, "ann")
+    assert dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 1, "S3": 0, "S4": 0},
+                          category="correspondence_drift", note="<b>bold</b>")["status"] == "unchanged"
+    dbl.save_label(store, RUN, key, "ann", {"S1": 1, "S2": 0, "S3": 0, "S4": 0})
+    audit = dbl.audit_frame(store, RUN, "ann")
     assert len(audit) == 2
     assert audit.iloc[0]["old"] is None and audit.iloc[0]["new"]["S3"] == 0
     assert audit.iloc[1]["old"]["category"] == "correspondence_drift" and audit.iloc[1]["new"]["S2"] == 0
     assert set(audit["changed_by"]) == {"ann"}
     # nobody changes another annotator's labels
-    with pytest.raises(judging.LabelForbidden):
-        judging.save_label(store, RUN, key, "ann", {"S1": 0}, changed_by="mallory")
-    other = judging.save_label(store, RUN, key, "mallory", {"S1": 0, "S2": 0, "S3": 0, "S4": 0})
+    with pytest.raises(dbl.LabelForbidden):
+        dbl.save_label(store, RUN, key, "ann", {"S1": 0}, changed_by="mallory")
+    other = dbl.save_label(store, RUN, key, "mallory", {"S1": 0, "S2": 0, "S3": 0, "S4": 0})
     assert other["label_id"] != res["label_id"]
-    assert judging.label_of(store, RUN, key, "ann")["S1"] == 1
+    assert dbl.label_of(store, RUN, key, "ann")["S1"] == 1
     # nor a judge's imported labels, even under the same name
     store.conn.execute("UPDATE labels SET kind = 'judge' WHERE labeler = 'mallory'")
-    with pytest.raises(judging.LabelForbidden):
-        judging.save_label(store, RUN, key, "mallory", {"S1": 1, "S2": 1, "S3": 1, "S4": 1})
-    with pytest.raises(judging.InvalidLabelValue):
-        judging.save_label(store, RUN, key, "ann", {"S1": 1}, category="vibes")
-    with pytest.raises(judging.InvalidLabelValue):
-        judging.save_label(store, RUN, key, "  ", {"S1": 1})
+    with pytest.raises(dbl.LabelForbidden):
+        dbl.save_label(store, RUN, key, "mallory", {"S1": 1, "S2": 1, "S3": 1, "S4": 1})
+    with pytest.raises(dbl.InvalidLabelValue):
+        dbl.save_label(store, RUN, key, "ann", {"S1": 1}, category="vibes")
+    with pytest.raises(dbl.InvalidLabelValue):
+        dbl.save_label(store, RUN, key, "  ", {"S1": 1})
     from core.errors import NotFound
 
     with pytest.raises(NotFound):
-        judging.save_label(store, RUN, ("no-such-F", 0, 0), "ann", {"S1": 1})
+        dbl.save_label(store, RUN, ("no-such-F", 0, 0), "ann", {"S1": 1})
     # clearing keeps the row (and its audit) but it no longer counts as labeled
-    judging.save_label(store, RUN, key, "ann", {})
-    assert key not in judging.labeled_keys(store, RUN, "ann")
-    assert len(judging.audit_frame(store, RUN, "ann")) == 3
+    dbl.save_label(store, RUN, key, "ann", {})
+    assert key not in dbl.labeled_keys(store, RUN, "ann")
+    assert len(dbl.audit_frame(store, RUN, "ann")) == 3

@@ -13,6 +13,7 @@ from uiharness import browser, running_app
 
 from core.judge import LexicalJudge
 from db import judge_cli, judging
+from db import labels as dbl
 from db.importers import import_labels
 from db.store import Store
 
@@ -110,11 +111,11 @@ def test_keyboard_labeling_survives_reload(app_url, page):
     assert f"5 of {n} labeled by alice" in _progress(page) and f"Trace 6 of {n}" in _progress(page)
 
     store = Store(db)
-    got = judging.labels_frame(store, RUN, labelers=["alice"]).set_index("item_id")
+    got = dbl.labels_frame(store, RUN, labelers=["alice"]).set_index("item_id")
     expect = [[1, 1, 0, 1], [1, 1, 1, 1], [1, 0, 1, 0], [0, 1, 1, 1], [1, 1, 0, 0]]
     for item, flags in zip(sample["item_id"][:5], expect, strict=True):
         assert [got.loc[item, s] for s in ("S1", "S2", "S3", "S4")] == flags
-    audit = judging.audit_frame(store, RUN, "alice")
+    audit = dbl.audit_frame(store, RUN, "alice")
     assert len(audit) == 7  # 5 saves + the undo (clear) + the save again
     assert audit.iloc[5]["new"]["S1"] is None and audit.iloc[5]["old"] == audit.iloc[4]["new"]
 
@@ -163,12 +164,12 @@ def test_eight_annotators_save_concurrently(app_url):
         t.join(240)
     assert not errors, [repr(e) for e in errors]
     store = Store(db)
-    labels = judging.labels_frame(store, RUN, labelers=list(sent))
+    labels = dbl.labels_frame(store, RUN, labelers=list(sent))
     assert len(labels) == 8 * len(items)                    # nothing lost
     for r in labels.itertuples(index=False):
         assert [r.S1, r.S2, r.S3, r.S4] == sent[r.labeler][r.item_id]   # nothing crossed
         assert r.note == f"note {r.labeler}"
-    audit = judging.audit_frame(store, RUN)
+    audit = dbl.audit_frame(store, RUN)
     audit = audit[audit["labeler"].isin(list(sent))]
     assert len(audit) == 8 * len(items) * 2                 # one audit row per change
     assert (audit["labeler"] == audit["changed_by"]).all() and (audit["labeler"] == audit["row_labeler"]).all()
@@ -178,7 +179,7 @@ def test_eight_annotators_save_concurrently(app_url):
             rows = mine[mine["item_id"] == item]
             assert rows.iloc[0]["old"] is None and rows.iloc[1]["old"] == rows.iloc[0]["new"]
             assert [rows.iloc[1]["new"][s] for s in ("S1", "S2", "S3", "S4")] == sent[name][item]
-    assert re.search(r"bob", json.dumps(list(judging.labelers(store, RUN))))
+    assert re.search(r"bob", json.dumps(list(dbl.labelers(store, RUN))))
 
 
 # ---- typing at speed: the keyboard queue (issue 14 point 1) -------------------------------------------------
@@ -207,14 +208,14 @@ def _flags_of_row(row):
 
 def _check_typed(db, name, keys, labels, audit_plan):
     store = Store(db)
-    got = judging.labels_frame(store, RUN, labelers=[name]).set_index("item_id")
+    got = dbl.labels_frame(store, RUN, labelers=[name]).set_index("item_id")
     for item, flags in zip(keys, labels, strict=False):
         if flags is None:
             assert item not in got.index, f"{item} was skipped but holds a label"
         else:
             assert [int(got.loc[item, s]) for s in STAGE_COLS] == flags, item
     assert set(got.index) == {k for k, f in zip(keys, labels, strict=False) if f is not None}  # nothing elsewhere
-    audit = judging.audit_frame(store, RUN, name)
+    audit = dbl.audit_frame(store, RUN, name)
     assert len(audit) == len(audit_plan)
     for row, (idx, old, new) in zip(audit.itertuples(index=False), audit_plan, strict=True):
         assert row.item_id == keys[idx] and row.changed_by == name and row.row_labeler == name

@@ -12,7 +12,9 @@ from core.errors import CrosscheckError
 from db import browse as dbb
 from db import foreign as dbf
 from db import overrides as dbo
+from db.store import Store
 from ui.context import Ctx
+from ui.handlers import bind, username
 from ui.views.common import esc, mark, synthetic_badge
 
 METHOD_CHOICES = [("Letter parser (FrameEvidence style)", "parser:letter"),
@@ -106,8 +108,71 @@ def state_text(o: dict[str, Any]) -> str:
     return f"<b>stale</b>, inactive: {esc(why)}"
 
 
+# --------------------------------------------------------------------------- handlers
+
+
+def _picked(key: str | None) -> tuple[str, int, int]:
+    if not key:
+        raise CrosscheckError("pick a run and a prediction first")
+    return parse_key(key)
+
+
+def _listing(store: Store, run: str | None, which: str | None) -> tuple[str, dict[str, Any], str]:
+    """The audit list, the prediction picker and the history, read again."""
+    html, keys = problems_html(store, run, which)
+    return html, gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run)
+
+
+def on_bench(store: Store, bench: str | None, runs: list[str] | None) -> dict[str, Any]:
+    """The audit's run picker for the header's benchmark; the first header run of it is picked."""
+    recs = dbb.run_records(store, bench) if bench else []
+    choices = [(r["name"] + (" (synthetic)" if r["synthetic"] else ""), r["name"]) for r in recs]
+    names = [r["name"] for r in recs]
+    first = next((r for r in (runs or []) if r in names), names[0] if names else None)
+    return gr.update(choices=choices, value=first)
+
+
+def do_list(store: Store, run_v: str | None, which_v: str | None) -> tuple[str, dict[str, Any], str]:
+    return _listing(store, run_v, which_v)
+
+
+def describe(store: Store, run_v: str, res: dict[str, Any], applied: bool) -> str:
+    rec = next((r for r in dbb.run_records(store, store.run(run_v)["benchmark"]) if r["name"] == run_v), {})
+    verb = "Applied" if applied else "Preview"
+    new = f"{res['status']} {res['answer'] or ''}"
+    old = f"{res['old_status']} {res['old_answer'] or ''}"
+    tail = f" (override #{res['id']})" if applied else " (nothing written yet)"
+    return (f'<div class="cc-callout">{verb}: {esc(run_v)}{synthetic_badge(bool(rec.get("synthetic")))} '
+            f'was <b>{esc(old)}</b>, now <b>{esc(new)}</b>{esc(tail)}</div>')
+
+
+def do_preview(store: Store, run_v: str | None, key_v: str | None, method_v: str, letter_v: str | None) -> str:
+    """What an override would make of the prediction; nothing is written."""
+    item, rot, rep = _picked(key_v if run_v else None)
+    res = dbo.preview(store, str(run_v), item, rot, rep, method_v, letter_v)
+    return describe(store, str(run_v), res, applied=False)
+
+
+def do_apply(store: Store, run_v: str | None, key_v: str | None, method_v: str, letter_v: str | None,
+             which_v: str | None, request: gr.Request | None = None) -> tuple[str, str, dict[str, Any], str]:
+    """Record the override (by the signed-in user, else "local"); returns the result and the lists again."""
+    item, rot, rep = _picked(key_v if run_v else None)
+    res = dbo.apply(store, str(run_v), item, rot, rep, method_v, letter_v, by=username(request) or "local")
+    return (describe(store, str(run_v), res, applied=True), *_listing(store, run_v, which_v))
+
+
+def do_revert(store: Store, run_v: str | None, rid: float | None, which_v: str | None,
+              request: gr.Request | None = None) -> tuple[str, str, dict[str, Any], str]:
+    if not rid:
+        raise CrosscheckError("enter the id of an override (see the history below)")
+    dbo.revert(store, int(rid), by=username(request) or "local")
+    return (f'<div class="cc-callout">Reverted override #{int(rid)}.</div>', *_listing(store, run_v, which_v))
+
+
+# --------------------------------------------------------------------------- the layout
+
+
 def build_audit(ctx: Ctx) -> None:
-    store = ctx.store
     gr.Markdown("A response the parser could not read stays **invalid** (never a guess). Here you can re-read it "
                 "with the other parser or set the letter by hand. The change is an override laid over the "
                 "prediction as imported (which is never rewritten): it is recorded with its method and author, "
@@ -133,70 +198,18 @@ def build_audit(ctx: Ctx) -> None:
         revert_btn = gr.Button("Revert", scale=0, elem_id="cc-audit-revert")
     history = gr.HTML(elem_id="cc-audit-history")
 
-    def on_bench(bench, runs):
-        recs = dbb.run_records(store, bench) if bench else []
-        choices = [(r["name"] + (" (synthetic)" if r["synthetic"] else ""), r["name"]) for r in recs]
-        names = [r["name"] for r in recs]
-        first = next((r for r in (runs or []) if r in names), names[0] if names else None)
-        return gr.update(choices=choices, value=first)
-
-    def do_list(run_v, which_v):
-        html, keys = problems_html(store, run_v, which_v)
-        return html, gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run_v)
-
-    def describe(run_v: str, res: dict[str, Any], applied: bool) -> str:
-        rec = next((r for r in dbb.run_records(store, store.run(run_v)["benchmark"]) if r["name"] == run_v), {})
-        verb = "Applied" if applied else "Preview"
-        new = f"{res['status']} {res['answer'] or ''}"
-        old = f"{res['old_status']} {res['old_answer'] or ''}"
-        tail = f" (override #{res['id']})" if applied else " (nothing written yet)"
-        return (f'<div class="cc-callout">{verb}: {esc(run_v)}{synthetic_badge(bool(rec.get("synthetic")))} '
-                f'was <b>{esc(old)}</b>, now <b>{esc(new)}</b>{esc(tail)}</div>')
-
-    def do_preview(run_v, key_v, method_v, letter_v):
-        if not run_v or not key_v:
-            raise gr.Error("pick a run and a prediction first")
-        item, rot, rep = parse_key(key_v)
-        try:
-            res = dbo.preview(store, run_v, item, rot, rep, method_v, letter_v)
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return describe(run_v, res, applied=False)
-
-    def do_apply(run_v, key_v, method_v, letter_v, which_v, request: gr.Request):
-        if not run_v or not key_v:
-            raise gr.Error("pick a run and a prediction first")
-        item, rot, rep = parse_key(key_v)
-        who = getattr(request, "username", None) or "local"
-        try:
-            res = dbo.apply(store, run_v, item, rot, rep, method_v, letter_v, by=who)
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        html, keys = problems_html(store, run_v, which_v)
-        return (describe(run_v, res, applied=True), html, gr.update(choices=keys, value=keys[0] if keys else None),
-                history_html(store, run_v))
-
-    def do_revert(run_v, rid, which_v, request: gr.Request):
-        if not rid:
-            raise gr.Error("enter the id of an override (see the history below)")
-        who = getattr(request, "username", None) or "local"
-        try:
-            dbo.revert(store, int(rid), by=who)
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        html, keys = problems_html(store, run_v, which_v)
-        return (f'<div class="cc-callout">Reverted override #{int(rid)}.</div>', html,
-                gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run_v))
-
-    ctx.benchmark.change(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
-    ctx.refresh.click(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
+    store = ctx.store
+    header = [ctx.benchmark, ctx.runs]
+    ctx.benchmark.change(bind(on_bench, store), header, run, api_visibility="private")
+    ctx.refresh.click(bind(on_bench, store), header, run, api_visibility="private")
     root = gr.context.Context.root_block
     if root is not None:
-        root.load(on_bench, [ctx.benchmark, ctx.runs], run, api_visibility="private")
-    list_btn.click(do_list, [run, which], [listing, key, history], api_name="audit_list")
-    run.input(do_list, [run, which], [listing, key, history], api_visibility="private")
-    which.input(do_list, [run, which], [listing, key, history], api_visibility="private")
-    preview_btn.click(do_preview, [run, key, method, letter], result, api_visibility="private")
-    apply_btn.click(do_apply, [run, key, method, letter, which], [result, listing, key, history],
+        root.load(bind(on_bench, store), header, run, api_visibility="private")
+    lists = [listing, key, history]
+    list_btn.click(bind(do_list, store), [run, which], lists, api_name="audit_list")
+    run.input(bind(do_list, store), [run, which], lists, api_visibility="private")
+    which.input(bind(do_list, store), [run, which], lists, api_visibility="private")
+    preview_btn.click(bind(do_preview, store), [run, key, method, letter], result, api_visibility="private")
+    apply_btn.click(bind(do_apply, store), [run, key, method, letter, which], [result, *lists],
                     api_name="audit_apply")
-    revert_btn.click(do_revert, [run, revert_id, which], [result, listing, key, history], api_visibility="private")
+    revert_btn.click(bind(do_revert, store), [run, revert_id, which], [result, *lists], api_visibility="private")

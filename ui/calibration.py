@@ -2,7 +2,8 @@
 agreement per stage for every pair of labelers, the annotator-pair kappa as the human ceiling, the
 first-failure distribution under the judge vs the human consensus, the second judge, and error-audit
 summaries. The numbers come from db.judging.calibration_report (core.calibration); this module only lays
-them out. An undefined kappa shows its reason, never 0.
+them out. An undefined kappa shows its reason, never 0. The handlers are module-level functions of the store
+and plain values (tests/ui/test_calibration_handlers.py); `build_calibration` lays out and wires them.
 """
 
 from __future__ import annotations
@@ -11,14 +12,19 @@ import html
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 import plotly.graph_objects as go
 
 from core.errors import CrosscheckError
 from core.judge import STAGE_NAMES
 from core.schema import STAGES, to_jsonable
 from db import judging
+from db import labels as dbl
+from db.catalog import catalog_signature
 from db.judge_cli import draw
+from db.store import Store
 from ui.context import Ctx, keep, refreshed
+from ui.handlers import bind
 
 STYLE = """
 <style>
@@ -187,111 +193,132 @@ def audit_html(rep: dict[str, Any]) -> str:
     return "".join(blocks)
 
 
+# --------------------------------------------------------------------------- handlers
+
+
+def run_choices(store: Store) -> list[tuple[str, str]]:
+    return [(("[synthetic] " if r["synthetic"] else "") + r["name"], r["name"]) for r in judging.trace_runs(store)]
+
+
+def sample_choices(store: Store, run: str | None) -> list[tuple[str, str]]:
+    return [("all F traces", "")] + ([(f"{s['name']} ({s['n']} traces, seed {s['seed']})", s["name"])
+                                     for s in judging.samples(store, run)] if run else [])
+
+
+def judge_choices(store: Store, run: str | None) -> list[tuple[str, str]]:
+    return [("(first judge)", "")] + ([(j, j) for j in judging.judge_runs_of(store, run)] if run else [])
+
+
+def annotator_names(store: Store, run: str | None) -> list[str]:
+    if not run:
+        return []
+    return sorted({str(n) for n in dbl.labels_frame(store, run, kind="human")["labeler"]})
+
+
+def pair_choices(store: Store, run: str | None) -> list[tuple[str, str]]:
+    names = annotator_names(store, run)
+    return [(f"{a} – {b}", f"{a},{b}") for i, a in enumerate(names) for b in names[i + 1:]]
+
+
+def on_run(store: Store, r: str | None) -> tuple[Any, Any, Any, Any, Any]:
+    """The scope, judge, second judge, ceiling-pair and consensus pickers of another traces run."""
+    js = judge_choices(store, r)
+    return (gr.update(choices=sample_choices(store, r), value=""), gr.update(choices=js, value=""),
+            gr.update(choices=[("(none)", "")] + js[1:], value=""),
+            gr.update(choices=pair_choices(store, r), value=[]), gr.update(choices=annotator_names(store, r), value=[]))
+
+
+def on_compute(store: Store, r: str | None, s: str | None, j: str | None, j2: str | None, c: list[str] | None,
+               cs: list[str] | None) -> list[Any]:
+    """The report (db.judging.calibration_report) laid out: summary, kappa table, first-failure chart, second
+    judge, error audit, and the JSON `calibration --json` prints."""
+    if not r:
+        return ["No traces run in this store (StemBind F items with S1-S4 targets).", "", go.Figure(), "", "", None]
+    from core import calibration as cal
+
+    rep = to_jsonable(judging.calibration_report(
+        store, r, sample=s or None, judge=j or None, second=j2 or None,
+        ceiling=cal.parse_pairs(";".join(c)) if c else None, consensus_of=list(cs) if cs else None))
+    return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
+
+
+def on_draw(store: Store, r: str | None, n: str, k: float | None, sd: float | None) -> tuple[str, Any, Any, str]:
+    """Draw and freeze a sample; returns the message, its table, the scope picker and the catalog signature."""
+    if not r:
+        raise CrosscheckError("choose a traces run first")
+    res = draw(store, r, n, int(k or 20), int(sd or 0))
+    verb = "already frozen with the same traces (unchanged)" if res["status"] == "unchanged" else "drawn and frozen"
+    return (f"Sample **{html.escape(res['name'])}**: {res['n']} traces {verb}. Annotators find it in the Judge "
+            "tab's Queue list.", gr.update(value=pd.DataFrame(res["table"]), visible=True),
+            gr.update(choices=sample_choices(store, r), value=res["name"]), catalog_signature(store))
+
+
+def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j2: str | None) -> tuple[Any, ...]:
+    runs = run_choices(store)
+    current, r = r, keep(r, runs, runs[0][1] if runs else None)
+    samples, js = sample_choices(store, r), judge_choices(store, r)
+    seconds = [("(none)", "")] + js[1:]
+    return (refreshed(current, runs, r), refreshed(s, samples, keep(s, samples, "")),
+            refreshed(j, js, keep(j, js, "")), refreshed(j2, seconds, keep(j2, seconds, "")))
+
+
+# --------------------------------------------------------------------------- the layout
+
+
 def build_calibration(ctx: Ctx) -> None:
-    store = ctx.store
-
-    def run_choices() -> list[tuple[str, str]]:
-        return [(("[synthetic] " if r["synthetic"] else "") + r["name"], r["name"]) for r in judging.trace_runs(store)]
-
-    def sample_choices(run: str | None) -> list[tuple[str, str]]:
-        return [("all F traces", "")] + ([(f"{s['name']} ({s['n']} traces, seed {s['seed']})", s["name"])
-                                         for s in judging.samples(store, run)] if run else [])
-
-    def judge_choices(run: str | None) -> list[tuple[str, str]]:
-        return [("(first judge)", "")] + ([(j, j) for j in judging.judge_runs_of(store, run)] if run else [])
-
-    def annotator_names(run: str | None) -> list[str]:
-        if not run:
-            return []
-        return sorted({str(n) for n in judging.labels_frame(store, run, kind="human")["labeler"]})
-
-    def pair_choices(run: str | None) -> list[tuple[str, str]]:
-        names = annotator_names(run)
-        return [(f"{a} – {b}", f"{a},{b}") for i, a in enumerate(names) for b in names[i + 1:]]
-
-    runs0 = run_choices()
-    run0 = runs0[0][1] if runs0 else None
     gr.HTML(STYLE)
+    c = _layout(ctx.store)
+    _wire(ctx, c)
+
+
+def _layout(store: Store) -> dict[str, Any]:
+    runs0 = run_choices(store)
+    run0 = runs0[0][1] if runs0 else None
+    c: dict[str, Any] = {}
     with gr.Row(equal_height=True):
-        run = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
-        sample = gr.Dropdown(sample_choices(run0), value="", label="Scope", scale=3, elem_id="cb-sample")
-        judge = gr.Dropdown(judge_choices(run0), value="", label="Judge", scale=2, elem_id="cb-judge")
-        second = gr.Dropdown([("(none)", "")] + judge_choices(run0)[1:], value="", label="Second judge", scale=2,
-                             elem_id="cb-second")
-        compute = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
+        c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
+        c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=3, elem_id="cb-sample")
+        c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=2, elem_id="cb-judge")
+        c["second"] = gr.Dropdown([("(none)", "")] + judge_choices(store, run0)[1:], value="", label="Second judge",
+                                  scale=2, elem_id="cb-second")
+        c["compute"] = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
     with gr.Row(equal_height=True):
-        ceiling = gr.Dropdown(pair_choices(run0), value=[], multiselect=True, scale=3, elem_id="cb-ceiling",
-                              label="Human-ceiling pairs (002 C.3: A2 – A3; none chosen = every annotator pair)")
-        consensus = gr.Dropdown(annotator_names(run0), value=[], multiselect=True, scale=3, elem_id="cb-consensus",
-                                label="Human consensus of (002 C.3: A2, A3; none chosen = every annotator)")
+        c["ceiling"] = gr.Dropdown(pair_choices(store, run0), value=[], multiselect=True, scale=3,
+                                   elem_id="cb-ceiling",
+                                   label="Human-ceiling pairs (002 C.3: A2 – A3; none chosen = every annotator pair)")
+        c["consensus"] = gr.Dropdown(annotator_names(store, run0), value=[], multiselect=True, scale=3,
+                                     elem_id="cb-consensus",
+                                     label="Human consensus of (002 C.3: A2, A3; none chosen = every annotator)")
     with gr.Accordion("Draw a calibration sample (frozen, seeded, stratified by operation x outcome bin)",
                       open=False):
         with gr.Row(equal_height=True):
-            name = gr.Textbox(label="Sample name", value="calibration", scale=2, max_lines=1, elem_id="cb-name")
-            per_op = gr.Number(label="Traces per operation", value=20, precision=0, minimum=1, scale=1)
-            seed = gr.Number(label="Seed", value=0, precision=0, scale=1)
-            draw_btn = gr.Button("Draw and freeze", scale=1, elem_id="cb-draw")
-        draw_out = gr.Markdown()
-        draw_table = gr.Dataframe(visible=False, interactive=False)
-    summary = gr.Markdown(elem_id="cb-summary")
+            c["name"] = gr.Textbox(label="Sample name", value="calibration", scale=2, max_lines=1, elem_id="cb-name")
+            c["per_op"] = gr.Number(label="Traces per operation", value=20, precision=0, minimum=1, scale=1)
+            c["seed"] = gr.Number(label="Seed", value=0, precision=0, scale=1)
+            c["draw"] = gr.Button("Draw and freeze", scale=1, elem_id="cb-draw")
+        c["draw_out"] = gr.Markdown()
+        c["draw_table"] = gr.Dataframe(visible=False, interactive=False)
+    c["summary"] = gr.Markdown(elem_id="cb-summary")
     gr.Markdown("#### Cohen's kappa per stage (raw agreement and n below each)")
-    table = gr.HTML(elem_id="cb-table")
-    chart = gr.Plot(label="First-failure distribution: judge vs human consensus (002 C.3)", elem_id="cb-ff")
+    c["table"] = gr.HTML(elem_id="cb-table")
+    c["chart"] = gr.Plot(label="First-failure distribution: judge vs human consensus (002 C.3)", elem_id="cb-ff")
     gr.Markdown("#### Second judge (002 C.4)")
-    second_out = gr.HTML(elem_id="cb-second-out")
+    c["second_out"] = gr.HTML(elem_id="cb-second-out")
     with gr.Accordion("Error audit: first decisive error per 100 F items (002 D.4)", open=True):
-        audit_out = gr.HTML(elem_id="cb-audit")
-    raw_json = gr.JSON(label="calibration --json", visible=False)
+        c["audit_out"] = gr.HTML(elem_id="cb-audit")
+    c["raw_json"] = gr.JSON(label="calibration --json", visible=False)
+    return c
 
-    def on_run(r: str | None) -> tuple[Any, Any, Any, Any, Any]:
-        js = judge_choices(r)
-        return (gr.update(choices=sample_choices(r), value=""), gr.update(choices=js, value=""),
-                gr.update(choices=[("(none)", "")] + js[1:], value=""),
-                gr.update(choices=pair_choices(r), value=[]), gr.update(choices=annotator_names(r), value=[]))
 
-    def on_compute(r: str | None, s: str | None, j: str | None, j2: str | None, c: list[str] | None,
-                   cs: list[str] | None) -> list[Any]:
-        if not r:
-            return ["No traces run in this store (StemBind F items with S1-S4 targets).", "", go.Figure(), "", "",
-                    None]
-        from core import calibration as cal
-
-        try:
-            rep = to_jsonable(judging.calibration_report(
-                store, r, sample=s or None, judge=j or None, second=j2 or None,
-                ceiling=cal.parse_pairs(";".join(c)) if c else None, consensus_of=list(cs) if cs else None))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
-
-    def on_draw(r: str | None, n: str, k: float, sd: float) -> tuple[str, Any, Any, str]:
-        if not r:
-            raise gr.Error("choose a traces run first")
-        try:
-            res = draw(store, r, n, int(k or 20), int(sd or 0))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        import pandas as pd
-
-        verb = "already frozen with the same traces (unchanged)" if res["status"] == "unchanged" else "drawn and frozen"
-        return (f"Sample **{html.escape(res['name'])}**: {res['n']} traces {verb}. Annotators find it in the Judge "
-                "tab's Queue list.", gr.update(value=pd.DataFrame(res["table"]), visible=True),
-                gr.update(choices=sample_choices(r), value=res["name"]), ctx.signature())
-
-    outs = [summary, table, chart, second_out, audit_out, raw_json]
-    run.change(on_run, run, [sample, judge, second, ceiling, consensus], api_visibility="private")
-    compute.click(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_name="calibration")
-    draw_btn.click(on_draw, [run, name, per_op, seed], [draw_out, draw_table, sample, ctx.changed],
-                   api_visibility="private")
-    def refresh_pickers(r: str | None, s: str | None, j: str | None, j2: str | None) -> tuple[Any, ...]:
-        runs = run_choices()
-        current, r = r, keep(r, runs, runs[0][1] if runs else None)
-        samples, js = sample_choices(r), judge_choices(r)
-        seconds = [("(none)", "")] + js[1:]
-        return (refreshed(current, runs, r), refreshed(s, samples, keep(s, samples, "")),
-                refreshed(j, js, keep(j, js, "")), refreshed(j2, seconds, keep(j2, seconds, "")))
-
-    ctx.on_refresh(refresh_pickers, [run, sample, judge, second], [run, sample, judge, second])
+def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
+    store = ctx.store
+    outs = [c[k] for k in ("summary", "table", "chart", "second_out", "audit_out", "raw_json")]
+    picks = [c[k] for k in ("run", "sample", "judge", "second", "ceiling", "consensus")]
+    c["run"].change(bind(on_run, store), c["run"], picks[1:], api_visibility="private")
+    c["compute"].click(bind(on_compute, store), picks, outs, api_name="calibration")
+    c["draw"].click(bind(on_draw, store), [c["run"], c["name"], c["per_op"], c["seed"]],
+                    [c["draw_out"], c["draw_table"], c["sample"], ctx.changed], api_visibility="private")
+    ctx.on_refresh(bind(refresh_pickers, store), picks[:4], picks[:4])
     tab = gr.context.Context.block
     if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
-        tab.select(on_compute, [run, sample, judge, second, ceiling, consensus], outs, api_visibility="private")
+        tab.select(bind(on_compute, store), picks, outs, api_visibility="private")

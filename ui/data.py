@@ -21,9 +21,12 @@ from core.errors import CrosscheckError, ImportRefused
 from core.report import Report
 from core.scoring import score_run
 from db import importers, validate
+from db import labels as dbl
+from db.catalog import catalog_signature
 from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
+from ui.handlers import bind
 from ui.shell import benchmark_choices, run_choices
 from ui.tables import safe_name
 
@@ -142,103 +145,13 @@ def export_file(store: Store, what: str, bench: str | None, run: str | None) -> 
             buf.write(json.dumps(score_run(items, rd, others), ensure_ascii=False, indent=2) + "\n")
             target = out / f"{safe_name(run)}_metrics.json"
         else:
-            recs = list(validate.label_records(store, run))
+            recs = list(dbl.records(store, run))
             if not recs:
                 raise CrosscheckError(f"run {run!r} has no stage labels yet")
             write_records(iter(recs), buf, "jsonl")
             target = out / f"{safe_name(run)}_labels.jsonl"
     target.write_text(buf.getvalue(), encoding="utf-8")
     return target
-
-
-def build_data(ctx: Ctx) -> None:
-    store = ctx.store
-    gr.HTML(f"<style>{CSS}</style>")
-    with gr.Row():
-        with gr.Column(scale=3):
-            gr.Markdown("### Import\nUpload a file, **Validate** to see every problem with its line number, then "
-                        "**Import**. A file with any bad line writes nothing; re-importing the same file changes "
-                        "nothing. Formats: docs/FORMATS.md.")
-            kind = gr.Radio(KINDS, value="items", label="What the file holds", elem_id="cc-data-kind")
-            upload = gr.File(label="File (.jsonl, .zip, .csv; VLMEvalKit .tsv / .xlsx, lmms-eval samples, parquet)",
-                             file_types=[".jsonl", ".zip", ".csv", ".json", ".tsv", ".xlsx", ".parquet", ".arrow"],
-                             type="filepath", elem_id="cc-data-upload")
-            with gr.Row():
-                name = gr.Textbox(label="Benchmark name (items; default: the file name)", elem_id="cc-data-name")
-                run = gr.Textbox(label="Run name (predictions / labels)", visible=False, elem_id="cc-data-run")
-                model = gr.Textbox(label="Model id (predictions)", visible=False, elem_id="cc-data-model")
-            config = gr.Textbox(label="Run settings as JSON (predictions; optional)", visible=False,
-                                placeholder='{"input_mode": "text", "strategy": "thinking"}', elem_id="cc-data-config")
-            with gr.Row():
-                check = gr.Button("Validate", variant="secondary", elem_id="cc-data-validate")
-                do_import = gr.Button("Import", variant="primary", interactive=False, elem_id="cc-data-import")
-            report = gr.HTML("", elem_id="cc-data-report")
-        with gr.Column(scale=2):
-            gr.Markdown("### Export\nFiles in the import formats (an export re-imports unchanged); metrics as "
-                        "`score --json` prints them.")
-            what = gr.Radio(EXPORTS, value="items-jsonl", label="Export", elem_id="cc-data-export-what")
-            export_run = gr.Dropdown([], label="Run (predictions, metrics, labels)", elem_id="cc-data-export-run")
-            make = gr.Button("Prepare download", elem_id="cc-data-export")
-            download = gr.File(label="Download", interactive=False, height=110, elem_id="cc-data-download")
-    inputs = [kind, upload, name, run, model, ctx.benchmark, config]
-
-    def on_kind(k: str) -> Any:
-        return (gr.update(visible=k == "items"), gr.update(visible=k != "items"),
-                gr.update(visible=k == "predictions"), gr.update(visible=k == "predictions"),
-                gr.update(interactive=False), "")
-
-    kind.change(on_kind, kind, [name, run, model, config, do_import, report], queue=False)
-    upload.change(lambda: (gr.update(interactive=False), ""), None, [do_import, report], queue=False)
-
-    def on_validate(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str) -> Any:
-        try:
-            path = _path(up)
-            rep = dry_run(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return report_html(rep, f"Validation of {path.name}"), gr.update(interactive=rep.ok)
-
-    check.click(on_validate, inputs, [report, do_import], concurrency_id="data", concurrency_limit=2)
-
-    def on_import(k: str, up: Any, nm: str, rn: str, md: str, bench: str | None, cfg: str,
-                  selected: list[str] | None) -> Any:
-        try:
-            path = _path(up)
-            rep, target = commit(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
-        except ImportRefused as exc:
-            rep = exc.report if isinstance(exc.report, Report) else Report()
-            if not rep.errors:
-                rep.error("(import)", 0, "(file)", str(exc))
-            return (report_html(rep, "Import refused", committed=True), gr.update(interactive=False), gr.update(),
-                    gr.update(), gr.update())
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        bench_up, runs_up = header_after_import(store, target, bench, selected, (rn or "").strip()
-                                                if k == "predictions" else None)
-        return (report_html(rep, f"Imported {path.name}", committed=True), gr.update(interactive=False),
-                bench_up, runs_up, ctx.signature())
-
-    do_import.click(on_import, [*inputs, ctx.runs], [report, do_import, ctx.benchmark, ctx.runs, ctx.changed],
-                    concurrency_id="data")
-
-    def on_export(w: str, bench: str | None, rn: str | None) -> Any:
-        try:
-            return str(export_file(store, w, bench, rn))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-
-    make.click(on_export, [what, ctx.benchmark, export_run], download, concurrency_id="data")
-
-    def runs_of(bench: str | None) -> Any:
-        choices = run_choices(store, bench)
-        return gr.update(choices=choices, value=choices[0][1] if choices else None)
-
-    def refresh_runs(bench: str | None, current: str | None) -> Any:
-        choices = run_choices(store, bench)
-        return refreshed(current, choices, keep(current, choices, choices[0][1] if choices else None))
-
-    ctx.benchmark.change(runs_of, ctx.benchmark, export_run, queue=False)
-    ctx.on_refresh(refresh_runs, [ctx.benchmark, export_run], [export_run])
 
 
 def header_after_import(store: Store, target: str, bench: str | None, selected: list[str] | None,
@@ -255,3 +168,114 @@ def header_after_import(store: Store, target: str, bench: str | None, selected: 
     else:
         value = names[:2]
     return gr.update(choices=benchmark_choices(store), value=target), gr.update(choices=runs, value=value)
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def on_kind(k: str) -> tuple[Any, ...]:
+    """Which fields the kind of file needs; a new kind needs a new validation before Import."""
+    return (gr.update(visible=k == "items"), gr.update(visible=k != "items"),
+            gr.update(visible=k == "predictions"), gr.update(visible=k == "predictions"),
+            gr.update(interactive=False), "")
+
+
+def on_upload() -> tuple[Any, str]:
+    return gr.update(interactive=False), ""
+
+
+def on_validate(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md: str | None, bench: str | None,
+                cfg: str | None) -> tuple[str, Any]:
+    """The dry run's report; Import is enabled only for a file without errors."""
+    path = _path(up)
+    rep = dry_run(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
+    return report_html(rep, f"Validation of {path.name}"), gr.update(interactive=rep.ok)
+
+
+def on_import(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md: str | None, bench: str | None,
+              cfg: str | None, selected: list[str] | None) -> tuple[Any, ...]:
+    """Import for real: the report, Import disabled again, the header's pickers and the catalog signature
+    (a refused file leaves the header and the store as they were)."""
+    path = _path(up)
+    try:
+        rep, target = commit(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
+    except ImportRefused as exc:
+        rep = exc.report if isinstance(exc.report, Report) else Report()
+        if not rep.errors:
+            rep.error("(import)", 0, "(file)", str(exc))
+        return (report_html(rep, "Import refused", committed=True), gr.update(interactive=False), gr.update(),
+                gr.update(), gr.update())
+    bench_up, runs_up = header_after_import(store, target, bench, selected, (rn or "").strip()
+                                            if k == "predictions" else None)
+    return (report_html(rep, f"Imported {path.name}", committed=True), gr.update(interactive=False),
+            bench_up, runs_up, catalog_signature(store))
+
+
+def on_export(store: Store, w: str, bench: str | None, rn: str | None) -> str:
+    return str(export_file(store, w, bench, rn))
+
+
+def runs_of(store: Store, bench: str | None) -> Any:
+    choices = run_choices(store, bench)
+    return gr.update(choices=choices, value=choices[0][1] if choices else None)
+
+
+def refresh_runs(store: Store, bench: str | None, current: str | None) -> Any:
+    choices = run_choices(store, bench)
+    return refreshed(current, choices, keep(current, choices, choices[0][1] if choices else None))
+
+
+# --------------------------------------------------------------------------- the layout
+
+
+def build_data(ctx: Ctx) -> None:
+    gr.HTML(f"<style>{CSS}</style>")
+    with gr.Row():
+        with gr.Column(scale=3):
+            imp = _import_column()
+        with gr.Column(scale=2):
+            exp = _export_column()
+    store = ctx.store
+    inputs = [imp["kind"], imp["upload"], imp["name"], imp["run"], imp["model"], ctx.benchmark, imp["config"]]
+    imp["kind"].change(on_kind, imp["kind"], [imp[k] for k in ("name", "run", "model", "config", "import", "report")],
+                       queue=False)
+    imp["upload"].change(on_upload, None, [imp["import"], imp["report"]], queue=False)
+    imp["validate"].click(bind(on_validate, store), inputs, [imp["report"], imp["import"]], concurrency_id="data",
+                          concurrency_limit=2)
+    imp["import"].click(bind(on_import, store), [*inputs, ctx.runs],
+                        [imp["report"], imp["import"], ctx.benchmark, ctx.runs, ctx.changed], concurrency_id="data")
+    exp["make"].click(bind(on_export, store), [exp["what"], ctx.benchmark, exp["run"]], exp["download"],
+                      concurrency_id="data")
+    ctx.benchmark.change(bind(runs_of, store), ctx.benchmark, exp["run"], queue=False)
+    ctx.on_refresh(bind(refresh_runs, store), [ctx.benchmark, exp["run"]], [exp["run"]])
+
+
+def _import_column() -> dict[str, Any]:
+    c: dict[str, Any] = {}
+    gr.Markdown("### Import\nUpload a file, **Validate** to see every problem with its line number, then "
+                "**Import**. A file with any bad line writes nothing; re-importing the same file changes "
+                "nothing. Formats: docs/FORMATS.md.")
+    c["kind"] = gr.Radio(KINDS, value="items", label="What the file holds", elem_id="cc-data-kind")
+    c["upload"] = gr.File(label="File (.jsonl, .zip, .csv; VLMEvalKit .tsv / .xlsx, lmms-eval samples, parquet)",
+                          file_types=[".jsonl", ".zip", ".csv", ".json", ".tsv", ".xlsx", ".parquet", ".arrow"],
+                          type="filepath", elem_id="cc-data-upload")
+    with gr.Row():
+        c["name"] = gr.Textbox(label="Benchmark name (items; default: the file name)", elem_id="cc-data-name")
+        c["run"] = gr.Textbox(label="Run name (predictions / labels)", visible=False, elem_id="cc-data-run")
+        c["model"] = gr.Textbox(label="Model id (predictions)", visible=False, elem_id="cc-data-model")
+    c["config"] = gr.Textbox(label="Run settings as JSON (predictions; optional)", visible=False,
+                             placeholder='{"input_mode": "text", "strategy": "thinking"}', elem_id="cc-data-config")
+    with gr.Row():
+        c["validate"] = gr.Button("Validate", variant="secondary", elem_id="cc-data-validate")
+        c["import"] = gr.Button("Import", variant="primary", interactive=False, elem_id="cc-data-import")
+    c["report"] = gr.HTML("", elem_id="cc-data-report")
+    return c
+
+
+def _export_column() -> dict[str, Any]:
+    gr.Markdown("### Export\nFiles in the import formats (an export re-imports unchanged); metrics as "
+                "`score --json` prints them.")
+    return {"what": gr.Radio(EXPORTS, value="items-jsonl", label="Export", elem_id="cc-data-export-what"),
+            "run": gr.Dropdown([], label="Run (predictions, metrics, labels)", elem_id="cc-data-export-run"),
+            "make": gr.Button("Prepare download", elem_id="cc-data-export"),
+            "download": gr.File(label="Download", interactive=False, height=110, elem_id="cc-data-download")}

@@ -26,8 +26,10 @@ from core.runners.engine import DEFAULT_SEED, RunSettings
 from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
 from db import jobs as dbjobs
+from db.catalog import catalog_signature
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
+from ui.handlers import bind, username
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
@@ -356,186 +358,225 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def resumable(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
+def resumable(store: Store, benchmark: str | None, jobs: Jobs = JOBS) -> list[tuple[str, str]]:
     """Runs of the benchmark made by a runner (not imported) that did not finish."""
     if not benchmark:
         return []
     out = []
     for r in store.runs(benchmark):
         if r["runner"] in ("baseline", "transformers", "openai") and r["status"] != "done":
-            job = JOBS.get(r["name"])
+            job = jobs.get(r["name"])
             if job is not None and job.live and not job.cancel.is_set():
                 continue  # running (a cancelled one still stopping is offered: Resume waits for it)
             out.append((f"{r['name']} ({r['status']}, {r['n_predictions']} predictions)", r["name"]))
     return out
 
 
+# --------------------------------------------------------------------------- handlers
+
+
+def on_runner(kind: str) -> tuple[Any, ...]:
+    """The runner's own fields; a model runner unlocks strategy and shots (a baseline answers directly)."""
+    model = kind != "baseline"
+    return (gr.update(visible=kind == "baseline"), gr.update(visible=kind == "transformers"),
+            gr.update(visible=kind == "openai"), gr.update(interactive=model), gr.update(interactive=model))
+
+
+def on_strategy(strategy: str) -> Any:
+    return gr.update(visible=strategy == "ssa")
+
+
+def follow_choices(jobs: Jobs, selected: str | None) -> Any:
+    names = [j.settings.run for j in jobs.all()]
+    return gr.update(choices=names, value=selected if selected in names else (names[0] if names else None))
+
+
+def on_start(store: Store, jobs: Jobs, bench_v: str, name_v: str, runner_v: str, baseline_v: str,
+             model_path_v: str, base_url_v: str, api_model_v: str, key_env_v: str, strategy_v: str,
+             ssa_v: str | None, shots_v: float, input_v: str, rotations_v: float, repeats_v: float, split_v: str,
+             max_tokens_v: float | None, temperature_v: float, limit_v: float | None, concurrency_v: float,
+             seed_v: float, request: gr.Request | None = None) -> Any:
+    """Start a job in a worker thread and return at once: Follow run picks it and the poll starts."""
+    s = settings_from_form(bench_v, name_v, runner_v, baseline_v, model_path_v, base_url_v, api_model_v,
+                           key_env_v, strategy_v, ssa_v, shots_v, input_v, rotations_v, repeats_v, split_v,
+                           max_tokens_v, temperature_v, limit_v, concurrency_v, seed_v)
+    check_name(store, s)
+    jobs.start(store, s, username(request))
+    return follow_choices(jobs, s.run), gr.Timer(active=True)
+
+
+def on_cancel(store: Store, jobs: Jobs, run: str | None, bench_v: str | None) -> Any:
+    """Ask the followed job to stop; it is offered for resume at once (Resume waits for the requests still in
+    flight)."""
+    job = jobs.get(run)
+    if job is None or not job.live:
+        raise CrosscheckError("no running job selected under Follow run")
+    job.cancel.set()
+    choices = resumable(store, job.settings.benchmark, jobs)
+    pick = gr.update(choices=choices, value=job.settings.run) if job.settings.benchmark == bench_v else gr.update()
+    return progress_html(job), pick
+
+
+def on_tick(store: Store, jobs: Jobs, run: str | None) -> Any:
+    """The poll: progress, job history, whether to keep polling, and the catalog signature (a run that appears,
+    gets its first predictions or ends changes what every picker lists)."""
+    return progress_html(jobs.get(run)), jobs_html(store), gr.Timer(active=jobs.any_live()), catalog_signature(store)
+
+
+def on_resume(store: Store, jobs: Jobs, run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float,
+              limit_v: float | None, request: gr.Request | None = None) -> Any:
+    """Continue an unfinished run with its own stored settings (the key variable, URL, concurrency and limit
+    are this job's)."""
+    if not run:
+        raise CrosscheckError("pick an unfinished run to resume")
+    r = store.run(run)
+    if run not in [c[1] for c in resumable(store, r["benchmark"], jobs)]:
+        raise CrosscheckError(f"run {run!r} has nothing left to resume ({r['status']})")
+    f = form_from_config(r["config"])
+    s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
+                           base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
+                           f["shots"], f["input_mode"], f["rotations"], f["repeats"], f["split"],
+                           f["max_tokens"], f["temperature"], limit_v, concurrency_v, f["seed"])
+    jobs.start(store, s, username(request))
+    return (follow_choices(jobs, run), gr.Timer(active=True),
+            gr.update(choices=resumable(store, r["benchmark"], jobs), value=None))
+
+
+def on_load(store: Store, jobs: Jobs, header_bench: str | None, selected: str | None) -> Any:
+    names = [x["name"] for x in store.benchmarks()]
+    b = header_bench if header_bench in names else None
+    return (gr.update(choices=names, value=b) if b else gr.update(), follow_choices(jobs, selected),
+            gr.Timer(active=jobs.any_live()), jobs_html(store))
+
+
+def follow_header(store: Store, b: str | None) -> Any:
+    names = [x["name"] for x in store.benchmarks()]
+    return gr.update(choices=names, value=b) if b in names else gr.update(choices=names)
+
+
+def on_bench(store: Store, jobs: Jobs, b: str | None) -> Any:
+    return gr.update(choices=resumable(store, b, jobs), value=None)
+
+
+def refresh_pickers(store: Store, jobs: Jobs, b: str | None, current: str | None) -> tuple[Any, Any]:
+    names = [x["name"] for x in store.benchmarks()]
+    shown, b = b, keep(b, names, names[0] if names else None)
+    choices = resumable(store, b, jobs)
+    return refreshed(shown, names, b), refreshed(current, choices, keep(current, choices))
+
+
 # --------------------------------------------------------------------------- the tab
 
 
 def build_run(ctx: Ctx) -> None:
-    store = ctx.store
     gr.HTML(f"<style>{CSS}</style>")
-    benches = [b["name"] for b in store.benchmarks()]
     with gr.Row():
         with gr.Column(scale=3):
-            with gr.Row():
-                bench = gr.Dropdown(benches, value=benches[0] if benches else None, label="Benchmark",
-                                    elem_id="cc-run-benchmark", scale=2)
-                name = gr.Textbox(label="Run name", placeholder="e.g. qwen2.5-vl-7b-direct", elem_id="cc-run-name",
-                                  scale=2, info="the same name and settings resume a run")
-                split = gr.Textbox(value="test", label="Split", elem_id="cc-run-split", scale=1)
-            runner = gr.Radio(RUNNER_LABELS, value="baseline", label="Runner", elem_id="cc-run-runner")
-            with gr.Group(visible=True) as g_base:
-                baseline = gr.Dropdown(list(BASELINES), value="random", label="Baseline",
-                                       info="random is seeded; the others are fitted on the train split",
-                                       elem_id="cc-run-baseline")
-            with gr.Group(visible=False) as g_tf:
-                model_path = gr.Textbox(label="Checkpoint folder", placeholder="/models/Qwen2.5-VL-7B-Instruct",
-                                        info="any image-text-to-text checkpoint on this machine",
-                                        elem_id="cc-run-model-path")
-            with gr.Group(visible=False) as g_api:
-                with gr.Row():
-                    base_url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1",
-                                          elem_id="cc-run-base-url")
-                    api_model = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-7B-Instruct",
-                                           elem_id="cc-run-api-model")
-                    key_env = gr.Textbox(value="OPENAI_API_KEY", label="API key variable",
-                                         info="name of the server's environment variable; the key is never "
-                                              "stored (leave empty for a local vLLM without a key)",
-                                         elem_id="cc-run-key-env")
-            with gr.Row():
-                strategy = gr.Dropdown(list(prompts.STRATEGIES), value="direct", label="Strategy",
-                                       elem_id="cc-run-strategy", interactive=False)
-                ssa_level = gr.Dropdown(list(prompts.SSA_LEVELS), value=None, label="SSA level", visible=False,
-                                        elem_id="cc-run-ssa")
-                shots = gr.Slider(0, prompts.MAX_SHOTS, value=0, step=1, label="Shots", interactive=False,
-                                  elem_id="cc-run-shots")
-                input_mode = gr.Radio(list(INPUT_MODES), value="all", label="Input mode", elem_id="cc-run-input")
-            with gr.Row():
-                rotations = gr.Slider(1, 4, value=1, step=1, label="Rotations", elem_id="cc-run-rotations")
-                repeats = gr.Number(value=1, minimum=1, precision=0, label="Repeats", elem_id="cc-run-repeats")
-                limit = gr.Number(value=0, minimum=0, precision=0, label="Limit (first N items; 0 = all)",
-                                  elem_id="cc-run-limit")
-            with gr.Accordion("Decoding and execution", open=False):
-                with gr.Row():
-                    max_tokens = gr.Number(value=None, precision=0, label="Max tokens (empty = strategy default)")
-                    temperature = gr.Number(value=0.0, label="Temperature")
-                    seed = gr.Number(value=DEFAULT_SEED, precision=0, label="Seed")
-                    concurrency = gr.Number(value=8, minimum=1, precision=0, label="Requests in flight (OpenAI)",
-                                            elem_id="cc-run-concurrency")
-            with gr.Row():
-                start = gr.Button("Start", variant="primary", elem_id="cc-run-start")
-                cancel = gr.Button("Cancel", variant="stop", elem_id="cc-run-cancel")
+            form = _form(ctx.store)
         with gr.Column(scale=2):
-            follow = gr.Dropdown([], value=None, label="Follow run", elem_id="cc-run-follow",
-                                 info="runs started from the GUI on this server")
-            progress = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
-            with gr.Row():
-                # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
-                # list (Resume then says so) instead of failing Gradio's choice check with a toast
-                resume_pick = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
-                                          elem_id="cc-run-resume-pick", allow_custom_value=True)
-                resume = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
-            gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
-            jobs = gr.HTML(jobs_html(store), elem_id="cc-run-jobs")
-    timer = gr.Timer(1.0, active=False)
+            side = _side(ctx.store)
+    _wire(ctx, form, side, gr.Timer(1.0, active=False))
 
-    form = [bench, name, runner, baseline, model_path, base_url, api_model, key_env, strategy, ssa_level, shots,
-            input_mode, rotations, repeats, split, max_tokens, temperature, limit, concurrency, seed]
 
-    def on_runner(kind: str) -> Any:
-        model = kind != "baseline"
-        return (gr.update(visible=kind == "baseline"), gr.update(visible=kind == "transformers"),
-                gr.update(visible=kind == "openai"), gr.update(interactive=model), gr.update(interactive=model))
+FORM_FIELDS = ("bench", "name", "runner", "baseline", "model_path", "base_url", "api_model", "key_env", "strategy",
+               "ssa_level", "shots", "input_mode", "rotations", "repeats", "split", "max_tokens", "temperature",
+               "limit", "concurrency", "seed")  # on_start's arguments, in order
 
-    runner.change(on_runner, runner, [g_base, g_tf, g_api, strategy, shots], queue=False)
-    strategy.change(lambda s: gr.update(visible=s == "ssa"), strategy, ssa_level, queue=False)
 
-    def follow_choices(selected: str | None) -> Any:
-        names = [j.settings.run for j in JOBS.all()]
-        return gr.update(choices=names, value=selected if selected in names else (names[0] if names else None))
+def _form(store: Store) -> dict[str, Any]:
+    benches = [b["name"] for b in store.benchmarks()]
+    f: dict[str, Any] = {}
+    with gr.Row():
+        f["bench"] = gr.Dropdown(benches, value=benches[0] if benches else None, label="Benchmark",
+                                 elem_id="cc-run-benchmark", scale=2)
+        f["name"] = gr.Textbox(label="Run name", placeholder="e.g. qwen2.5-vl-7b-direct", elem_id="cc-run-name",
+                               scale=2, info="the same name and settings resume a run")
+        f["split"] = gr.Textbox(value="test", label="Split", elem_id="cc-run-split", scale=1)
+    f["runner"] = gr.Radio(RUNNER_LABELS, value="baseline", label="Runner", elem_id="cc-run-runner")
+    with gr.Group(visible=True) as f["g_base"]:
+        f["baseline"] = gr.Dropdown(list(BASELINES), value="random", label="Baseline",
+                                    info="random is seeded; the others are fitted on the train split",
+                                    elem_id="cc-run-baseline")
+    with gr.Group(visible=False) as f["g_tf"]:
+        f["model_path"] = gr.Textbox(label="Checkpoint folder", placeholder="/models/Qwen2.5-VL-7B-Instruct",
+                                     info="any image-text-to-text checkpoint on this machine",
+                                     elem_id="cc-run-model-path")
+    with gr.Group(visible=False) as f["g_api"]:
+        with gr.Row():
+            f["base_url"] = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1",
+                                       elem_id="cc-run-base-url")
+            f["api_model"] = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-7B-Instruct",
+                                        elem_id="cc-run-api-model")
+            f["key_env"] = gr.Textbox(value="OPENAI_API_KEY", label="API key variable",
+                                      info="name of the server's environment variable; the key is never "
+                                           "stored (leave empty for a local vLLM without a key)",
+                                      elem_id="cc-run-key-env")
+    _settings(f)
+    with gr.Row():
+        f["start"] = gr.Button("Start", variant="primary", elem_id="cc-run-start")
+        f["cancel"] = gr.Button("Cancel", variant="stop", elem_id="cc-run-cancel")
+    return f
 
-    def on_start(bench_v: str, name_v: str, runner_v: str, baseline_v: str, model_path_v: str, base_url_v: str,
-                 api_model_v: str, key_env_v: str, strategy_v: str, ssa_v: str | None, shots_v: float, input_v: str,
-                 rotations_v: float, repeats_v: float, split_v: str, max_tokens_v: float | None, temperature_v: float,
-                 limit_v: float | None, concurrency_v: float, seed_v: float, request: gr.Request) -> Any:
-        try:
-            s = settings_from_form(bench_v, name_v, runner_v, baseline_v, model_path_v, base_url_v, api_model_v,
-                                   key_env_v, strategy_v, ssa_v, shots_v, input_v, rotations_v, repeats_v, split_v,
-                                   max_tokens_v, temperature_v, limit_v, concurrency_v, seed_v)
-            check_name(store, s)
-            JOBS.start(store, s, getattr(request, "username", None))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return follow_choices(s.run), gr.Timer(active=True)
 
-    start.click(on_start, form, [follow, timer], concurrency_id="run-control", concurrency_limit=4)
+def _settings(f: dict[str, Any]) -> None:
+    with gr.Row():
+        f["strategy"] = gr.Dropdown(list(prompts.STRATEGIES), value="direct", label="Strategy",
+                                    elem_id="cc-run-strategy", interactive=False)
+        f["ssa_level"] = gr.Dropdown(list(prompts.SSA_LEVELS), value=None, label="SSA level", visible=False,
+                                     elem_id="cc-run-ssa")
+        f["shots"] = gr.Slider(0, prompts.MAX_SHOTS, value=0, step=1, label="Shots", interactive=False,
+                               elem_id="cc-run-shots")
+        f["input_mode"] = gr.Radio(list(INPUT_MODES), value="all", label="Input mode", elem_id="cc-run-input")
+    with gr.Row():
+        f["rotations"] = gr.Slider(1, 4, value=1, step=1, label="Rotations", elem_id="cc-run-rotations")
+        f["repeats"] = gr.Number(value=1, minimum=1, precision=0, label="Repeats", elem_id="cc-run-repeats")
+        f["limit"] = gr.Number(value=0, minimum=0, precision=0, label="Limit (first N items; 0 = all)",
+                               elem_id="cc-run-limit")
+    with gr.Accordion("Decoding and execution", open=False):
+        with gr.Row():
+            f["max_tokens"] = gr.Number(value=None, precision=0, label="Max tokens (empty = strategy default)")
+            f["temperature"] = gr.Number(value=0.0, label="Temperature")
+            f["seed"] = gr.Number(value=DEFAULT_SEED, precision=0, label="Seed")
+            f["concurrency"] = gr.Number(value=8, minimum=1, precision=0, label="Requests in flight (OpenAI)",
+                                         elem_id="cc-run-concurrency")
 
-    def on_cancel(run: str | None, bench_v: str | None) -> Any:
-        job = JOBS.get(run)
-        if job is None or not job.live:
-            raise gr.Error("no running job selected under Follow run")
-        job.cancel.set()
-        # offered for resume at once (Resume waits for the requests still in flight)
-        choices = resumable(store, job.settings.benchmark)
-        pick = gr.update(choices=choices, value=job.settings.run) if job.settings.benchmark == bench_v else gr.update()
-        return progress_html(job), pick
 
-    cancel.click(on_cancel, [follow, bench], [progress, resume_pick], concurrency_id="run-control")
+def _side(store: Store) -> dict[str, Any]:
+    s: dict[str, Any] = {}
+    s["follow"] = gr.Dropdown([], value=None, label="Follow run", elem_id="cc-run-follow",
+                              info="runs started from the GUI on this server")
+    s["progress"] = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
+    with gr.Row():
+        # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
+        # list (Resume then says so) instead of failing Gradio's choice check with a toast
+        s["resume_pick"] = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
+                                       elem_id="cc-run-resume-pick", allow_custom_value=True)
+        s["resume"] = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
+    gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
+    s["jobs"] = gr.HTML(jobs_html(store), elem_id="cc-run-jobs")
+    return s
 
-    def on_tick(run: str | None) -> Any:
-        job = JOBS.get(run)
-        live = JOBS.any_live()
-        # a run that appears, gets its first predictions or ends changes the store's catalog: every picker
-        # (the header's runs, the resume list, the Judge and Calibration run lists) re-reads it
-        return progress_html(job), jobs_html(store), gr.Timer(active=live), ctx.signature()
 
-    timer.tick(on_tick, [follow], [progress, jobs, timer, ctx.changed], concurrency_id="run-poll",
-               concurrency_limit=None, show_progress="hidden")
-    follow.change(on_tick, [follow], [progress, jobs, timer, ctx.changed], concurrency_id="run-poll",
-                  concurrency_limit=None, show_progress="hidden")
-
-    def on_resume(run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float, limit_v: float | None,
-                  request: gr.Request) -> Any:
-        if not run:
-            raise gr.Error("pick an unfinished run to resume")
-        try:
-            r = store.run(run)
-            if run not in [c[1] for c in resumable(store, r["benchmark"])]:
-                raise CrosscheckError(f"run {run!r} has nothing left to resume ({r['status']})")
-            f = form_from_config(r["config"])
-            s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
-                                   base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
-                                   f["shots"], f["input_mode"], f["rotations"], f["repeats"], f["split"],
-                                   f["max_tokens"], f["temperature"], limit_v, concurrency_v, f["seed"])
-            JOBS.start(store, s, getattr(request, "username", None))
-        except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
-        return follow_choices(run), gr.Timer(active=True), gr.update(choices=resumable(store, r["benchmark"]),
-                                                                    value=None)
-
-    resume.click(on_resume, [resume_pick, key_env, base_url, concurrency, limit], [follow, timer, resume_pick],
-                 concurrency_id="run-control")
-
-    def on_load(header_bench: str | None, selected: str | None) -> Any:
-        b = header_bench if header_bench in [x["name"] for x in store.benchmarks()] else None
-        upd = follow_choices(selected)
-        return (gr.update(choices=[x["name"] for x in store.benchmarks()], value=b) if b else gr.update(),
-                upd, gr.Timer(active=JOBS.any_live()), jobs_html(store))
-
-    get_root = __import__("gradio.context", fromlist=["get_blocks_context"]).get_blocks_context
-    get_root().root_block.load(on_load, [ctx.benchmark, follow], [bench, follow, timer, jobs], queue=False)
-    def follow_header(b: str | None) -> Any:
-        names = [x["name"] for x in store.benchmarks()]
-        return gr.update(choices=names, value=b) if b in names else gr.update(choices=names)
-
-    def refresh_pickers(b: str | None, current: str | None) -> tuple[Any, Any]:
-        names = [x["name"] for x in store.benchmarks()]
-        shown, b = b, keep(b, names, names[0] if names else None)
-        choices = resumable(store, b)
-        return refreshed(shown, names, b), refreshed(current, choices, keep(current, choices))
-
-    ctx.benchmark.change(follow_header, ctx.benchmark, bench, queue=False)
-    bench.change(lambda b: gr.update(choices=resumable(store, b), value=None), bench, resume_pick)
-    ctx.on_refresh(refresh_pickers, [bench, resume_pick], [bench, resume_pick])
+def _wire(ctx: Ctx, f: dict[str, Any], s: dict[str, Any], timer: gr.Timer) -> None:
+    store, jobs = ctx.store, JOBS
+    f["runner"].change(on_runner, f["runner"], [f["g_base"], f["g_tf"], f["g_api"], f["strategy"], f["shots"]],
+                       queue=False)
+    f["strategy"].change(on_strategy, f["strategy"], f["ssa_level"], queue=False)
+    f["start"].click(bind(on_start, store, jobs), [f[k] for k in FORM_FIELDS], [s["follow"], timer],
+                     concurrency_id="run-control", concurrency_limit=4)
+    f["cancel"].click(bind(on_cancel, store, jobs), [s["follow"], f["bench"]], [s["progress"], s["resume_pick"]],
+                      concurrency_id="run-control")
+    poll = [s["progress"], s["jobs"], timer, ctx.changed]
+    for event in (timer.tick, s["follow"].change):
+        event(bind(on_tick, store, jobs), [s["follow"]], poll, concurrency_id="run-poll", concurrency_limit=None,
+              show_progress="hidden")
+    s["resume"].click(bind(on_resume, store, jobs), [s["resume_pick"], f["key_env"], f["base_url"],
+                                                     f["concurrency"], f["limit"]],
+                      [s["follow"], timer, s["resume_pick"]], concurrency_id="run-control")
+    blocks = gr.context.get_blocks_context()
+    if blocks is not None:
+        blocks.root_block.load(bind(on_load, store, jobs), [ctx.benchmark, s["follow"]],
+                               [f["bench"], s["follow"], timer, s["jobs"]], queue=False)
+    ctx.benchmark.change(bind(follow_header, store), ctx.benchmark, f["bench"], queue=False)
+    f["bench"].change(bind(on_bench, store, jobs), f["bench"], s["resume_pick"])
+    ctx.on_refresh(bind(refresh_pickers, store, jobs), [f["bench"], s["resume_pick"]], [f["bench"], s["resume_pick"]])

@@ -118,7 +118,6 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
 # charts
 
 import html  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
 
 import plotly.graph_objects as go  # noqa: E402
 
