@@ -12,6 +12,7 @@ from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui.context import Ctx
+from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
 from ui.views.common import ZOOM_JS, esc
 
@@ -38,13 +39,12 @@ def _cell(summary: pd.DataFrame, gid: str, family: str) -> str:
     if int(row["n_answered"]) == 0:
         return "–"
     k, n = int(row["n_correct"]), int(row["n_items"])
-    sym = "✓" if k == n else "✗"
     extra = ""
     if family == "stembind" and row.get("category"):
         extra = " " + core_groups.CATEGORY_LABELS.get(row["category"], row["category"])
     bad = int(row["n_invalid"]) + int(row["n_api_error"])
     warn = f" ⚠{bad}" if bad else ""
-    return f"{sym} {k}/{n}{extra}{warn}"
+    return f"{verdict(k, n)}{extra}{warn}"
 
 
 def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
@@ -136,7 +136,7 @@ def build_browse(ctx: Ctx) -> None:
             res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
         except CrosscheckError as exc:
             raise gr.Error(str(exc)) from exc
-        return (res["table"], res["summary"], gr.update(value=res["page"]),
+        return (with_verdicts(res["table"]), res["summary"], gr.update(value=res["page"]),
                 gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
 
     list_outputs = [table, summary, page, pattern]
