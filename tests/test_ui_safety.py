@@ -1,6 +1,7 @@
 """Safety of the served UI: model and imported text is shown as text (an `<img onerror>` response opens no
-dialog anywhere), the file route serves only the store's images, and serving on 0.0.0.0 without --auth
-warns. Also checks the generic group view's counts on this small store."""
+dialog anywhere), images are served by content hash only (no page names the store's folder, a path or `..`
+is refused, --auth refuses anonymous image requests), Gradio's download cache is pruned, and serving on
+0.0.0.0 without --auth warns. Also checks the generic group view's counts on this small store."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def env(request, demo_db, tmp_path_factory):
     page, dialogs = new_page(app)
     choose(page, "cc-benchmark", re.compile(r"^xss \("))
     page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('grp-0')", timeout=30000)
-    yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs, "db": app["db"]}
+    yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs, "db": app["db"],
+           "browser": app["browser"]}
     page.close()
 
 
@@ -113,20 +115,130 @@ def _status(url: str) -> tuple[int, bytes]:
         return e.code, b""
 
 
-def test_file_route_serves_only_store_images(env):
+def test_group_view_shows_no_store_path(env):
+    """Images are linked by content hash (image/..., thumb/...): the HTML of a group view names no folder of
+    the store, and its thumbnails load."""
+    page, store = env["page"], env["store"]
+    box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
+    box.fill("grp-0")
+    box.press("Enter")
+    page.wait_for_selector("#cc-group-view [data-group='grp-0'] .cc-images img", timeout=30000)
+    page.wait_for_function("() => [...document.querySelectorAll('#cc-group-view .cc-thumb-wrap img')]"
+                           ".every(i => i.complete && i.naturalWidth > 0)", timeout=30000)
+    html = page.locator("#cc-group-view").inner_html()
+    srcs = page.locator("#cc-group-view img").evaluate_all("els => els.map(e => e.getAttribute('src'))")
+    assert srcs and all(re.fullmatch(r"(thumb/[0-9a-f]+_\d+\.png|image/[0-9a-f]+\.png)", s) for s in srcs), srcs
+    for secret in (str(store.path.parent), store.images_dir.name, store.thumbs_dir.name, "gradio_api/file="):
+        assert secret not in html, secret
+
+
+def test_image_routes_serve_only_known_images(env):
     from urllib.parse import quote
 
     store, url = env["store"], env["url"]
     digest = store.items_frame("xss")["images"].iloc[0][0]
-    ok, body = _status(f"{url}/gradio_api/file={quote(str(store.image_path(digest)))}")
-    assert ok == 200 and body[:4] == b"\x89PNG"  # positive control: a stored image is served
+    name = store.image_path(digest).name
+    ok, body = _status(f"{url}/image/{name}")
+    assert ok == 200 and body[:4] == b"\x89PNG"  # positive control: a stored image is served by its hash
     thumb = store.thumbnail(digest)
-    assert _status(f"{url}/gradio_api/file={quote(str(thumb))}")[0] == 200
-    for path in ("/etc/passwd", str(env["db"]), str(env["db"]) + "-wal",
+    ok, body = _status(f"{url}/thumb/{thumb.name}")
+    assert ok == 200 and body[:4] == b"\x89PNG"
+    db = env["db"].name
+    for path in (f"image/../{db}", f"image/..%2f{db}", f"image/%2e%2e%2f{db}", f"image/{quote(str(env['db']), safe='')}",
+                 f"thumb/..%2f..%2f{db}", f"image/{digest}.jpg", f"image/{'0' * len(digest)}.png", f"image/{digest}",
+                 f"thumb/{digest}_999.png", f"thumb/{name}", "image/", f"image/{name}/x"):
+        code, body = _status(f"{url}/{path}")
+        assert code in (404, 405), (path, code)
+        assert b"SQLite format" not in body and b"\x89PNG" not in body, path
+    # Gradio's file route serves no folder of the store any more (nor anything outside it)
+    for path in (str(store.image_path(digest)), str(thumb), "/etc/passwd", str(env["db"]), str(env["db"]) + "-wal",
                  str(store.images_dir / ".." / env["db"].name)):
         code, body = _status(f"{url}/gradio_api/file={quote(path)}")
         assert code in (403, 404), (path, code)
-        assert b"root:" not in body and b"SQLite format" not in body
+        assert b"root:" not in body and b"SQLite format" not in body and b"\x89PNG" not in body
+
+
+def test_image_routes_refuse_anonymous_requests_under_auth(tmp_path, fe_bench):
+    import httpx
+
+    from db.importers import import_items
+    from db.store import Store
+    from ui.auth import auth_line
+
+    db = tmp_path / "auth.db"
+    s = Store(db)
+    import_items(s, fe_bench, name="fe")
+    digest = s.items_frame("fe")["images"].iloc[0][0]
+    name, thumb = s.image_path(digest).name, s.thumbnail(digest).name
+    s.close()
+    users = tmp_path / "users.txt"
+    users.write_text(auth_line("alice", "pw1") + "\n")
+    with running_app(db, "--auth", str(users)) as url:
+        for path in (f"/image/{name}", f"/thumb/{thumb}"):
+            anonymous = httpx.get(url + path, timeout=10)
+            assert anonymous.status_code == 401 and not anonymous.content.startswith(b"\x89PNG"), path
+        assert httpx.get(url + "/config", timeout=10).status_code == 401  # as the rest of the app answers
+        with httpx.Client(base_url=url, timeout=10) as client:
+            assert client.post("/login", data={"username": "alice", "password": "wrong"}).status_code >= 400
+            assert client.get(f"/image/{name}").status_code == 401
+            assert client.post("/login", data={"username": "alice", "password": "pw1"}).status_code == 200
+            for path in (f"/image/{name}", f"/thumb/{thumb}"):
+                signed_in = client.get(path)
+                assert signed_in.status_code == 200 and signed_in.content[:4] == b"\x89PNG", path
+            assert client.get(f"/image/..%2f{db.name}").status_code == 404  # signed in, still only images
+            client.get("/logout")
+            assert client.get(f"/image/{name}").status_code == 401
+
+
+def test_gradio_download_cache_is_pruned(env, tmp_path, fe_bench):
+    """A download Gradio copied into its cache (the Data tab's export) is removed once older than the age
+    CROSSCHECK_GRADIO_CACHE sets (here: checked every second, age 4 s), and not before."""
+    import time
+
+    from db.importers import import_items
+    from db.store import Store
+
+    db = tmp_path / "cache.db"
+    s = Store(db)
+    import_items(s, fe_bench, name="fe")
+    s.close()
+    cache = tmp_path / "gradio-cache"
+    with running_app(db, env={"GRADIO_TEMP_DIR": str(cache), "CROSSCHECK_GRADIO_CACHE": "1,4"}) as url:
+        page = env["browser"].new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(url)
+            page.get_by_role("tab", name="Data").click()
+            page.locator("#cc-data-export").click()
+            page.locator("#cc-data-download a").first.wait_for(timeout=60000)
+            made = time.time()
+            copies = [p for p in cache.rglob("*.jsonl") if p.is_file()]
+            assert copies, sorted(cache.rglob("*"))  # the download sits in Gradio's cache
+            href = page.locator("#cc-data-download a").first.get_attribute("href")
+            assert _status(href if href.startswith("http") else url + "/" + href.lstrip("/"))[0] == 200
+            deadline = made + 30
+            while any(p.exists() for p in copies) and time.time() < deadline:
+                time.sleep(0.25)
+            gone = time.time()
+            assert not any(p.exists() for p in copies), "the cached download was never removed"
+            assert gone - made >= 2.5  # kept while younger than the age (4 s, minus the click's own time)
+        finally:
+            page.close()
+
+
+@pytest.mark.parametrize(("value", "expect"), [
+    (None, (3600, 86400)), ("", (3600, 86400)), ("60,300", (60, 300)), (" 1 , 4 ", (1, 4)),
+    ("60", "FREQUENCY,AGE"), ("0,10", "FREQUENCY,AGE"), ("-1,10", "FREQUENCY,AGE"), ("a,b", "FREQUENCY,AGE"),
+    ("1,2,3", "FREQUENCY,AGE"), ("1.5,2", "FREQUENCY,AGE"),
+])
+def test_cache_pruning_setting(value, expect):
+    from ui.serving import ServeSettingError, cache_pruning
+
+    environ = {} if value is None else {"CROSSCHECK_GRADIO_CACHE": value}
+    if isinstance(expect, tuple):
+        assert cache_pruning(environ) == expect
+    else:
+        with pytest.raises(ServeSettingError, match=rf"CROSSCHECK_GRADIO_CACHE=.*expected {expect}"):
+            cache_pruning(environ)
 
 
 def test_serving_on_all_interfaces_without_auth_warns(env, tmp_path):
