@@ -16,6 +16,8 @@ from db import judge_cli, judging
 from db.importers import import_labels
 from db.store import Store
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 RUN = "synth-sb-binder-weak"
 SAMPLE = "cal-ui"
 

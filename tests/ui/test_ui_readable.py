@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from uiharness import browser, running_app
 
 import core.judge
 import core.prompts
@@ -33,12 +32,12 @@ def test_one_set_of_stage_names():
 
 
 @pytest.fixture(scope="module")
-def page(demo_db):
-    with running_app(demo_db) as url, browser() as b:
-        p = b.new_page(viewport={"width": 1440, "height": 1000})
-        p.goto(url)
-        p.locator("#cc-browse-list").wait_for(timeout=60_000)
-        yield p
+def page(demo_app, ui_browser):
+    p = ui_browser.new_page(viewport={"width": 1440, "height": 1000})
+    p.goto(demo_app)
+    p.locator("#cc-browse-list").wait_for(timeout=60_000)
+    yield p
+    p.close()
 
 
 def _groups(db, bench):

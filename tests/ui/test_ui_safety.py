@@ -60,6 +60,8 @@ def env(request, demo_db, tmp_path_factory):
     page.close()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_model_and_imported_text_is_escaped_everywhere(env):
     page = env["page"]
     assert page.locator("#cc-browse-list [role=gridcell]", has_text=XSS).count() >= 1  # question as text
@@ -91,6 +93,8 @@ def test_model_and_imported_text_is_escaped_everywhere(env):
     page.get_by_role("tab", name="Browse").click()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_generic_view_counts(env):
     page, store = env["page"], env["store"]
     box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
@@ -115,6 +119,8 @@ def _status(url: str) -> tuple[int, bytes]:
         return e.code, b""
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_group_view_shows_no_store_path(env):
     """Images are linked by content hash (image/..., thumb/...): the HTML of a group view names no folder of
     the store, and its thumbnails load."""
@@ -132,6 +138,8 @@ def test_group_view_shows_no_store_path(env):
         assert secret not in html, secret
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_image_routes_serve_only_known_images(env):
     from urllib.parse import quote
 
@@ -190,6 +198,8 @@ def test_image_routes_refuse_anonymous_requests_under_auth(tmp_path, fe_bench):
             assert client.get(f"/image/{name}").status_code == 401
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_gradio_download_cache_is_pruned(env, tmp_path, fe_bench):
     """A download Gradio copied into its cache (the Data tab's export) is removed once older than the age
     CROSSCHECK_GRADIO_CACHE sets (here: checked every second, age 4 s), and not before."""
@@ -241,6 +251,8 @@ def test_cache_pruning_setting(value, expect):
             cache_pruning(environ)
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_serving_on_all_interfaces_without_auth_warns(env, tmp_path):
     import shutil
 
