@@ -229,7 +229,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ui.auth import load_auth
 
     auth = load_auth(args.auth) if args.auth else None  # a missing or bad file stops here: one line, exit 2
+    from ui.serving import cache_pruning
     from ui.shell import launch
+
+    cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
 
     store = _store(args)
     if store.counts()["benchmarks"] == 0 and not getattr(args, "no_demo", False):

@@ -134,8 +134,8 @@ def stembind_runs(folder: Path, ids: list[tuple[str, str, str, str, int]], seed:
 
 
 def frameevidence_items(folder: Path) -> tuple[Path, list[dict]]:
-    """48 FQ1 + 48 FQ2 triplets (288 test items) with a tiny distinct PNG per image (tests/conftest.py)."""
-    from tests.conftest import fe_lines, write_benchmark
+    """48 FQ1 + 48 FQ2 triplets (288 test items) with a tiny distinct PNG per image (tests/helpers.py)."""
+    from tests.helpers import fe_lines, write_benchmark
 
     lines = fe_lines(48, 48)
     return write_benchmark(folder / "fe", lines, "frameevidence.jsonl"), lines

@@ -27,11 +27,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_app(db: Path, *extra: str, timeout: float = 120.0) -> Iterator[str]:
-    """Start the real app on `db` in a subprocess; yields its base URL; stops it afterwards."""
+def running_app(db: Path, *extra: str, timeout: float = 120.0, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start the real app on `db` in a subprocess (`env`: extra environment variables); yields its base URL;
+    stops it afterwards."""
     port = free_port()
     log = open(db.parent / f"app-{port}.log", "w")  # noqa: SIM115 - closed below
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
     proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
                              "--no-demo", *extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

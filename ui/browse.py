@@ -14,6 +14,7 @@ from core import outcomes
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui.context import Ctx
+from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
 from ui.views.common import ZOOM_JS, esc
 
@@ -49,7 +50,7 @@ def _cells(s: outcomes.RunSummary, n_items: np.ndarray, at: np.ndarray) -> list[
         cat = s.category[g]
         extra = " " + core_groups.CATEGORY_LABELS.get(cat, cat) if cat else ""
         bad = int(s.n_invalid[g]) + int(s.n_api_error[g])
-        out.append(f"{'✓' if k == n else '✗'} {k}/{n}{extra}{f' ⚠{bad}' if bad else ''}")
+        out.append(f"{verdict(k, n)}{extra}{f' ⚠{bad}' if bad else ''}")
     return out
 
 
@@ -148,7 +149,7 @@ def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v:
         res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
     except CrosscheckError as exc:
         raise gr.Error(str(exc)) from exc
-    return (res["table"], res["summary"], gr.update(value=res["page"]),
+    return (with_verdicts(res["table"]), res["summary"], gr.update(value=res["page"]),
             gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
 
 

@@ -16,6 +16,7 @@ from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
+from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
 from ui.views.common import ZOOM_JS, esc, run_label_html
 
@@ -146,8 +147,8 @@ def changed_table(trans: pd.DataFrame, which: str | None) -> pd.DataFrame:
     elif which in core_groups.TRANSITIONS:
         t = trans[(trans["transition"] == which) & trans["changed"]]
     return pd.DataFrame({
-        "group": list(t.index), "A correct": [f"{a}/{n}" for a, n in zip(t["k_a"], t["n_items"], strict=True)],
-        "B correct": [f"{b}/{n}" for b, n in zip(t["k_b"], t["n_items"], strict=True)],
+        "group": list(t.index), "A correct": [verdict(a, n) for a, n in zip(t["k_a"], t["n_items"], strict=True)],
+        "B correct": [verdict(b, n) for b, n in zip(t["k_b"], t["n_items"], strict=True)],
         "newly correct": t["newly_correct"].to_numpy(), "newly wrong": t["newly_incorrect"].to_numpy(),
         "group transition": t["transition"].to_numpy(),
     })
@@ -192,14 +193,16 @@ def run_compare(store: Any, bench: str | None, a: str | None, b: str | None, spl
         res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
     except CrosscheckError as exc:
         raise gr.Error(str(exc)) from exc
-    return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS), changed_table(res["transitions"], which_v),
+    return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS),
+            with_verdicts(changed_table(res["transitions"], which_v)),
             {"bench": bench, "a": a, "b": b, "transitions": res["transitions"]}, "")
 
 
-def filter_changed(st: dict[str, Any] | None, which_v: str | None) -> pd.DataFrame:
+def filter_changed(st: dict[str, Any] | None, which_v: str | None) -> Any:
+    """The changed-groups table for `which_v` (a Styler: its verdict cells green / red)."""
     if not st:
         return pd.DataFrame({"group": []})
-    return changed_table(st["transitions"], which_v)
+    return with_verdicts(changed_table(st["transitions"], which_v))
 
 
 def open_changed(store: Any, st: dict[str, Any] | None, row: list[Any] | None) -> str:

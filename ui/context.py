@@ -26,8 +26,8 @@ class Ctx:
     benchmark: gr.Dropdown
     runs: gr.Dropdown
     refresh: gr.Button
+    changed: gr.State
     auth_enabled: bool = False
-    changed: gr.State | None = None
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
 
     def on_refresh(self, fn: Callable[..., Any], inputs: list[Any], outputs: list[Any]) -> None:

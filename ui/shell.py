@@ -14,6 +14,7 @@ from db.catalog import catalog_signature
 from db.store import Store
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
+from ui.serving import cache_pruning, make_app, run
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -63,11 +64,14 @@ def request_header(store: Store, request: gr.Request | None) -> str:
     return header_html(store, str(user) if user else None, is_local_request(host, headers))
 
 
-def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
-    """The whole UI over `store`."""
+def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int] | None = None) -> gr.Blocks:
+    """The whole UI over `store`. `delete_cache` (frequency_s, age_s): how Gradio prunes the copies it keeps
+    of every download and upload (default ui.serving.cache_pruning(): CROSSCHECK_GRADIO_CACHE, else every
+    hour, files older than a day)."""
     benches = benchmark_choices(store)
     first = benches[0][1] if benches else None
-    with gr.Blocks(title="Crosscheck", analytics_enabled=False) as demo:
+    prune = delete_cache or cache_pruning()
+    with gr.Blocks(title="Crosscheck", analytics_enabled=False, delete_cache=prune) as demo:
         with gr.Row(elem_id="cc-header"):
             with gr.Column(scale=1, min_width=220, elem_id="cc-title"):
                 gr.Markdown("### Crosscheck")
@@ -117,14 +121,12 @@ def build(store: Store, auth_enabled: bool = False) -> gr.Blocks:
 
 def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
            auth: Callable[[str, str], bool] | None = None, prevent_thread_lock: bool = False) -> Any:
-    """Serve the UI (`auth`: ui.auth.load_auth's check, or None for no login); only the store's image folders
-    are served as files."""
+    """Serve the UI (`auth`: ui.auth.load_auth's check, or None for no login). The store's images are served
+    by content hash at `image/...` and `thumb/...` (ui/serving.py), never by path; Gradio serves no folder."""
     demo = build(store, auth_enabled=auth is not None)
-    store.images_dir.mkdir(parents=True, exist_ok=True)
-    store.thumbs_dir.mkdir(parents=True, exist_ok=True)
     css = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in ("style.css", "views.css")
                     if (ASSETS / f).exists()) or None
     demo.queue(default_concurrency_limit=8)
-    return demo.launch(server_name=host, server_port=port, auth=auth, allowed_paths=[str(store.images_dir),
-                       str(store.thumbs_dir)], css=css, prevent_thread_lock=prevent_thread_lock, quiet=True,
-                       max_file_size="200mb", footer_links=[])
+    app = make_app(store, demo, auth=auth, css=css, max_file_size="200mb", footer_links=[], show_error=False,
+                   server_name=host, server_port=port)
+    return run(app, host, port, prevent_thread_lock=prevent_thread_lock)

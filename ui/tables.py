@@ -9,12 +9,18 @@ import hashlib
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from core.report_tables import Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
 
 # Attached once per table container (gr.HTML js_on_load): click a header to sort by it, again to reverse;
 # reference rows stay at the bottom; undefined cells sort last.
@@ -75,6 +81,32 @@ def table_html(table: Table) -> str:
             f"<div class='cc-mtitle'>{esc(table.title)}</div>"
             f"<div class='cc-scroll'><table class='cc-sortable'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>{''.join(notes)}</div>")
+
+
+# --------------------------------------------------------------------------- ✓ / ✗ verdicts in a gr.Dataframe
+
+# The colours are assets/views.css's (`--cc-green`, `--cc-red`), the same as every view's marks.
+VERDICT_STYLE = {"✓": "color: var(--cc-green); font-weight: 600", "✗": "color: var(--cc-red); font-weight: 600"}
+_VERDICT = re.compile(r"^([✓✗]) \d+/\d+")
+
+
+def verdict(k: int, n: int) -> str:
+    """A group's verdict in a table cell: ✓ when all `n` items are right, else ✗, then k/n."""
+    return f"{'✓' if k == n else '✗'} {k}/{n}"
+
+
+def verdict_style(value: Any) -> str:
+    """The CSS of one cell: green for a ✓ verdict, red for a ✗ one (a cell that starts like `verdict`'s text),
+    nothing for any other cell (a question or a name that happens to start with a mark stays plain)."""
+    m = _VERDICT.match(value) if isinstance(value, str) else None
+    return VERDICT_STYLE[m.group(1)] if m else ""
+
+
+def with_verdicts(table: pd.DataFrame) -> Styler:
+    """`table` for a gr.Dataframe with its ✓ / ✗ verdict cells green / red. Gradio renders a pandas Styler's
+    cell styles (its documented way to colour cells); the values, and so sorting, search and select events,
+    are the table's own."""
+    return table.style.map(verdict_style)
 
 
 EXPORT_TTL_S = 15 * 60  # a download is fetched within seconds of being written; older files are removed

@@ -2,8 +2,8 @@
 per stage, the first failure highlighted, the stem image and the final answer.
 
 `render(...)` returns HTML. Every text that comes from a model, a benchmark file or an annotator is escaped
-with html.escape before it enters the HTML; images are the store's thumbnails served through Gradio's file
-route (full size on click).
+with html.escape before it enters the HTML; images are the store's thumbnails served by content hash
+(ui.views.common.file_url; full size on click).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from core.families.stembind.metrics import NO_FAILURE, first_failure
 from core.judge import STAGE_NAMES, split_steps
 from core.schema import STAGES
+from ui.views.common import file_url
 
 CSS = """
 <style>
@@ -62,8 +63,6 @@ def _ff(flags: Mapping[str, Any] | None) -> str | None:
     return first_failure(None if flags.get(s) is None else bool(flags.get(s)) for s in STAGES)
 
 
-def file_url(path: Any) -> str:
-    return "/gradio_api/file=" + html.escape(str(path), quote=True)
 
 
 def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool) -> str:

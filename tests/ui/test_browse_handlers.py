@@ -119,8 +119,9 @@ def test_reset_and_field_handlers(store):
     vals = browse.field_values(store, "stembind", stratum)
     assert len(vals["choices"]) > 1 and vals["value"] == ""
     narrowed = browse.refresh_list(store, "stembind", runs, "", "", stratum, vals["choices"][1][1], "", "", 1)
-    assert 0 < len(narrowed[0]) and stratum in narrowed[0].columns
-    assert set(narrowed[0][stratum]) == {vals["choices"][1][1]}
+    listed = narrowed[0].data  # a Styler over the list (its verdict cells coloured)
+    assert 0 < len(listed) and stratum in listed.columns
+    assert set(listed[stratum]) == {vals["choices"][1][1]}
     assert browse.reset(store, None, None)[4]["choices"] == []
 
 

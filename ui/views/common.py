@@ -2,8 +2,8 @@
 option lists, the all-runs answer table, one run in detail, and the trace view (`render_trace`).
 
 Everything that reaches HTML from the store (questions, options, responses, traces, names) goes through
-`esc` first. Images are referenced through Gradio's file route, which serves only the store's image and
-thumbnail folders (ui/shell.py sets allowed_paths to those two folders).
+`esc` first. Images are referenced by content hash (`image/<hash>.<ext>`, `thumb/<hash>_<size>.png`,
+ui/serving.py), so no page shows the store's folder.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from core.schema import STAGE_NAMES, STAGES
+from ui.serving import image_url
 
 OUTCOME_MARK = {
     "correct": ("✓", "correct"),
@@ -32,8 +32,9 @@ def esc(value: Any) -> str:
 
 
 def file_url(path: Any) -> str:
-    """The Gradio file-route URL of a file inside the store's image / thumbnail folders."""
-    return "/gradio_api/file=" + quote(str(path))
+    """The URL of a stored image or thumbnail (a path from Store.image_path / Store.thumbnail): its content
+    hash at the app's `image/` / `thumb/` route (ui/serving.py), never the store's folder."""
+    return image_url(path)
 
 
 def synthetic_badge(synthetic: bool) -> str:

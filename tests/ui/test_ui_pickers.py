@@ -11,6 +11,8 @@ from uiharness import browser, running_app
 
 from db.store import Store
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 
 def options(page, elem_id):
     """The choices a dropdown offers, read by opening it as a user would."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from uiharness import browser, running_app
+from uiharness import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,9 +29,8 @@ def _overlap(a, b) -> bool:
 
 
 @pytest.fixture(scope="module")
-def app(demo_db):
-    with running_app(demo_db) as url:
-        yield url
+def app(demo_app):
+    return demo_app
 
 
 def _pick_benchmark(page, bench: str) -> None:

@@ -12,6 +12,8 @@ from test_ui_browse import new_page, shared_app
 
 from core import groups as G
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 BASE = "baseline-fe-majority"
 EDITED = "edited-majority"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from conftest import run_cli
-from uiharness import browser, running_app
+from uiharness import browser
 
 from core.stats import Clustering
 from ui.metrics import clusterings_of, union_field_choices
@@ -47,12 +47,12 @@ def _headers(page) -> list[str]:
     return [h.strip() for h in table.locator("th").all_inner_texts()]
 
 
-def test_picker_changes_table13_columns(demo_db):
+def test_picker_changes_table13_columns(demo_db, demo_app):
     cli = json.loads(run_cli("score", "--run", RUN, "--json", "--cluster", "group,image", db=demo_db,
                              check=True).stdout)["metrics"]["repeat_intervals"]
-    with running_app(demo_db) as url, browser() as b:
+    with browser() as b:
         page = b.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)
+        page.goto(demo_app)
         page.get_by_role("tab", name="Metrics").click()
         page.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=120_000)
         page.get_by_role("tab", name="Rotations · repeats · seeds").click()

@@ -12,6 +12,8 @@ from uiharness import browser, running_app
 
 from core import groups as G
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 
 def choose(page, elem_id: str, option) -> None:
     """Pick an option of a Gradio dropdown by its visible label (str or compiled regex)."""

@@ -11,6 +11,8 @@ from conftest import run_cli
 from test_import_foreign import mmbench_rows, prediction_table, write_tsv, write_xlsx
 from uiharness import browser, running_app
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 
 def choose(page, elem_id: str, option) -> None:
     page.locator(f"#{elem_id} input").first.click()

@@ -1,4 +1,5 @@
-"""Readable at a glance, in the real app and Debian chromium: ✓ / ✗ green and red in every view, Esc closes
+"""Readable at a glance, in the real app and Debian chromium: ✓ / ✗ green and red in every view (the group views,
+the Browse list, Compare's changed groups, the Judge tab), Esc closes
 a zoomed image, SPUR box letters clear of the printed ones, one complete font for bold text, the 002 §3.1
 stage names, the "can't bind" rule, and "shown D → original C" for rotated answers."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from uiharness import browser, running_app
 
 import core.judge
 import core.prompts
@@ -32,12 +32,12 @@ def test_one_set_of_stage_names():
 
 
 @pytest.fixture(scope="module")
-def page(demo_db):
-    with running_app(demo_db) as url, browser() as b:
-        p = b.new_page(viewport={"width": 1440, "height": 1000})
-        p.goto(url)
-        p.locator("#cc-browse-list").wait_for(timeout=60_000)
-        yield p
+def page(demo_app, ui_browser):
+    p = ui_browser.new_page(viewport={"width": 1440, "height": 1000})
+    p.goto(demo_app)
+    p.locator("#cc-browse-list").wait_for(timeout=60_000)
+    yield p
+    p.close()
 
 
 def _groups(db, bench):
@@ -154,3 +154,67 @@ def test_compare_marks_and_one_complete_bold_font(page):
     size = page.evaluate("""async () => (await (await fetch('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2'))
         .arrayBuffer()).byteLength""")
     assert size > 50_000  # the complete face (the SemiBold subset is 5 KB)
+
+
+VERDICT_CELL = re.compile(r"^([✓✗]) \d+/\d+")
+
+
+def _dataframe_verdicts(page, root):
+    """(text, computed colour) of every cell of a gr.Dataframe that holds a ✓ / ✗ verdict, and the colours of
+    the others."""
+    cells = page.locator(f"{root} [role=gridcell]").evaluate_all(
+        "els => els.map(e => [e.innerText.trim(), getComputedStyle(e.querySelector('span') || e).color])")
+    marked = [(t, c) for t, c in cells if VERDICT_CELL.match(t)]
+    plain = {c for t, c in cells if not VERDICT_CELL.match(t)}
+    return marked, plain
+
+
+def _assert_verdicts(marked, plain):
+    right = {c for t, c in marked if t.startswith("✓")}
+    wrong = {c for t, c in marked if t.startswith("✗")}
+    assert right == {GREEN} and wrong == {RED}, marked[:6]
+    assert not plain & {GREEN, RED}  # group ids, counts and questions stay in the text colour
+
+
+def test_browse_list_marks_green_and_red(page, demo_db):
+    page.get_by_role("tab", name="Browse").click()
+    if page.locator("#cc-benchmark input").input_value().split(" ")[0] != "frameevidence":
+        page.locator("#cc-benchmark input").click()
+        page.get_by_role("option", name="frameevidence").first.click()
+    page.locator("#cc-browse-list [role=gridcell]").first.wait_for(timeout=60_000)
+    page.wait_for_function("() => [...document.querySelectorAll('#cc-browse-list [role=gridcell]')]"
+                           ".some(e => /^[✓✗] \\d+\\/\\d+/.test(e.innerText.trim()))", timeout=60_000)
+    _assert_verdicts(*_dataframe_verdicts(page, "#cc-browse-list"))
+
+
+def test_compare_changed_groups_marks_green_and_red(page):
+    page.get_by_role("tab", name="Compare").click()
+    page.locator("#cc-compare-go").click()
+    page.locator("#cc-compare-changed [data-col='1'][role=gridcell]").first.wait_for(timeout=90_000)
+    marked, plain = _dataframe_verdicts(page, "#cc-compare-changed")
+    # the A correct / B correct columns: one verdict per changed group and run
+    assert len(marked) == 2 * page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").count()
+    _assert_verdicts(marked, plain)
+    page.get_by_role("tab", name="Browse").click()
+
+
+def test_judge_trace_marks_green_and_red(page):
+    """The Judge tab's stage flags (✓ kept, ✗ after un-ticking a stage) and its final-answer verdict are the
+    views' green and red; nothing is saved (no Enter)."""
+    page.get_by_role("tab", name="Judge").click()
+    who = page.locator("#jd-who textarea, #jd-who input").first
+    who.fill("readable")
+    page.locator("#jd-progress").click()
+    page.locator("#jd-start").click()
+    page.get_by_text("Queue of").wait_for(timeout=60_000)
+    page.locator("#jd-view .jt-flag.t").first.wait_for(timeout=30_000)
+    page.locator("#jd-s2 input[type=checkbox]").uncheck()
+    page.locator("#jd-view .jt-flag.f").first.wait_for(timeout=30_000)
+    colours = page.locator("#jd-view .jt-flag.t, #jd-view .jt-flag.f, #jd-view .jt-ok, #jd-view .jt-bad").evaluate_all(
+        "els => els.map(e => [e.className, getComputedStyle(e).color])")
+    right = {c for cls, c in colours if "jt-ok" in cls or cls.endswith(" t")}
+    wrong = {c for cls, c in colours if "jt-bad" in cls or cls.endswith(" f")}
+    assert right == {GREEN} and wrong == {RED}, colours
+    assert any("jt-ok" in cls or "jt-bad" in cls for cls, _ in colours)  # the final answer's verdict
+    page.locator("#jd-s2 input[type=checkbox]").check()
+    page.get_by_role("tab", name="Browse").click()

@@ -8,7 +8,6 @@ import json
 import pandas as pd
 import pytest
 from conftest import run_cli
-from uiharness import browser, running_app
 
 from core.report_tables import parse_latex_rows
 
@@ -17,19 +16,18 @@ RUN = "synth-fe-frameaware"
 
 
 @pytest.fixture(scope="module")
-def app(demo_db):
-    with running_app(demo_db) as url:
-        yield url
+def app(demo_app):
+    return demo_app
 
 
 @pytest.fixture(scope="module")
-def page(app):
-    with browser() as b:
-        p = b.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        p.goto(app)
-        p.get_by_role("tab", name="Metrics").click()
-        p.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
-        yield p
+def page(app, ui_browser):
+    p = ui_browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    p.goto(app)
+    p.get_by_role("tab", name="Metrics").click()
+    p.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
+    yield p
+    p.close()
 
 
 def _node(metrics, path):

@@ -17,6 +17,8 @@ from db import labels as dbl
 from db.importers import import_labels
 from db.store import Store
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 RUN = "synth-sb-binder-weak"
 SAMPLE = "cal-ui"
 
