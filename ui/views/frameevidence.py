@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import html
+from collections.abc import Sequence
 from typing import Any
 
+import plotly.graph_objects as go
+
 from core.groups import fq2_layout
+from core.report_tables import Cell, RunScore, Table, get, reason_of
+from ui.charts import (
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    by_label_bars,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
 from ui.views import Group, generic
 from ui.views.common import (
     answers_table,
@@ -121,26 +139,6 @@ def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
 
 
 # charts
-
-import html  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-
-import plotly.graph_objects as go  # noqa: E402
-
-from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
-from ui.charts import (  # noqa: E402
-    LAYOUT,
-    PALETTE,
-    FamilyCharts,
-    by_label_bars,
-    diff_bars,
-    empty,
-    error_bars,
-    grouped_bars,
-    hover,
-    pct,
-    series_name,
-)
 
 
 def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:

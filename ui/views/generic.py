@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import plotly.graph_objects as go
+
+from core.report_tables import RunScore, Table
+from ui.charts import FamilyCharts, grouped_bars
 from ui.views.common import (
     answers_table,
     chips,
@@ -64,15 +69,8 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     return f'<div class="cc-view cc-view-generic">{body}</div>'
 
 
-
 # charts
 
-from collections.abc import Sequence  # noqa: E402
-
-import plotly.graph_objects as go  # noqa: E402
-
-from core.report_tables import RunScore, Table  # noqa: E402
-from ui.charts import FamilyCharts, grouped_bars  # noqa: E402
 
 SECTIONS = [("Overview", ["generic_main", "generic_kinds"], ["generic_main"])]
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import plotly.graph_objects as go
 
 from core.families.spur.metrics import STAGES
 from core.groups import ordered
+from core.report_tables import RunScore, Table
+from ui.charts import FamilyCharts, by_label_bars, grouped_bars
 from ui.views.common import (
     answers_table,
     chips,
@@ -134,15 +139,8 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     return f'<div class="cc-view cc-view-spur">{body}</div>'
 
 
-
 # charts
 
-from collections.abc import Sequence  # noqa: E402
-
-import plotly.graph_objects as go  # noqa: E402
-
-from core.report_tables import RunScore, Table  # noqa: E402
-from ui.charts import FamilyCharts, by_label_bars, grouped_bars  # noqa: E402
 
 SECTIONS = [
     ("Table 3", ["spur_table3"], ["spur_table3"]),

@@ -3,10 +3,26 @@ each run's answers and verdicts, the decomposition category per run, and the F t
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import plotly.graph_objects as go
+
 from core.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
+from core.report_tables import Cell, RunScore, Table, get, reason_of
+from ui.charts import (
+    LAYOUT,
+    PALETTE,
+    FamilyCharts,
+    diff_bars,
+    empty,
+    error_bars,
+    grouped_bars,
+    hover,
+    pct,
+    series_name,
+)
 from ui.views.common import (
     answer_mark,
     answers_table,
@@ -116,24 +132,6 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
 
 
 # charts
-
-import html  # noqa: E402
-
-import plotly.graph_objects as go  # noqa: E402
-
-from core.report_tables import Cell, RunScore, Table, get, reason_of  # noqa: E402
-from ui.charts import (  # noqa: E402
-    LAYOUT,
-    PALETTE,
-    FamilyCharts,
-    diff_bars,
-    empty,
-    error_bars,
-    grouped_bars,
-    hover,
-    pct,
-    series_name,
-)
 
 
 def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
