@@ -382,19 +382,19 @@ class DrawCache:
         return [self._sums[key] for key in keys]
 
     def _product(self, block: np.ndarray, n_clusters: int, draws: int, seed: int) -> np.ndarray:
-        """W @ block. A W already held is used; a few columns (at most _GATHER_COLUMNS) are summed straight
-        from the drawn indices (`_gathered_sums`: no W is built, half the work of counting the draws); for more
-        columns, the first time a W is asked for, its blocks are generated and multiplied as they come (W is
-        never held whole: a bulk `prefetch` usually asks for every column there will be), and a second request
-        for the same W builds and keeps it."""
+        """W @ block. A W already held is used, and a second request for the same W builds and keeps it (the
+        draws are then generated once, not once per request). The first time a W is asked for, a few columns
+        (at most _GATHER_COLUMNS) are summed straight from the drawn indices (`_gathered_sums`: no W is built,
+        half the work of counting the draws); more columns are multiplied block by block as the draws come (W is
+        never held whole: a bulk `prefetch` usually asks for every column there will be)."""
         key = (n_clusters, draws, seed)
         if key in self._weights:
             return self._weights[key] @ block
-        if block.shape[1] <= _GATHER_COLUMNS:
-            return _gathered_sums(block, draws, seed)
         if key in self._streamed:
             return self.weights(n_clusters, draws, seed) @ block
         self._streamed.add(key)
+        if block.shape[1] <= _GATHER_COLUMNS:
+            return _gathered_sums(block, draws, seed)
         product = np.empty((draws, block.shape[1]), dtype=np.float32)
         done = 0
         for counts in _draw_blocks(n_clusters, draws, seed, as_float=False):
