@@ -20,6 +20,7 @@ import app
 from core import calibration as cal
 from core.errors import CalibrationChoice
 from core.judge import LexicalJudge
+from core.schema import to_jsonable
 from db import judge_cli, judging
 from db import labels as dbl
 from db.importers import import_labels
@@ -313,6 +314,13 @@ def test_calibration_second_judge_over_runs(labeled_store, capsys):
     assert set(sj["runs"]) == {RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"}
     assert sj["spearman"]["S3"]["n_runs"] == 3
     assert sj["weakest_preserved"].n == 3
+    from ui.calibration import second_html
+
+    page = second_html(to_jsonable(rep))
+    for run, r in to_jsonable(sj)["runs"].items():  # the mark of each run is coloured (#14 point 6)
+        row = page.split(f"<td>{run}</td>", 1)[1].split("</tr>", 1)[0]
+        want = "<span class='cc-correct'>✓</span>" if r["weakest_preserved"] else "<span class='cc-wrong'>✗</span>"
+        assert want in row, (run, row)
 
 
 def test_calibration_cli_ceiling_and_consensus(labeled_store, capsys):

@@ -156,7 +156,8 @@ def second_html(rep: dict[str, Any]) -> str:
     rows = []
     for run_name, r in sj["runs"].items():
         cells = "".join(f"<td class='num'>{pct(r['first'][s])} / {pct(r['second'][s])}</td>" for s in STAGES)
-        mark = "✓" if r["weakest_preserved"] else "✗"
+        mark = ("<span class='cc-correct'>✓</span>" if r["weakest_preserved"]
+                else "<span class='cc-wrong'>✗</span>")  # green / red as in every view (assets/views.css)
         rows.append(f"<tr><td>{esc(run_name)}</td>{cells}<td>{esc(str(r['weakest_first']))} / "
                     f"{esc(str(r['weakest_second']))} {mark}</td></tr>")
     runs = "".join(rows)
