@@ -84,3 +84,27 @@ def browser() -> Iterator[object]:
         yield b
     finally:
         b.close()
+
+
+def run_progress(page) -> dict:  # type: ignore[no-untyped-def]
+    """The Run tab's progress panel read in one step: status, run, counts and text of the same element (two
+    separate reads can straddle a re-render and mix an earlier job's status with the new job's name)."""
+    return page.locator("#cc-run-progress").evaluate(
+        "e => ({status: e.dataset.status, run: e.dataset.run || null, done: Number(e.dataset.done || 0),"
+        " total: e.dataset.total, job: e.dataset.job, text: e.innerText})")
+
+
+def wait_run(page, run: str, statuses: tuple[str, ...], timeout: float = 90,  # type: ignore[no-untyped-def]
+             seen: list[dict] | None = None) -> dict:
+    """Poll the progress panel until it shows job `run` in one of `statuses`; every reading of that run is
+    appended to `seen`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        p = run_progress(page)
+        if p["run"] == run:
+            if seen is not None:
+                seen.append(p)
+            if p["status"] in statuses:
+                return p
+        time.sleep(0.25)
+    raise AssertionError(f"run {run!r} did not reach {statuses}: {run_progress(page)}")

@@ -203,7 +203,7 @@ def progress_html(job: Job | None) -> str:
     return (
         f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{held}' "
         f"data-total='{'' if total is None else total}' data-sent='{s['done']}' data-errors='{s['errors']}' "
-        f"data-job='{s['id']}'>"
+        f"data-job='{s['id']}' data-run='{esc(s['run'])}'>"
         f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · job #{s['id']} ({esc(s['kind'])}) · "
         f"{esc(s['benchmark'])} · {esc(s['runner'])} "
         f"{esc(str(s['model'] or ''))} · <span class='cc-run-status cc-st-{esc(s['status'])}'>{esc(s['status'])}</span>"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from conftest import copy_store
-from uiharness import browser, running_app
+from uiharness import browser, run_progress, running_app, wait_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,18 +40,8 @@ def fill(page, elem_id, text):
 
 
 def progress(page):
-    el = page.locator("#cc-run-progress")
-    return el.get_attribute("data-status"), int(el.get_attribute("data-done") or 0), el.get_attribute("data-total")
-
-
-def wait_status(page, statuses, timeout=90):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        st = progress(page)
-        if st[0] in statuses:
-            return st
-        time.sleep(0.25)
-    raise AssertionError(f"run did not reach {statuses}: {progress(page)}")
+    p = run_progress(page)
+    return p["status"], p["done"], p["total"]
 
 
 def test_baseline_runs_to_completion_and_appears_in_picker(app, db):
@@ -63,7 +53,8 @@ def test_baseline_runs_to_completion_and_appears_in_picker(app, db):
         page.locator("#cc-run-rotations input[type=number]").fill("4")
         page.locator("#cc-run-rotations input[type=number]").press("Tab")
         page.locator("#cc-run-start").click()
-        status, done, total = wait_status(page, ("done", "failed"))
+        p = wait_run(page, "gui-random-r4", ("done", "failed"))
+        status, done, total = p["status"], p["done"], p["total"]
         assert status == "done", page.locator("#cc-run-progress").inner_text()
         assert total == str(done) and done == 288 * 4
         assert "done 1152 / 1152" in page.locator("#cc-run-progress").inner_text()
@@ -91,7 +82,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         page.locator("#cc-run-concurrency input").fill("1")
         page.locator("#cc-run-concurrency input").press("Tab")
         page.locator("#cc-run-start").click()
-        wait_status(page, ("running",), timeout=60)
+        wait_run(page, "gui-api", ("running",), timeout=60)
         seen = []
         deadline = time.time() + 60
         while len(set(seen)) < 3 and time.time() < deadline:
@@ -112,7 +103,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         assert first.get_attribute("data-status") == "cancelled"
         done = int(first.locator(".cc-job-held").inner_text().split("/")[0])
         assert 0 < done < 288
-        wait_status(page, ("running",), timeout=60)
+        wait_run(page, "gui-api", ("running",), timeout=60)
         # progress counts what the run holds: the earlier job's predictions included, of all 288 tasks
         _, held, total = progress(page)
         assert int(total) == 288 and held >= done
@@ -131,7 +122,8 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         for other in others:  # ... and browses the metrics meanwhile
             other.get_by_role("tab", name="Metrics").click()
             other.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=60_000)
-        status, done2, total2 = wait_status(page, ("done", "failed"), timeout=120)
+        p = wait_run(page, "gui-api", ("done", "failed"), timeout=120)
+        status, done2, total2 = p["status"], p["done"], p["total"]
         assert status == "done" and int(total2) == 288 and done2 == 288
         # every job keeps its own row: the cancelled one keeps its numbers, the resume adds a row
         page.wait_for_function("() => document.querySelector('#cc-run-jobs tr[data-run=\"gui-api\"]')"

@@ -5,11 +5,10 @@ whose processor needs torchvision (missing here) fails at load with the one-line
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from tiny_models import build_llava, write_qwen2vl
-from uiharness import browser, running_app
+from uiharness import browser, running_app, wait_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,17 +39,11 @@ def _start(page, name: str, model, limit: int = 2, seen: list[str] | None = None
     lim.fill(str(limit))
     lim.press("Tab")
     page.locator("#cc-run-start").click()
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        el = page.locator("#cc-run-progress")
-        st = el.get_attribute("data-status")
-        text = el.inner_text()
-        if seen is not None and st == "running" and name in text:
-            seen.append(text)
-        if st in ("done", "failed") and name in text:
-            return str(st)
-        time.sleep(0.25)
-    raise AssertionError(page.locator("#cc-run-progress").inner_text())
+    readings: list[dict] = []
+    p = wait_run(page, name, ("done", "failed"), timeout=120, seen=readings)
+    if seen is not None:
+        seen.extend(r["text"] for r in readings if r["status"] == "running")
+    return str(p["status"])
 
 
 def test_run_tab_warns_and_refuses(setup):
