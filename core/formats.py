@@ -16,8 +16,8 @@ from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, 
 
 ITEM_FIELDS = {"benchmark", "item_id", "group_id", "split", "kind", "variant", "images", "question", "options",
                "answer", "meta", "stages"}
-LABEL_FIELDS = {"item_id", "annotator", "labeler", "kind", "S1", "S2", "S3", "S4", "first_failure", "category",
-                "note", "rotation", "repeat"}
+LABEL_FIELDS = {"item_id", "annotator", "labeler", "kind", *STAGES, "first_failure", "category", "note", "rotation",
+                "repeat"}
 
 
 def _text(obj: dict[str, Any], key: str, file: str, line: int, report: Report, *, required: bool = True,

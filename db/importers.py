@@ -40,7 +40,7 @@ from core.formats import (
 from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
-from core.schema import Item
+from core.schema import STAGES, Item
 from db import labels as dbl
 from db import overrides
 from db.store import Store, config_hash, now
@@ -713,8 +713,8 @@ def import_labels(store: Store, path: str | os.PathLike[str], run: str) -> Impor
     written = 0
     with store.write() as conn:
         for lab in labels:
-            flags = [None if lab.flags[s] is None else int(bool(lab.flags[s])) for s in ("S1", "S2", "S3", "S4")]
-            new = {**dict(zip(("S1", "S2", "S3", "S4"), flags, strict=True)), "first_failure": lab.first_failure,
+            flags = [None if lab.flags[s] is None else int(bool(lab.flags[s])) for s in STAGES]
+            new = {**dict(zip(STAGES, flags, strict=True)), "first_failure": lab.first_failure,
                    "category": lab.category, "note": lab.note, "kind": lab.kind}
             row_key = dbl.LabelKey(run_id, keys[lab.item_id][0], lab.rotation, lab.repeat, lab.labeler)
             written += dbl.upsert(conn, row_key, new, f"import:{name}")[0] == "saved"

@@ -41,7 +41,7 @@ class InvalidLabelValue(CrosscheckError, ValueError):
     """A label value from the UI is out of range (stage flag, category, note, labeler name)."""
 
 
-LABEL_FIELDS = ("S1", "S2", "S3", "S4", "first_failure", "category", "note", "kind")
+LABEL_FIELDS = (*STAGES, "first_failure", "category", "note", "kind")
 
 
 def _clean_labeler(name: str | None) -> str:
@@ -82,8 +82,8 @@ def save_label(store: Store, run: str, key: tuple[str, int, int], labeler: str, 
     if note is not None and len(note) > MAX_NOTE:
         raise InvalidLabelValue(f"a note is at most {MAX_NOTE} characters")
     ff = None if all(v is None for v in vals) else first_failure(None if v is None else bool(v) for v in vals)
-    new = {"S1": vals[0], "S2": vals[1], "S3": vals[2], "S4": vals[3], "first_failure": ff, "category": category,
-           "note": note, "kind": "human"}
+    new = {**dict(zip(STAGES, vals, strict=True)), "first_failure": ff, "category": category, "note": note,
+           "kind": "human"}
     item_id, rotation, repeat = str(key[0]), int(key[1]), int(key[2])
     r = store.run(run)
     with store.write() as conn:

@@ -8,7 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from core.groups import fq2_layout
+from core.families.frameevidence.groups import fq2_layout
 from core.report_tables import Cell, RunScore, Table, get, reason_of
 from ui.charts import (
     LAYOUT,

@@ -9,7 +9,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from core.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
+from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
+from core.families.stembind.vocab import KINDS, SSA_LEVELS
 from core.report_tables import Cell, RunScore, Table, get, reason_of
 from ui.charts import (
     LAYOUT,
@@ -200,7 +201,7 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
             continue
         seen.add(ident)
         acc = node.get("accuracy", {})
-        levels = [lv for lv in ("H0", "H1", "H2", "H3", "H4") if lv in acc]
+        levels = [lv for lv in SSA_LEVELS if lv in acc]
         cells = [Cell(acc[lv]) for lv in levels]
         color = PALETTE[i % len(PALETTE)]
         model = r.config.get("model") or r.name
@@ -235,7 +236,7 @@ SECTIONS = [
 
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
     return {"sb_leaderboard": grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
-                                           columns=["P", "R", "F"]),
+                                           columns=list(KINDS)),
             "sb_chasm": sb_rf_chasm(runs),
             "sb_decomposition": stacked_decomposition(tables["sb_decomposition"]),
             "sb_binding_gap": grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
