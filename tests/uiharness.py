@@ -108,3 +108,20 @@ def wait_run(page, run: str, statuses: tuple[str, ...], timeout: float = 90,  # 
                 return p
         time.sleep(0.25)
     raise AssertionError(f"run {run!r} did not reach {statuses}: {run_progress(page)}")
+
+
+def open_section(page, name: str, content: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    """Open the Metrics sub-tab `name` until `content` (a selector inside it) shows. A drawing still on its way
+    when the tab is clicked (the benchmark's first one, with the runs of the picker before it changed) replaces
+    the sections and opens the first: the click is then made again, as a user would."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.time() + timeout
+    while True:
+        page.get_by_role("tab", name=name).click()
+        try:
+            page.locator(content).first.wait_for(state="visible", timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if time.time() > deadline:
+                raise

@@ -49,19 +49,22 @@ CSS = """
 """
 
 
-def report_html(report: Report, title: str, committed: bool = False, limit: int = 200) -> str:
-    """The validation report: a verdict line, counts, then every error and warning with its line number."""
+def report_html(report: Report, title: str, committed: bool = False, limit: int = 200, file: str = "") -> str:
+    """The validation report: a verdict line, counts, then every error and warning with its line number. The
+    verdict says what it is of (data-file, data-committed: a dry run or the import), so a verdict left from an
+    earlier step is never read as this one's."""
     esc = html.escape
+    of = f" data-file='{esc(file)}' data-committed='{int(committed)}'"
     errs = sorted(report.errors, key=lambda i: i.line)
     warns = sorted(report.warnings, key=lambda i: i.line)
     if errs:
-        verdict = (f"<div class='cc-bad' id='cc-data-verdict' data-ok='0'>{len(errs)} error"
+        verdict = (f"<div class='cc-bad' id='cc-data-verdict' data-ok='0'{of}>{len(errs)} error"
                    f"{'s' if len(errs) != 1 else ''}: nothing {'was' if committed else 'will be'} written. Fix the "
                    "lines below and validate again.</div>")
     elif committed:
-        verdict = "<div class='cc-ok' id='cc-data-verdict' data-ok='1'>Imported.</div>"
+        verdict = f"<div class='cc-ok' id='cc-data-verdict' data-ok='1'{of}>Imported.</div>"
     else:
-        verdict = ("<div class='cc-ok' id='cc-data-verdict' data-ok='1'>Valid: press <b>Import</b> to commit it "
+        verdict = (f"<div class='cc-ok' id='cc-data-verdict' data-ok='1'{of}>Valid: press <b>Import</b> to commit it "
                    "(one transaction).</div>")
     counts = ", ".join(f"{esc(str(k))}: {v}" for k, v in (report.counts or {}).items())
     rows = []
@@ -189,7 +192,7 @@ def on_validate(store: Store, k: str, up: Any, nm: str | None, rn: str | None, m
     """The dry run's report; Import is enabled only for a file without errors."""
     path = _path(up)
     rep = dry_run(store, k, path, nm or "", rn or "", md or "", bench, cfg or "")
-    return report_html(rep, f"Validation of {path.name}"), gr.update(interactive=rep.ok)
+    return report_html(rep, f"Validation of {path.name}", file=path.name), gr.update(interactive=rep.ok)
 
 
 def on_import(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md: str | None, bench: str | None,
@@ -203,11 +206,11 @@ def on_import(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md:
         rep = exc.report if isinstance(exc.report, Report) else Report()
         if not rep.errors:
             rep.error("(import)", 0, "(file)", str(exc))
-        return (report_html(rep, "Import refused", committed=True), gr.update(interactive=False), gr.update(),
+        return (report_html(rep, "Import refused", committed=True, file=path.name), gr.update(interactive=False), gr.update(),
                 gr.update(), gr.update())
     bench_up, runs_up = header_after_import(store, target, bench, selected, (rn or "").strip()
                                             if k == "predictions" else None)
-    return (report_html(rep, f"Imported {path.name}", committed=True), gr.update(interactive=False),
+    return (report_html(rep, f"Imported {path.name}", committed=True, file=path.name), gr.update(interactive=False),
             bench_up, runs_up, catalog_signature(store))
 
 

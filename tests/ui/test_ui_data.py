@@ -76,7 +76,7 @@ def test_bad_upload_shows_error_and_store_unchanged(tmp_path, fe_bench):
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
         page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
         page.locator("#cc-data-validate").click()
-        verdict = page.locator("#cc-data-verdict")
+        verdict = page.locator("#cc-data-verdict[data-file='bad_preds.jsonl'][data-committed='0']")
         verdict.wait_for(timeout=30_000)
         assert verdict.get_attribute("data-ok") == "0"
         report = page.locator("#cc-data-report").inner_text()
@@ -90,7 +90,8 @@ def test_bad_upload_shows_error_and_store_unchanged(tmp_path, fe_bench):
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(good))
         page.get_by_text("good_preds.jsonl").first.wait_for(timeout=20_000)
         page.locator("#cc-data-validate").click()
-        page.locator("#cc-data-verdict[data-ok='1']").wait_for(timeout=30_000)
+        page.locator("#cc-data-verdict[data-ok='1'][data-file='good_preds.jsonl'][data-committed='0']").wait_for(
+            timeout=30_000)
         page.locator("#cc-data-import").click()
         page.get_by_text("Imported.").wait_for(timeout=30_000)
     s = Store(db)

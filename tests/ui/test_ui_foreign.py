@@ -89,7 +89,7 @@ def test_data_tab_validates_and_imports_a_vlmevalkit_tsv(page, tmp_path):
     page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
     page.get_by_text("bad_mmb.tsv").first.wait_for(timeout=20_000)
     page.locator("#cc-data-validate").click()
-    page.locator("#cc-data-verdict[data-ok='0']").wait_for(timeout=60_000)
+    page.locator("#cc-data-verdict[data-ok='0'][data-file='bad_mmb.tsv'][data-committed='0']").wait_for(timeout=60_000)
     report = page.locator("#cc-data-report").inner_text()
     assert "names no row's index" in report and "image" in report
     assert page.locator("#cc-data-import").is_disabled()
@@ -97,7 +97,7 @@ def test_data_tab_validates_and_imports_a_vlmevalkit_tsv(page, tmp_path):
     page.locator("#cc-data-upload input[type=file]").set_input_files(str(good))
     page.get_by_text("mmb_ui.tsv").first.wait_for(timeout=20_000)
     page.locator("#cc-data-validate").click()
-    page.locator("#cc-data-verdict[data-ok='1']").wait_for(timeout=60_000)
+    page.locator("#cc-data-verdict[data-ok='1'][data-file='mmb_ui.tsv'][data-committed='0']").wait_for(timeout=60_000)
     page.locator("#cc-data-import").click()
     page.get_by_text("Imported.").wait_for(timeout=60_000)
     assert "items: 9" in page.locator("#cc-data-report").inner_text()

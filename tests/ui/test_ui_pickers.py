@@ -116,7 +116,7 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bench))
         page.get_by_text("uploaded.zip").first.wait_for(timeout=60_000)  # a loaded 2-core CI machine is slow
         page.locator("#cc-data-validate").click()
-        page.locator("#cc-data-verdict").wait_for(timeout=60_000)
+        page.locator("#cc-data-verdict[data-file='uploaded.zip'][data-committed='0']").wait_for(timeout=60_000)
         assert page.locator("#cc-data-verdict").get_attribute("data-ok") == "1", page.locator("#cc-data-report").inner_text()
         page.locator("#cc-data-import").click()
         page.get_by_text("Imported.").wait_for(timeout=60_000)
@@ -130,9 +130,13 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(preds))
         page.get_by_text("ui_preds.jsonl").first.wait_for(timeout=20_000)
         page.locator("#cc-data-validate").click()
-        page.locator("#cc-data-verdict[data-ok='1']").wait_for(timeout=30_000)
+        # this file's verdict (the "Imported." of the items above is a verdict too)
+        page.locator("#cc-data-verdict[data-ok='1'][data-file='ui_preds.jsonl'][data-committed='0']").wait_for(
+            timeout=30_000)
         page.locator("#cc-data-import").click()
-        page.get_by_text("Imported.").wait_for(timeout=30_000)
+        page.locator("#cc-data-verdict[data-ok='1'][data-file='ui_preds.jsonl'][data-committed='1']").wait_for(
+            timeout=30_000)
+        assert page.locator("#cc-data-verdict").inner_text() == "Imported."
         page.locator("#cc-runs").get_by_text("ui-run").first.wait_for(timeout=20_000)  # selected in the header
         assert has(options(page, "cc-benchmark"), "uploaded (frameevidence, 12 items)")
         assert wait_options(page, "cc-data-export-run", lambda o: o == ["ui-run"]) == ["ui-run"]

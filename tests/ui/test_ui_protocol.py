@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 from conftest import copy_store, run_cli
-from uiharness import browser, running_app
+from uiharness import browser, open_section, running_app
 
 from core.judge import LexicalJudge
 from db import judge_cli, judging
@@ -75,8 +75,7 @@ def test_shortcut_picker_one_model_or_the_labelled_pool(page, store_db):
     page.get_by_role("tab", name="Metrics").click()
     choose(page, "cc-benchmark", re.compile(r"^spur \("))
     page.locator(".cc-mtable[data-table='spur_table3']").wait_for(timeout=90_000)
-    page.get_by_role("tab", name="Shortcuts").click()
-    page.locator("#cc-shortcut tbody tr").first.wait_for(timeout=30_000)
+    open_section(page, "Shortcuts", "#cc-shortcut tbody tr")
     assert _rows(page) == [OTHER, "synthetic/generalist-v1"]  # one row per model, no pool by default
     choose(page, "cc-shortcut-model", OTHER)
     page.wait_for_function("document.querySelectorAll('#cc-shortcut tbody tr').length === 1", timeout=30_000)
