@@ -150,6 +150,15 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     clusterings = _clusterings_arg(fc.cluster_pickers, clusters, cluster_fields)
     if shortcut_model and not any(t == "spur_shortcut" for _, keys, _ in fc.sections for t in keys):
         raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
+    tag = ("metrics_json", tuple(runs), split, clusterings, shortcut_model)
+    return cache.derive(store, benchmark, tag, lambda: _metrics_tables(store, benchmark, list(runs), split,
+                                                                        clusterings, shortcut_model, cache))
+
+
+def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | None,
+                    clusterings: tuple[Clustering, ...], shortcut_model: str | None, cache: ScoreCache
+                    ) -> dict[str, Any]:
+    """metrics_json's value for checked arguments (kept by the cache per state of the benchmark's runs)."""
     family, scored, controls = run_scores(store, benchmark, list(runs), clusterings, split_arg(split), cache=cache)
     if (split or "").strip() == DEFAULT_SPLIT and scored and scored[0].split == NO_TEST_SPLIT:
         raise BadMetricsRequest(f"benchmark {benchmark!r} has no items in split 'test'; leave split empty to "

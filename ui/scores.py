@@ -1,13 +1,16 @@
 """Scores for the Metrics tab and its `metrics` endpoint: the bulk path of `score --all`, cached per benchmark.
 
 The runs are read as `score --all` reads them (db.frames.load_for_scoring over the db.bulk scoring units that
-hold a picked run: every run whose metrics a picked run's can depend on) and scored by one
-`core.scoring.score_all` call (shared work, shared bootstrap draws), so each result equals
+hold a picked run: every run whose metrics a picked run's can depend on) and scored by `core.scoring.score_all`
+(shared work, shared bootstrap draws): on the server's scoring workers when the work is heavy (db.bulk.ScoringPool,
+one bin of units per CPU, as `score --all` spreads them), else in the request's thread. Each result equals
 `score --run NAME --json`'s and `score --all --json`'s.
 
-`ScoreCache` keeps results under (benchmark, run names, (name, updated, prediction count) of every run of the
-benchmark, options): a finished live run, an import, an override or a new judge run changes the key, and
-entries of an older state of that benchmark are dropped. Its lock is held only while its dict is read or
+`ScoreCache` keeps results under (benchmark, the set of run names, (name, updated, prediction count) of every run
+of the benchmark, options): a finished live run, an import, an override or a new judge run changes the key, and
+entries of an older state of that benchmark are dropped. The counts are read once per change of the store
+(db.browse.run_versions), so a warm request costs a lookup; `derive` keeps what callers build from the scores
+(the endpoint's JSON tables) under the same state. Its lock is held only while its dict is read or
 written, never while scoring: users scoring different benchmarks (or different picks) never wait on each other,
 and a key asked for while it is being computed waits for that one computation (a Future) instead of starting a
 second one.
@@ -23,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.report_tables import RunScore
-from core.scoring import DEFAULT_SPLIT, score_all
-from core.stats import Clustering, ScoringContext
-from db.bulk import units
-from db.frames import load_for_scoring, score_extras
+from core.scoring import DEFAULT_SPLIT
+from core.stats import Clustering
+from db.browse import run_versions
+from db.bulk import ScoringPool, units_holding
 from db.store import Store
 
 
@@ -45,27 +48,24 @@ class ScoreOptions:
 Key = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], ScoreOptions]
 
 
-def run_state(runs: Sequence[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
-    """(name, updated, prediction count) of each run (Store.runs rows): what a cached score depends on."""
-    return tuple((r["name"], r["updated"], r.get("n_predictions")) for r in runs)
+def run_state(store: Store, runs: Sequence[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """(name, version) of each run (Store.runs rows): what a cached score depends on. The version (updated time,
+    prediction count: db.browse.run_versions) is counted once per store change, not once per request."""
+    versions = run_versions(store, [r["name"] for r in runs])
+    return tuple((r["name"], versions.get(r["name"], "")) for r in runs)
 
 
 def runs_to_load(store: Store, benchmark: str, names: Sequence[str]) -> list[str]:
     """Every run of each db.bulk scoring unit that holds one of `names` (what `score --all` loads with it)."""
-    wanted = set(names)
-    return [n for _, unit, _ in units(store, [benchmark]) if wanted & set(unit) for n in unit]
+    return [n for _, unit, _ in units_holding(store, benchmark, names) for n in unit]
 
 
 def score_runs(store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions) -> dict[str, dict[str, Any]]:
-    """{run: score_run result} of `names`, through the bulk path (no cache)."""
+    """{run: score_run result} of `names`, through the bulk path (no cache): on the server's scoring workers
+    (db.bulk.ScoringPool) when the work is heavy, else here."""
     if not names:
         return {}
-    items, runs = load_for_scoring(store, benchmark, names=runs_to_load(store, benchmark, names))
-    per_run = {n: score_extras(store, n, runs[n].family) for n in names}
-    # the scoring state is this call's own (#17 point 5): the frames are loaded per scoring and the context's memo is
-    # keyed by their identity, so a longer-lived context would only hold memory; threads never share one
-    return score_all(items, runs, names=list(names), split=options.split, per_run=per_run,
-                     context=ScoringContext(), **options.score_kwargs())
+    return POOL.score(store, benchmark, names, options.split, **options.score_kwargs())
 
 
 class ScoreCache:
@@ -76,12 +76,14 @@ class ScoreCache:
         self.scorer = scorer  # score_runs; a test holds it at its start to watch the locking
         self._lock = threading.Lock()
         self._entries: OrderedDict[Key, Future[dict[str, dict[str, Any]]]] = OrderedDict()
+        self._derived: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()  # values built from scores (derive)
         self.computed = 0  # scorings started (tests and the bench read it)
 
     def key(self, store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions) -> Key:
-        runs = store.runs(benchmark)
+        runs = store.runs(benchmark, with_counts=False)
         known = {r["name"] for r in runs}
-        return benchmark, tuple(dict.fromkeys(n for n in names if n in known)), run_state(runs), options
+        # a run's scores do not depend on which runs are picked with it, nor their order: one key per set
+        return benchmark, tuple(sorted({n for n in names if n in known})), run_state(store, runs), options
 
     def scores(self, store: Store, benchmark: str, names: Sequence[str], options: ScoreOptions | None = None
                ) -> dict[str, dict[str, Any]]:
@@ -99,6 +101,25 @@ class ScoreCache:
                 future.set_exception(exc)
         return future.result()
 
+    def derive(self, store: Store, benchmark: str, tag: Any, build: Callable[[], Any]) -> Any:
+        """`build()`'s value, kept under (benchmark, state of its runs, `tag`) and dropped when that state changes:
+        what a caller makes from cached scores (the endpoint's JSON tables), made once per state. `tag` holds
+        everything else the value depends on. Two callers may build the same value at once; the first kept wins;
+        a failed build is not kept."""
+        dkey = (benchmark, run_state(store, store.runs(benchmark, with_counts=False)), tag)
+        with self._lock:
+            if dkey in self._derived:
+                self._derived.move_to_end(dkey)
+                return self._derived[dkey]
+        value = build()
+        with self._lock:
+            for old in [k for k in self._derived if k[0] == benchmark and k[1] != dkey[1]]:
+                del self._derived[old]
+            value = self._derived.setdefault(dkey, value)
+            while len(self._derived) > self.size:
+                self._derived.popitem(last=False)
+            return value
+
     def _claim(self, key: Key) -> tuple[Future[dict[str, dict[str, Any]]], bool]:
         """The entry for `key` and whether this caller computes it (bookkeeping only, under the lock)."""
         with self._lock:
@@ -115,6 +136,7 @@ class ScoreCache:
             return future, True
 
 
+POOL = ScoringPool()  # started by the server (ui.shell) when its store holds heavy work
 CACHE = ScoreCache()
 
 

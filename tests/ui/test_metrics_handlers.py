@@ -106,6 +106,22 @@ def test_cache_scores_each_key_once_and_again_when_the_runs_change(tmp_path):
     s.close()
 
 
+def test_endpoint_tables_are_built_once_per_state_of_the_runs(tmp_path):
+    """A repeated request is answered from the cache (the very tables, neither rescored nor rebuilt); a new run
+    of the benchmark changes the state, and the next answer is built again, equal where the runs are."""
+    s = _fe_store(tmp_path, {"a": "A", "b": "B"})
+    cache = ScoreCache()
+    first = metrics_json(s, "fe", ["a", "b"], cache=cache)
+    assert metrics_json(s, "fe", ["a", "b"], cache=cache) is first and cache.computed == 1
+    other = metrics_json(s, "fe", ["b", "a"], cache=cache)  # another order: its own tables, the same scores
+    assert other is not first and other["runs"] == ["b", "a"] and cache.computed == 1
+    _answer(s, tmp_path, "c", fe_lines(2, 2), "C")
+    again = metrics_json(s, "fe", ["a", "b"], cache=cache)
+    assert again is not first and again == first and cache.computed == 2
+    assert len(cache._derived) == 1  # the tables of the older state were dropped
+    s.close()
+
+
 def test_cache_never_locks_while_scoring_and_computes_a_key_once(tmp_path):
     s = _fe_store(tmp_path, {"a": "A"})
     from db.importers import import_items
