@@ -7,9 +7,10 @@ list, cold caches) once, then `/open_group` for 30 random stems. Round-trip time
 HTTP, so they bound the server-side time from above.
 
 The Metrics tab (#17 point 5) is timed through its `/metrics` endpoint (the tab's own computation: the bulk
-path of `score --all`, ui/scores.py) with all 24 runs: cold (a key the cache has not seen: the first request,
-then each of several run orders, each a new key) and warm (the same key again), beside `python app.py score
---all --benchmark stembind` on the same store (a fresh process, its start-up included).
+path of `score --all`, ui/scores.py, on the server's scoring workers) with all 24 runs: the server's first request;
+cold (after a change of one run's state, as an override or a finished live run makes: every run is scored
+again, in another run order each time) and warm (the same request again), beside `python app.py score --all
+--benchmark stembind` on the same store (a fresh process, its start-up included).
 
 Targets: median group-view open <= 300 ms, first Browse render <= 2 s, Metrics with 24 runs cold <= 1.5 s and
 warm <= 0.3 s (medians).
@@ -194,8 +195,24 @@ def browse_figures(folder: Path, n_runs: int) -> dict[str, float]:
 
 
 
-def metrics_figures(client: Any, runs: list[str], repeats: int = METRICS_REPEATS) -> dict[str, Any]:
-    """The Metrics tab's computation through the running app's `/metrics` endpoint, cold and warm (ms)."""
+def _new_state(db: Path, run: str) -> None:
+    """Change the state of one run of the benchmark, as an override or a finished live run does (its
+    `updated` time): every score and table the server keeps for the benchmark is stale after it."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.execute("UPDATE runs SET updated = strftime('%Y-%m-%dT%H:%M:%f', 'now') WHERE name = ?", (run,))
+    finally:
+        conn.close()
+
+
+def metrics_figures(client: Any, db: Path, runs: list[str], repeats: int = METRICS_REPEATS) -> dict[str, Any]:
+    """The Metrics tab's computation through the running app's `/metrics` endpoint (ms): the first request of
+    the server, then cold (the runs' state changed since the last scoring, so every run is scored again; the
+    scoring workers keep only the benchmark's items frame and the resample draws, which never change) and
+    warm (the same request again)."""
     def timed(names: list[str]) -> float:
         t = time.perf_counter()
         out = client.predict("stembind", names, api_name="/metrics")
@@ -205,8 +222,10 @@ def metrics_figures(client: Any, runs: list[str], repeats: int = METRICS_REPEATS
         return ms
 
     first = timed(runs)  # the first scoring in the server process
-    orders = [runs[i:] + runs[:i] for i in range(1, repeats + 1)]  # each order is a new cache key: cold again
-    cold = [first] + [timed(order) for order in orders]
+    cold = []
+    for i in range(1, repeats + 1):
+        _new_state(db, runs[i % len(runs)])
+        cold.append(timed(runs[i:] + runs[:i]))
     warm = [timed(runs) for _ in range(repeats * 2)]
     return {"first": first, "cold": cold, "warm": warm}
 
@@ -215,8 +234,8 @@ def print_metrics(m: dict[str, Any], score_all_s: float) -> bool:
     """Print the Metrics figures beside score --all; True when both targets hold."""
     cold, warm = statistics.median(m["cold"]), statistics.median(m["warm"])
     print(f"`score --all --benchmark stembind` ({RUNS} runs, a fresh process): {score_all_s * 1000:.0f} ms")
-    print(f"Metrics tab, {RUNS} runs, cold (a new key each): {_spread(m['cold'])}, the first {m['first']:.0f} ms "
-          f"(target {METRICS_COLD_TARGET_MS:.0f})")
+    print(f"Metrics tab, {RUNS} runs, cold (the runs' state changed: every run scored again): {_spread(m['cold'])}"
+          f" (target {METRICS_COLD_TARGET_MS:.0f}); the server's first request {m['first']:.0f} ms")
     print(f"Metrics tab, {RUNS} runs, warm (the same key): {_spread(m['warm'])} (target {METRICS_WARM_TARGET_MS:.0f})")
     return cold <= METRICS_COLD_TARGET_MS and warm <= METRICS_WARM_TARGET_MS
 
@@ -258,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append((time.perf_counter() - t) * 1000)
                 if f'data-group="{gid}"' not in html:
                     raise SystemExit(f"group view of {gid} did not render")
-            metrics = metrics_figures(client, [f"bench-run-{r:02d}" for r in range(RUNS)])
+            metrics = metrics_figures(client, db, [f"bench-run-{r:02d}" for r in range(RUNS)])
         score_all_s = score_all_seconds(db)
         scale = {n: browse_figures(folder, n) for n in (int(v) for v in args.sizes.split(",") if v.strip())}
     finally:

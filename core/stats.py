@@ -333,11 +333,19 @@ class DrawCache:
     same W builds it once and keeps it. W is in float32 and used only for columns of
     integers whose resampled sums stay below 2**24 (every count-based rate), where float32 sums are exact, so
     the numbers equal those of the block-wise path; other columns take that path.
+
+    `weights` (a dict) shares the count matrices with other caches: a long-lived scoring worker keeps its W's
+    from one request to the next (they depend only on clusters, draws and seed), so a W is built and kept the
+    first time it is asked for, and each request starts with no resampled sums of its own.
     """
 
-    def __init__(self, max_cells: int = 64_000_000) -> None:
+    SHARED_WEIGHTS = 2  # W's a shared `weights` dict keeps (the latest used)
+
+    def __init__(self, max_cells: int = 64_000_000,
+                 weights: dict[tuple[int, int, int], np.ndarray] | None = None) -> None:
         self.max_cells = max_cells
-        self._weights: dict[tuple[int, int, int], np.ndarray] = {}
+        self._shared = weights is not None
+        self._weights: dict[tuple[int, int, int], np.ndarray] = weights if weights is not None else {}
         self._streamed: set[tuple[int, int, int]] = set()
         self._sums: dict[tuple[int, int, int, bytes], np.ndarray] = {}
 
@@ -350,7 +358,12 @@ class DrawCache:
             for block in _draw_blocks(n_clusters, draws, seed, as_float=False):
                 w[done:done + len(block)] = block  # integer counts, exact in float32
                 done += len(block)
+            if self._shared:
+                while len(self._weights) >= self.SHARED_WEIGHTS:
+                    del self._weights[next(iter(self._weights))]
             self._weights[key] = w
+        elif self._shared:
+            self._weights[key] = self._weights.pop(key)  # the latest used is kept longest
         return w
 
     def _usable(self, columns: np.ndarray, draws: int) -> bool:
@@ -389,8 +402,8 @@ class DrawCache:
         never held whole: a bulk `prefetch` usually asks for every column there will be)."""
         key = (n_clusters, draws, seed)
         if key in self._weights:
-            return self._weights[key] @ block
-        if key in self._streamed:
+            return self.weights(n_clusters, draws, seed) @ block
+        if key in self._streamed or self._shared:
             return self.weights(n_clusters, draws, seed) @ block
         self._streamed.add(key)
         if block.shape[1] <= _GATHER_COLUMNS:
@@ -432,10 +445,10 @@ class ScoringContext:
     example per benchmark, beside the frames), not one for the life of a process that reloads them.
     """
 
-    def __init__(self, max_cells: int = 64_000_000) -> None:
+    def __init__(self, max_cells: int = 64_000_000, draws: DrawCache | None = None) -> None:
         self.max_cells = max_cells
         self.memo: dict[Any, Any] = {}
-        self.draws = DrawCache(max_cells)
+        self.draws = draws if draws is not None else DrawCache(max_cells)
         self._lock = threading.RLock()
 
     @contextmanager

@@ -13,14 +13,18 @@ db.frames and scores them with core.scoring.score_all, so every result equals `s
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.scoring import DEFAULT_SPLIT
 from db.store import Store
+
+log = logging.getLogger(__name__)
 
 BY_MODEL = frozenset({"stembind", "frameevidence"})
 # A unit's weight for packing: per run, the benchmark's item count plus a fixed cost (a run's metric set costs
@@ -45,6 +49,12 @@ def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[s
     return out
 
 
+def units_holding(store: Store, benchmark: str, names: Iterable[str]) -> list[tuple[str, list[str], int]]:
+    """The units of `benchmark` that hold one of `names`: every run whose metrics theirs can depend on."""
+    wanted = set(names)
+    return [u for u in units(store, [benchmark]) if wanted & set(u[1])]
+
+
 def _bins(work: list[tuple[str, list[str], int]], n: int) -> list[list[tuple[str, list[str], int]]]:
     """Longest first into the lightest bin; each bin keeps the original unit order."""
     bins: list[list[int]] = [[] for _ in range(max(1, n))]
@@ -65,9 +75,6 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
                 split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {run: score_run result}} for the given units, in this process: on `source` when it is an
     open Store, else on a store opened here (a worker's own connection) and closed after."""
-    from core.scoring import score_all
-    from db.frames import load_for_scoring, score_extras
-
     own = not isinstance(source, Store)
     store: Store = source if isinstance(source, Store) else Store(source)
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -76,9 +83,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
         together.setdefault(bench, []).extend(names)
     try:
         for bench, names in together.items():
-            items, runs = load_for_scoring(store, bench, names=names)
-            extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
-            out.setdefault(bench, {}).update(score_all(items, runs, split=split, per_run=extras))
+            out.setdefault(bench, {}).update(score_named(store, bench, names, names, split))
     finally:
         if own:
             store.close()
@@ -145,3 +150,129 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
         listed = [r["name"] for r in store.runs(bench, with_counts=False)]
         out[bench] = {n: merged[bench][n] for n in listed if n in merged.get(bench, {})}
     return out
+
+
+# --------------------------------------------------------------------------- a pool for a long-lived server
+
+POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
+_PRELOAD = ["__main__", "db.bulk", "db.frames", "core.scoring", "core.families.frameevidence.metrics",
+            "core.families.spur.metrics", "core.families.stembind.metrics", "core.families.generic.metrics"]
+_WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
+_WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
+_WORKER_ITEMS: dict[Any, Any] = {}  # per worker process: the items frames it read (db.frames.load_for_scoring)
+
+
+def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequence[str],
+                split: str | None = DEFAULT_SPLIT, context: Any = None, items_cache: dict[Any, Any] | None = None,
+                **kw: Any) -> dict[str, dict[str, Any]]:
+    """{run: score_run result} of `names`, with the runs of `load` (every run of their db.bulk units) loaded
+    beside them; `kw` goes to score_all (clusterings). The scoring state is this call's own (`context`, a
+    core.stats.ScoringContext; default a fresh one); `items_cache`: db.frames.load_for_scoring's."""
+    from core.scoring import score_all
+    from core.stats import ScoringContext
+    from db.frames import load_for_scoring, score_extras
+
+    items, runs = load_for_scoring(store, benchmark, names=list(load), items_cache=items_cache)
+    per_run = {n: score_extras(store, n, runs[n].family) for n in names}
+    return score_all(items, runs, names=list(names), split=split, per_run=per_run,
+                     context=context if context is not None else ScoringContext(), **kw)
+
+
+def _pool_worker_init() -> None:
+    _one_blas_thread()  # not as a context: the limit holds for the worker's life
+
+
+def _pool_ready() -> int:
+    return os.getpid()
+
+
+def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], split: str | None,
+                kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from core.stats import DrawCache, ScoringContext
+
+    store = _WORKER_STORES.get(path)
+    if store is None:
+        store = _WORKER_STORES[path] = Store(path)
+    context = ScoringContext(draws=DrawCache(weights=_WORKER_WEIGHTS))  # the W's outlive the request
+    return score_named(store, benchmark, load, names, split, context=context, items_cache=_WORKER_ITEMS, **kw)
+
+
+class ScoringPool:
+    """Worker processes that score for a long-lived, threaded process (the UI server) as `score --all` does for
+    the CLI: the db.bulk units holding the runs asked for are packed into one bin per worker, and each worker
+    loads and scores its bin on its own connection, so every result equals `score --run NAME --json`'s.
+
+    The workers come from a forkserver (a clean single-threaded process with the scoring modules imported; a
+    plain fork would copy a server's threads' locks) and are kept between requests. Work lighter than
+    `min_weight`, or a single bin, is scored in the calling thread: a round trip would cost more than it saves.
+    Thread safe: requests from several threads share the workers."""
+
+    def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT) -> None:
+        self.jobs = default_jobs() if jobs is None else jobs
+        self.min_weight = min_weight
+        self._lock = threading.Lock()
+        self._executor: Any = None
+        self.used = 0  # requests scored on the workers (tests and the bench read it)
+
+    def _workers(self) -> Any:
+        with self._lock:
+            if self._executor is None:
+                from concurrent.futures import ProcessPoolExecutor
+
+                ctx = multiprocessing.get_context("forkserver")
+                ctx.set_forkserver_preload(_PRELOAD)
+                self._executor = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_pool_worker_init)
+                for f in [self._executor.submit(_pool_ready) for _ in range(self.jobs)]:
+                    f.result()  # every worker started, its imports done
+            return self._executor
+
+    def start(self) -> None:
+        """Start the workers now (a server starting on a large store), so the first request does not wait."""
+        if self.jobs > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+            self._workers()
+
+    def wants(self, store: Store, benchmark: str) -> bool:
+        """Whether scoring every run of `benchmark` is heavy enough for the workers."""
+        return self.jobs > 1 and sum(w for _, _, w in units(store, [benchmark])) >= self.min_weight
+
+    def score(self, store: Store, benchmark: str, names: Sequence[str], split: str | None = DEFAULT_SPLIT,
+              **kw: Any) -> dict[str, dict[str, Any]]:
+        """{run: score_run result} of `names` (runs of `benchmark`), in `names` order."""
+        wanted = set(names)
+        work = units_holding(store, benchmark, names)
+        heavy = sum(w for _, _, w in work) >= self.min_weight
+        bins = _bins(work, min(self.jobs, len(work)))
+        if len(bins) <= 1 or not heavy or "forkserver" not in multiprocessing.get_all_start_methods():
+            return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            merged = self._on_workers(store, benchmark, bins, wanted, split, kw)
+        except (BrokenProcessPool, OSError) as exc:  # a worker died (killed, out of memory): start afresh next time
+            log.warning("scoring workers failed (%s: %s); scoring %s in this process", type(exc).__name__, exc,
+                        benchmark)
+            self.close(wait=False)
+            return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
+        return {n: merged[n] for n in names if n in merged}
+
+    def _on_workers(self, store: Store, benchmark: str, bins: list[list[tuple[str, list[str], int]]],
+                    wanted: set[str], split: str | None, kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        executor = self._workers()
+        path = str(Path(store.path))
+        futures = []
+        for b in bins:
+            load = [n for _, unit, _ in b for n in unit]
+            futures.append(executor.submit(_pool_score, path, benchmark, load, [n for n in load if n in wanted],
+                                           split, kw))
+        merged: dict[str, dict[str, Any]] = {}
+        for f in futures:
+            merged.update(f.result())
+        with self._lock:
+            self.used += 1
+        return merged
+
+    def close(self, wait: bool = True) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=wait, cancel_futures=True)

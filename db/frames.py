@@ -220,41 +220,71 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             column = np.full(n, default, dtype=object)
             if (n_trace if name == "trace" else n_mode):
                 where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
-                at = {key: i for i, key in enumerate(zip(pk.tolist(), rotation.tolist(), repeat.tolist(),
-                                                                     strict=True))}
-                for p_, r_, q_, value in store.conn.execute(
-                        f"SELECT item_pk, rotation, repeat, {name} FROM {PREDICTIONS_READ} WHERE run_id = ?"
-                        f" AND {where}",
-                        (run_id,)):
-                    column[at[(p_, r_, q_)]] = value
+                found = store.conn.execute(
+                    f"SELECT item_pk, rotation, repeat, {name} FROM {PREDICTIONS_READ} WHERE run_id = ?"
+                    f" AND {where}", (run_id,)).fetchall()
+                keys = list(zip(*found, strict=True))
+                # the rows are in key order (checked above), so each found key's row is a binary search away
+                at = _key_rows((pk, rotation, repeat), [np.asarray(k, dtype=np.int64) for k in keys[:3]])
+                column[at] = np.array(keys[3], dtype=object)
             data[name] = pd.Series(column, dtype=object, copy=False)
     return pd.DataFrame(data)
 
 
+def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray:
+    """Row of each wanted (item_pk, rotation, repeat) key among keys sorted in that order (every one is there)."""
+    pk, rotation, repeat = sorted_keys
+    width = [int(max(rotation.max(initial=0), wanted[1].max(initial=0))) + 1,
+             int(max(repeat.max(initial=0), wanted[2].max(initial=0))) + 1]
+    flat = (pk * width[0] + rotation) * width[1] + repeat  # lexicographic order kept: one sorted int64 key
+    return np.searchsorted(flat, (wanted[0] * width[0] + wanted[1]) * width[1] + wanted[2])
+
+
 def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS,
-                        names: Sequence[str] | None = None, item_columns: Sequence[str] = ITEM_COLUMNS
-                        ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+                        names: Sequence[str] | None = None, item_columns: Sequence[str] = ITEM_COLUMNS,
+                        items_cache: dict[Any, Any] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """(items frame, {run name: RunData}) for every run of `benchmark` (or those in `names`), in run creation
     order.
 
     Equal to `store.items_frame(benchmark)` (restricted to `item_columns`) and `store.run_data(name)` for each run
-    (restricted to `columns`).
+    (restricted to `columns`). `items_cache` (a dict kept by a long-lived caller, a scoring worker) keeps the
+    items frames it reads: a benchmark's items never change once imported (db.importers refuses other items
+    under its name), so the frame is read once, and shared read-only as within one scoring.
     """
     with gc_paused():
-        return _load(store, benchmark, columns, None if names is None else set(names), item_columns)
+        return _load(store, benchmark, columns, None if names is None else set(names), item_columns, items_cache)
 
 
-def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None
-                     ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None,
+                     items_cache: dict[Any, Any] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS and the family's extra
     ones, SCORING_COLUMNS)."""
     item_columns = SCORING_ITEM_COLUMNS_BY_FAMILY.get(store.benchmark_family(benchmark), SCORING_ITEM_COLUMNS)
-    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns)
+    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns,
+                               items_cache=items_cache)
+
+
+_ITEMS_KEPT = 4  # items frames an items_cache holds (the latest used)
+
+
+def _items(store: Store, benchmark: str, item_columns: Sequence[str], cache: dict[Any, Any] | None
+           ) -> tuple[pd.DataFrame, dict[int, str]]:
+    if cache is None:
+        return items_frame(store, benchmark, item_columns)
+    b = store.benchmark(benchmark)
+    key = (b["id"], b["source_sha256"], tuple(item_columns))
+    if key not in cache:
+        while len(cache) >= _ITEMS_KEPT:
+            del cache[next(iter(cache))]
+        cache[key] = items_frame(store, benchmark, item_columns)
+    cache[key] = cache.pop(key)
+    return cache[key]
 
 
 def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None,
-          item_columns: Sequence[str]) -> tuple[pd.DataFrame, dict[str, RunData]]:
-    items, item_ids = items_frame(store, benchmark, item_columns)
+          item_columns: Sequence[str], items_cache: dict[Any, Any] | None = None
+          ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+    items, item_ids = _items(store, benchmark, item_columns, items_cache)
     pks = np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))
     pk_to_row = np.full(int(pks.max(initial=0)) + 1, -1, dtype=np.int64)
     pk_to_row[pks] = np.arange(len(pks))

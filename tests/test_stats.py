@@ -318,3 +318,22 @@ def test_gathered_sums_equal_the_resample_counts_product(n_clusters, draws, scal
         columns[:, 2] -= scale
     expected = np.vstack([w @ columns for w in stats._draw_blocks(n_clusters, draws, 9)])
     np.testing.assert_array_equal(stats._gathered_sums(columns, draws, 9), expected)
+
+
+def test_draw_caches_sharing_weights_give_the_same_sums_and_keep_the_latest():
+    """A scoring worker's DrawCaches share their W's across requests (core.stats.DrawCache `weights`): each
+    request's sums equal a fresh cache's, the W is built on the first request and reused by the next, and the
+    shared dict keeps only the latest SHARED_WEIGHTS of them."""
+    rng = np.random.default_rng(5)
+    shared: dict = {}
+    for n_clusters in (40, 41, 40, 42):
+        columns = rng.integers(0, 4, (n_clusters, 3)).astype(float)
+        fresh = stats.DrawCache().sums([columns], 500, 11)[0]
+        before = shared.get((n_clusters, 500, 11))
+        got = stats.DrawCache(weights=shared).sums([columns], 500, 11)[0]
+        np.testing.assert_array_equal(got, fresh)
+        assert (n_clusters, 500, 11) in shared
+        if before is not None:
+            assert shared[(n_clusters, 500, 11)] is before  # reused, not drawn again
+        assert len(shared) <= stats.DrawCache.SHARED_WEIGHTS
+    assert list(shared) == [(40, 500, 11), (42, 500, 11)]  # 41 was the least recently used

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import importlib
+import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from db.store import Store
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
 from ui.serving import cache_pruning, make_app, run
+
+log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -119,6 +123,20 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
     return demo
 
 
+def start_scoring_workers(store: Store) -> None:
+    """Start the Metrics tab's scoring workers (ui.scores.POOL) when a benchmark of the store is heavy enough
+    to use them, so its first scoring does not wait for them; a small store never starts them."""
+    from ui.scores import POOL
+
+    try:
+        if any(POOL.wants(store, b["name"]) for b in store.benchmarks()):
+            POOL.start()
+    except Exception:  # noqa: BLE001 - the tab then scores in the request's thread, as on a small store
+        log.exception("could not start the scoring workers")
+    finally:
+        store.close()  # this thread's connection
+
+
 def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
            auth: Callable[[str, str], bool] | None = None, prevent_thread_lock: bool = False) -> Any:
     """Serve the UI (`auth`: ui.auth.load_auth's check, or None for no login). The store's images are served
@@ -127,6 +145,8 @@ def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
     css = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in ("style.css", "views.css")
                     if (ASSETS / f).exists()) or None
     demo.queue(default_concurrency_limit=8)
+    threading.Thread(target=start_scoring_workers, args=(store,), name="crosscheck-scoring-workers",
+                     daemon=True).start()
     app = make_app(store, demo, auth=auth, css=css, max_file_size="200mb", footer_links=[], show_error=False,
                    server_name=host, server_port=port)
     return run(app, host, port, prevent_thread_lock=prevent_thread_lock)

@@ -67,7 +67,10 @@ def _config(run: RunData, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+@memoized
 def _input_mode(run: RunData) -> str:
+    """The run's input mode: its config's, else the most frequent in its predictions (asked of every partner
+    candidate of every run scored: memoized)."""
     mode = (run.config or {}).get("input_mode")
     if mode:
         return str(mode)

@@ -1,0 +1,101 @@
+"""db.bulk.ScoringPool: the UI server's scoring workers (issue 17 point 5, the Metrics tab at the speed of
+`score --all`). On the demo store (a real SQLite file) with the weight threshold lowered so that the workers
+take the work: every result equals the in-process one, under threads too; a killed worker costs one request
+its speed, never its answer; light work stays in the calling thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from db.bulk import ScoringPool, score_named, units_holding
+from db.store import Store
+
+BENCH = "frameevidence"  # splits into several units (one per model), so the work spreads over both workers
+
+
+@pytest.fixture(scope="module")
+def store(demo_db):
+    s = Store(demo_db)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = ScoringPool(jobs=2, min_weight=0)
+    yield p
+    p.close()
+
+
+def _names(store: Store) -> list[str]:
+    return [r["name"] for r in store.runs(BENCH, with_counts=False)]
+
+
+def _here(store: Store, names: list[str]) -> str:
+    load = [n for _, unit, _ in units_holding(store, BENCH, names) for n in unit]
+    return json.dumps(score_named(store, BENCH, load, names), sort_keys=True)
+
+
+def test_workers_give_the_in_process_results(store, pool):
+    names = _names(store)
+    assert len(units_holding(store, BENCH, names)) >= 2
+    used = pool.used
+    out = pool.score(store, BENCH, names)
+    assert pool.used == used + 1  # scored on the workers
+    assert list(out) == names
+    assert json.dumps(out, sort_keys=True) == _here(store, names)
+    some = names[1:3]  # a pick: only those runs come back, scored with their partners
+    assert json.dumps(pool.score(store, BENCH, some), sort_keys=True) == _here(store, some)
+
+
+def test_threads_share_the_workers(store, pool):
+    names = _names(store)
+    want = _here(store, names)
+    got: list[str] = []
+
+    def one() -> None:
+        s = Store(store.path)
+        try:
+            got.append(json.dumps(pool.score(s, BENCH, names), sort_keys=True))
+        finally:
+            s.close()
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert got == [want] * 3
+
+
+def test_a_killed_worker_costs_speed_never_the_answer(store):
+    p = ScoringPool(jobs=2, min_weight=0)
+    try:
+        names = _names(store)
+        p.start()
+        for pid in list(p._executor._processes):  # the workers, as the OS sees them
+            os.kill(pid, signal.SIGKILL)
+        used = p.used
+        out = p.score(store, BENCH, names)  # the pool is broken: scored here instead
+        assert p.used == used and json.dumps(out, sort_keys=True) == _here(store, names)
+        again = p.score(store, BENCH, names)  # fresh workers take the next request
+        assert p.used == used + 1 and again == out
+    finally:
+        p.close()
+
+
+def test_light_work_stays_in_the_calling_thread(store):
+    p = ScoringPool(jobs=2)  # the default threshold: the demo store is light
+    try:
+        names = _names(store)
+        assert not p.wants(store, BENCH)
+        out = p.score(store, BENCH, names)
+        assert p.used == 0 and p._executor is None
+        assert json.dumps(out, sort_keys=True) == _here(store, names)
+    finally:
+        p.close()
