@@ -22,8 +22,10 @@ system-deps:
 run: $(STAMP)
 	$(PY) app.py serve
 
+# two workers (the machine's two cores), a module's tests on one worker (its module fixtures built once); the
+# browser modules are collected first (tests/conftest.py) so the long ones start early
 test: $(STAMP) system-deps
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -8,6 +8,12 @@ import pytest
 from helpers import ROOT, copy_store, fe_lines, run_cli, write_benchmark, write_png  # noqa: F401 - re-exported
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser modules (tests/ui/) first, in their own order: `make test` runs two workers, a module on one,
+    and the long modules started early keep both busy to the end."""
+    items.sort(key=lambda item: 0 if Path(str(item.path)).parent.name == "ui" else 1)
+
+
 @pytest.fixture
 def store(tmp_path):
     from db.store import Store
