@@ -250,9 +250,9 @@ def take_data_validation(c: Shots, p: Path) -> None:
                    encoding="utf-8")
     try:
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
-        page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
+        page.locator("#cc-data-uploaded[data-file='bad_preds.jsonl']").wait_for(timeout=60_000)
         page.locator("#cc-data-validate").click()
-        page.locator("#cc-data-verdict").wait_for(timeout=60_000)
+        page.locator("#cc-data-verdict[data-file='bad_preds.jsonl']").wait_for(timeout=60_000)
     finally:
         bad.unlink()
         bad.parent.rmdir()

@@ -183,8 +183,15 @@ def on_kind(k: str) -> tuple[Any, ...]:
             gr.update(interactive=False), "")
 
 
-def on_upload() -> tuple[Any, str]:
-    return gr.update(interactive=False), ""
+def on_upload(up: Any) -> tuple[Any, str]:
+    """A new file needs a new validation before Import: Import is disabled and the report says the file is in
+    (its data-file tells a test, or a script, that this step is done before it asks for the validation)."""
+    if up is None:
+        return gr.update(interactive=False), ""
+    name = html.escape(_path(up).name)
+    return (gr.update(interactive=False),
+            f"<div class='cc-note' id='cc-data-uploaded' data-file='{name}'><b>{name}</b> is uploaded: press "
+            "<b>Validate</b> to check it.</div>")
 
 
 def on_validate(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md: str | None, bench: str | None,
@@ -242,7 +249,7 @@ def build_data(ctx: Ctx) -> None:
     inputs = [imp["kind"], imp["upload"], imp["name"], imp["run"], imp["model"], ctx.benchmark, imp["config"]]
     imp["kind"].change(on_kind, imp["kind"], [imp[k] for k in ("name", "run", "model", "config", "import", "report")],
                        queue=False)
-    imp["upload"].change(on_upload, None, [imp["import"], imp["report"]], queue=False)
+    imp["upload"].change(on_upload, imp["upload"], [imp["import"], imp["report"]], queue=False)
     imp["validate"].click(bind(on_validate, store), inputs, [imp["report"], imp["import"]], concurrency_id="data",
                           concurrency_limit=2)
     imp["import"].click(bind(on_import, store), [*inputs, ctx.runs],

@@ -74,7 +74,7 @@ def test_bad_upload_shows_error_and_store_unchanged(tmp_path, fe_bench):
         page.get_by_text("Predictions (JSONL or CSV) into a run").click()
         page.locator("#cc-data-run input, #cc-data-run textarea").first.fill("ui-import")
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bad))
-        page.get_by_text("bad_preds.jsonl").first.wait_for(timeout=20_000)
+        page.locator("#cc-data-uploaded[data-file='bad_preds.jsonl']").wait_for(timeout=60_000)
         page.locator("#cc-data-validate").click()
         verdict = page.locator("#cc-data-verdict[data-file='bad_preds.jsonl'][data-committed='0']")
         verdict.wait_for(timeout=30_000)
@@ -88,7 +88,7 @@ def test_bad_upload_shows_error_and_store_unchanged(tmp_path, fe_bench):
         # a good file validates, then imports and the run appears
         page.locator("#cc-data-upload button[aria-label='Clear']").first.click()
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(good))
-        page.get_by_text("good_preds.jsonl").first.wait_for(timeout=20_000)
+        page.locator("#cc-data-uploaded[data-file='good_preds.jsonl']").wait_for(timeout=60_000)
         page.locator("#cc-data-validate").click()
         page.locator("#cc-data-verdict[data-ok='1'][data-file='good_preds.jsonl'][data-committed='0']").wait_for(
             timeout=30_000)

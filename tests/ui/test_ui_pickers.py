@@ -114,7 +114,7 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         page.get_by_role("tab", name="Data").click()
         page.locator("#cc-data-name input, #cc-data-name textarea").first.fill("uploaded")
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(bench))
-        page.get_by_text("uploaded.zip").first.wait_for(timeout=60_000)  # a loaded 2-core CI machine is slow
+        page.locator("#cc-data-uploaded[data-file='uploaded.zip']").wait_for(timeout=60_000)  # a loaded 2-core CI machine is slow
         page.locator("#cc-data-validate").click()
         page.locator("#cc-data-verdict[data-file='uploaded.zip'][data-committed='0']").wait_for(timeout=60_000)
         assert page.locator("#cc-data-verdict").get_attribute("data-ok") == "1", page.locator("#cc-data-report").inner_text()
@@ -128,7 +128,7 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         page.locator("#cc-data-run input, #cc-data-run textarea").first.fill("ui-run")
         page.locator("#cc-data-upload button[aria-label='Clear']").first.click()
         page.locator("#cc-data-upload input[type=file]").set_input_files(str(preds))
-        page.get_by_text("ui_preds.jsonl").first.wait_for(timeout=20_000)
+        page.locator("#cc-data-uploaded[data-file='ui_preds.jsonl']").wait_for(timeout=60_000)
         page.locator("#cc-data-validate").click()
         # this file's verdict (the "Imported." of the items above is a verdict too)
         page.locator("#cc-data-verdict[data-ok='1'][data-file='ui_preds.jsonl'][data-committed='0']").wait_for(
