@@ -155,7 +155,8 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
 # --------------------------------------------------------------------------- a pool for a long-lived server
 
 POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
-_PRELOAD = ["__main__", "db.bulk", "db.frames", "core.scoring", "core.families.frameevidence.metrics",
+POOL_MAX_JOBS = 4  # workers at most: each keeps up to two resample count matrices (up to 256 MB each) while idle
+_PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.frameevidence.metrics",
             "core.families.spur.metrics", "core.families.stembind.metrics", "core.families.generic.metrics"]
 _WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
 _WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
@@ -208,7 +209,7 @@ class ScoringPool:
     Thread safe: requests from several threads share the workers."""
 
     def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT) -> None:
-        self.jobs = default_jobs() if jobs is None else jobs
+        self.jobs = min(default_jobs(), POOL_MAX_JOBS) if jobs is None else jobs
         self.min_weight = min_weight
         self._lock = threading.Lock()
         self._executor: Any = None
@@ -244,20 +245,31 @@ class ScoringPool:
         bins = _bins(work, min(self.jobs, len(work)))
         if len(bins) <= 1 or not heavy or "forkserver" not in multiprocessing.get_all_start_methods():
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
+        from concurrent.futures import CancelledError
         from concurrent.futures.process import BrokenProcessPool
 
+        executor = self._workers()
         try:
-            merged = self._on_workers(store, benchmark, bins, wanted, split, kw)
-        except (BrokenProcessPool, OSError) as exc:  # a worker died (killed, out of memory): start afresh next time
+            merged = self._on_workers(executor, store, benchmark, bins, wanted, split, kw)
+        except (BrokenProcessPool, CancelledError, RuntimeError) as exc:
+            if not isinstance(exc, (BrokenProcessPool, CancelledError)) and "shutdown" not in str(exc):
+                raise  # the scoring's own error (BrokenProcessPool is a RuntimeError too), as in this process
+            # a worker died (killed, out of memory), or another request shut that pool down: fresh workers next
             log.warning("scoring workers failed (%s: %s); scoring %s in this process", type(exc).__name__, exc,
                         benchmark)
-            self.close(wait=False)
+            self._drop(executor)
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
         return {n: merged[n] for n in names if n in merged}
 
-    def _on_workers(self, store: Store, benchmark: str, bins: list[list[tuple[str, list[str], int]]],
+    def _drop(self, executor: Any) -> None:
+        """Shut `executor` down if it is still the pool's (another request may have started a fresh one)."""
+        with self._lock:
+            if self._executor is executor:
+                self._executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def _on_workers(self, executor: Any, store: Store, benchmark: str, bins: list[list[tuple[str, list[str], int]]],
                     wanted: set[str], split: str | None, kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        executor = self._workers()
         path = str(Path(store.path))
         futures = []
         for b in bins:

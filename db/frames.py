@@ -191,8 +191,6 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
     item_rows = pk_to_row.take(pk)
     if (item_rows < 0).any():
         raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
-    if rows_out is not None:
-        rows_out.append(item_rows)
     data: dict[str, Any] = {}
     for name in wanted:
         if name == "item_id":
@@ -223,21 +221,33 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
                 found = store.conn.execute(
                     f"SELECT item_pk, rotation, repeat, {name} FROM {PREDICTIONS_READ} WHERE run_id = ?"
                     f" AND {where}", (run_id,)).fetchall()
-                keys = list(zip(*found, strict=True))
-                # the rows are in key order (checked above), so each found key's row is a binary search away
-                at = _key_rows((pk, rotation, repeat), [np.asarray(k, dtype=np.int64) for k in keys[:3]])
-                column[at] = np.array(keys[3], dtype=object)
+                if found:
+                    keys = list(zip(*found, strict=True))
+                    # the rows are in key order (checked above), so each found key's row is a binary search away
+                    at = _key_rows((pk, rotation, repeat), [np.asarray(k, dtype=np.int64) for k in keys[:3]])
+                    if at is None:  # rows written between the two reads (a live run): read it row by row
+                        return None
+                    column[at] = np.array(keys[3], dtype=object)
             data[name] = pd.Series(column, dtype=object, copy=False)
+    if rows_out is not None:  # only for a frame returned (a None sends the caller to the row path)
+        rows_out.append(item_rows)
     return pd.DataFrame(data)
 
 
-def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray:
-    """Row of each wanted (item_pk, rotation, repeat) key among keys sorted in that order (every one is there)."""
+def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray | None:
+    """Row of each wanted (item_pk, rotation, repeat) key among keys sorted in that order; None when one is not
+    among them."""
     pk, rotation, repeat = sorted_keys
+    if min(int(a.min(initial=0)) for a in (*sorted_keys, *wanted)) < 0:
+        return None
     width = [int(max(rotation.max(initial=0), wanted[1].max(initial=0))) + 1,
              int(max(repeat.max(initial=0), wanted[2].max(initial=0))) + 1]
     flat = (pk * width[0] + rotation) * width[1] + repeat  # lexicographic order kept: one sorted int64 key
-    return np.searchsorted(flat, (wanted[0] * width[0] + wanted[1]) * width[1] + wanted[2])
+    want = (wanted[0] * width[0] + wanted[1]) * width[1] + wanted[2]
+    at = np.searchsorted(flat, want)
+    if (at >= len(flat)).any() or not np.array_equal(flat.take(np.minimum(at, len(flat) - 1)), want):
+        return None
+    return at
 
 
 def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS,
@@ -272,7 +282,7 @@ def _items(store: Store, benchmark: str, item_columns: Sequence[str], cache: dic
     if cache is None:
         return items_frame(store, benchmark, item_columns)
     b = store.benchmark(benchmark)
-    key = (b["id"], b["source_sha256"], tuple(item_columns))
+    key = (str(store.path), b["id"], b["source_sha256"], tuple(item_columns))
     if key not in cache:
         while len(cache) >= _ITEMS_KEPT:
             del cache[next(iter(cache))]

@@ -228,3 +228,17 @@ def test_outcome_arrays_equal_the_store_frames(demo_db):
         assert outcome_arrays(store, [], pk_rows(pks)) == {}
     finally:
         store.close()
+
+
+def test_key_rows_finds_each_key_or_says_it_is_missing():
+    """The rows of traces / input modes read apart from the packed columns: each key's row by binary search,
+    and None (the caller reads the run row by row) for a key written after the packed read."""
+    from db.frames import _key_rows
+
+    pk = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
+    rotation = np.array([0, 1, 0, 0, 0, 2], dtype=np.int64)
+    repeat = np.array([0, 0, 0, 0, 1, 0], dtype=np.int64)
+    found = _key_rows((pk, rotation, repeat), [np.array([9, 3, 9]), np.array([2, 1, 0]), np.array([0, 0, 1])])
+    assert found is not None and found.tolist() == [5, 1, 4]
+    assert _key_rows((pk, rotation, repeat), [np.array([4]), np.array([0]), np.array([0])]) is None  # not there
+    assert _key_rows((pk, rotation, repeat), [np.array([9]), np.array([3]), np.array([0])]) is None  # past the end

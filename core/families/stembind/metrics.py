@@ -214,12 +214,17 @@ def _outcome_base(items: pd.DataFrame) -> pd.DataFrame:
 def _item_info(items: pd.DataFrame) -> dict[str, np.ndarray]:
     """item_id, group_id, kind, meta.operation and its RI / VP family per item row (read once per items frame)."""
     operation = np.array([_meta(m, "operation") for m in items["meta"]], dtype=object)
+    try:
+        codes, distinct = pd.factorize(pd.Series(operation, dtype=object), sort=False, use_na_sentinel=False)
+    except TypeError:  # an unhashable meta value: one call per item
+        codes, distinct = np.arange(len(operation)), operation
+    families = np.array([operation_family(o) for o in distinct], dtype=object)  # once per distinct operation
     return {
         "item_id": items["item_id"].to_numpy(dtype=object),
         "group_id": items["group_id"].to_numpy(dtype=object),
         "kind": items["kind"].to_numpy(dtype=object),
         "operation": operation,
-        "family": np.array([operation_family(o) for o in operation], dtype=object),
+        "family": families.take(codes) if len(codes) else np.array([], dtype=object),
     }
 
 
