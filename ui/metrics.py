@@ -30,7 +30,7 @@ from db.store import Store
 from ui import charts
 from ui import shortcut as sc
 from ui.context import Ctx
-from ui.scores import CACHE, ScoreCache, run_scores
+from ui.scores import CACHE, ScoreCache, run_scores, run_state
 from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
 
@@ -77,10 +77,9 @@ def union_field_choices(store: Store, benchmark: str | None) -> list[str]:
 def render_key(store: Store, benchmark: str | None, selected: list[str] | None) -> tuple[Any, ...]:
     """What a render depends on: the picks and the state of the benchmark's runs (a finished live run or an
     import changes it). Equal keys draw the same page."""
-    runs = store.runs(benchmark) if benchmark else []
+    runs = store.runs(benchmark, with_counts=False) if benchmark else []
     names = {r["name"] for r in runs}  # right after a benchmark switch the old picks are dropped
-    return (benchmark, tuple(n for n in selected or () if n in names),
-            tuple((r["name"], r["updated"], r["n_predictions"]) for r in runs))
+    return (benchmark, tuple(n for n in selected or () if n in names), run_state(store, runs))
 
 
 def gate(store: Store, shown: bool, benchmark: str | None, selected: list[str] | None,
@@ -248,8 +247,18 @@ class MetricsHandlers:
 
     def request(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
                 clusters: list[str] | None, fields: list[str] | None, last: Any, force: bool = False) -> Any:
-        """(drawn, want): a new key and a fresh want when the tab must draw, else skips (nothing happens)."""
-        extra = (tuple(clusters or ()), tuple(fields or ()))  # the Table 13 clusterings are inputs too
+        """(drawn, want): a new key and a fresh want when the tab must draw, else skips (nothing happens).
+
+        Right after a benchmark switch the header still holds the previous benchmark's runs: none of them is
+        the new benchmark's, and the header's own update of the runs follows, so nothing is drawn for them (a
+        drawing that the next one would replace while the user reads it). The cluster pickers are part of the
+        key only for a family that shows them (their reset on a switch to another family draws nothing)."""
+        if not force and benchmark and selected:
+            names = {r["name"] for r in self.store.runs(benchmark, with_counts=False)}
+            if not set(selected) & names:
+                return gr.skip(), gr.skip()
+        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        extra = (tuple(clusters or ()), tuple(fields or ())) if pickers else ()  # the Table 13 clusterings
         key = gate(self.store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
         if key is None:
             return gr.skip(), gr.skip()

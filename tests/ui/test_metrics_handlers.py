@@ -256,3 +256,20 @@ def test_metrics_json_is_the_tab_s_tables(demo):
 def test_metrics_json_refuses_what_it_cannot_answer(demo, kw, error, text):
     with pytest.raises(error, match=text):
         metrics_json(demo, cache=ScoreCache(), **kw)
+
+
+def test_a_benchmark_switch_draws_once(demo):
+    """On a switch the header still holds the previous benchmark's runs for a moment, then its own update of
+    the runs follows, and the cluster pickers reset: only the drawing with the new runs is asked for."""
+    h = MetricsHandlers(demo, "Metrics", cache=ScoreCache())
+    fe = ["synth-fe-frameaware"]
+    drawn, _ = h.request(True, "frameevidence", fe, ["group"], ["scene"], None)
+    stale = h.request(True, "spur", fe, ["group"], ["scene"], list(drawn))  # the header's runs are still FE's
+    assert all(x.get("__type__") == "update" and len(x) == 1 for x in stale)
+    spur = [r["name"] for r in demo.runs("spur", with_counts=False)][:1]
+    drawn, _ = h.request(True, "spur", spur, ["group"], ["scene"], list(drawn))
+    assert drawn[:2] == ("spur", tuple(spur))
+    reset = h.request(True, "spur", spur, [], [], list(drawn))  # SPUR shows no cluster pickers: no new key
+    assert all(x.get("__type__") == "update" and len(x) == 1 for x in reset)
+    forced = h.refresh(True, "spur", fe, [], [], list(drawn))  # Refresh draws whatever the picks
+    assert forced[0][0] == "spur"
