@@ -76,6 +76,9 @@ def _input_mode(run: RunData) -> str:
         return str(mode)
     preds = run.preds
     if preds is not None and len(preds) and "input_mode" in preds:
+        column = preds["input_mode"].to_numpy(dtype=object)
+        if column[0] is not None and (column == column[0]).all():  # one mode for every prediction (the usual)
+            return str(column[0])
         modes = preds["input_mode"].dropna()
         if len(modes):
             return str(modes.mode().iloc[0])
