@@ -96,19 +96,21 @@ _SQL = {"item_id": "item_pk",
 
 
 def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tuple[np.ndarray, np.ndarray],
-                      columns: Sequence[str] = PRED_COLUMNS, rows_out: list[np.ndarray] | None = None
-                      ) -> pd.DataFrame:
+                      columns: Sequence[str] = PRED_COLUMNS, rows_out: list[np.ndarray] | None = None,
+                      plain: bool = False) -> pd.DataFrame:
     """`Store.predictions_frame` of one run (by id), restricted to `columns` (in PRED_COLUMNS order).
 
     `item_ids` maps item pk -> item_id: a dict, or (pk_to_row, item_id per row) arrays (load_benchmark_runs),
-    in which case the item row of each prediction is appended to `rows_out` when given.
+    in which case the item row of each prediction is appended to `rows_out` when given. `plain`: the caller
+    knows the run has no override row, so the packed read takes the predictions table (the view returns it
+    unchanged for such a run, 1.6x slower: it looks an override up per row).
     """
     unknown = [c for c in columns if c not in PRED_COLUMNS]
     if unknown:
         raise ValueError(f"unknown prediction columns {unknown}; expected some of {', '.join(PRED_COLUMNS)}")
     wanted = [c for c in PRED_COLUMNS if c in columns]
     if not isinstance(item_ids, dict) and set(wanted) <= _PACKED_COLUMNS and "item_id" in wanted:
-        packed = _packed_frame(store, run_id, item_ids, wanted, rows_out)
+        packed = _packed_frame(store, run_id, item_ids, wanted, rows_out, "predictions" if plain else PREDICTIONS_READ)
         if packed is not None:
             return packed
     rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM {PREDICTIONS_READ}"
@@ -163,17 +165,17 @@ _PACKED_SQL = (
     " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all'))"
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
-    f" FROM {PREDICTIONS_READ} WHERE run_id = ?")
+    " FROM {source} WHERE run_id = ?")
 
 
 def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
-                  rows_out: list[np.ndarray] | None) -> pd.DataFrame | None:
+                  rows_out: list[np.ndarray] | None, source: str = PREDICTIONS_READ) -> pd.DataFrame | None:
     """The scoring columns of one run read as a few packed strings that SQLite builds (group_concat) and numpy
     parses, instead of a Python object per cell; traces and input modes other than "all" are read for the rows
     that have them. None when the run does not fit this path (no rows, an answer longer than one character, a
     status outside the schema's three, rows out of key order): the caller reads it row by row."""
     (n, pks, rots, reps, codes, answers, tokens, null_tokens, n_trace, n_mode) = store.conn.execute(
-        _PACKED_SQL, (run_id,)).fetchone()
+        _PACKED_SQL.format(source=source), (run_id,)).fetchone()
     if not n or len(answers) != n or len(codes) != n or "3" in codes:
         return None
     pk = np.fromstring(pks, dtype=np.int64, sep=",")
@@ -219,7 +221,7 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             if (n_trace if name == "trace" else n_mode):
                 where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
                 found = store.conn.execute(
-                    f"SELECT item_pk, rotation, repeat, {name} FROM {PREDICTIONS_READ} WHERE run_id = ?"
+                    f"SELECT item_pk, rotation, repeat, {name} FROM {source} WHERE run_id = ?"
                     f" AND {where}", (run_id,)).fetchall()
                 if found:
                     keys = list(zip(*found, strict=True))
@@ -300,11 +302,11 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
     pk_to_row[pks] = np.arange(len(pks))
     lookup = (pk_to_row, items["item_id"].to_numpy(dtype=object))
     runs: dict[str, RunData] = {}
-    for run_id, name, bench, family, config, synthetic in _runs(store, benchmark):
-        if names is not None and name not in names:
-            continue
+    chosen = [r for r in _runs(store, benchmark) if names is None or r[1] in names]
+    layered = layered_runs(store, [r[0] for r in chosen])
+    for run_id, name, bench, family, config, synthetic in chosen:
         rows: list[np.ndarray] = []
-        preds = predictions_frame(store, run_id, lookup, columns, rows_out=rows)
+        preds = predictions_frame(store, run_id, lookup, columns, rows_out=rows, plain=run_id not in layered)
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
                              preds=preds, item_rows=rows[0] if rows else None, rows_in=items if rows else None)
     return items, runs
@@ -337,6 +339,16 @@ _OUTCOME_SQL = (
     " GROUP BY run_id")
 
 
+def layered_runs(store: Store, run_ids: Sequence[int]) -> set[int]:
+    """The runs among `run_ids` with a row in prediction_overrides: only they need the predictions_effective
+    view; the others read the predictions table, which the view returns unchanged for them."""
+    ids = [int(r) for r in run_ids]
+    if not ids:
+        return set()
+    return {int(r) for (r,) in store.conn.execute(
+        f"SELECT DISTINCT run_id FROM prediction_overrides WHERE run_id IN ({','.join('?' * len(ids))})", ids)}
+
+
 def outcome_arrays(store: Store, run_ids: Sequence[int], pk_to_row: np.ndarray) -> dict[int, Preds]:
     """run id -> the columns item outcomes read (core.outcomes.Preds: item row via `pk_to_row`, first
     prediction, status code, answer) for all `run_ids` in one query: each run comes back as a few strings
@@ -350,9 +362,7 @@ def outcome_arrays(store: Store, run_ids: Sequence[int], pk_to_row: np.ndarray) 
     out: dict[int, Preds] = {r: _preds(np.zeros(0, np.int64), "", []) for r in ids}
     if not ids:
         return out
-    marks = ",".join("?" * len(ids))
-    layered = {int(r) for (r,) in store.conn.execute(
-        f"SELECT DISTINCT run_id FROM prediction_overrides WHERE run_id IN ({marks})", ids)}
+    layered = layered_runs(store, ids)
     plain = [r for r in ids if r not in layered]
     for source, part in (("predictions", plain), (PREDICTIONS_READ, sorted(layered))):
         if not part:
