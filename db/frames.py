@@ -162,7 +162,12 @@ _PACKED_SQL = (
     "SELECT COUNT(*), group_concat(item_pk), group_concat(rotation), group_concat(repeat),"
     " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
     " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
-    " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all'))"
+    " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all')),"
+    # the traces and the input modes other than "all" in the same scan: which rows have one, and the values
+    # (group_concat leaves NULLs out) joined by U+001E; a value holding U+001E makes the count differ, and that
+    # run's values are read by key instead
+    " group_concat(trace IS NOT NULL, ''), group_concat(trace, char(30)),"
+    " group_concat(input_mode != 'all', ''), group_concat(nullif(input_mode, 'all'), char(30))"
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
     " FROM {source} WHERE run_id = ?")
@@ -174,8 +179,9 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
     parses, instead of a Python object per cell; traces and input modes other than "all" are read for the rows
     that have them. None when the run does not fit this path (no rows, an answer longer than one character, a
     status outside the schema's three, rows out of key order): the caller reads it row by row."""
-    (n, pks, rots, reps, codes, answers, tokens, null_tokens, n_trace, n_mode) = store.conn.execute(
+    (n, pks, rots, reps, codes, answers, tokens, null_tokens, n_trace, n_mode, *joined) = store.conn.execute(
         _PACKED_SQL.format(source=source), (run_id,)).fetchone()
+    sparse = {"trace": (n_trace, joined[0], joined[1]), "input_mode": (n_mode, joined[2], joined[3])}
     if not n or len(answers) != n or len(codes) != n or "3" in codes:
         return None
     pk = np.fromstring(pks, dtype=np.int64, sep=",")
@@ -218,22 +224,37 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
         elif name in ("trace", "input_mode"):
             default = None if name == "trace" else "all"
             column = np.full(n, default, dtype=object)
-            if (n_trace if name == "trace" else n_mode):
-                where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
-                found = store.conn.execute(
-                    f"SELECT item_pk, rotation, repeat, {name} FROM {source} WHERE run_id = ?"
-                    f" AND {where}", (run_id,)).fetchall()
-                if found:
-                    keys = list(zip(*found, strict=True))
-                    # the rows are in key order (checked above), so each found key's row is a binary search away
-                    at = _key_rows((pk, rotation, repeat), [np.asarray(k, dtype=np.int64) for k in keys[:3]])
-                    if at is None:  # rows written between the two reads (a live run): read it row by row
-                        return None
-                    column[at] = np.array(keys[3], dtype=object)
+            count, flags, values = sparse[name]
+            if count:
+                pieces = values.split(_VALUE_SEP) if values is not None else []
+                if len(pieces) == count and flags is not None and len(flags) == n:
+                    column[np.frombuffer(flags.encode("ascii"), dtype=np.uint8) == ord("1")] = pieces
+                elif not _read_by_key(store, source, run_id, name, (pk, rotation, repeat), column):
+                    return None
             data[name] = pd.Series(column, dtype=object, copy=False)
     if rows_out is not None:  # only for a frame returned (a None sends the caller to the row path)
         rows_out.append(item_rows)
     return pd.DataFrame(data)
+
+
+_VALUE_SEP = "\x1e"
+
+
+def _read_by_key(store: Store, source: str, run_id: int, name: str, keys: tuple[np.ndarray, ...],
+                 column: np.ndarray) -> bool:
+    """Fill `column` with the run's `name` values other than the default, found by key; False when a key is not
+    among `keys` (rows written between the two reads: a live run)."""
+    where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
+    found = store.conn.execute(f"SELECT item_pk, rotation, repeat, {name} FROM {source} WHERE run_id = ? AND {where}",
+                               (run_id,)).fetchall()
+    if not found:
+        return True
+    cols = list(zip(*found, strict=True))
+    at = _key_rows(keys, [np.asarray(k, dtype=np.int64) for k in cols[:3]])  # keys in order: binary search
+    if at is None:
+        return False
+    column[at] = np.array(cols[3], dtype=object)
+    return True
 
 
 def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray | None:

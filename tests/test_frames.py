@@ -242,3 +242,27 @@ def test_key_rows_finds_each_key_or_says_it_is_missing():
     assert found is not None and found.tolist() == [5, 1, 4]
     assert _key_rows((pk, rotation, repeat), [np.array([4]), np.array([0]), np.array([0])]) is None  # not there
     assert _key_rows((pk, rotation, repeat), [np.array([9]), np.array([3]), np.array([0])]) is None  # past the end
+
+
+def test_packed_read_of_values_holding_the_separator(store, tmp_path):
+    """Traces come back from the packed read joined by U+001E; a trace holding that character makes the count
+    differ and the run's traces are read by key instead: the frame equals the row path's either way."""
+    import json
+
+    from db.importers import import_items, import_predictions
+    from tests.conftest import fe_lines, write_benchmark
+
+    lines = fe_lines(2, 2)
+    import_items(store, write_benchmark(tmp_path / "fe", lines, "fe.jsonl"), name="fe")
+    for run, odd in (("plain", "step one, step two"), ("odd", "step one\x1estep two")):
+        rows = [{"item_id": ln["item_id"], "response": "A", "trace": odd if i % 3 == 0 else ("" if i % 3 == 1 else None),
+                 "input_mode": ("all", "text")[i % 2]} for i, ln in enumerate(lines)]
+        path = tmp_path / f"{run}.jsonl"
+        path.write_text("".join(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n" for r in rows),
+                        encoding="utf-8")
+        import_predictions(store, path, run)
+    _, runs = load_benchmark_runs(store, "fe", SCORING_COLUMNS)
+    for run in ("plain", "odd"):
+        want = store.run_data(run).preds
+        _same(runs[run].preds, want[list(runs[run].preds.columns)])
+    assert "step one\x1estep two" in set(runs["odd"].preds["trace"].dropna())
