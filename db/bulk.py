@@ -208,9 +208,11 @@ class ScoringPool:
     `min_weight`, or a single bin, is scored in the calling thread: a round trip would cost more than it saves.
     Thread safe: requests from several threads share the workers."""
 
-    def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT) -> None:
+    def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT,
+                 initializer: Any = None) -> None:
         self.jobs = min(default_jobs(), POOL_MAX_JOBS) if jobs is None else jobs
         self.min_weight = min_weight
+        self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
         self._executor: Any = None
         self.used = 0  # requests scored on the workers (tests and the bench read it)
@@ -222,9 +224,14 @@ class ScoringPool:
 
                 ctx = multiprocessing.get_context("forkserver")
                 ctx.set_forkserver_preload(_PRELOAD)
-                self._executor = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_pool_worker_init)
-                for f in [self._executor.submit(_pool_ready) for _ in range(self.jobs)]:
-                    f.result()  # every worker started, its imports done
+                executor = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=self.initializer)
+                try:
+                    for f in [executor.submit(_pool_ready) for _ in range(self.jobs)]:
+                        f.result()  # every worker started, its imports done
+                except BaseException:
+                    executor.shutdown(wait=False, cancel_futures=True)  # the next request tries fresh workers
+                    raise
+                self._executor = executor
             return self._executor
 
     def start(self) -> None:
@@ -248,13 +255,15 @@ class ScoringPool:
         from concurrent.futures import CancelledError
         from concurrent.futures.process import BrokenProcessPool
 
-        executor = self._workers()
+        executor = None
         try:
+            executor = self._workers()
             merged = self._on_workers(executor, store, benchmark, bins, wanted, split, kw)
         except (BrokenProcessPool, CancelledError, RuntimeError) as exc:
             if not isinstance(exc, (BrokenProcessPool, CancelledError)) and "shutdown" not in str(exc):
                 raise  # the scoring's own error (BrokenProcessPool is a RuntimeError too), as in this process
-            # a worker died (killed, out of memory), or another request shut that pool down: fresh workers next
+            # a worker died (killed, out of memory, or as it started), or another request shut that pool down:
+            # fresh workers next
             log.warning("scoring workers failed (%s: %s); scoring %s in this process", type(exc).__name__, exc,
                         benchmark)
             self._drop(executor)
@@ -263,6 +272,8 @@ class ScoringPool:
 
     def _drop(self, executor: Any) -> None:
         """Shut `executor` down if it is still the pool's (another request may have started a fresh one)."""
+        if executor is None:
+            return
         with self._lock:
             if self._executor is executor:
                 self._executor = None

@@ -99,3 +99,14 @@ def test_light_work_stays_in_the_calling_thread(store):
         assert json.dumps(out, sort_keys=True) == _here(store, names)
     finally:
         p.close()
+
+
+def test_workers_that_cannot_start_cost_speed_never_the_answer(store):
+    p = ScoringPool(jobs=2, min_weight=0, initializer=os.abort)  # each worker dies as it starts
+    try:
+        names = _names(store)
+        out = p.score(store, BENCH, names)  # scored here instead of an error
+        assert p.used == 0 and p._executor is None
+        assert json.dumps(out, sort_keys=True) == _here(store, names)
+    finally:
+        p.close()
