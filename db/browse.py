@@ -114,10 +114,11 @@ _VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
 
 
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
-    """run name -> a version string that changes whenever its predictions change (updated time, row count).
+    """run name -> a version string that changes whenever its predictions, overrides, judgements or status change
+    (its revision and updated time, db.store.touch_run: every write path of a run moves them on).
 
-    Counting a run's rows scans its key range, so the answers are remembered per connection until the store
-    changes: SQLite's data_version (commits by other connections) and the connection's total_changes (its own)."""
+    The answers are remembered per connection until the store changes: SQLite's data_version (commits by other
+    connections) and the connection's total_changes (its own)."""
     if not runs:
         return {}
     conn = store.conn
@@ -130,10 +131,8 @@ def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
     missing = [r for r in dict.fromkeys(runs) if r not in known]
     if missing:
         marks = ",".join("?" * len(missing))
-        cur = conn.execute(
-            "SELECT r.name, r.updated, (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) FROM runs r"
-            f" WHERE r.name IN ({marks})", missing)
-        known.update({name: f"{upd}|{n}" for name, upd, n in cur})
+        cur = conn.execute(f"SELECT name, revision, updated FROM runs WHERE name IN ({marks})", missing)
+        known.update({name: f"{rev}|{upd}" for name, rev, upd in cur})
     return {r: known[r] for r in runs if r in known}
 
 

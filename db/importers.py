@@ -43,7 +43,7 @@ from core.report import Report
 from core.schema import STAGES, Item
 from db import labels as dbl
 from db import overrides
-from db.store import Store, config_hash, now
+from db.store import Store, config_hash, now, touch_run
 
 MAX_IMAGE_PIXELS = 40_000_000  # larger images are refused as possible decompression bombs
 MAX_ZIP_BYTES = 8 * 1024**3  # total uncompressed size of an items zip
@@ -639,8 +639,8 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
                              " AND repeat = ?", [(run_id, *k) for k in replaced])
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
         n_rows = len(rows)
-        if n_rows and existing is not None:  # caches keyed on (updated, count) see the replaced rows
-            conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), run_id))
+        if n_rows and existing is not None:  # caches keyed on the run's revision see the added or replaced rows
+            touch_run(conn, run_id)
         if n_rows and after is not None:
             after(conn, run_id)
         if n_rows:

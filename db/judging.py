@@ -20,7 +20,7 @@ from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
 from db.labels import InvalidLabelValue, labels_frame
 from db.schema import PREDICTIONS_READ
-from db.store import Store, now
+from db.store import Store, now, touch_run
 
 
 class SampleFrozen(CrosscheckError, ValueError):
@@ -116,7 +116,7 @@ def write_judgement(store: Store, judge_run_id: int, run_id: int, item_pk: int, 
             " first_failure, status, raw, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (judge_run_id, run_id, item_pk, rotation, repeat, *j.flag_values(), j.first_failure, j.status, raw,
              now()))
-        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), judge_run_id))
+        touch_run(conn, judge_run_id)
 
 
 def judgements_frame(store: Store, traces_run: str, judge_runs: Iterable[str] | None = None,

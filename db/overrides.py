@@ -22,7 +22,7 @@ from typing import Any
 from core.errors import CrosscheckError, NotFound
 from core.parsing import parse_answer, rotate_options, unrotate
 from db.schema import PREDICTIONS_READ as VIEW
-from db.store import Store, now
+from db.store import Store, now, touch_run
 
 METHODS = ("parser:letter", "parser:tag", "manual")
 
@@ -80,7 +80,7 @@ def apply(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int =
             " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (p["run_id"], p["item_pk"], rotation, repeat, method, p["old_status"], p["old_answer"], p["old_shown"],
              p["status"], p["answer"], p["shown"], by or "", note, now(), p["response"]))
-        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), p["run_id"]))
+        touch_run(conn, p["run_id"])
     return {**p, "id": int(cur.lastrowid or 0)}
 
 
@@ -95,7 +95,7 @@ def revert(store: Store, override_id: int, by: str = "") -> None:
             raise OverrideRefused(f"override {override_id} was already reverted")
         conn.execute("UPDATE prediction_overrides SET reverted = ?, note = COALESCE(note, '') || ? WHERE id = ?",
                      (now(), f" [reverted by {by}]" if by else "", override_id))
-        conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), row[0]))
+        touch_run(conn, row[0])
 
 
 def settle_replaced(conn: Any, run_id: int, responses: dict[tuple[int, int, int], str | None], source: str

@@ -259,6 +259,13 @@ def _m006_prediction_sources(db: sqlite_utils.Database) -> None:
 ) WITHOUT ROWID""")
 
 
+def _m007_run_revision(db: sqlite_utils.Database) -> None:
+    """A run's revision: one more at each change of its predictions, overrides, judgements or status
+    (db.store.touch_run), so caches of its scores key on a number that no two states share (`updated` holds
+    seconds: two overrides within one second left it as it was)."""
+    db.execute("ALTER TABLE runs ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
@@ -266,6 +273,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("004_override_layer", _m004_override_layer),
     ("005_run_jobs", _m005_run_jobs),
     ("006_prediction_sources", _m006_prediction_sources),
+    ("007_run_revision", _m007_run_revision),
 ]
 
 

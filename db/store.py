@@ -37,6 +37,17 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def touch_run(conn: sqlite3.Connection, run_id: int, status: str | None = None) -> None:
+    """Inside a write transaction: run `run_id`'s predictions, overrides, judgements or status changed. Its
+    `updated` time and `revision` (one more per change: what caches of its scores key on, db.browse.run_versions,
+    exact where two changes fall in one second of `updated`) move on; `status` is set when given."""
+    if status is None:
+        conn.execute("UPDATE runs SET updated = ?, revision = revision + 1 WHERE id = ?", (now(), run_id))
+    else:
+        conn.execute("UPDATE runs SET status = ?, updated = ?, revision = revision + 1 WHERE id = ?",
+                     (status, now(), run_id))
+
+
 def default_db_path() -> Path:
     """`CROSSCHECK_DB`, else crosscheck.db in the user's data folder (XDG_DATA_HOME or ~/.local/share)."""
     env = os.environ.get("CROSSCHECK_DB")
@@ -330,8 +341,9 @@ class Store:
             return int(cur.lastrowid or 0)
 
     def set_run_status(self, run: str, status: str) -> None:
+        rid, _ = self._run_ids(run)
         with self.write() as conn:
-            conn.execute("UPDATE runs SET status = ?, updated = ? WHERE name = ?", (status, now(), run))
+            touch_run(conn, rid, status)
 
     def _run_ids(self, run: str) -> tuple[int, int]:
         row = self.conn.execute("SELECT id, benchmark_id FROM runs WHERE name = ?", (run,)).fetchone()
@@ -370,7 +382,7 @@ class Store:
             return 0
         with self.write() as conn:
             conn.executemany(self.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
-            conn.execute("UPDATE runs SET updated = ? WHERE id = ?", (now(), rid))
+            touch_run(conn, rid)
         return len(rows)
 
     def predictions_frame(self, run: str) -> pd.DataFrame:

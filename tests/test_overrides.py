@@ -206,7 +206,7 @@ def test_retry_errors_leaves_an_overridden_api_error_alone(audited, tmp_path):
 
 
 def test_replace_marks_the_run_updated(audited, tmp_path):
-    """Caches keyed on a run's (updated, prediction count), the Metrics tab's and Browse's, see a --replace import
+    """Caches keyed on a run's version (revision, updated), the Metrics tab's and Browse's, see a --replace import
     that changed rows but not their number."""
     from db.importers import import_predictions
 
@@ -215,3 +215,39 @@ def test_replace_marks_the_run_updated(audited, tmp_path):
         conn.execute("UPDATE runs SET updated = '2000-01-01T00:00:00+00:00' WHERE name = 'r'")
     import_predictions(store, write_preds(tmp_path / "p2.jsonl", pred_rows({"response": "C"})), "r", replace=True)
     assert store.run("r")["updated"] != "2000-01-01T00:00:00+00:00"
+
+
+def test_two_overrides_in_one_second_each_change_the_runs_version(audited):
+    """The Metrics tab's and Browse's caches key on db.browse.run_versions: an override and its revert leave the
+    prediction count as it was, and `updated` holds whole seconds, so each change moves the run's revision on
+    (here `updated` is pinned to one value, as two clicks within one second leave it) and the cached scores
+    follow every click."""
+    from db import overrides as dbo
+    from db.browse import run_versions
+    from ui.scores import ScoreCache
+
+    store, _ = audited
+    pinned = "2026-01-01T00:00:00+00:00"
+
+    def pin() -> None:
+        with store.write() as conn:
+            conn.execute("UPDATE runs SET updated = ? WHERE name = 'r'", (pinned,))
+
+    cache = ScoreCache()
+
+    def acc() -> tuple[int, int]:
+        m = cache.scores(store, "fe", ["r"])["r"]["metrics"]["accuracy"]
+        return m["k"], m["n"]
+
+    pin()
+    seen = [run_versions(store, ["r"])["r"]]
+    assert acc() == (11, 12)
+    o = dbo.apply(store, "r", ITEM, method="manual", letter="A")
+    pin()
+    seen.append(run_versions(store, ["r"])["r"])
+    assert acc() == (12, 12)
+    dbo.revert(store, o["id"])
+    pin()
+    seen.append(run_versions(store, ["r"])["r"])
+    assert acc() == (11, 12)
+    assert len(set(seen)) == 3 and cache.computed == 3

@@ -17,7 +17,7 @@ TABLES = {"_migrations", "benchmarks", "images", "items", "runs", "predictions",
 VIEWS = {"predictions_effective"}
 INDEXES = {"prediction_overrides_key", "run_jobs_run"}
 MIGRATED = ["001_initial", "002_calibration_samples", "003_prediction_overrides", "004_override_layer",
-            "005_run_jobs", "006_prediction_sources"]
+            "005_run_jobs", "006_prediction_sources", "007_run_revision"]
 
 
 def _objects(path: Path) -> dict[str, set[str]]:
@@ -69,6 +69,7 @@ def test_store_with_a_lazily_created_table_still_opens(tmp_path):
     try:
         assert [r[0] for r in store.conn.execute("SELECT name FROM _migrations ORDER BY name")] == MIGRATED
         assert store.conn.execute("SELECT name, seed FROM calibration_samples").fetchall() == [("s", 7)]
+        assert store.conn.execute("SELECT name, revision FROM runs").fetchall() == [("r", 0)]  # 007 on an old run
     finally:
         store.close()
     assert _objects(path)["table"] == TABLES

@@ -6,9 +6,9 @@ hold a picked run: every run whose metrics a picked run's can depend on) and sco
 one bin of units per CPU, as `score --all` spreads them), else in the request's thread. Each result equals
 `score --run NAME --json`'s and `score --all --json`'s.
 
-`ScoreCache` keeps results under (benchmark, the set of run names, (name, updated, prediction count) of every run
+`ScoreCache` keeps results under (benchmark, the set of run names, (name, revision and updated time) of every run
 of the benchmark, options): a finished live run, an import, an override or a new judge run changes the key, and
-entries of an older state of that benchmark are dropped. The counts are read once per change of the store
+entries of an older state of that benchmark are dropped. The versions are read once per change of the store
 (db.browse.run_versions), so a warm request costs a lookup; `derive` keeps what callers build from the scores
 (the endpoint's JSON tables) under the same state. Its lock is held only while its dict is read or
 written, never while scoring: users scoring different benchmarks (or different picks) never wait on each other,
@@ -49,8 +49,8 @@ Key = tuple[str, tuple[str, ...], tuple[tuple[Any, ...], ...], ScoreOptions]
 
 
 def run_state(store: Store, runs: Sequence[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
-    """(name, version) of each run (Store.runs rows): what a cached score depends on. The version (updated time,
-    prediction count: db.browse.run_versions) is counted once per store change, not once per request."""
+    """(name, version) of each run (Store.runs rows): what a cached score depends on. The version (revision and
+    updated time: db.browse.run_versions) is read once per store change, not once per request."""
     versions = run_versions(store, [r["name"] for r in runs])
     return tuple((r["name"], versions.get(r["name"], "")) for r in runs)
 
