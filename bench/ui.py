@@ -8,12 +8,14 @@ HTTP, so they bound the server-side time from above.
 
 The Metrics tab (#17 point 5) is timed through its `/metrics` endpoint (the tab's own computation: the bulk
 path of `score --all`, ui/scores.py, on the server's scoring workers) with all 24 runs: the server's first request;
-cold (after a change of one run's state, as an override or a finished live run makes: every run is scored
-again, in another run order each time) and warm (the same request again), beside `python app.py score --all
---benchmark stembind` on the same store (a fresh process, its start-up included).
+cold after a change of one run's state, as an override or a finished live run makes (every run is scored again,
+in another run order each time; the workers read that one run again and keep the others' rows, by version);
+cold after a change of every run's state (every run read and scored again: nothing kept but the items frame and
+the resample draws); and warm (the same request again), beside `python app.py score --all --benchmark
+stembind` on the same store (a fresh process, its start-up included).
 
-Targets: median group-view open <= 300 ms, first Browse render <= 2 s, Metrics with 24 runs cold <= 1.5 s and
-warm <= 0.3 s (medians).
+Targets: median group-view open <= 300 ms, first Browse render <= 2 s, Metrics with 24 runs cold <= 1.5 s (both
+colds) and warm <= 0.3 s (medians).
 
 Browse at scale (issue 17, `browse_figures`): stores of the same stems with 96 and 240 runs; with every run
 selected, `/browse_reset` once (the first list: each run's outcome columns read once, cold), then the list as a
@@ -195,17 +197,19 @@ def browse_figures(folder: Path, n_runs: int) -> dict[str, float]:
 
 
 
-def _new_state(db: Path, run: str) -> None:
-    """Change the state of one run of the benchmark, as an override or a finished live run does (its
-    `updated` time): every score and table the server keeps for the benchmark is stale after it."""
-    import sqlite3
+def _new_state(db: Path, runs: list[str]) -> None:
+    """Change the state of `runs` as an override or a finished live run does (db.store.touch_run: each one's
+    revision and `updated` time): every score and table the server keeps for the benchmark is stale after it,
+    and the scoring workers read each of those runs again."""
+    from db.store import Store, touch_run
 
-    conn = sqlite3.connect(db)
+    store = Store(db)
     try:
-        with conn:
-            conn.execute("UPDATE runs SET updated = strftime('%Y-%m-%dT%H:%M:%f', 'now') WHERE name = ?", (run,))
+        with store.write() as conn:
+            for run in runs:
+                touch_run(conn, store.run(run)["id"])
     finally:
-        conn.close()
+        store.close()
 
 
 def metrics_figures(client: Any, db: Path, runs: list[str], repeats: int = METRICS_REPEATS) -> dict[str, Any]:
@@ -222,22 +226,27 @@ def metrics_figures(client: Any, db: Path, runs: list[str], repeats: int = METRI
         return ms
 
     first = timed(runs)  # the first scoring in the server process
-    cold = []
+    cold, cold_all = [], []
     for i in range(1, repeats + 1):
-        _new_state(db, runs[i % len(runs)])
+        _new_state(db, [runs[i % len(runs)]])
         cold.append(timed(runs[i:] + runs[:i]))
+        _new_state(db, runs)
+        cold_all.append(timed(runs[i:] + runs[:i]))
     warm = [timed(runs) for _ in range(repeats * 2)]
-    return {"first": first, "cold": cold, "warm": warm}
+    return {"first": first, "cold": cold, "cold_all": cold_all, "warm": warm}
 
 
 def print_metrics(m: dict[str, Any], score_all_s: float) -> bool:
     """Print the Metrics figures beside score --all; True when both targets hold."""
-    cold, warm = statistics.median(m["cold"]), statistics.median(m["warm"])
+    cold, cold_all = statistics.median(m["cold"]), statistics.median(m["cold_all"])
+    warm = statistics.median(m["warm"])
     print(f"`score --all --benchmark stembind` ({RUNS} runs, a fresh process): {score_all_s * 1000:.0f} ms")
-    print(f"Metrics tab, {RUNS} runs, cold (the runs' state changed: every run scored again): {_spread(m['cold'])}"
-          f" (target {METRICS_COLD_TARGET_MS:.0f}); the server's first request {m['first']:.0f} ms")
+    print(f"Metrics tab, {RUNS} runs, cold after one run changed (every run scored again, that one read again): "
+          f"{_spread(m['cold'])} (target {METRICS_COLD_TARGET_MS:.0f}); the server's first request {m['first']:.0f} ms")
+    print(f"Metrics tab, {RUNS} runs, cold after every run changed (every run read and scored again): "
+          f"{_spread(m['cold_all'])} (target {METRICS_COLD_TARGET_MS:.0f})")
     print(f"Metrics tab, {RUNS} runs, warm (the same key): {_spread(m['warm'])} (target {METRICS_WARM_TARGET_MS:.0f})")
-    return cold <= METRICS_COLD_TARGET_MS and warm <= METRICS_WARM_TARGET_MS
+    return max(cold, cold_all) <= METRICS_COLD_TARGET_MS and warm <= METRICS_WARM_TARGET_MS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(target median {TARGET_MS:.0f})")
     checks = [med <= TARGET_MS, browse_ms <= BROWSE_TARGET_MS, print_metrics(metrics, score_all_s)]
     figures: dict[str, float] = {"metrics_cold_ms": round(statistics.median(metrics["cold"]), 1),
+                                 "metrics_cold_all_ms": round(statistics.median(metrics["cold_all"]), 1),
                                  "metrics_warm_ms": round(statistics.median(metrics["warm"]), 1),
                                  "score_all_ms": round(score_all_s * 1000, 1)}
     for n, fig in scale.items():

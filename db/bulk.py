@@ -161,19 +161,21 @@ _PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.frameevidence
 _WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
 _WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
 _WORKER_ITEMS: dict[Any, Any] = {}  # per worker process: the items frames it read (db.frames.load_for_scoring)
+_WORKER_RUNS: dict[Any, Any] = {}  # per worker process: the runs it read, by version (db.frames.load_for_scoring)
 
 
 def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequence[str],
                 split: str | None = DEFAULT_SPLIT, context: Any = None, items_cache: dict[Any, Any] | None = None,
-                **kw: Any) -> dict[str, dict[str, Any]]:
+                runs_cache: dict[Any, Any] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
     """{run: score_run result} of `names`, with the runs of `load` (every run of their db.bulk units) loaded
     beside them; `kw` goes to score_all (clusterings). The scoring state is this call's own (`context`, a
-    core.stats.ScoringContext; default a fresh one); `items_cache`: db.frames.load_for_scoring's."""
+    core.stats.ScoringContext; default a fresh one); `items_cache`, `runs_cache`: db.frames.load_for_scoring's."""
     from core.scoring import score_all
     from core.stats import ScoringContext
     from db.frames import load_for_scoring, score_extras
 
-    items, runs = load_for_scoring(store, benchmark, names=list(load), items_cache=items_cache)
+    items, runs = load_for_scoring(store, benchmark, names=list(load), items_cache=items_cache,
+                                   runs_cache=runs_cache)
     per_run = {n: score_extras(store, n, runs[n].family) for n in names}
     return score_all(items, runs, names=list(names), split=split, per_run=per_run,
                      context=context if context is not None else ScoringContext(), **kw)
@@ -195,7 +197,8 @@ def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], sp
     if store is None:
         store = _WORKER_STORES[path] = Store(path)
     context = ScoringContext(draws=DrawCache(weights=_WORKER_WEIGHTS))  # the W's outlive the request
-    return score_named(store, benchmark, load, names, split, context=context, items_cache=_WORKER_ITEMS, **kw)
+    return score_named(store, benchmark, load, names, split, context=context, items_cache=_WORKER_ITEMS,
+                       runs_cache=_WORKER_RUNS, **kw)
 
 
 class ScoringPool:
@@ -204,9 +207,11 @@ class ScoringPool:
     loads and scores its bin on its own connection, so every result equals `score --run NAME --json`'s.
 
     The workers come from a forkserver (a clean single-threaded process with the scoring modules imported; a
-    plain fork would copy a server's threads' locks) and are kept between requests. Work lighter than
-    `min_weight`, or a single bin, is scored in the calling thread: a round trip would cost more than it saves.
-    Thread safe: requests from several threads share the workers."""
+    plain fork would copy a server's threads' locks) and are kept between requests, one single-process executor
+    each: bin i of every request goes to worker i, so a worker sees the same runs again and reads only those
+    whose version changed (db.frames runs_cache). Work lighter than `min_weight`, or a single bin, is scored in
+    the calling thread: a round trip would cost more than it saves. Thread safe: requests from several threads
+    share the workers."""
 
     def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT,
                  initializer: Any = None) -> None:
@@ -214,25 +219,32 @@ class ScoringPool:
         self.min_weight = min_weight
         self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
-        self._executor: Any = None
+        self._executor: list[Any] | None = None  # one single-process executor per worker, once started
         self.used = 0  # requests scored on the workers (tests and the bench read it)
 
-    def _workers(self) -> Any:
+    def _workers(self) -> list[Any]:
         with self._lock:
             if self._executor is None:
                 from concurrent.futures import ProcessPoolExecutor
 
                 ctx = multiprocessing.get_context("forkserver")
                 ctx.set_forkserver_preload(_PRELOAD)
-                executor = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=self.initializer)
+                executors = [ProcessPoolExecutor(1, mp_context=ctx, initializer=self.initializer)
+                             for _ in range(self.jobs)]
                 try:
-                    for f in [executor.submit(_pool_ready) for _ in range(self.jobs)]:
+                    for f in [e.submit(_pool_ready) for e in executors]:
                         f.result()  # every worker started, its imports done
                 except BaseException:
-                    executor.shutdown(wait=False, cancel_futures=True)  # the next request tries fresh workers
+                    _shutdown(executors)  # the next request tries fresh workers
                     raise
-                self._executor = executor
+                self._executor = executors
             return self._executor
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids, each as the worker reports it (none before the workers start)."""
+        with self._lock:
+            executors = list(self._executor or [])
+        return [e.submit(_pool_ready).result() for e in executors]
 
     def start(self) -> None:
         """Start the workers now (a server starting on a large store), so the first request does not wait."""
@@ -270,23 +282,25 @@ class ScoringPool:
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
         return {n: merged[n] for n in names if n in merged}
 
-    def _drop(self, executor: Any) -> None:
-        """Shut `executor` down if it is still the pool's (another request may have started a fresh one)."""
+    def _drop(self, executor: list[Any] | None) -> None:
+        """Shut the workers `executor` down if they are still the pool's (another request may have started fresh
+        ones)."""
         if executor is None:
             return
         with self._lock:
             if self._executor is executor:
                 self._executor = None
-        executor.shutdown(wait=False, cancel_futures=True)
+        _shutdown(executor)
 
-    def _on_workers(self, executor: Any, store: Store, benchmark: str, bins: list[list[tuple[str, list[str], int]]],
-                    wanted: set[str], split: str | None, kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    def _on_workers(self, executor: list[Any], store: Store, benchmark: str,
+                    bins: list[list[tuple[str, list[str], int]]], wanted: set[str], split: str | None,
+                    kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
         path = str(Path(store.path))
         futures = []
-        for b in bins:
+        for i, b in enumerate(bins):
             load = [n for _, unit, _ in b for n in unit]
-            futures.append(executor.submit(_pool_score, path, benchmark, load, [n for n in load if n in wanted],
-                                           split, kw))
+            futures.append(executor[i % len(executor)].submit(_pool_score, path, benchmark, load,
+                                                              [n for n in load if n in wanted], split, kw))
         merged: dict[str, dict[str, Any]] = {}
         for f in futures:
             merged.update(f.result())
@@ -298,4 +312,9 @@ class ScoringPool:
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=wait, cancel_futures=True)
+            _shutdown(executor, wait)
+
+
+def _shutdown(executors: list[Any], wait: bool = False) -> None:
+    for e in executors:
+        e.shutdown(wait=wait, cancel_futures=True)

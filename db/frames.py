@@ -79,11 +79,13 @@ def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLU
     return pd.DataFrame(data), dict(zip(cols["id"], cols["item_id"], strict=True))
 
 
-def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[str, Any], bool]]:
+def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[str, Any], bool, tuple[int, str]]]:
+    """(id, name, benchmark, family, config, synthetic, version) of each run of `benchmark`, oldest first; the
+    version (revision, updated) moves on at every write of the run (db.store.touch_run)."""
     cur = store.conn.execute(
-        "SELECT r.id, r.name, b.name, b.family, r.config, r.synthetic FROM runs r JOIN benchmarks b"
-        " ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id", (benchmark,))
-    return [(int(r[0]), r[1], r[2], r[3], orjson.loads(r[4]), bool(r[5])) for r in cur]
+        "SELECT r.id, r.name, b.name, b.family, r.config, r.synthetic, r.revision, r.updated FROM runs r JOIN"
+        " benchmarks b ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id", (benchmark,))
+    return [(int(r[0]), r[1], r[2], r[3], orjson.loads(r[4]), bool(r[5]), (int(r[6]), r[7])) for r in cur]
 
 
 STATUSES = ("ok", "invalid", "api_error")
@@ -159,18 +161,20 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
 
 _PACKED_COLUMNS = frozenset({"item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens"})
 _PACKED_SQL = (
-    "SELECT COUNT(*), group_concat(item_pk), group_concat(rotation), group_concat(repeat),"
+    "SELECT COUNT(*), group_concat(item_pk), max(abs(rotation)) + max(abs(repeat)),"
     " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
     " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
     " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all')),"
-    # the traces and the input modes other than "all" in the same scan: which rows have one, and the values
-    # (group_concat leaves NULLs out) joined by U+001E; a value holding U+001E makes the count differ, and that
-    # run's values are read by key instead
-    " group_concat(trace IS NOT NULL, ''), group_concat(trace, char(30)),"
-    " group_concat(input_mode != 'all', ''), group_concat(nullif(input_mode, 'all'), char(30))"
+    # the traces in the same scan: which rows have one, and the values (group_concat leaves NULLs out) joined by
+    # U+001E; a value holding U+001E makes the count differ, and that run's values are read by key instead
+    " group_concat(trace IS NOT NULL, ''), group_concat(trace, char(30))"
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
     " FROM {source} WHERE run_id = ?")
+# Read only for a run that needs them (in the same snapshot): rotations and repeats when one is not 0 (most runs
+# have none: their key order is the item order), input modes other than "all" when the run has one.
+_PACKED_EXTRA_SQL = {"keys": "group_concat(rotation), group_concat(repeat)",
+                     "input_mode": "group_concat(input_mode != 'all', ''), group_concat(nullif(input_mode, 'all'), char(30))"}
 
 
 def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
@@ -178,20 +182,43 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
     """The scoring columns of one run read as a few packed strings that SQLite builds (group_concat) and numpy
     parses, instead of a Python object per cell; traces and input modes other than "all" are read for the rows
     that have them. None when the run does not fit this path (no rows, an answer longer than one character, a
-    status outside the schema's three, rows out of key order): the caller reads it row by row."""
-    (n, pks, rots, reps, codes, answers, tokens, null_tokens, n_trace, n_mode, *joined) = store.conn.execute(
+    status outside the schema's three, rows out of key order): the caller reads it row by row. Its reads see one
+    state of the store (Store.snapshot)."""
+    with store.snapshot():
+        return _packed_read(store, run_id, lookup, wanted, rows_out, source)
+
+
+def _packed_read(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
+                 rows_out: list[np.ndarray] | None, source: str) -> pd.DataFrame | None:
+    conn = store.conn
+    (n, pks, keyed, codes, answers, tokens, null_tokens, n_trace, n_mode, *traces) = conn.execute(
         _PACKED_SQL.format(source=source), (run_id,)).fetchone()
-    sparse = {"trace": (n_trace, joined[0], joined[1]), "input_mode": (n_mode, joined[2], joined[3])}
     if not n or len(answers) != n or len(codes) != n or "3" in codes:
         return None
+    extra = [k for k, needed in (("keys", keyed), ("input_mode", n_mode and "input_mode" in wanted)) if needed]
+    got: dict[str, list[Any]] = {}
+    if extra:
+        row = conn.execute(f"SELECT {', '.join(_PACKED_EXTRA_SQL[k] for k in extra)} FROM {source} WHERE run_id = ?",
+                           (run_id,)).fetchone()
+        values = list(row)
+        got = {k: [values.pop(0), values.pop(0)] for k in extra}
+    sparse = {"trace": (n_trace, *traces), "input_mode": (n_mode, *got.get("input_mode", [None, None]))}
     pk = np.fromstring(pks, dtype=np.int64, sep=",")
-    rotation = np.fromstring(rots, dtype=np.int64, sep=",")
-    repeat = np.fromstring(reps, dtype=np.int64, sep=",")
+    if "keys" in got:
+        rotation = np.fromstring(got["keys"][0], dtype=np.int64, sep=",")
+        repeat = np.fromstring(got["keys"][1], dtype=np.int64, sep=",")
+    else:  # every rotation and repeat is 0
+        rotation, repeat = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     if not (len(pk) == len(rotation) == len(repeat) == n):
         return None
     if n > 1:  # rows must come in (item_pk, rotation, repeat) order, as the row path reads them
-        d_pk, d_rot, d_rep = np.diff(pk), np.diff(rotation), np.diff(repeat)
-        if not bool(((d_pk > 0) | ((d_pk == 0) & ((d_rot > 0) | ((d_rot == 0) & (d_rep > 0))))).all()):
+        d_pk = np.diff(pk)
+        if "keys" not in got:
+            in_order = bool((d_pk > 0).all())
+        else:
+            d_rot, d_rep = np.diff(rotation), np.diff(repeat)
+            in_order = bool(((d_pk > 0) | ((d_pk == 0) & ((d_rot > 0) | ((d_rot == 0) & (d_rep > 0))))).all())
+        if not in_order:
             return None
     pk_to_row, ids = lookup
     if pk.max() >= len(pk_to_row) or pk.min() < 0:
@@ -216,7 +243,7 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             table = np.array([None if c == 1 else chr(c) for c in distinct], dtype=object)
             data[name] = pd.Series(table.take(inverse.reshape(-1)), dtype=object, copy=False)
         elif name == "tokens":
-            values = np.fromstring(tokens, dtype=float, sep=",")
+            values = _numbers(tokens)
             if len(values) != n:
                 return None
             values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
@@ -238,6 +265,15 @@ def _packed_frame(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarra
 
 
 _VALUE_SEP = "\x1e"
+
+
+def _numbers(joined: str) -> np.ndarray:
+    """float64 values of a comma-joined column of numbers: parsed as integers (token counts are; numpy parses
+    those several times faster than floats), as floats when one is not."""
+    try:
+        return np.fromstring(joined, dtype=np.int64, sep=",").astype(float)
+    except ValueError:  # a value with a decimal point or an exponent
+        return np.fromstring(joined, dtype=float, sep=",")
 
 
 def _read_by_key(store: Store, source: str, run_id: int, name: str, keys: tuple[np.ndarray, ...],
@@ -275,29 +311,37 @@ def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> 
 
 def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = PRED_COLUMNS,
                         names: Sequence[str] | None = None, item_columns: Sequence[str] = ITEM_COLUMNS,
-                        items_cache: dict[Any, Any] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
+                        items_cache: dict[Any, Any] | None = None, runs_cache: dict[Any, Any] | None = None
+                        ) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """(items frame, {run name: RunData}) for every run of `benchmark` (or those in `names`), in run creation
     order.
 
     Equal to `store.items_frame(benchmark)` (restricted to `item_columns`) and `store.run_data(name)` for each run
     (restricted to `columns`). `items_cache` (a dict kept by a long-lived caller, a scoring worker) keeps the
     items frames it reads: a benchmark's items never change once imported (db.importers refuses other items
-    under its name), so the frame is read once, and shared read-only as within one scoring.
+    under its name), so the frame is read once, and shared read-only as within one scoring. `runs_cache` (a dict
+    kept beside it) keeps the RunData it reads: a run whose version (revision and updated time, moved on by every
+    write of its predictions, overrides or status: db.store.touch_run) is the one read, read against the same
+    items frame, is not read again. Every read sees one state of the store (Store.snapshot): a live run's commits
+    land before or after the whole load, and a version read names the rows read with it.
     """
-    with gc_paused():
-        return _load(store, benchmark, columns, None if names is None else set(names), item_columns, items_cache)
+    with gc_paused(), store.snapshot():
+        return _load(store, benchmark, columns, None if names is None else set(names), item_columns, items_cache,
+                     runs_cache)
 
 
 def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None,
-                     items_cache: dict[Any, Any] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
+                     items_cache: dict[Any, Any] | None = None, runs_cache: dict[Any, Any] | None = None
+                     ) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS and the family's extra
     ones, SCORING_COLUMNS)."""
     item_columns = SCORING_ITEM_COLUMNS_BY_FAMILY.get(store.benchmark_family(benchmark), SCORING_ITEM_COLUMNS)
     return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns,
-                               items_cache=items_cache)
+                               items_cache=items_cache, runs_cache=runs_cache)
 
 
 _ITEMS_KEPT = 4  # items frames an items_cache holds (the latest used)
+_RUN_ROWS_KEPT = 1_000_000  # predictions a runs_cache holds (the runs latest used): about 100 MB at most
 
 
 def _items(store: Store, benchmark: str, item_columns: Sequence[str], cache: dict[Any, Any] | None
@@ -315,8 +359,8 @@ def _items(store: Store, benchmark: str, item_columns: Sequence[str], cache: dic
 
 
 def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] | None,
-          item_columns: Sequence[str], items_cache: dict[Any, Any] | None = None
-          ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+          item_columns: Sequence[str], items_cache: dict[Any, Any] | None = None,
+          runs_cache: dict[Any, Any] | None = None) -> tuple[pd.DataFrame, dict[str, RunData]]:
     items, item_ids = _items(store, benchmark, item_columns, items_cache)
     pks = np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))
     pk_to_row = np.full(int(pks.max(initial=0)) + 1, -1, dtype=np.int64)
@@ -325,11 +369,22 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
     runs: dict[str, RunData] = {}
     chosen = [r for r in _runs(store, benchmark) if names is None or r[1] in names]
     layered = layered_runs(store, [r[0] for r in chosen])
-    for run_id, name, bench, family, config, synthetic in chosen:
+    for run_id, name, bench, family, config, synthetic, version in chosen:
+        key = (str(store.path), run_id, tuple(columns))
+        hit = runs_cache.get(key) if runs_cache is not None else None
+        if hit is not None and hit[0] == version and hit[1] is items:
+            runs[name] = hit[2]
+            runs_cache[key] = runs_cache.pop(key)  # the latest used is kept longest
+            continue
         rows: list[np.ndarray] = []
         preds = predictions_frame(store, run_id, lookup, columns, rows_out=rows, plain=run_id not in layered)
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
                              preds=preds, item_rows=rows[0] if rows else None, rows_in=items if rows else None)
+        if runs_cache is not None:
+            runs_cache.pop(key, None)
+            runs_cache[key] = (version, items, runs[name])
+            while sum(len(v[2].preds) for v in runs_cache.values()) > _RUN_ROWS_KEPT and len(runs_cache) > 1:
+                del runs_cache[next(iter(runs_cache))]
     return items, runs
 
 

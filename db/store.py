@@ -154,6 +154,21 @@ class Store:
             raise
         conn.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Reads inside see one state of the store (a deferred read transaction on this thread's connection),
+        whatever other connections commit meanwhile; inside an open transaction, that transaction's state."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")  # nothing was written: this only ends the read
+
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:

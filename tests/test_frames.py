@@ -266,3 +266,52 @@ def test_packed_read_of_values_holding_the_separator(store, tmp_path):
         want = store.run_data(run).preds
         _same(runs[run].preds, want[list(runs[run].preds.columns)])
     assert "step one\x1estep two" in set(runs["odd"].preds["trace"].dropna())
+
+
+def test_packed_numbers_parse_integers_and_fall_back_to_floats():
+    """Token counts come back from the packed read comma-joined: parsed as integers (the fast path) and as
+    floats when a stored value is not an integer; either way float64, equal to the row path's values."""
+    from db.frames import _numbers
+
+    assert _numbers("3,0,-2,41").tolist() == [3.0, 0.0, -2.0, 41.0]
+    assert _numbers("3,2.5,1e3").tolist() == [3.0, 2.5, 1000.0]
+    assert _numbers("7").dtype == np.float64
+
+
+def test_runs_cache_reads_again_exactly_the_runs_that_changed(demo_db, tmp_path):
+    """A scoring worker keeps the runs it read (runs_cache) by version: an unchanged run is not read again (the
+    same RunData comes back), and an override on one run, or a live run's new predictions on another, has
+    exactly that run read again, with its new values; the frames equal a fresh load's throughout."""
+    from core.schema import Prediction
+    from db import overrides as dbo
+    from tests.helpers import copy_store
+
+    store = Store(copy_store(demo_db, tmp_path / "copy"))
+    try:
+        bench = "frameevidence"
+        items_cache: dict = {}
+        cache: dict = {}
+
+        def load() -> dict:
+            _, runs = load_for_scoring(store, bench, items_cache=items_cache, runs_cache=cache)
+            _, fresh = load_for_scoring(store, bench)
+            for name, run in runs.items():
+                _same(run.preds, fresh[name].preds)
+            return runs
+
+        first = load()
+        assert all(load()[n] is first[n] for n in first)  # nothing changed: nothing read again
+        names = list(first)
+        edited, grown = names[0], names[1]
+        item = first[edited].preds["item_id"].iloc[0]
+        letter = "B" if first[edited].preds["answer"].iloc[0] == "A" else "A"
+        dbo.apply(store, edited, item, method="manual", letter=letter)
+        preds = first[grown].preds
+        store.add_predictions(grown, [Prediction(item_id=preds["item_id"].iloc[0], rotation=0, repeat=9,
+                                                 response="A", answer="A", shown="A", status="ok")])
+        third = load()
+        assert [n for n in names if third[n] is not first[n]] == [edited, grown]
+        assert third[edited].preds["answer"].iloc[0] == letter
+        assert len(third[grown].preds) == len(preds) + 1
+    finally:
+        store.close()

@@ -78,7 +78,7 @@ def test_a_killed_worker_costs_speed_never_the_answer(store):
     try:
         names = _names(store)
         p.start()
-        for pid in list(p._executor._processes):  # the workers, as the OS sees them
+        for pid in p.pids():  # the workers, as the OS sees them
             os.kill(pid, signal.SIGKILL)
         used = p.used
         out = p.score(store, BENCH, names)  # the pool is broken: scored here instead
@@ -110,3 +110,30 @@ def test_workers_that_cannot_start_cost_speed_never_the_answer(store):
         assert json.dumps(out, sort_keys=True) == _here(store, names)
     finally:
         p.close()
+
+
+def test_workers_score_a_changed_run_from_its_new_rows(demo_db, tmp_path):
+    """The workers keep each run they read by version (db.frames runs_cache): after an override on one run, the
+    next request scores that run from its new rows (and the others from the rows kept), equal to in-process."""
+    from db import overrides as dbo
+    from tests.helpers import copy_store
+
+    s = Store(copy_store(demo_db, tmp_path / "copy"))
+    p = ScoringPool(jobs=2, min_weight=0)
+    try:
+        names = _names(s)
+        before = p.score(s, BENCH, names)
+        assert json.dumps(before, sort_keys=True) == _here(s, names)
+        run = names[0]
+        item, gold = s.conn.execute(
+            "SELECT i.item_id, i.answer FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r ON"
+            " r.id = p.run_id WHERE r.name = ? AND i.split = 'test' AND p.rotation = 0 AND p.repeat = 0 AND"
+            " (p.answer IS NULL OR p.answer != i.answer) LIMIT 1", (run,)).fetchone()
+        dbo.apply(s, run, item, method="manual", letter=gold)  # a wrong answer made right
+        after = p.score(s, BENCH, names)
+        assert p.used == 2
+        assert json.dumps(after, sort_keys=True) == _here(s, names)
+        assert after[run]["metrics"]["accuracy"]["k"] == before[run]["metrics"]["accuracy"]["k"] + 1
+    finally:
+        p.close()
+        s.close()
