@@ -17,6 +17,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,7 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
 
 POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
 POOL_MAX_JOBS = 4  # workers at most: each keeps up to two resample count matrices (up to 256 MB each) while idle
+POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
 _PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.frameevidence.metrics",
             "core.families.spur.metrics", "core.families.stembind.metrics", "core.families.generic.metrics"]
 _WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
@@ -220,7 +222,9 @@ class ScoringPool:
         self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
         self._executor: list[Any] | None = None  # one single-process executor per worker, once started
+        self._failed_at: float | None = None  # when workers last failed to start (monotonic clock)
         self.used = 0  # requests scored on the workers (tests and the bench read it)
+        self.start_failures = 0  # start-ups of workers that failed (tests read it)
 
     def _workers(self) -> list[Any]:
         with self._lock:
@@ -235,9 +239,12 @@ class ScoringPool:
                     for f in [e.submit(_pool_ready) for e in executors]:
                         f.result()  # every worker started, its imports done
                 except BaseException:
-                    _shutdown(executors)  # the next request tries fresh workers
+                    _shutdown(executors)  # a request after POOL_RETRY_S tries fresh workers
+                    self._failed_at = time.monotonic()
+                    self.start_failures += 1
                     raise
                 self._executor = executors
+                self._failed_at = None
             return self._executor
 
     def pids(self) -> list[int]:
@@ -262,7 +269,8 @@ class ScoringPool:
         work = units_holding(store, benchmark, names)
         heavy = sum(w for _, _, w in work) >= self.min_weight
         bins = _bins(work, min(self.jobs, len(work)))
-        if len(bins) <= 1 or not heavy or "forkserver" not in multiprocessing.get_all_start_methods():
+        failed = self._failed_at is not None and time.monotonic() - self._failed_at < POOL_RETRY_S
+        if len(bins) <= 1 or not heavy or failed or "forkserver" not in multiprocessing.get_all_start_methods():
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
         from concurrent.futures import CancelledError
         from concurrent.futures.process import BrokenProcessPool

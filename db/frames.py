@@ -161,7 +161,7 @@ def predictions_frame(store: Store, run_id: int, item_ids: dict[int, str] | tupl
 
 _PACKED_COLUMNS = frozenset({"item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens"})
 _PACKED_SQL = (
-    "SELECT COUNT(*), group_concat(item_pk), max(abs(rotation)) + max(abs(repeat)),"
+    "SELECT COUNT(*), group_concat(item_pk), max(rotation != 0) + max(repeat != 0),"
     " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
     " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
     " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all')),"
@@ -200,8 +200,8 @@ def _packed_read(store: Store, run_id: int, lookup: tuple[np.ndarray, np.ndarray
     if extra:
         row = conn.execute(f"SELECT {', '.join(_PACKED_EXTRA_SQL[k] for k in extra)} FROM {source} WHERE run_id = ?",
                            (run_id,)).fetchone()
-        values = list(row)
-        got = {k: [values.pop(0), values.pop(0)] for k in extra}
+        joined = list(row)
+        got = {k: [joined.pop(0), joined.pop(0)] for k in extra}
     sparse = {"trace": (n_trace, *traces), "input_mode": (n_mode, *got.get("input_mode", [None, None]))}
     pk = np.fromstring(pks, dtype=np.int64, sep=",")
     if "keys" in got:
@@ -372,7 +372,7 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
     for run_id, name, bench, family, config, synthetic, version in chosen:
         key = (str(store.path), run_id, tuple(columns))
         hit = runs_cache.get(key) if runs_cache is not None else None
-        if hit is not None and hit[0] == version and hit[1] is items:
+        if runs_cache is not None and hit is not None and hit[0] == version and hit[1] is items:
             runs[name] = hit[2]
             runs_cache[key] = runs_cache.pop(key)  # the latest used is kept longest
             continue
@@ -381,11 +381,22 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
         runs[name] = RunData(name=name, benchmark=bench, family=family, config={**config, "synthetic": synthetic},
                              preds=preds, item_rows=rows[0] if rows else None, rows_in=items if rows else None)
         if runs_cache is not None:
-            runs_cache.pop(key, None)
-            runs_cache[key] = (version, items, runs[name])
-            while sum(len(v[2].preds) for v in runs_cache.values()) > _RUN_ROWS_KEPT and len(runs_cache) > 1:
-                del runs_cache[next(iter(runs_cache))]
+            _keep_run(runs_cache, key, (version, items, runs[name]), items_cache)
     return items, runs
+
+
+def _keep_run(cache: dict[Any, Any], key: Any, entry: tuple[Any, pd.DataFrame, RunData],
+              items_cache: dict[Any, Any] | None) -> None:
+    """Keep a run read in a runs_cache: entries read against an items frame the items cache no longer holds go
+    (they can never be used again, and would keep that frame alive); then the oldest, until the entries hold at
+    most _RUN_ROWS_KEPT predictions (each counts one at least)."""
+    alive = {id(entry[1])} | {id(v[0]) for v in (items_cache or {}).values()}
+    for k in [k for k, v in cache.items() if id(v[1]) not in alive]:
+        del cache[k]
+    cache.pop(key, None)
+    cache[key] = entry
+    while sum(max(1, len(v[2].preds)) for v in cache.values()) > _RUN_ROWS_KEPT and len(cache) > 1:
+        del cache[next(iter(cache))]
 
 
 def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> dict[str, Any]:

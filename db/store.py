@@ -157,7 +157,8 @@ class Store:
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """Reads inside see one state of the store (a deferred read transaction on this thread's connection),
-        whatever other connections commit meanwhile; inside an open transaction, that transaction's state."""
+        whatever other connections commit meanwhile; inside an open transaction, that transaction's state. A
+        read path only: `write()` inside a snapshot fails (SQLite has no nested transactions)."""
         conn = self.conn
         if conn.in_transaction:
             yield conn
@@ -356,6 +357,7 @@ class Store:
             return int(cur.lastrowid or 0)
 
     def set_run_status(self, run: str, status: str) -> None:
+        """Set `run`'s status (db.store.touch_run: its version moves on); NotFound for a run the store lacks."""
         rid, _ = self._run_ids(run)
         with self.write() as conn:
             touch_run(conn, rid, status)

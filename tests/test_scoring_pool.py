@@ -108,6 +108,8 @@ def test_workers_that_cannot_start_cost_speed_never_the_answer(store):
         out = p.score(store, BENCH, names)  # scored here instead of an error
         assert p.used == 0 and p._executor is None
         assert json.dumps(out, sort_keys=True) == _here(store, names)
+        again = p.score(store, BENCH, names)  # within POOL_RETRY_S: no second start-up to wait for
+        assert again == out and p.start_failures == 1 and p._executor is None
     finally:
         p.close()
 

@@ -218,7 +218,10 @@ def build_browse(ctx: Ctx) -> None:
     with gr.Row():
         group = gr.Textbox(label="Group", placeholder="click a row above, or type a group id and press Enter",
                            scale=2, elem_id="cc-browse-group")
-        detail = gr.Dropdown(label="Run in detail", choices=[], scale=3, elem_id="cc-browse-detail")
+        # a custom value passes: a group opened right after a benchmark switch may still send the previous
+        # benchmark's run before the new choices reach the browser; the view then details its first picked run
+        detail = gr.Dropdown(label="Run in detail", choices=[], scale=3, elem_id="cc-browse-detail",
+                             allow_custom_value=True)
         boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes")
     view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
 
