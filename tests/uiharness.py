@@ -125,3 +125,18 @@ def open_section(page, name: str, content: str, timeout: float = 60) -> None:  #
         except PlaywrightTimeout:
             if time.time() > deadline:
                 raise
+
+
+METRICS_DRAWING_JS = """() => { const e = document.getElementById('cc-metrics-summary');
+  const c = e && [...e.classList].find((c) => c.startsWith('cc-drawing-')); return c || null; }"""
+
+
+def metrics_drawing(page) -> str | None:  # type: ignore[no-untyped-def]
+    """Which drawing of the Metrics tab is in the page (each render numbers its summary)."""
+    return page.evaluate(METRICS_DRAWING_JS)  # type: ignore[no-any-return]
+
+
+def wait_new_drawing(page, old: str | None) -> str | None:  # type: ignore[no-untyped-def]
+    """Wait until the Metrics tab shows a drawing other than `old`; that drawing."""
+    page.wait_for_function(f"() => ({METRICS_DRAWING_JS})() !== {old!r}", timeout=60_000)
+    return metrics_drawing(page)

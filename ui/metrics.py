@@ -351,8 +351,11 @@ def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None
     _download("Chart (HTML)", lambda: chart_file(charts.figure_html(fig), prefix, key), dl, "cc-dl-chart", 120)
 
 
-def draw(store: Store, page: Page | None, dl: gr.DownloadButton) -> None:
-    """The components of one drawing (inside the tab's gr.render)."""
+def draw(store: Store, page: Page | None, dl: gr.DownloadButton, opened: gr.State | None = None,
+         last: str | None = None) -> None:
+    """The components of one drawing (inside the tab's gr.render). `opened` (a State outside the render) is
+    set to the id of each sub-tab the user opens; `last`, its value at this drawing, is the sub-tab the drawing
+    opens when it has it (picking another run keeps the section being read), else the first."""
     if page is None:
         return
     if page.message:
@@ -364,13 +367,16 @@ def draw(store: Store, page: Page | None, dl: gr.DownloadButton) -> None:
     gr.Markdown(page.summary(), elem_id="cc-metrics-summary",
                 elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
     sections = page.sections()
-    # a fresh Tabs on every render (unique key), opened on its first section: a re-render never keeps a stale
-    # selection or the tab headers of an earlier render
+    ids = [f"{page.family}-{i}" for i, _, _, _ in sections]
+    # a fresh Tabs on every render (unique key), opened on the section last opened when this drawing has it,
+    # else on its first: a re-render never keeps the tab headers of an earlier render
     with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{drawing}",
-                 selected=f"{page.family}-{sections[0][0]}" if sections else None):
-        for i, title, present, plots in sections:
-            with gr.Tab(title, id=f"{page.family}-{i}"):
+                 selected=last if last in ids else (ids[0] if ids else None)):
+        for (_, title, present, plots), tab_id in zip(sections, ids, strict=True):
+            with gr.Tab(title, id=tab_id) as tab:
                 _section(store, page, present, plots, dl)
+            if opened is not None:
+                tab.select(lambda tab_id=tab_id: tab_id, None, opened, api_visibility="private", queue=False)
 
 
 def _section(store: Store, page: Page, present: list[str], plots: list[str], dl: gr.DownloadButton) -> None:
@@ -427,8 +433,10 @@ def build_metrics(ctx: Ctx) -> None:
         trigger(h.request, inputs, [drawn, want], api_visibility="private")
     ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
-    @gr.render(inputs=[want], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
-    def render(wanted: list[Any] | None) -> None:
-        draw(ctx.store, h.page(wanted), dl)
+    opened = gr.State(None)  # the id of the sub-tab last opened (draw): a later drawing opens it again
+
+    @gr.render(inputs=[want, opened], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
+    def render(wanted: list[Any] | None, last: str | None) -> None:
+        draw(ctx.store, h.page(wanted), dl, opened, last)
 
     gr.api(h.api, api_name="metrics", concurrency_limit=4, concurrency_id="metrics-api")

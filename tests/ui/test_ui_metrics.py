@@ -100,3 +100,32 @@ def test_other_families_render(page, bench, table):
     page.locator(f".cc-mtable[data-table='{table}']").wait_for(timeout=90_000)
     assert page.locator(f".cc-mtable[data-table='{table}'] td[data-run]").count() > 0
     assert page.locator(".cc-chart").count() >= 1
+
+
+def test_a_redraw_keeps_the_section_being_read(app, ui_browser):
+    """Picking runs redraws the tab: the sub-tab the user opened stays open when the new drawing has it (the
+    first opens only on a drawing without it, or the first drawing of another family)."""
+    from uiharness import metrics_drawing, open_section, wait_new_drawing
+
+    p = ui_browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        p.goto(app)
+        p.get_by_role("tab", name="Metrics").click()
+        p.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
+        selected = "#cc-metrics-sections [role=tab][aria-selected=true]"
+        assert p.locator(selected).inner_text().strip() == "Overview"
+        open_section(p, "Insufficiency", ".cc-mtable[data-table='fe_insufficiency']")
+        p.wait_for_timeout(500)  # the sub-tab's select event reaches the server
+        before = metrics_drawing(p)
+        p.locator("#cc-runs .token .token-remove").last.click()  # one run fewer: a new drawing
+        wait_new_drawing(p, before)
+        assert p.locator(selected).inner_text().strip() == "Insufficiency"
+        p.locator(".cc-mtable[data-table='fe_insufficiency']").wait_for(state="visible", timeout=30_000)
+        before = metrics_drawing(p)
+        p.locator("#cc-benchmark input").click()
+        p.get_by_role("option", name="stembind").first.click()
+        p.locator(".cc-mtable[data-table='sb_leaderboard']").wait_for(timeout=90_000)
+        wait_new_drawing(p, before)
+        assert p.locator(selected).inner_text().strip() == p.locator("#cc-metrics-sections [role=tab]").first.inner_text().strip()
+    finally:
+        p.close()

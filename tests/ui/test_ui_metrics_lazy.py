@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from uiharness import browser, running_app
+from uiharness import browser, metrics_drawing, running_app, wait_new_drawing
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SUMMARY = "#cc-metrics-summary"
@@ -15,20 +15,6 @@ SUMMARY = "#cc-metrics-summary"
 
 def _files(root) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
-
-
-DRAWING_JS = """() => { const e = document.getElementById('cc-metrics-summary');
-  const c = e && [...e.classList].find((c) => c.startsWith('cc-drawing-')); return c || null; }"""
-
-
-def _drawing(page) -> str | None:
-    """Which drawing of the tab is in the page (each render numbers its summary)."""
-    return page.evaluate(DRAWING_JS)
-
-
-def _wait_new_drawing(page, old: str | None) -> str:
-    page.wait_for_function(f"() => ({DRAWING_JS})() !== {old!r}", timeout=60_000)
-    return _drawing(page)
 
 
 def test_metrics_draw_only_when_shown_and_write_files_on_request(demo_db, tmp_path, monkeypatch):
@@ -55,28 +41,28 @@ def _check(b, url, tmp) -> None:
 
         # back on Browse, drop one run: the hidden Metrics tab keeps its drawing (nothing scored)
         page.get_by_role("tab", name="Browse").click()
-        first = _drawing(page)
+        first = metrics_drawing(page)
         assert first is not None
         page.locator("#cc-runs .token .token-remove").last.click()
         time.sleep(3)
         assert page.locator("#cc-runs .token").count() == 1
         assert "2 runs" in (page.locator(SUMMARY).text_content() or "")
-        assert _drawing(page) == first
+        assert metrics_drawing(page) == first
 
         # opening the tab draws the new picks once; opening it again with the same picks draws nothing
         page.get_by_role("tab", name="Metrics").click()
-        second = _wait_new_drawing(page, first)
+        second = wait_new_drawing(page, first)
         assert "1 run " in page.locator(SUMMARY).inner_text()
         page.get_by_role("tab", name="Browse").click()
         page.get_by_role("tab", name="Metrics").click()
         time.sleep(3)
-        assert _drawing(page) == second
+        assert metrics_drawing(page) == second
 
         # Refresh redraws; no drawing writes a file
         last = second
         for _ in range(3):
             page.locator("#cc-refresh").click()
-            last = _wait_new_drawing(page, last)
+            last = wait_new_drawing(page, last)
         assert _files(tmp) == before
 
         # a download writes its file when pressed, and the same table again writes nothing more
