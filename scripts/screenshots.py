@@ -307,7 +307,7 @@ def take_run_midrun(c: Shots, p: Path) -> None:
         prog = page.locator("#cc-run-progress")
         while time.time() < deadline and int(prog.get_attribute("data-done") or 0) < 40:
             time.sleep(0.25)
-        page.screenshot(path=str(p))
+        page.screenshot(path=str(p), full_page=True)  # the job history is under the form, at full width
         page.locator("#cc-run-cancel").click()
         time.sleep(1.0)
 

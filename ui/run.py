@@ -475,6 +475,9 @@ def build_run(ctx: Ctx) -> None:
             form = _form(ctx.store)
         with gr.Column(scale=2):
             side = _side(ctx.store)
+    # the history under both columns, at full width: its eleven columns fit a 1440 px window without scrolling
+    gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
+    side["jobs"] = gr.HTML(jobs_html(ctx.store), elem_id="cc-run-jobs")
     _wire(ctx, form, side, gr.Timer(1.0, active=False))
 
 
@@ -552,8 +555,6 @@ def _side(store: Store) -> dict[str, Any]:
         s["resume_pick"] = gr.Dropdown([], value=None, label="Resume an unfinished run", scale=3,
                                        elem_id="cc-run-resume-pick", allow_custom_value=True)
         s["resume"] = gr.Button("Resume", scale=1, size="sm", elem_id="cc-run-resume")
-    gr.Markdown("**Job history** (every start and resume is its own row; newest first)")
-    s["jobs"] = gr.HTML(jobs_html(store), elem_id="cc-run-jobs")
     return s
 
 
