@@ -114,8 +114,9 @@ _VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
 
 
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
-    """run name -> a version string that changes whenever its predictions, overrides, judgements or status change
-    (its revision and updated time, db.store.touch_run: every write path of a run moves them on).
+    """run name -> a version string that changes whenever its predictions, overrides or status change, and for a
+    judge run whenever it writes a judgement (its revision and updated time, db.store.touch_run: every write path
+    of a run moves them on).
 
     The answers are remembered per connection until the store changes: SQLite's data_version (commits by other
     connections) and the connection's total_changes (its own)."""

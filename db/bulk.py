@@ -230,6 +230,11 @@ class ScoringPool:
         with self._lock:
             if self._executor is None:
                 from concurrent.futures import ProcessPoolExecutor
+                from concurrent.futures.process import BrokenProcessPool
+
+                if self._failed_at is not None and time.monotonic() - self._failed_at < POOL_RETRY_S:
+                    # a request that waited on this lock while the start-up failed: no second start-up
+                    raise BrokenProcessPool(f"scoring workers failed to start less than {POOL_RETRY_S:.0f} s ago")
 
                 ctx = multiprocessing.get_context("forkserver")
                 ctx.set_forkserver_preload(_PRELOAD)

@@ -38,7 +38,8 @@ def now() -> str:
 
 
 def touch_run(conn: sqlite3.Connection, run_id: int, status: str | None = None) -> None:
-    """Inside a write transaction: run `run_id`'s predictions, overrides, judgements or status changed. Its
+    """Inside a write transaction: run `run_id`'s predictions, overrides or status changed, or (a judge run) it
+    wrote a judgement. Its
     `updated` time and `revision` (one more per change: what caches of its scores key on, db.browse.run_versions,
     exact where two changes fall in one second of `updated`) move on; `status` is set when given."""
     if status is None:

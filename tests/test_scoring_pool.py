@@ -112,6 +112,25 @@ def test_workers_that_cannot_start_cost_speed_never_the_answer(store):
         assert again == out and p.start_failures == 1 and p._executor is None
     finally:
         p.close()
+    p = ScoringPool(jobs=2, min_weight=0, initializer=os.abort)
+    try:  # requests at once: those that waited on the failing start-up do not start workers again
+        got: list[dict] = []
+
+        def one() -> None:
+            s = Store(store.path)
+            try:
+                got.append(p.score(s, BENCH, names))
+            finally:
+                s.close()
+
+        threads = [threading.Thread(target=one) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert got == [out] * 3 and p.start_failures == 1
+    finally:
+        p.close()
 
 
 def test_workers_score_a_changed_run_from_its_new_rows(demo_db, tmp_path):

@@ -354,8 +354,9 @@ def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None
 def draw(store: Store, page: Page | None, dl: gr.DownloadButton, opened: gr.State | None = None,
          last: str | None = None) -> None:
     """The components of one drawing (inside the tab's gr.render). `opened` (a State outside the render) is
-    set to the id of each sub-tab the user opens; `last`, its value at this drawing, is the sub-tab the drawing
-    opens when it has it (picking another run keeps the section being read), else the first."""
+    set to the id of each sub-tab shown (the user's pick, and the one a drawing opens on); `last`, its value at
+    this drawing, is the sub-tab the drawing opens when it has it (picking another run keeps the section being
+    read), else the first."""
     if page is None:
         return
     if page.message:
@@ -368,7 +369,7 @@ def draw(store: Store, page: Page | None, dl: gr.DownloadButton, opened: gr.Stat
                 elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
     sections = page.sections()
     ids = [f"{page.family}-{i}" for i, _, _, _ in sections]
-    # a fresh Tabs on every render (unique key), opened on the section last opened when this drawing has it,
+    # a fresh Tabs on every render (unique key), opened on the section last shown when this drawing has it,
     # else on its first: a re-render never keeps the tab headers of an earlier render
     with gr.Tabs(elem_id="cc-metrics-sections", key=f"sections-{drawing}",
                  selected=last if last in ids else (ids[0] if ids else None)):
@@ -433,7 +434,7 @@ def build_metrics(ctx: Ctx) -> None:
         trigger(h.request, inputs, [drawn, want], api_visibility="private")
     ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
-    opened = gr.State(None)  # the id of the sub-tab last opened (draw): a later drawing opens it again
+    opened = gr.State(None)  # the id of the sub-tab last shown (draw): a later drawing opens it again
 
     @gr.render(inputs=[want, opened], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
     def render(wanted: list[Any] | None, last: str | None) -> None:

@@ -114,8 +114,9 @@ def test_a_redraw_keeps_the_section_being_read(app, ui_browser):
         p.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
         selected = "#cc-metrics-sections [role=tab][aria-selected=true]"
         assert p.locator(selected).inner_text().strip() == "Overview"
-        open_section(p, "Insufficiency", ".cc-mtable[data-table='fe_insufficiency']")
-        p.wait_for_timeout(500)  # the sub-tab's select event reaches the server
+        # the sub-tab's select event reaches the server before the runs change
+        with p.expect_response(lambda r: "/run/" in r.url and r.request.method == "POST", timeout=30_000):
+            open_section(p, "Insufficiency", ".cc-mtable[data-table='fe_insufficiency']")
         before = metrics_drawing(p)
         p.locator("#cc-runs .token .token-remove").last.click()  # one run fewer: a new drawing
         wait_new_drawing(p, before)
