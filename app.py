@@ -102,6 +102,51 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_slices(args: argparse.Namespace) -> int:
+    """Where a run fails: every stratum's value against the rest of the split (core.slices)."""
+    from core.scoring import split_arg
+    from core.slices import slices_of_run
+    from db.frames import load_for_scoring
+
+    store = _store(args)
+    row = store.run(args.run)
+    if args.benchmark and args.benchmark != row["benchmark"]:
+        raise CrosscheckError(f"run {args.run!r} is a run of {row['benchmark']!r}, not of {args.benchmark!r}")
+    names = [args.run] + ([args.compare] if args.compare else [])
+    items, runs = load_for_scoring(store, row["benchmark"], names=names)
+    other = None
+    if args.compare:
+        other = runs.get(args.compare) or store.run_data(args.compare)
+    by = [f.strip() for f in args.by.split(",") if f.strip()] if args.by else None
+    label, found = slices_of_run(items, runs[args.run], other=other, split=split_arg(args.split), by=by,
+                                 depth=args.depth, min_groups=args.min_groups, draws=args.draws)
+    if args.json:
+        print(json.dumps({"benchmark": row["benchmark"], "run": args.run, "compare": args.compare, "split": label,
+                          "slices": [s.to_json() for s in found]}, ensure_ascii=False))
+        return 0
+    _print_slices(found, args.run, args.compare, label)
+    return 0
+
+
+def _print_slices(found: list[Any], run: str, other: str | None, split: str) -> None:
+    def pct(x: float | None) -> str:
+        return "    -" if x is None else f"{100 * x:5.1f}"
+
+    def signed(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:+.1f}"
+
+    vs = f"{run} - {other}" if other else "slice - rest"
+    print(f"{len(found)} slices of {run!r} on split {split!r} ({vs}, 95% cluster-bootstrap CI, BH q), worst first")
+    print(f"{'field = value':<40} {'groups':>6} {'items':>6} {'acc %':>6} {'vs %':>6} {'diff':>7} "
+          f"{'95% CI':>17} {'q':>7}")
+    for s in found:
+        vs_rate = s.other if s.other is not None else s.rest
+        ci = f"[{signed(s.ci[0])}, {signed(s.ci[1])}]" if s.ci else "-"
+        q = "-" if s.q is None else f"{s.q:.3g}"
+        print(f"{(s.field + ' = ' + s.value)[:40]:<40} {s.n_groups:>6} {s.n_items:>6} {pct(s.accuracy.value):>6} "
+              f"{pct(vs_rate.value):>6} {signed(s.diff):>7} {ci:>17} {q:>7}")
+
+
 def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
     """The --cluster / --cluster-field choice as core.stats.Clustering objects (empty: the defaults)."""
     from core import families
@@ -336,6 +381,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     _import_arguments(sub)
     _score_arguments(sub)
+
+    p = add("slices", cmd_slices, "where a run fails: each stratum value against the rest of the split, with "
+            "cluster-bootstrap intervals and Benjamini-Hochberg q (docs/METRICS.md, 'Slices')")
+    p.add_argument("--run", required=True)
+    p.add_argument("--benchmark", help="check that the run is of this benchmark")
+    p.add_argument("--compare", metavar="OTHER_RUN", help="rank the slices where --run lost most against OTHER_RUN "
+                   "(paired, on the items both answered)")
+    p.add_argument("--by", metavar="FIELD[,FIELD]", help="only these fields (default: kind, variant, n_images and "
+                   "every meta field with 2-50 values)")
+    p.add_argument("--depth", type=int, choices=(1, 2), default=1, help="2 adds two-field slices (q over all)")
+    p.add_argument("--min-groups", type=int, default=5, help="skip slices (and rests) of fewer groups (default 5)")
+    p.add_argument("--split", help="the split (default: test; 'all': every split)")
+    p.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default 2000: the first 2000 of the "
+                   "stream every interval uses)")
+    p.add_argument("--json", action="store_true", help="print {slices: [...]} as JSON")
 
     p = add("export", cmd_export, "export items or predictions to standard output")
     p.add_argument("what", choices=("items", "predictions"))
