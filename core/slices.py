@@ -96,7 +96,7 @@ def slice_fields(items: pd.DataFrame, extra: Mapping[str, pd.Series] | None = No
             out[col] = vals.where(vals != "", None)
     for name in strata_fields(items, max_values=MAX_VALUES):
         out.setdefault(name, item_stratum(items, name).reset_index(drop=True))
-    for name, vals in (extra or {}).items():
+    for name, vals in (extra or {}).items():  # the caller's own fields (a tag: "tagged" or None) are kept as given
         out[name] = pd.Series(list(vals), dtype=object)
     if only:
         missing = [f for f in only if f not in out]
