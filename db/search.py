@@ -14,6 +14,7 @@ an import pays nothing for the index (docs/ARCHITECTURE.md, "Search").
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -26,8 +27,8 @@ FIELDS = ("response", "trace", "question", "options", "meta", "notes")
 PREDICTION_FIELDS = ("response", "trace")
 ITEM_FIELDS = ("question", "options", "meta")
 MARK = ("«", "»")  # around each matched token in a snippet
-_CHUNK = 20_000  # predictions indexed per write transaction (short locks under a live run)
 _SNIPPET_TOKENS = 16
+_COLUMN_FILTER = re.compile(r'(^|[\s(])[A-Za-z_]+\s*:(?=[^"]*(?:"[^"]*"[^"]*)*$)')  # `field:` outside quotes
 
 
 class BadQuery(CrosscheckError, ValueError):
@@ -76,8 +77,8 @@ def stale_runs(store: Store, run_ids: Iterable[int] | None = None) -> list[tuple
 
 def refresh(store: Store, run_ids: Iterable[int] | None = None) -> int:
     """Index what changed in the predictions of the runs (all by default) whose revision moved; returns how many
-    predictions were (re)indexed. Each run in write transactions of at most _CHUNK predictions; a run's new
-    revision is recorded in the last one, read inside it (a write meanwhile leaves the run stale again)."""
+    predictions were (re)indexed. One write transaction per run (a full-scale run's 19,533 rows hold the write
+    lock well under a second), its revision read inside it."""
     done = 0
     for run_id, _ in stale_runs(store, run_ids):
         done += _refresh_run(store, run_id)
@@ -85,45 +86,32 @@ def refresh(store: Store, run_ids: Iterable[int] | None = None) -> int:
 
 
 def _refresh_run(store: Store, run_id: int) -> int:
+    """One run, in one write transaction, in SQL: drop the indexed rows whose prediction is gone or whose text
+    changed, add the rows not indexed, record the revision read inside the transaction."""
     key = "k.item_pk = p.item_pk AND k.rotation = p.rotation AND k.repeat = p.repeat"
     with store.write() as conn:
         revision = conn.execute("SELECT revision FROM runs WHERE id = ?", (run_id,)).fetchone()
         if revision is None:
             return 0
-        # indexed rows whose prediction is gone or whose text changed
         gone = [r[0] for r in conn.execute(
-            "SELECT k.id FROM search_keys k JOIN search_predictions f ON f.rowid = k.id"
+            "SELECT k.id FROM search_keys k CROSS JOIN search_predictions f ON f.rowid = k.id"
             f" LEFT JOIN predictions p ON p.run_id = k.run_id AND {key}"
             " WHERE k.run_id = ? AND (p.run_id IS NULL OR f.response IS NOT p.response OR f.trace IS NOT p.trace)",
             (run_id,))]
         if gone:
             conn.executemany("DELETE FROM search_predictions WHERE rowid = ?", [(g,) for g in gone])
             conn.executemany("DELETE FROM search_keys WHERE id = ?", [(g,) for g in gone])
-        missing = conn.execute(
-            "SELECT p.item_pk, p.rotation, p.repeat, p.response, p.trace FROM predictions p"
-            f" WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.run_id = p.run_id AND {key})",
-            (run_id,)).fetchall()
-    total = len(gone)
-    for start in range(0, len(missing), _CHUNK):
-        with store.write() as conn:
-            chunk = missing[start:start + _CHUNK]
-            for pk, rot, rep, response, trace in chunk:
-                cur = conn.execute("INSERT OR IGNORE INTO search_keys (run_id, item_pk, rotation, repeat)"
-                                   " VALUES (?, ?, ?, ?)", (run_id, pk, rot, rep))
-                if cur.rowcount:
-                    conn.execute("INSERT INTO search_predictions (rowid, response, trace) VALUES (?, ?, ?)",
-                                 (cur.lastrowid, response, trace))
-        total += len(chunk)
-    with store.write() as conn:
-        rev = conn.execute("SELECT revision FROM runs WHERE id = ?", (run_id,)).fetchone()
-        stale = conn.execute(
-            "SELECT 1 FROM predictions p"
-            f" WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM search_keys k WHERE k.run_id = p.run_id AND {key})"
-            " LIMIT 1", (run_id,)).fetchone()
-        if rev is not None and stale is None:
-            conn.execute("INSERT INTO search_state (run_id, revision) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE"
-                         " SET revision = excluded.revision", (run_id, rev[0]))
-    return total
+        last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM search_keys").fetchone()[0]
+        added = conn.execute(
+            "INSERT INTO search_keys (run_id, item_pk, rotation, repeat) SELECT p.run_id, p.item_pk, p.rotation,"
+            f" p.repeat FROM predictions p WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM search_keys k"
+            f" WHERE k.run_id = p.run_id AND {key})", (run_id,)).rowcount
+        conn.execute("INSERT INTO search_predictions (rowid, response, trace) SELECT k.id, p.response, p.trace"
+                     f" FROM search_keys k JOIN predictions p ON p.run_id = k.run_id AND {key} WHERE k.id > ?",
+                     (last,))
+        conn.execute("INSERT INTO search_state (run_id, revision) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE"
+                     " SET revision = excluded.revision", (run_id, revision[0]))
+    return len(gone) + max(added, 0)
 
 
 # --------------------------------------------------------------------------- searching
@@ -165,62 +153,98 @@ def _run(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[tupl
 
 def search(store: Store, query: str, benchmark: str | None = None, runs: Sequence[str] | None = None,
            fields: Sequence[str] = FIELDS, limit: int | None = 200, snippets: bool = True) -> list[Hit]:
-    """The best `limit` hits (all with None) of `query` in `fields`, best first (FTS5's bm25 per field), within
-    `benchmark` and, for a run's fields, `runs` (every run when None); `snippets=False` leaves them empty."""
+    """Hits of `query` in `fields` within `benchmark` and, for a run's fields, `runs` (every run when None): per
+    field the first `limit` matches (all with None) in the index's order (FTS5 walks its matches in rowid order
+    and stops at the limit, so a word in every response costs no more than a rare one; a run's predictions are
+    in item order), then at most `limit` of them in the benchmark's item order, then run and field.
+    `snippets=False` leaves the snippets empty."""
     if not query or not query.strip():
         raise BadQuery("bad search query: it is empty")
+    if "{" in query or "}" in query or _COLUMN_FILTER.search(query):
+        raise BadQuery("bad search query: a word followed by ':' is a column filter; choose fields with --in (or "
+                       "the fields picker), and put text holding ':' or braces in double quotes")
     bench_id, run_ids = _scope(store, benchmark, runs)
     if any(f in PREDICTION_FIELDS for f in fields):
         scope = run_ids
         if scope is None and bench_id is not None:
             scope = [r[0] for r in store.conn.execute("SELECT id FROM runs WHERE benchmark_id = ?", (bench_id,))]
         refresh(store, scope)
-    hits: list[tuple[float, Hit]] = []
+    hits: list[tuple[int, Hit]] = []
     for field in fields:
         hits += _field_hits(store.conn, field, query, bench_id, run_ids, limit, snippets)
-    hits.sort(key=lambda h: (h[0], h[1].benchmark, h[1].group_id, h[1].item_id or "", h[1].run or "", h[1].field))
+    hits.sort(key=lambda h: (h[0], h[1].run or "", FIELDS.index(h[1].field)))
     out = [h for _, h in hits]
     return out if limit is None else out[:limit]
 
 
 def _field_hits(conn: sqlite3.Connection, field: str, query: str, bench_id: int | None, run_ids: list[int] | None,
-                limit: int | None, snippets: bool = True) -> list[tuple[float, Hit]]:
+                limit: int | None, snippets: bool = True) -> list[tuple[int, Hit]]:
+    # CROSS JOIN keeps the FTS5 match list the outer loop (left to right): a plain JOIN let SQLite's planner walk
+    # the benchmark's items and run the MATCH once per item (3 s for a word no item holds, at full scale)
     lim = "" if limit is None else f" LIMIT {int(limit)}"
     snip = f"snippet({{t}}, {{c}}, '{MARK[0]}', '{MARK[1]}', '…', {_SNIPPET_TOKENS})" if snippets else "''"
     where_b = "" if bench_id is None else f" AND b.id = {bench_id}"
     where_r = "" if run_ids is None else f" AND r.id IN ({','.join(map(str, run_ids))})"
     if field in PREDICTION_FIELDS:
         col = PREDICTION_FIELDS.index(field)
-        sql = (f"SELECT bm25(search_predictions), b.name, i.group_id, i.item_id, r.name,"
+        sql = (f"SELECT i.id, b.name, i.group_id, i.item_id, r.name,"
                f" {snip.format(t='search_predictions', c=col)} FROM search_predictions"
-               " JOIN search_keys k ON k.id = search_predictions.rowid JOIN runs r ON r.id = k.run_id"
-               " JOIN items i ON i.id = k.item_pk JOIN benchmarks b ON b.id = i.benchmark_id"
-               f" WHERE search_predictions MATCH ?{where_b}{where_r} ORDER BY bm25(search_predictions){lim}")
+               " CROSS JOIN search_keys k ON k.id = search_predictions.rowid CROSS JOIN runs r ON r.id = k.run_id"
+               " CROSS JOIN items i ON i.id = k.item_pk CROSS JOIN benchmarks b ON b.id = i.benchmark_id"
+               f" WHERE search_predictions MATCH ?{where_b}{where_r}{lim}")
         rows = _run(conn, sql, (_match([field], query),))
     elif field in ITEM_FIELDS:
         col = ITEM_FIELDS.index(field)
-        sql = (f"SELECT bm25(search_items), b.name, i.group_id, i.item_id, NULL,"
-               f" {snip.format(t='search_items', c=col)} FROM search_items JOIN items i ON i.id = search_items.rowid"
-               " JOIN benchmarks b ON b.id = i.benchmark_id"
-               f" WHERE search_items MATCH ?{where_b} ORDER BY bm25(search_items){lim}")
+        sql = (f"SELECT i.id, b.name, i.group_id, i.item_id, NULL,"
+               f" {snip.format(t='search_items', c=col)} FROM search_items CROSS JOIN items i ON i.id = search_items.rowid"
+               " CROSS JOIN benchmarks b ON b.id = i.benchmark_id"
+               f" WHERE search_items MATCH ?{where_b}{lim}")
         rows = _run(conn, sql, (_match([field], query),))
     else:  # notes: a label's note, a group's tag and its note
-        sql = (f"SELECT bm25(search_notes), b.name, i.group_id, i.item_id, r.name,"
-               f" {snip.format(t='search_notes', c=0)} FROM search_notes JOIN labels l ON l.id = search_notes.rowid"
-               " JOIN runs r ON r.id = l.run_id JOIN items i ON i.id = l.item_pk JOIN benchmarks b ON b.id = i.benchmark_id"
-               f" WHERE search_notes MATCH ?{where_b}{where_r} ORDER BY bm25(search_notes){lim}")
+        sql = (f"SELECT i.id, b.name, i.group_id, i.item_id, r.name,"
+               f" {snip.format(t='search_notes', c=0)} FROM search_notes CROSS JOIN labels l ON l.id = search_notes.rowid"
+               " CROSS JOIN runs r ON r.id = l.run_id CROSS JOIN items i ON i.id = l.item_pk"
+               " CROSS JOIN benchmarks b ON b.id = i.benchmark_id"
+               f" WHERE search_notes MATCH ?{where_b}{where_r}{lim}")
         rows = _run(conn, sql, (query,))
-        sql = (f"SELECT bm25(search_tags), b.name, g.group_id, NULL, NULL,"
-               f" {snip.format(t='search_tags', c=-1)} FROM search_tags JOIN group_tags g ON g.id = search_tags.rowid"
-               " JOIN benchmarks b ON b.id = g.benchmark_id"
-               f" WHERE search_tags MATCH ?{where_b} ORDER BY bm25(search_tags){lim}")
+        sql = (f"SELECT (SELECT MIN(x.id) FROM items x WHERE x.benchmark_id = g.benchmark_id AND x.group_id = g.group_id),"
+               " b.name, g.group_id, NULL, NULL,"
+               f" {snip.format(t='search_tags', c=-1)} FROM search_tags CROSS JOIN group_tags g ON g.id = search_tags.rowid"
+               " CROSS JOIN benchmarks b ON b.id = g.benchmark_id"
+               f" WHERE search_tags MATCH ?{where_b}{lim}")
         rows += _run(conn, sql, (query,))
-    return [(float(r[0]), Hit(benchmark=r[1], group_id=r[2], item_id=r[3], run=r[4], field=field,
+    return [(int(r[0] or 0), Hit(benchmark=r[1], group_id=r[2], item_id=r[3], run=r[4], field=field,
                               snippet=str(r[5] or ""))) for r in rows]
 
 
 def matching_groups(store: Store, query: str, benchmark: str, runs: Sequence[str] | None = None,
                     fields: Sequence[str] = FIELDS) -> set[str]:
-    """The ids of the groups of `benchmark` with a hit (Browse's search box: combined with its other filters)."""
-    found = search(store, query, benchmark=benchmark, runs=runs, fields=fields, limit=None, snippets=False)
-    return {h.group_id for h in found}
+    """The ids of the groups of `benchmark` with a hit in `fields` (Browse's search box: combined with its other
+    filters), every match counted: one scan of each FTS5 match list, joined by row id."""
+    if not query or not query.strip():
+        raise BadQuery("bad search query: it is empty")
+    search(store, query, benchmark=benchmark, runs=runs, fields=fields, limit=1, snippets=False)  # checks, refresh
+    bench_id, run_ids = _scope(store, benchmark, runs)
+    scope = run_ids if run_ids is not None else [
+        r[0] for r in store.conn.execute("SELECT id FROM runs WHERE benchmark_id = ?", (bench_id,))]
+    in_runs = ",".join(map(str, scope)) or "NULL"
+    found: set[str] = set()
+    pred = [f for f in fields if f in PREDICTION_FIELDS]
+    if pred:
+        found |= {r[0] for r in _run(store.conn, (
+            "SELECT DISTINCT i.group_id FROM search_keys k JOIN items i ON i.id = k.item_pk"
+            " WHERE k.id IN (SELECT rowid FROM search_predictions WHERE search_predictions MATCH ?)"
+            f" AND k.run_id IN ({in_runs})"), (_match(pred, query),))}
+    item = [f for f in fields if f in ITEM_FIELDS]
+    if item:
+        found |= {r[0] for r in _run(store.conn, (
+            "SELECT DISTINCT group_id FROM items WHERE id IN (SELECT rowid FROM search_items WHERE search_items"
+            " MATCH ?) AND benchmark_id = ?"), (_match(item, query), bench_id))}
+    if "notes" in fields:
+        found |= {r[0] for r in _run(store.conn, (
+            "SELECT DISTINCT i.group_id FROM labels l JOIN items i ON i.id = l.item_pk WHERE l.id IN (SELECT rowid"
+            f" FROM search_notes WHERE search_notes MATCH ?) AND l.run_id IN ({in_runs})"), (query,))}
+        found |= {r[0] for r in _run(store.conn, (
+            "SELECT DISTINCT group_id FROM group_tags WHERE id IN (SELECT rowid FROM search_tags WHERE search_tags"
+            " MATCH ?) AND benchmark_id = ?"), (query, bench_id))}
+    return found

@@ -132,10 +132,11 @@ def test_a_store_from_before_the_index_is_indexed_by_its_migration(tmp_path):
 
 def test_bad_queries(planted):
     store, _ = planted
-    for q in ('"unbalanced', "", "AND", "(a OR"):
+    for q in ('"unbalanced', "", "AND", "(a OR", "trace: mirror", "{trace} : mirror", "http://x"):
         with pytest.raises(BadQuery, match="bad search query"):
             search(store, q)
     assert FIELDS == ("response", "trace", "question", "options", "meta", "notes")
+    assert search(store, '"trace: mirror"') == []  # quoted, a colon is text
 
 
 def test_cli(planted):

@@ -96,6 +96,11 @@ def test_bh_on_the_1995_paper_example_rejects_four():
     q = _bh(p)
     assert q == pytest.approx(_bh_by_definition(p), abs=1e-12)
     assert sum(x <= 0.05 for x in q) == 4
+    from scipy.stats import false_discovery_control  # an independent implementation
+
+    rng = np.random.default_rng(3)
+    for ps in (p, list(rng.random(40) ** 3), [0.2, 0.2, 0.01, 0.2, 1.0]):
+        assert _bh(ps) == pytest.approx(list(false_discovery_control(ps, method="bh")), abs=1e-12)
 
 
 def test_the_interval_equals_the_same_seeded_draws_computed_here():
