@@ -87,7 +87,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
     if args.shortcut_model or args.shortcut_pool:
-        if row["family"] != "spur":
+        from core import families
+
+        if families.get(row["family"]).capabilities.shortcut_table is None:
             raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
         extras.update(shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
     clusterings = _clusterings(args, row["family"])
@@ -197,7 +199,7 @@ def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
 
     if not args.cluster and not args.cluster_field:
         return ()
-    if not families.get(family).CLUSTERINGS:
+    if not families.get(family).capabilities.clusterings:
         raise CrosscheckError(f"--cluster / --cluster-field apply to FrameEvidence runs (000 App. A, D.6); a "
                               f"{family} run's intervals cluster by group")
     names = [n.strip() for n in (args.cluster or "group,union").split(",") if n.strip()]

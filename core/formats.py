@@ -12,7 +12,7 @@ from typing import Any
 
 from core import families
 from core.report import Report
-from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label
+from core.schema import INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label
 
 ITEM_FIELDS = {"benchmark", "item_id", "group_id", "split", "kind", "variant", "images", "question", "options",
                "answer", "meta", "stages"}
@@ -42,12 +42,12 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     before = len(report.errors)
     family = obj.get("benchmark")
     if family is None:
-        report.error(file, line, "benchmark", f"missing required field (expected one of {', '.join(FAMILIES)})")
-    elif family not in FAMILIES:
-        report.error(file, line, "benchmark", f"unknown family {family!r} (expected one of {', '.join(FAMILIES)})")
+        report.error(file, line, "benchmark", f"missing required field (expected one of {', '.join(families.names())})")
+    elif not families.known(family):
+        report.error(file, line, "benchmark", f"unknown family {family!r} (expected one of {', '.join(families.names())})")
     item_id = _text(obj, "item_id", file, line, report)
     question = _text(obj, "question", file, line, report)
-    generic = family in FAMILIES and families.get(family).OPTIONAL_GROUPS  # each item its own group
+    generic = families.known(family) and families.get(family).capabilities.optional_groups  # each item its own group
     group_id = _text(obj, "group_id", file, line, report, required=not generic, default=item_id or "")
     kind = _text(obj, "kind", file, line, report, required=not generic)
     variant = _text(obj, "variant", file, line, report, required=False)

@@ -8,8 +8,8 @@ turns them into per-item and per-group counts and the family's failure patterns 
 no pandas group-by; `frame` gives core.groups.group_summary's DataFrame.
 
 The rules are core.groups' (its module docstring): StemBind and SPUR items are right only when every prediction
-is; the other families read the rotation-0 / repeat-0 prediction. Pattern rules per family are the functions
-are each family package's `summary_patterns(layout, summary)` (core/families/<name>/groups.py).
+is; the other families read the rotation-0 / repeat-0 prediction (`Family.every_prediction`). The pattern
+rules of a family are its `Family.summary_patterns(layout, summary)` (core/families/<name>/groups.py).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     """(answered, correct) per item row under the family's item rule."""
     n = len(lay.item_ids)
     known = p.row >= 0
-    if not families.get(lay.family).EVERY_PREDICTION:
+    if not families.get(lay.family).every_prediction:
         known &= p.first
     rows = p.row[known]
     ok = (p.status[known] == _OK) & (p.answer[known] == lay.gold[rows])

@@ -175,7 +175,7 @@ def read_xlsx(path: Path, report: Report) -> tuple[list[str], list[tuple[int, di
 def read_items(path: Path, fmt: str, report: Report, family: str | None = None, mapping: str | None = None,
                preset: str | None = None) -> tuple[str | None, list[Item], dict]:
     """(family, items, images by hash) of a VLMEvalKit TSV or a Hugging Face parquet / arrow dataset."""
-    fam = family or "generic"
+    fam = family or families.DEFAULT
     try:
         families.get(fam)
     except CrosscheckError as exc:

@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from core import families
 from core.gcpause import gc_paused
 from core.outcomes import Preds
 from core.schema import RunData
@@ -47,8 +48,12 @@ ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "
 # (core.stats.cluster_labels).
 SCORING_ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "options", "letters", "answer", "meta",
                         "n_images")
-SCORING_ITEM_COLUMNS_BY_FAMILY = {"frameevidence": tuple(c for c in ITEM_COLUMNS
-                                                         if c in SCORING_ITEM_COLUMNS or c == "images")}
+
+
+def scoring_item_columns(family: str) -> tuple[str, ...]:
+    """SCORING_ITEM_COLUMNS and the family's own (`Family.scoring_item_columns`), in ITEM_COLUMNS order."""
+    extra = families.get(family).scoring_item_columns
+    return tuple(c for c in ITEM_COLUMNS if c in SCORING_ITEM_COLUMNS or c in extra)
 
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
@@ -335,7 +340,7 @@ def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None =
                      ) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS and the family's extra
     ones, SCORING_COLUMNS)."""
-    item_columns = SCORING_ITEM_COLUMNS_BY_FAMILY.get(store.benchmark_family(benchmark), SCORING_ITEM_COLUMNS)
+    item_columns = scoring_item_columns(store.benchmark_family(benchmark))
     return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns,
                                items_cache=items_cache, runs_cache=runs_cache)
 
@@ -402,9 +407,7 @@ def _keep_run(cache: dict[Any, Any], key: Any, entry: tuple[Any, pd.DataFrame, R
 def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> dict[str, Any]:
     """Stored data a family's metrics read beside the predictions: for StemBind, the trace judgements of
     `judge` (default: the most recent judge run of `run`), which feed L2 StepAcc and L3 AttrTag."""
-    from core import families
-
-    if not families.get(family).JUDGED_TRACES:
+    if not families.get(family).judged_traces:
         return {}
     from db.judging import judge_runs_of, judgements_frame
 

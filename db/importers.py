@@ -468,7 +468,7 @@ def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
     # a new run's id: the one SQLite gives it (the largest plus one), checked again inside the write transaction
     run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
-    parser = (config or {}).get("parser") or families.get(b["family"]).PARSER
+    parser = (config or {}).get("parser") or families.get(b["family"]).parser
     rows, where = _rows(store, int(b["id"]), bench, parser, run_id, lines, name, report)
     if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
         report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "

@@ -11,9 +11,9 @@ from db.frames import (
     PRED_COLUMNS,
     SCORING_COLUMNS,
     SCORING_ITEM_COLUMNS,
-    SCORING_ITEM_COLUMNS_BY_FAMILY,
     load_benchmark_runs,
     load_for_scoring,
+    scoring_item_columns,
 )
 from db.store import Store
 
@@ -35,7 +35,7 @@ def test_bulk_frames_equal_the_store_frames(demo_db, columns, item_columns):
             if item_columns == SCORING_ITEM_COLUMNS:
                 items, runs = load_for_scoring(store, b["name"])
                 # FrameEvidence also reads its image hashes (the exact-image / union bootstrap clusterings)
-                wanted = SCORING_ITEM_COLUMNS_BY_FAMILY.get(b["family"], SCORING_ITEM_COLUMNS)
+                wanted = scoring_item_columns(b["family"])
             else:
                 items, runs = load_benchmark_runs(store, b["name"], columns, item_columns=item_columns)
             assert list(items.columns) == list(wanted)

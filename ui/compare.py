@@ -75,7 +75,7 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     split_v = split or None
     items = full if split_v is None else full[full["split"] == split_v]
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
-    clustered = clustering if families.get(bd.family).CLUSTERINGS else None
+    clustered = clustering if families.get(bd.family).capabilities.clusterings else None
     result = comparison.compare(full, rdb, rda, split=split_v, draws=draws, clustering=clustered)
     return {
         "family": bd.family,
@@ -174,7 +174,7 @@ def bench_choices(store: Any, bench: str | None, runs: list[str] | None) -> tupl
 
 def cluster_controls(store: Any, bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
     """The bootstrap-cluster row, shown for a family whose intervals may resample other clusters."""
-    shown = bool(bench and families.get(cache.bench(store, bench).family).CLUSTERINGS)
+    shown = bool(bench and families.get(cache.bench(store, bench).family).capabilities.clusterings)
     choices = union_field_choices(store, bench) if bench and shown else []
     kept = [f for f in (chosen or []) if f in choices] or [f for f in stats.DEFAULT_UNION_FIELDS if f in choices]
     return gr.update(visible=shown), gr.update(choices=choices, value=kept)

@@ -21,6 +21,7 @@ from typing import Any
 
 import gradio as gr
 
+from core import families
 from core.errors import CrosscheckError, NotFound
 from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
@@ -145,9 +146,9 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     if missing:
         raise NotFound(f"no run named {', '.join(map(repr, missing))} in benchmark {benchmark!r} "
                        f"(runs: {', '.join(known) or 'none'})")
-    fc = charts.family_charts(family)
-    clusterings = _clusterings_arg(fc.cluster_pickers, clusters, cluster_fields)
-    if shortcut_model and not any(t == "spur_shortcut" for _, keys, _ in fc.sections for t in keys):
+    caps = families.get(family).capabilities
+    clusterings = _clusterings_arg(caps.clusterings, clusters, cluster_fields)
+    if shortcut_model and caps.shortcut_table is None:
         raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
     tag = ("metrics_json", tuple(runs), split, clusterings, shortcut_model)
     return cache.derive(store, benchmark, tag, lambda: _metrics_tables(store, benchmark, list(runs), split,
@@ -165,8 +166,8 @@ def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | 
     tables = tables_for(family, scored, controls)
     choice = _shortcut_choice(scored, shortcut_model)
     if choice is not None:
-        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == "spur_shortcut" else t
-                  for t in tables]
+        key = families.get(family).capabilities.shortcut_table
+        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == key else t for t in tables]
     return {"benchmark": benchmark, "family": family, "split": scored[0].split if scored else None,
             "runs": [r.name for r in scored], "controls": [r.name for r in controls],
             "tables": [table_json(t) for t in tables]}
@@ -240,7 +241,7 @@ class MetricsHandlers:
 
     def cluster_controls(self, benchmark: str | None, fields: list[str] | None) -> tuple[Any, Any]:
         """The cluster pickers' row (shown for a family that takes them) and the union-field choices."""
-        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
         choices = union_field_choices(self.store, benchmark) if pickers else []
         kept = [f for f in (fields or []) if f in choices] or [f for f in DEFAULT_UNION_FIELDS if f in choices]
         return gr.update(visible=pickers), gr.update(choices=choices, value=kept)
@@ -257,7 +258,7 @@ class MetricsHandlers:
             names = {r["name"] for r in self.store.runs(benchmark, with_counts=False)}
             if not set(selected) & names:
                 return gr.skip(), gr.skip()
-        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
         extra = (tuple(clusters or ()), tuple(fields or ())) if pickers else ()  # the Table 13 clusterings
         key = gate(self.store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
         if key is None:
@@ -391,7 +392,7 @@ def _section(store: Store, page: Page, present: list[str], plots: list[str], dl:
     elif plots:
         _chart_block(page.figs[plots[0]], prefix, plots[0], dl)
     for key in present:
-        if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
+        if key == families.get(page.family).capabilities.shortcut_table:  # with its filter-model picker (001 §2.3)
             shortcut_block(store, page.benchmark, page.runs, page.tables[key], prefix)
         else:
             _table_block(page.tables[key], prefix, dl)

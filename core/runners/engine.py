@@ -139,13 +139,14 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
 
 def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
     rows = items[items["split"] == s.split]
+    ssa_kind = families.get(family).capabilities.ssa_kind if s.strategy == "ssa" else None
     if s.strategy == "ssa":
-        if not families.get(family).SSA:
+        if ssa_kind is None:
             raise RunnerError("SSA interventions apply to StemBind benchmarks (F items with S1..S4 stages)")
-        rows = rows[rows["kind"] == "F"]
+        rows = rows[rows["kind"] == ssa_kind]
     if rows.empty:
         raise RunnerError(f"benchmark {s.benchmark!r} has no items in split {s.split!r}"
-                          + (" of kind F" if s.strategy == "ssa" else ""))
+                          + (f" of kind {ssa_kind}" if s.strategy == "ssa" else ""))
     if s.limit:
         rows = rows.head(int(s.limit))
     tasks = []
@@ -265,7 +266,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
         if notify is not None:
             notify(w)
     if s.strategy == "ssa":
-        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path)
+        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path, family)
     sink.ensure_run(s.run, s.benchmark, config)
     pending = _pending(sink, s, tasks)
     sink.set_run_status(s.run, "running")
@@ -337,10 +338,11 @@ def _all_letters(tasks: list[Task]) -> str:
     return "".join(seen)
 
 
-def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any]) -> dict[str, int]:
-    """The leakage guard's count for an SSA run, over every F item of the split (not only the first --limit
-    ones, so a resumed run keeps its config): {"items", "text_removed"} (002 C.5; prompts.ssa_guard_count)."""
-    rows = items[(items["split"] == s.split) & (items["kind"] == "F")]
+def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any], family: str) -> dict[str, int]:
+    """The leakage guard's count for an SSA run, over every item of the split of the family's SSA kind (StemBind's
+    F items; not only the first --limit ones, so a resumed run keeps its config): {"items", "text_removed"}
+    (002 C.5; prompts.ssa_guard_count)."""
+    rows = items[(items["split"] == s.split) & (items["kind"] == families.get(family).capabilities.ssa_kind)]
     views = [make_view(row, image_path) for _, row in rows.iterrows()]
     level = s.ssa_level or "H0"
     needed = () if level == prompts.SSA_CONTROL else STAGES[: int(level[1])]
