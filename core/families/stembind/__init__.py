@@ -12,6 +12,7 @@ from core.families.stembind.groups import (  # noqa: F401 (the family protocol)
     outcomes,
     summary_patterns,
 )
+from core.families.stembind.judging import JUDGING  # noqa: F401 (the stage-judging capability)
 from core.families.stembind.metrics import prefetch, score  # noqa: F401
 from core.families.stembind.tables import tables  # noqa: F401
 from core.families.stembind.vocab import KINDS, OPERATIONS
