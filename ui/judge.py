@@ -439,8 +439,9 @@ def _controls(ctx: Ctx) -> _Parts:
         who = gr.Textbox(label="Annotator", placeholder="type your name once", scale=2, elem_id="jd-who",
                          interactive=not ctx.auth_enabled, max_lines=1)
         runs0 = run_choices(ctx.store)
-        run = gr.Dropdown(runs0, value=runs0[0][1] if runs0 else None, label="Traces run (F items)", scale=3,
-                          elem_id="jd-run")
+        jd0 = layout_judging(ctx.store, runs0[0][1] if runs0 else None)
+        run = gr.Dropdown(runs0, value=runs0[0][1] if runs0 else None, scale=3, elem_id="jd-run",
+                          label=f"Traces run ({jd0.judged_kind} items)" if jd0 else "Traces run")
         src0 = source_choices(ctx.store, runs0[0][1] if runs0 else None)
         source = gr.Dropdown(src0, value=_first_source(src0), label="Queue", scale=3, elem_id="jd-source")
         start = gr.Button("Start queue", variant="primary", scale=1, elem_id="jd-start")
@@ -459,7 +460,6 @@ def _controls(ctx: Ctx) -> _Parts:
         with gr.Column(scale=4):
             view = gr.HTML(trace_view.render(None), elem_id="jd-view")
         with gr.Column(scale=1, min_width=260, elem_id="jd-panel"):
-            jd0 = layout_judging(ctx.store, runs0[0][1] if runs0 else None)
             names = dict(jd0.stage_names) if jd0 else {s: "stage" for s in STAGES}
             boxes = [gr.Checkbox(value=True, label=f"{s} {names[s]} correct  [{i + 1}]", elem_id=f"jd-s{i + 1}")
                      for i, s in enumerate(jd0.stages if jd0 else STAGES)]
