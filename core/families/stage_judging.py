@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class FirstFailure(Protocol):
     """The first failing stage of a flag sequence (`unknown`: what an unknown flag does, SKIP or STOP)."""
 
-    def __call__(self, flags: Iterable[Any], unknown: str = ...) -> str: ...
+    def __call__(self, flags: Iterable[object], unknown: str = ...) -> str: ...
 
 
 @dataclass(frozen=True)

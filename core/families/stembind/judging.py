@@ -51,6 +51,7 @@ OUTPUT_SPEC = (
 )
 
 KEY = ["item_id", "rotation", "repeat"]
+STRATUM = "operation"  # C.3: the sample is stratified by operation
 OUTCOME_BINS = ("F correct", "F wrong, R correct", "F wrong, R wrong")
 
 
@@ -68,7 +69,7 @@ def trace_strata(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     outcomes = item_outcomes(items[items["kind"] == "R"], run)
     r_by_stem = outcomes.groupby("group_id")["correct"].all() if len(outcomes) else pd.Series(dtype=bool)
     out = joined[["item_id", "rotation", "repeat", "group_id", "meta", "correct"]].copy()
-    out["operation"] = [m.get("operation") if isinstance(m, Mapping) else None for m in out["meta"]]
+    out["operation"] = [m.get(STRATUM) if isinstance(m, Mapping) else None for m in out["meta"]]
     out["f_correct"] = out["correct"].astype(bool)
     out["r_correct"] = [bool(r_by_stem.get(g, False)) for g in out["group_id"]]
     out["outcome"] = [OUTCOME_BINS[0] if f else (OUTCOME_BINS[1] if r else OUTCOME_BINS[2])
@@ -94,7 +95,7 @@ JUDGING = StageJudging(
     output_spec=OUTPUT_SPEC,
     prompt_meta=("operation", "perception_load", "layout", "family"),
     answer_stage="S4",
-    stratum="operation",
+    stratum=STRATUM,
     outcome_bins=OUTCOME_BINS,
     trace_strata=trace_strata,
     audit_categories=ERROR_CATEGORIES,
