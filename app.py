@@ -104,6 +104,94 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_slices(args: argparse.Namespace) -> int:
+    """Where a run fails: every stratum's value against the rest of the split (core.slices)."""
+    from core.scoring import split_arg
+    from core.slices import slices_of_run
+    from db.frames import load_for_scoring
+    from db.tags import tag_fields
+
+    store = _store(args)
+    row = store.run(args.run)
+    if args.benchmark and args.benchmark != row["benchmark"]:
+        raise CrosscheckError(f"run {args.run!r} is a run of {row['benchmark']!r}, not of {args.benchmark!r}")
+    names = [args.run] + ([args.compare] if args.compare else [])
+    items, runs = load_for_scoring(store, row["benchmark"], names=names)
+    other = None
+    if args.compare:
+        other = runs.get(args.compare) or store.run_data(args.compare)
+    by = [f.strip() for f in args.by.split(",") if f.strip()] if args.by else None
+    extra = tag_fields(store, row["benchmark"], items["group_id"])
+    label, found = slices_of_run(items, runs[args.run], other=other, split=split_arg(args.split), by=by,
+                                 depth=args.depth, min_groups=args.min_groups, draws=args.draws, extra=extra)
+    if args.json:
+        print(json.dumps({"benchmark": row["benchmark"], "run": args.run, "compare": args.compare, "split": label,
+                          "slices": [s.to_json() for s in found]}, ensure_ascii=False))
+        return 0
+    _print_slices(found, args.run, args.compare, label)
+    return 0
+
+
+def _print_slices(found: list[Any], run: str, other: str | None, split: str) -> None:
+    def pct(x: float | None) -> str:
+        return "    -" if x is None else f"{100 * x:5.1f}"
+
+    def signed(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:+.1f}"
+
+    vs = f"{run} - {other}" if other else "slice - rest"
+    print(f"{len(found)} slices of {run!r} on split {split!r} ({vs}, 95% cluster-bootstrap CI, BH q), worst first")
+    print(f"{'field = value':<40} {'groups':>6} {'items':>6} {'acc %':>6} {'vs %':>6} {'diff':>7} "
+          f"{'95% CI':>17} {'q':>7}")
+    for s in found:
+        vs_rate = s.other if s.other is not None else s.rest
+        ci = f"[{signed(s.ci[0])}, {signed(s.ci[1])}]" if s.ci else "-"
+        q = "-" if s.q is None else f"{s.q:.3g}"
+        print(f"{(s.field + ' = ' + s.value)[:40]:<40} {s.n_groups:>6} {s.n_items:>6} {pct(s.accuracy.value):>6} "
+              f"{pct(vs_rate.value):>6} {signed(s.diff):>7} {ci:>17} {q:>7}")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Full-text search of responses, traces, item texts and notes (db/search.py); one line per hit."""
+    from db.search import parse_fields, search
+
+    store = _store(args)
+    runs = [r.strip() for part in (args.run or []) for r in part.split(",") if r.strip()] or None
+    hits = search(store, args.query, benchmark=args.benchmark, runs=runs, fields=parse_fields(args.fields),
+                  limit=args.limit or None)
+    for h in hits:
+        if args.json:
+            print(json.dumps(h.to_json(), ensure_ascii=False))
+        else:
+            where = f"{h.benchmark} {h.group_id}" + (f" {h.item_id}" if h.item_id else "") + (f" [{h.run}]" if h.run else "")
+            print(f"{where} {h.field}: {' '.join(h.snippet.split())}")
+    if args.limit and len(hits) == args.limit:
+        print(f"(the first {args.limit} hits; --limit 0 lists all)", file=sys.stderr)
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    """Tag a group (or take a tag off, or list the benchmark's tags)."""
+    from db.tags import remove_tag, set_tag, tags_frame
+
+    store = _store(args)
+    if args.list:
+        frame = tags_frame(store, args.benchmark)
+        for r in frame.itertuples(index=False):
+            print(f"{r.group_id}\t{r.tag}\t{r.note or ''}\t{r.by}\t{r.created}")
+        return 0
+    if not args.group or not args.tag:
+        raise CrosscheckError("tag needs --group G and a TAG (or --list)")
+    if args.remove:
+        if not remove_tag(store, args.benchmark, args.group, args.tag):
+            raise CrosscheckError(f"group {args.group!r} has no tag {args.tag!r}")
+        print(f"group {args.group!r}: tag {args.tag!r} removed")
+    else:
+        set_tag(store, args.benchmark, args.group, args.tag, note=args.note, by=args.by or "cli")
+        print(f"group {args.group!r}: tagged {args.tag!r}")
+    return 0
+
+
 def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
     """The --cluster / --cluster-field choice as core.stats.Clustering objects (empty: the defaults)."""
     from core import families
@@ -338,6 +426,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     _import_arguments(sub)
     _score_arguments(sub)
+
+    p = add("search", cmd_search, "full-text search of responses, traces, questions, options, meta and notes "
+            "(FTS5 syntax: words, \"a phrase\", prefix*, NOT, OR)")
+    p.add_argument("query")
+    p.add_argument("--benchmark", help="only this benchmark")
+    p.add_argument("--run", action="append", metavar="RUN[,RUN]", help="only these runs' responses, traces and "
+                   "label notes (repeatable; item fields are searched all the same)")
+    p.add_argument("--in", dest="fields", metavar="FIELD[,FIELD]", help="the fields to search: response, trace, "
+                   "question, options, meta, notes (default: all)")
+    p.add_argument("--limit", type=int, default=200, help="at most this many hits, best first (0: all; default 200)")
+    p.add_argument("--json", action="store_true", help="one JSON line per hit: benchmark, group_id, item_id, run, "
+                   "field, snippet (matches marked « »)")
+
+    p = add("tag", cmd_tag, "tag a group with a name and an optional note (Browse filters by tag; slices count it)")
+    p.add_argument("tag", nargs="?")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--group", help="the group's id")
+    p.add_argument("--note")
+    p.add_argument("--by", help="who tags (default: cli)")
+    p.add_argument("--remove", action="store_true", help="take the tag off")
+    p.add_argument("--list", action="store_true", help="list the benchmark's tags (group, tag, note, by, when)")
+
+    p = add("slices", cmd_slices, "where a run fails: each stratum value against the rest of the split, with "
+            "cluster-bootstrap intervals and Benjamini-Hochberg q (docs/METRICS.md, 'Slices')")
+    p.add_argument("--run", required=True)
+    p.add_argument("--benchmark", help="check that the run is of this benchmark")
+    p.add_argument("--compare", metavar="OTHER_RUN", help="rank the slices where --run lost most against OTHER_RUN "
+                   "(paired, on the items both answered)")
+    p.add_argument("--by", metavar="FIELD[,FIELD]", help="only these fields (default: kind, variant, n_images and "
+                   "every meta field with 2-50 values)")
+    p.add_argument("--depth", type=int, choices=(1, 2), default=1, help="2 adds two-field slices (q over all)")
+    p.add_argument("--min-groups", type=int, default=5, help="skip slices (and rests) of fewer groups (default 5)")
+    p.add_argument("--split", help="the split (default: test; 'all': every split)")
+    p.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default 2000: the first 2000 of the "
+                   "stream every interval uses)")
+    p.add_argument("--json", action="store_true", help="print {slices: [...]} as JSON")
 
     p = add("export", cmd_export, "export items or predictions to standard output")
     p.add_argument("what", choices=("items", "predictions"))

@@ -540,6 +540,19 @@ def cluster_bootstrap_diff(k_a: Any, n_a: Any, k_b: Any, n_b: Any, draws: int = 
     return (float(lo[0]), float(hi[0])) if one else (lo, hi)
 
 
+def resampled_sums(columns: Any, draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED) -> np.ndarray:
+    """W @ columns (draws x k) for per-cluster columns (clusters x k): the resampled sums behind every interval
+    here, the same draws for the same (clusters, draws, seed); for statistics the functions above do not form
+    (core.slices: a slice against the rest of its split, many slices at once)."""
+    cols, _ = _as_2d(columns)
+    return _bootstrap_stats([cols], lambda sums: sums, draws, seed)
+
+
+def percentile_interval(stats: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of resampled statistics (draws x k): the percentile interval, NaN draws left out."""
+    return _percentiles(np.asarray(stats, dtype=float), level)
+
+
 def rate_with_ci(k_per_cluster: Any, n_per_cluster: Any, what: str = "items", draws: int = DEFAULT_DRAWS,
                  seed: int | None = DEFAULT_SEED, level: float = 0.95) -> Rate:
     """Rate.of(sum k, sum n) with its percentile cluster-bootstrap interval in `ci`."""

@@ -13,11 +13,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 TABLES = {"_migrations", "benchmarks", "images", "items", "runs", "predictions", "judgements", "labels",
-          "label_audit", "imports", "calibration_samples", "prediction_overrides", "run_jobs", "prediction_sources"}
+          "label_audit", "imports", "calibration_samples", "prediction_overrides", "run_jobs", "prediction_sources",
+          "group_tags", "search_keys", "search_state",
+          # FTS5 tables (migration 008) and the shadow tables FTS5 keeps for each
+          *(f"{t}{s}" for t in ("search_items", "search_notes", "search_tags") for s in ("", "_data", "_idx",
+                                                                                      "_docsize", "_config")),
+          *(f"search_predictions{s}" for s in ("", "_data", "_idx", "_docsize", "_config", "_content"))}
 VIEWS = {"predictions_effective"}
-INDEXES = {"prediction_overrides_key", "run_jobs_run"}
+INDEXES = {"prediction_overrides_key", "run_jobs_run", "group_tags_tag"}
+TRIGGERS = {f"search_{t}_{op}" for t in ("items", "notes", "tags") for op in ("ai", "ad", "au")}
 MIGRATED = ["001_initial", "002_calibration_samples", "003_prediction_overrides", "004_override_layer",
-            "005_run_jobs", "006_prediction_sources", "007_run_revision"]
+            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search"]
 
 
 def _objects(path: Path) -> dict[str, set[str]]:
@@ -26,7 +32,7 @@ def _objects(path: Path) -> dict[str, set[str]]:
         rows = conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
     finally:
         conn.close()
-    out: dict[str, set[str]] = {"table": set(), "view": set(), "index": set()}
+    out: dict[str, set[str]] = {"table": set(), "view": set(), "index": set(), "trigger": set()}
     for kind, name in rows:
         out[kind].add(name)
     return out
@@ -42,6 +48,7 @@ def test_fresh_store_has_every_table_after_open(tmp_path):
     assert found["table"] == TABLES
     assert found["view"] == VIEWS
     assert INDEXES <= found["index"]
+    assert found["trigger"] == TRIGGERS
     assert applied == MIGRATED
 
 
