@@ -172,12 +172,12 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     ids = part["item_id"]
 
     def table(run: RunData) -> pd.DataFrame:
-        out = fam.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
+        out = fam.groups.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
         answered = out["answered"] if "answered" in out else pd.Series(True, index=out.index)
         return pd.DataFrame({"answered": answered.reindex(ids, fill_value=False).to_numpy(dtype=bool),
                              "correct": out["correct"].reindex(ids, fill_value=False).to_numpy(dtype=bool)})
 
     ta, tb = table(run_a), table(run_b)
-    keep = np.ones(len(ids), dtype=bool) if fam.unanswered_is_wrong else (ta["answered"] & tb["answered"]).to_numpy()
+    keep = np.ones(len(ids), dtype=bool) if fam.groups.unanswered_is_wrong else (ta["answered"] & tb["answered"]).to_numpy()
     return turnover_counts(ta["correct"].to_numpy()[keep] & ta["answered"].to_numpy()[keep],
                            tb["correct"].to_numpy()[keep] & tb["answered"].to_numpy()[keep])

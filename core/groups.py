@@ -36,7 +36,7 @@ _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
 
 def patterns(family: str) -> list[tuple[str, str]]:
     """Every failure pattern of `family` as (key, label)."""
-    return [*families.get(family).patterns, *COMMON_PATTERNS]
+    return [*families.get(family).groups.patterns, *COMMON_PATTERNS]
 
 
 # --------------------------------------------------------------------------- item outcomes
@@ -47,7 +47,7 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
     if items.empty:
         return base.assign(answered=pd.Series(dtype=bool), correct=pd.Series(dtype=bool))
-    out = families.get(family).outcomes(items, run)
+    out = families.get(family).groups.outcomes(items, run)
     ids = out["item_id"].to_numpy()
     answered = out["answered"].to_numpy(dtype=bool) if "answered" in out else np.ones(len(ids), dtype=bool)
     got = dict(zip(ids, answered, strict=True))
@@ -267,7 +267,7 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
     for p in preds:
         by_item.setdefault(str(p["item_id"]), []).append(p)
     out: dict[str, tuple[bool, bool]] = {}
-    every = families.get(family).every_prediction
+    every = families.get(family).groups.every_prediction
     for iid, g in gold.items():
         ps = by_item.get(iid, [])
         if not every:

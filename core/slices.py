@@ -7,7 +7,7 @@ values (core.groups.strata_fields), and whatever extra per-item columns the call
 For each slice with at least `min_groups` groups on both sides:
 
 - the run's accuracy k / n in the slice and in the rest of the split; an item counts when the run answered it,
-  or always when the family counts an unanswered item as wrong (Family.unanswered_is_wrong, FrameEvidence);
+  or always when the family counts an unanswered item as wrong (Family.groups.unanswered_is_wrong, FrameEvidence);
   `correct` is the family's own item outcome (core.groups.item_outcomes, the Browse marks);
 - the difference slice - rest with its 95% percentile cluster-bootstrap interval: clusters are the groups, and
   the resampled group sums come from core.stats.resampled_sums, the very draws of every other interval for the
@@ -267,6 +267,6 @@ def slices_of_run(items: pd.DataFrame, run: RunData, *, other: RunData | None = 
     fields = slice_fields(items, extra, by)
     out = item_outcomes(run.family, items, run)
     out_o = item_outcomes(run.family, items, other) if other is not None else None
-    unanswered = bool(families.get(run.family).UNANSWERED_IS_WRONG)
+    unanswered = families.get(run.family).groups.unanswered_is_wrong
     return label, find_slices(items, out, other=out_o, fields=fields, depth=depth, min_groups=min_groups,
                               count_unanswered=unanswered, draws=draws)

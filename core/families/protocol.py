@@ -95,6 +95,19 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class GroupRules:
+    """A family's item outcome rule and failure patterns, from its groups.py (Browse marks, Compare turnover)."""
+
+    outcomes: Outcomes
+    summary_patterns: SummaryPatterns
+    patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
+    every_prediction: bool                    # an item is correct only when every one of its predictions is,
+    #                                           else its rotation-0 / repeat-0 prediction decides
+    unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
+    #                                           wrong, else the items both runs answered
+
+
+@dataclass(frozen=True)
 class Family:
     """Everything generic code knows about one benchmark family."""
 
@@ -103,14 +116,8 @@ class Family:
     kinds: tuple[str, ...]                    # its item kinds; () for any kind
     validate: Validate
     score: Score
-    outcomes: Outcomes
-    summary_patterns: SummaryPatterns
+    groups: GroupRules                        # item outcomes and failure patterns (its groups.py)
     tables: Tables
-    patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
-    every_prediction: bool                    # an item is correct only when every one of its predictions is,
-    #                                           else its rotation-0 / repeat-0 prediction decides
-    unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
-    #                                           wrong, else the items both runs answered
     paired_arrays: PairedArrays | None = None           # exactly one of the two
     paired_differences: PairedDifferences | None = None
     prefetch: Prefetch | None = None

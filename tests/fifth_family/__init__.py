@@ -34,12 +34,8 @@ FAMILY = families.register(families.Family(
     kinds=KINDS,
     validate=validate,
     score=GENERIC.score,  # accuracy, macro P / R / F1, group exact match, ...
-    outcomes=GENERIC.outcomes,
-    summary_patterns=GENERIC.summary_patterns,
+    groups=GENERIC.groups,  # the rotation-0 / repeat-0 prediction decides an item; generic patterns
     tables=GENERIC.tables,
-    patterns=GENERIC.patterns,
-    every_prediction=False,  # the rotation-0 / repeat-0 prediction decides an item
-    unanswered_is_wrong=False,
     paired_arrays=GENERIC.paired_arrays,
     view="tests.fifth_family.view",
 ))

@@ -194,12 +194,8 @@ FAMILY = Family(
     kinds=tuple(KINDS),
     validate=validate,
     score=metrics.score,
-    outcomes=groups.outcomes,
-    summary_patterns=groups.summary_patterns,
+    groups=groups.RULES,
     tables=tables,
-    patterns=tuple(groups.PATTERNS),
-    every_prediction=groups.EVERY_PREDICTION,
-    unanswered_is_wrong=groups.UNANSWERED_IS_WRONG,
     paired_differences=compare.paired_differences,  # macro-F1 is not a ratio of sums
     capabilities=Capabilities(clusterings=True),  # exact-image / union components (000 App. A, D.6)
     scoring_item_columns=("images",),  # the image hashes those clusterings link groups by

@@ -19,12 +19,8 @@ FAMILY = Family(
     kinds=(),  # any kind
     validate=validate,
     score=metrics.score,
-    outcomes=groups.outcomes,
-    summary_patterns=groups.summary_patterns,
+    groups=groups.RULES,
     tables=tables,
-    patterns=tuple(groups.PATTERNS),
-    every_prediction=groups.EVERY_PREDICTION,
-    unanswered_is_wrong=groups.UNANSWERED_IS_WRONG,
     paired_arrays=compare.paired_arrays,
     capabilities=Capabilities(optional_groups=True),  # group_id and kind may be left out: each item its own group
     view="ui.views.generic",

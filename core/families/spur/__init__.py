@@ -23,12 +23,8 @@ FAMILY = Family(
     kinds=TASKS,
     validate=validate,
     score=metrics.score,
-    outcomes=groups.outcomes,
-    summary_patterns=groups.summary_patterns,
+    groups=groups.RULES,
     tables=tables,
-    patterns=tuple(groups.PATTERNS),
-    every_prediction=groups.EVERY_PREDICTION,
-    unanswered_is_wrong=groups.UNANSWERED_IS_WRONG,
     paired_arrays=compare.paired_arrays,
     stage_of=STAGE_OF,
     capabilities=Capabilities(shortcut_table=SHORTCUT_TABLE),  # the text-only shortcut filter (001 §2.3)

@@ -50,12 +50,8 @@ FAMILY = Family(
     validate=validate,
     score=metrics.score,
     prefetch=metrics.prefetch,
-    outcomes=groups.outcomes,
-    summary_patterns=groups.summary_patterns,
+    groups=groups.RULES,
     tables=tables,
-    patterns=tuple(groups.PATTERNS),
-    every_prediction=groups.EVERY_PREDICTION,
-    unanswered_is_wrong=groups.UNANSWERED_IS_WRONG,
     paired_arrays=compare.paired_arrays,
     # stage_of stays {}: its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
     capabilities=Capabilities(ssa_kind="F"),  # SSA runs ask the F items (002 §3.3, App. C.5)
