@@ -477,5 +477,5 @@ async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task]
 def run_from_args(store: Any, args: Any, progress: Callable[[int, int], None] | None = None,
                   cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None
                   ) -> dict[str, Any]:
-    """The CLI / GUI entry: argparse namespace (see core.runners.cli) -> summary dict (`line`, `status`, counts)."""
+    """The CLI / GUI entry: argparse namespace (see cli/arguments.py, `run`) -> summary dict (`line`, `status`, counts)."""
     return run(store, settings_from_args(args), progress=progress, cancel=cancel, notify=notify)
