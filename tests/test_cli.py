@@ -127,3 +127,16 @@ def test_a_users_error_is_one_line_in_the_server_log(store):
     lines = [ln for ln in log.splitlines() if "gone" in ln]
     assert len(lines) == 1 and lines[0].startswith("user error: no run named 'gone'"), log
     assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["score", "--run", "r"], ["list", "--json"], ["judge", "--help"],
+                                  ["import", "x.jsonl"], ["serve", "--help"]])
+def test_parsing_imports_no_heavy_module(argv):
+    """#27: the command line is parsed (or its help printed) without pandas, numpy, Gradio, the store or the
+    judge CLI: they are imported by the handler that uses them."""
+    code = ("import sys\nimport app\nfrom cli import build_parser\ntry:\n    build_parser().parse_args(sys.argv[1:])\n"
+            "except SystemExit:\n    pass\n"
+            "heavy = {'pandas', 'numpy', 'gradio', 'scipy', 'db', 'ui', 'torch', 'openai'}\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
