@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.families.stage_judging import StageJudging
-from core.runners.base import run_coroutine
+from core.runners.base import AsyncRunner, ModelRunner, run_coroutine
 
 __all__ = [
     "JudgeInput", "Judgement", "build_prompt", "parse_judgement", "split_steps", "LexicalJudge", "ModelJudge",
@@ -331,7 +331,7 @@ class ModelJudge:
     """Any runner as the judge, temperature 0: an OpenAI-compatible runner (`acall`, concurrent) or a local
     transformers runner (`generate`, batched). Each result goes to `on_result` as soon as it exists."""
 
-    def __init__(self, runner: Any, max_tokens: int = 512, batch_size: int = 8) -> None:
+    def __init__(self, runner: ModelRunner, max_tokens: int = 512, batch_size: int = 8) -> None:
         self.runner = runner
         self.max_tokens = int(max_tokens)
         self.batch_size = max(1, int(batch_size))
@@ -353,27 +353,27 @@ class ModelJudge:
     def judge_many(self, inputs: Iterable[JudgeInput], on_result: Callable[[JudgeInput, Judgement], Any],
                    should_stop: Callable[[], bool] | None = None) -> None:
         todo = list(inputs)
-        if hasattr(self.runner, "acall"):
-            run_coroutine(self._async(todo, on_result, should_stop))
+        runner = self.runner
+        if isinstance(runner, AsyncRunner):
+            run_coroutine(self._async(runner, todo, on_result, should_stop))
             return
         for i in range(0, len(todo), self.batch_size):
             if should_stop is not None and should_stop():
                 return
             chunk = todo[i:i + self.batch_size]
             try:
-                replies = self.runner.generate([build_request(x, self.max_tokens) for x in chunk])
+                replies = runner.generate([build_request(x, self.max_tokens) for x in chunk])
             except Exception as exc:  # noqa: BLE001 - a failed batch is recorded per trace, never dropped
                 replies = [type("R", (), {"error": f"{type(exc).__name__}: {exc}", "text": ""})()] * len(chunk)
             for inp, reply in zip(chunk, replies, strict=True):
                 on_result(inp, self._from_reply(reply, inp.judging))
 
-    async def _async(self, todo: Sequence[JudgeInput], on_result: Callable[[JudgeInput, Judgement], Any],
-                     should_stop: Callable[[], bool] | None) -> None:
+    async def _async(self, runner: AsyncRunner, todo: Sequence[JudgeInput],
+                     on_result: Callable[[JudgeInput, Judgement], Any], should_stop: Callable[[], bool] | None) -> None:
         async def one(inp: JudgeInput) -> tuple[JudgeInput, Judgement]:
-            reply = await self.runner.acall(build_request(inp, self.max_tokens))
-            return inp, self._from_reply(reply, inp.judging)
+            return inp, self._from_reply(await runner.acall(build_request(inp, self.max_tokens)), inp.judging)
 
-        window = max(1, int(getattr(self.runner, "concurrency", 8))) * 2
+        window = max(1, int(getattr(runner, "concurrency", 8))) * 2
         try:
             pending: set[asyncio.Task[Any]] = set()
             it = iter(todo)

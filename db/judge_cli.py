@@ -1,4 +1,4 @@
-"""CLI handlers of `python app.py judge ...` and `python app.py calibration ...` (wired by app.py).
+"""CLI handlers of `python app.py judge ...` and `python app.py calibration ...` (options: cli/arguments.py).
 
 judge: judge the traces of a run (the judged kind of its family's stage judging, StemBind's F items) with the lexical judge, an OpenAI-compatible model or a local
 transformers model; the judgements are their own run (`--judge-run NAME`, config = the judge's identity);
@@ -21,26 +21,6 @@ from core.errors import CrosscheckError
 from core.schema import to_jsonable
 from db import judging
 from db.store import Store
-
-
-def add_judge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", required=True, help="the run whose traces are judged (StemBind: its F items)")
-    p.add_argument("--judge-runner", required=True, choices=("lexical", "openai", "transformers"))
-    p.add_argument("--judge-run", required=True, help="name of the judge's own run (its judgements)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    p.add_argument("--model", help="judge model id (openai) or local checkpoint directory (transformers)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="name of the environment variable holding the API key (the key is never stored)")
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--max-tokens", type=int, default=512)
-    p.add_argument("--batch-size", type=int, default=8, help="transformers batch size")
-    p.add_argument("--chat-template", metavar="FILE",
-                   help="transformers: a Jinja chat template overriding the checkpoint's (recorded by sha256)")
-    p.add_argument("--threshold", type=float, default=0.5, help="lexical judge: token-recall threshold")
-    p.add_argument("--sample", help="judge only the traces of this calibration sample")
-    p.add_argument("--limit", type=int, help="judge at most this many traces (the first by item order)")
-    p.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
-    p.add_argument("--max-retries", type=int, default=5, help="openai: retries of 429 / 5xx / timeouts")
 
 
 def make_judge(args: argparse.Namespace) -> Any:
@@ -115,22 +95,6 @@ def run_judge(store: Store, args: argparse.Namespace) -> int:
     ff = ", ".join(f"{k} {v}" for k, v in s["first_failure"].items())
     print(f"first failure: {ff}")
     return 0 if s["api_error"] == 0 else 1
-
-
-def add_calibration_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", required=True, help="the run whose traces were judged and labeled")
-    p.add_argument("--sample", help="restrict to this calibration sample")
-    p.add_argument("--judge", help="the primary judge run (default: the first judge of the run)")
-    p.add_argument("--second-judge", help="a second judge run: kappa vs the first, Spearman rho, weakest stage")
-    p.add_argument("--ceiling", metavar="NAME,NAME[;NAME,NAME...]",
-                   help="the annotator pair(s) whose kappa is the human ceiling (002 C.3: A2,A3); default every "
-                        "annotator pair")
-    p.add_argument("--consensus", metavar="NAME,...", help="the annotators whose majority is the human consensus "
-                   "for the first-failure comparison (002 C.3: A2,A3); default every annotator")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--draw-sample", metavar="NAME", help="draw and freeze a stratified sample of the run's traces")
-    p.add_argument("--per-operation", type=int, default=20, help="traces per operation when drawing (002 C.3: 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample draw")
 
 
 def draw(store: Store, run: str, name: str, per_operation: int = 20, seed: int = 0) -> dict[str, Any]:

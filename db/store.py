@@ -221,6 +221,15 @@ class Store:
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur]
 
+    def split_counts(self) -> dict[str, dict[str, int]]:
+        """{benchmark: {split: items}}, splits by name."""
+        out: dict[str, dict[str, int]] = {}
+        for name, split, n in self.conn.execute(
+                "SELECT b.name, i.split, COUNT(*) FROM items i JOIN benchmarks b ON b.id = i.benchmark_id "
+                "GROUP BY b.name, i.split ORDER BY b.name, i.split"):
+            out.setdefault(name, {})[split] = n
+        return out
+
     def benchmark(self, name: str) -> dict[str, Any]:
         cur = self.conn.execute("SELECT * FROM benchmarks WHERE name = ?", (name,))
         row = cur.fetchone()

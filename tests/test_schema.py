@@ -84,7 +84,7 @@ def test_store_with_a_lazily_created_table_still_opens(tmp_path):
 
 def _sources() -> list[Path]:
     files = [ROOT / "app.py"]
-    for folder in ("core", "db", "ui", "bench", "scripts"):
+    for folder in ("cli", "core", "db", "ui", "bench", "scripts"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 

@@ -202,9 +202,7 @@ def build_audit(ctx: Ctx) -> None:
     header = [ctx.benchmark, ctx.runs]
     ctx.benchmark.change(bind(on_bench, store), header, run, api_visibility="private")
     ctx.refresh.click(bind(on_bench, store), header, run, api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(bind(on_bench, store), header, run, api_visibility="private")
+    ctx.page.load(bind(on_bench, store), header, run, api_visibility="private")
     lists = [listing, key, history]
     list_btn.click(bind(do_list, store), [run, which], lists, api_name="audit_list")
     run.input(bind(do_list, store), [run, which], lists, api_visibility="private")

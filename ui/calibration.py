@@ -334,6 +334,5 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["draw"].click(bind(on_draw, store), [c["run"], c["name"], c["per_op"], c["seed"]],
                     [c["draw_out"], c["draw_table"], c["sample"], ctx.changed], api_visibility="private")
     ctx.on_refresh(bind(refresh_pickers, store), picks[:4], picks[:4])
-    tab = gr.context.Context.block
-    if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
-        tab.select(bind(on_compute, store), picks, outs, api_visibility="private")
+    if ctx.tab is not None:  # compute when the tab is opened (not on every page load)
+        ctx.tab.select(bind(on_compute, store), picks, outs, api_visibility="private")

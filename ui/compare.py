@@ -15,6 +15,7 @@ from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
+from ui.handlers import user_error
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
@@ -185,14 +186,14 @@ def run_compare(store: Any, bench: str | None, a: str | None, b: str | None, spl
                 ) -> tuple[str, pd.DataFrame, dict[str, Any], str]:
     """The Compare button: summary HTML, changed-groups table, the state the table's clicks read, an empty view."""
     if not bench or not a or not b:
-        raise gr.Error("pick a benchmark and two runs")
+        raise user_error("pick a benchmark and two runs")
     if a == b:
-        raise gr.Error("pick two different runs")
+        raise user_error("pick two different runs")
     try:
         picked = clusterings_of([cluster_v] if cluster_v else [], fields_v)
         res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
     except CrosscheckError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise user_error(str(exc)) from exc
     return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS),
             with_verdicts(changed_table(res["transitions"], which_v)),
             {"bench": bench, "a": a, "b": b, "transitions": res["transitions"]}, "")
@@ -257,10 +258,8 @@ def build_compare(ctx: Ctx) -> None:
         trig(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
     for trig in (ctx.benchmark.change, ctx.refresh.click):
         trig(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
-        root.load(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+    ctx.page.load(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
+    ctx.page.load(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
              api_name="compare")
     which.input(filter_changed, [state, which], table, api_visibility="private")

@@ -509,9 +509,7 @@ def _wire(ctx: Ctx, p: _Parts) -> None:
                   concurrency_limit=None).then(None, js=end_js)
     p.blind.change(bind(on_toggle, store, auth), toggle_inputs, [view, ff], api_visibility="private",
                    show_progress="hidden")
-    root = gr.context.Context.root_block
-    if root is None:
-        return
+    root = ctx.page
     if auth:
         root.load(fill_user, None, p.who, api_visibility="private")
     else:

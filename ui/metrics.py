@@ -31,6 +31,7 @@ from db.store import Store
 from ui import charts
 from ui import shortcut as sc
 from ui.context import Ctx
+from ui.handlers import user_error
 from ui.scores import CACHE, ScoreCache, run_scores, run_state
 from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
@@ -285,7 +286,7 @@ class MetricsHandlers:
             return metrics_page(self.store, key[0], list(key[1]), clusterings_of(list(key[-2]), list(key[-1])),
                                 cache=self.cache)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
 
     def api(self, benchmark: str, runs: list[str], split: str = "", clusters: list[str] | None = None,
             cluster_fields: list[str] | None = None, shortcut_model: str = "") -> dict[str, Any]:
@@ -296,7 +297,7 @@ class MetricsHandlers:
             return metrics_json(self.store, benchmark, list(runs or []), split, clusters, cluster_fields,
                                 shortcut_model, cache=self.cache)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- layout
@@ -413,12 +414,10 @@ def build_metrics(ctx: Ctx) -> None:
     """The tab's layout: the cluster pickers, the render, and the `metrics` endpoint; handlers in MetricsHandlers."""
     gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css", js_on_load=FIT_JS)
     dl = gr.DownloadButton("download", visible="hidden", elem_id=DL_ID)
-    root = gr.context.Context.root_block  # page load is a trigger too (explicit triggers drop it)
-    assert root is not None, "build_metrics runs inside a gr.Blocks"
-    tab = gr.context.Context.block
-    strip = tab.parent if isinstance(tab, gr.Tab) else None
-    in_tabs = isinstance(tab, gr.Tab) and isinstance(strip, gr.Tabs)
-    h = MetricsHandlers(ctx.store, str(tab.label) if isinstance(tab, gr.Tab) and in_tabs else None)
+    root = ctx.page  # page load is a trigger too (explicit triggers drop it)
+    tab, strip = ctx.tab, ctx.tabs
+    in_tabs = tab is not None and strip is not None
+    h = MetricsHandlers(ctx.store, str(tab.label) if tab is not None and in_tabs else None)
     cluster_row, cluster_pick, field_pick = _cluster_pickers()
     for trigger in (root.load, ctx.benchmark.change):
         trigger(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])

@@ -574,10 +574,8 @@ def _wire(ctx: Ctx, f: dict[str, Any], s: dict[str, Any], timer: gr.Timer) -> No
     s["resume"].click(bind(on_resume, store, jobs), [s["resume_pick"], f["key_env"], f["base_url"],
                                                      f["concurrency"], f["limit"]],
                       [s["follow"], timer, s["resume_pick"]], concurrency_id="run-control")
-    blocks = gr.context.get_blocks_context()
-    if blocks is not None:
-        blocks.root_block.load(bind(on_load, store, jobs), [ctx.benchmark, s["follow"]],
-                               [f["bench"], s["follow"], timer, s["jobs"]], queue=False)
+    ctx.page.load(bind(on_load, store, jobs), [ctx.benchmark, s["follow"]],
+                  [f["bench"], s["follow"], timer, s["jobs"]], queue=False)
     ctx.benchmark.change(bind(follow_header, store), ctx.benchmark, f["bench"], queue=False)
     f["bench"].change(bind(on_bench, store, jobs), f["bench"], s["resume_pick"])
     ctx.on_refresh(bind(refresh_pickers, store, jobs), [f["bench"], s["resume_pick"]], [f["bench"], s["resume_pick"]])
