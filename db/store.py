@@ -137,7 +137,16 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn = conn
+            self._local.memos = {}
         return conn
+
+    def connection_memo(self, name: str) -> dict[Any, Any]:
+        """A dict kept beside this thread's connection, for answers that hold only for that connection (SQLite's
+        data_version is per connection). It goes with the connection: when the thread ends (a thread-local) or
+        on close(); a module-level dict keyed by connection or thread would keep every finished thread's."""
+        self.conn  # noqa: B018 - opens this thread's connection (and its memos) when it has none
+        memos: dict[str, dict[Any, Any]] = self._local.memos
+        return memos.setdefault(name, {})
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -176,6 +185,7 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.memos = {}
 
     def _migrate(self) -> None:
         migrate(self.conn, self.write, now)
