@@ -3,7 +3,7 @@ status, or whether it holds predictions yet), a judge run or a calibration sampl
 
 The UI keeps the fingerprint it last showed and re-reads its pickers when a fresh one differs (after an
 import, a live run's start or end, a drawn sample), so nothing polls the store's contents. `runs_named` checks
-the names an API call gives against the store.
+the names an API call gives against the store; `split_counts` says what a runner can run on.
 """
 
 from __future__ import annotations
@@ -48,3 +48,11 @@ def runs_named(store: Store, benchmark: str, names: list[str]) -> list[dict[str,
 
 
 _LISTED = 20  # run names an error lists
+
+
+def split_counts(store: Store, benchmark: str) -> dict[str, int]:
+    """Items of `benchmark` per split (NotFound for an unknown benchmark)."""
+    b = store.benchmark(benchmark)
+    cur = store.conn.execute("SELECT split, COUNT(*) FROM items WHERE benchmark_id = ? GROUP BY split ORDER BY split",
+                             (b["id"],))
+    return {str(s): int(n) for s, n in cur}
