@@ -62,7 +62,7 @@ BROWSE_TARGETS_MS = {96: 1000.0, 240: 2500.0}
 GROUP_VIEW_RUNS = 96
 
 
-def build_store(db: Path, seed: int = 0, runs: int = RUNS) -> None:
+def build_store(db: Path, seed: int = 0, runs: int = RUNS, stems: int = STEMS) -> None:
     """Items and predictions written straight through the store API (no image rendering, no parsing).
 
     The first RUNS runs are drawn answer by answer; runs past them (the 96- and 240-run figures) copy one of
@@ -79,7 +79,7 @@ def build_store(db: Path, seed: int = 0, runs: int = RUNS) -> None:
     store = Store(db)
     items, images = [], []
     letters6 = "ABCDEF"
-    for s in range(STEMS):
+    for s in range(stems):
         gid = f"sb-{s:05d}"
         buf = io.BytesIO()
         Image.new("RGB", (8, 8), (s % 256, (s // 256) % 256, 90)).save(buf, format="PNG")
@@ -101,7 +101,7 @@ def build_store(db: Path, seed: int = 0, runs: int = RUNS) -> None:
                           stages={"S1": "cells ...", "S2": "the rule ...", "S3": "the missing cell ...",
                                   "S4": "the answer ..."}))
     store.insert_benchmark("stembind", "stembind", "bench/ui.py", "bench", items, images)
-    for r in range(RUNS):
+    for r in range(min(runs, RUNS)):
         name = f"bench-run-{r:02d}"
         store.ensure_run(name, "stembind", {"runner": "bench", "model": f"m{r}", "synthetic": True})
         skill = 0.4 + 0.5 * r / RUNS

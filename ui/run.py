@@ -557,8 +557,10 @@ def _settings(f: dict[str, Any]) -> None:
 
 def _side(store: Store) -> dict[str, Any]:
     s: dict[str, Any] = {}
+    # a custom value passes: a script follows a job by its run's name (/on_tick, /on_cancel) without this
+    # page's choices; a run with no job here shows the idle panel
     s["follow"] = gr.Dropdown([], value=None, label="Follow run", elem_id="cc-run-follow",
-                              info="runs started from the GUI on this server")
+                              info="runs started from the GUI on this server", allow_custom_value=True)
     s["progress"] = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
     with gr.Row():
         # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
