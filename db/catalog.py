@@ -30,6 +30,9 @@ def catalog_signature(store: Store) -> str:
     return hashlib.sha1("\n".join(parts).encode(), usedforsecurity=False).hexdigest()
 
 
+_LISTED = 20  # run names an error lists
+
+
 def runs_named(store: Store, benchmark: str, names: list[str]) -> list[dict[str, Any]]:
     """The run records of `names` (in that order) of `benchmark`, as Store.runs without counts. An unknown
     benchmark, or a name that is not a run of it, is NotFound naming it (and where such a run is, or the runs
@@ -45,9 +48,6 @@ def runs_named(store: Store, benchmark: str, names: list[str]) -> list[dict[str,
         raise NotFound(f"no run named {', '.join(map(repr, missing))} in benchmark {benchmark!r} "
                        f"({where + '; ' if where else ''}runs: {listed or 'none'})")
     return [mine[n] for n in names]
-
-
-_LISTED = 20  # run names an error lists
 
 
 def split_counts(store: Store, benchmark: str) -> dict[str, int]:
