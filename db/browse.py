@@ -110,25 +110,23 @@ def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
     return store.runs(benchmark, with_counts=False)
 
 
-_VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
-
-
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
     """run name -> a version string that changes whenever its predictions, overrides or status change, and for a
     judge run whenever it writes a judgement (its revision and updated time, db.store.touch_run: every write path
     of a run moves them on).
 
-    The answers are remembered per connection until the store changes: SQLite's data_version (commits by other
-    connections) and the connection's total_changes (its own)."""
+    The answers are remembered beside this thread's connection (Store.connection_memo) until the store changes:
+    SQLite's data_version (commits by other connections) and the connection's total_changes (its own)."""
     if not runs:
         return {}
     conn = store.conn
     state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-    memo = _VERSIONS.get(id(conn))
-    if memo is None or memo[0] is not conn or memo[1] != state:
-        memo = (conn, state, {})
-        _VERSIONS[id(conn)] = memo
-    known = memo[2]
+    memo = store.connection_memo("run_versions")
+    if memo.get("state") != state:
+        memo.clear()
+        memo["state"] = state
+        memo["known"] = {}
+    known: dict[str, str] = memo["known"]
     missing = [r for r in dict.fromkeys(runs) if r not in known]
     if missing:
         marks = ",".join("?" * len(missing))

@@ -6,6 +6,7 @@ all of a write or none of it. Connections are per thread (the UI serves requests
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -31,6 +32,25 @@ BUSY_TIMEOUT_MS = 30_000
 
 class RunConflict(CrosscheckError, ValueError):
     """A run name already exists with another benchmark or configuration."""
+
+
+class StoreFull(CrosscheckError, OSError):
+    """The disk holding the store is full: the write was rolled back, nothing of it kept."""
+
+
+class StoreReadOnly(CrosscheckError, PermissionError):
+    """The store's file or folder cannot be written by this process."""
+
+
+def _full(path: Path) -> StoreFull:
+    return StoreFull(f"the disk holding the store {path} is full: nothing of this write was kept; free some space "
+                     "and do it again")
+
+
+def _is_full(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def now() -> str:
@@ -117,6 +137,7 @@ class Store:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser().resolve()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_writable()
         self.images_dir = self.path.parent / f"{self.path.stem}.images"
         self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
         self._local = threading.local()
@@ -137,23 +158,47 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn = conn
+            self._local.memos = {}
         return conn
+
+    def connection_memo(self, name: str) -> dict[Any, Any]:
+        """A dict kept beside this thread's connection, for answers that hold only for that connection (SQLite's
+        data_version is per connection). It goes with the connection: when the thread ends (a thread-local) or
+        on close(); a module-level dict keyed by connection or thread would keep every finished thread's."""
+        self.conn  # noqa: B018 - opens this thread's connection (and its memos) when it has none
+        memos: dict[str, dict[Any, Any]] = self._local.memos
+        return memos.setdefault(name, {})
 
     @property
     def db(self) -> sqlite_utils.Database:
         return sqlite_utils.Database(self.conn)
 
+    def _check_writable(self) -> None:
+        """Refuse a store this process cannot write (every command may write: migrations, labels, runs), in one
+        line naming what is read-only, before SQLite fails deep inside a first write."""
+        sidecars = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm")]
+        for target in [self.path.parent, self.path, *sidecars]:
+            if target.exists() and not os.access(target, os.W_OK):
+                what = "its folder" if target == self.path.parent else target.name
+                raise StoreReadOnly(f"the store {self.path} is read-only for this user ({what} is not writable): "
+                                    "Crosscheck writes imports, runs and labels into it; serve it from a copy or "
+                                    "give this user write access")
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error."""
+        """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error. A
+        full disk (SQLite's SQLITE_FULL, which may already have rolled the transaction back) is StoreFull."""
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_full(exc):
+                raise _full(self.path) from exc
             raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -176,6 +221,7 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.memos = {}
 
     def _migrate(self) -> None:
         migrate(self.conn, self.write, now)
@@ -194,7 +240,13 @@ class Store:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data)
+            try:
+                tmp.write_bytes(data)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                if _is_full(exc):
+                    raise _full(self.path) from exc
+                raise
             os.replace(tmp, target)
         return target
 

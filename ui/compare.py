@@ -261,6 +261,6 @@ def build_compare(ctx: Ctx) -> None:
     ctx.page.load(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
     ctx.page.load(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
-             api_name="compare")
+             api_visibility="private")  # scripts call ui.api's `compare`
     which.input(filter_changed, [state, which], table, api_visibility="private")
     table.select(on_select, state, view, api_visibility="private")

@@ -22,11 +22,12 @@ from typing import Any
 import gradio as gr
 
 from core import families
-from core.errors import CrosscheckError, NotFound
+from core.errors import CrosscheckError
 from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, Clustering
+from db.catalog import runs_named
 from db.store import Store
 from ui import charts
 from ui import shortcut as sc
@@ -140,13 +141,10 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     SPUR shortcut table's text-only model ("pooled": all of them; empty: one row per model). A run the
     benchmark lacks, or an option it cannot take, is an error naming it; nothing is silently left out."""
     family = store.benchmark_family(benchmark)  # an unknown benchmark: NotFound naming the known ones
-    known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
     if not runs:
+        known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
         raise BadMetricsRequest(f"name one or more runs of benchmark {benchmark!r} (runs: {', '.join(known) or 'none'})")
-    missing = [n for n in runs if n not in known]
-    if missing:
-        raise NotFound(f"no run named {', '.join(map(repr, missing))} in benchmark {benchmark!r} "
-                       f"(runs: {', '.join(known) or 'none'})")
+    runs_named(store, benchmark, runs)  # a name the benchmark lacks: NotFound naming it
     caps = families.get(family).capabilities
     clusterings = _clusterings_arg(caps.clusterings, clusters, cluster_fields)
     if shortcut_model and caps.shortcut_table is None:
