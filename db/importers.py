@@ -42,7 +42,7 @@ from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
 from core.schema import STAGES, Item
 from db import labels as dbl
-from db import overrides
+from db import overrides, predictions
 from db.store import Store, config_hash, now, touch_run
 
 MAX_IMAGE_PIXELS = 40_000_000  # larger images are refused as possible decompression bombs
@@ -556,9 +556,7 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
                                                         dict[tuple[int, int, int], int]]:
     """The rows of an existing run's import that are new or (with `replace`) changed, the replaced keys with their
     new raw response, and each replaced key's file line; a changed row without `replace` is an error."""
-    old = {(r[0], r[1], r[2]): r[3:] for r in store.conn.execute(
-        "SELECT item_pk, rotation, repeat, response, shown, answer, status, error, input_mode, trace, tokens"
-        " FROM predictions WHERE run_id = ?", (run_id,))}
+    old = predictions.stored_rows(store, run_id)
     fresh = []
     replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
     lines_of: dict[tuple[int, int, int], int] = {}
@@ -624,7 +622,7 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
             run_id = existing[0]
         # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
         # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
-        if conn.execute("SELECT 1 FROM predictions WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is None:
+        if not predictions.has_rows(store, run_id):
             plain, other = _plain_rows(rows)
             conn.executemany(_plain_insert(run_id), plain)
             conn.executemany(store.PRED_INSERT, other)
@@ -691,8 +689,7 @@ def import_labels(store: Store, path: str | os.PathLike[str], run: str) -> Impor
         raise
     run_id = r["id"]
     keys = store.item_keys(int(store.benchmark(r["benchmark"])["id"]))
-    present = {(row[0], row[1], row[2]) for row in store.conn.execute(
-        "SELECT item_pk, rotation, repeat FROM predictions WHERE run_id = ?", (run_id,))}
+    present = predictions.keys(store, run_id)
     seen: dict[tuple[Any, ...], int] = {}
     for lab in labels:
         info = keys.get(lab.item_id)

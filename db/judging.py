@@ -18,8 +18,8 @@ import pandas as pd
 from core.errors import CrosscheckError, NotFound
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
+from db import predictions
 from db.labels import InvalidLabelValue, labels_frame
-from db.schema import PREDICTIONS_READ
 from db.store import Store, now, touch_run
 
 
@@ -39,11 +39,7 @@ def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] |
     group_id, rotation, repeat, status, answer (original-order letter or None), gold, response, trace (the
     trace field, else the raw response), tokens, question, options, stages, meta, images."""
     r = _run_row(store, run)
-    df = pd.read_sql_query(
-        "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
-        f" p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM {PREDICTIONS_READ} p"
-        " JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.kind = 'F' AND i.stages IS NOT NULL"
-        " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(r["id"],))
+    df = predictions.trace_rows(store, r["id"], "F")
     for col in ("options", "stages", "meta"):
         df[col] = [json.loads(v) if v else {} for v in df[col]]
     df["images"] = [json.loads(v) if v else [] for v in df["images"]]
@@ -74,9 +70,7 @@ def judge_inputs(frame: pd.DataFrame) -> list[JudgeInput]:
 
 def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any]]:
     """Runs holding F-item traces (StemBind), with their synthetic flag; judge runs are left out."""
-    sql = ("SELECT DISTINCT r.name FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r ON r.id = p.run_id"
-           " WHERE i.kind = 'F' AND i.stages IS NOT NULL")
-    names = {row[0] for row in store.conn.execute(sql)}
+    names = predictions.runs_with_traces(store, "F")
     return [r for r in store.runs(benchmark) if r["name"] in names and r["config"].get("role") != "judge"]
 
 
