@@ -63,8 +63,7 @@ def object_column(values: Sequence[Any]) -> pd.Series:
 
 def _source(store: Source, run_id: int) -> str:
     """Where run `run_id`'s effective rows are read: the view for a run with any override row, else the table."""
-    layered = store.conn.execute("SELECT 1 FROM prediction_overrides WHERE run_id = ? LIMIT 1", (run_id,)).fetchone()
-    return _TABLE if layered is None else PREDICTIONS_READ
+    return PREDICTIONS_READ if layered_runs(store, [run_id]) else _TABLE
 
 
 # --------------------------------------------------------------------------- one run's frame: the scoring read
@@ -335,7 +334,7 @@ def outcome_arrays(store: Source, run_ids: Sequence[int], pk_to_row: np.ndarray)
         return out
     layered = layered_runs(store, ids)
     plain = [r for r in ids if r not in layered]
-    for source, part in (("predictions", plain), (PREDICTIONS_READ, sorted(layered))):
+    for source, part in ((_TABLE, plain), (PREDICTIONS_READ, sorted(layered))):
         if not part:
             continue
         sql = _OUTCOME_SQL.format(source=source, marks=",".join("?" * len(part)))
