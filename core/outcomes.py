@@ -3,7 +3,7 @@ Browse list, where one list call summarises up to hundreds of runs.
 
 A benchmark's items are laid out once (`layout`: group code, kind, variant and gold answer per item row); a
 run's predictions come as four arrays (`Preds`: item row, first prediction, status code, answer), read
-columnar by db.frames.outcome_arrays or taken from a predictions frame (`preds_from_frame`). `summarise`
+columnar by db.predictions.outcome_arrays or taken from a predictions frame (`preds_from_frame`). `summarise`
 turns them into per-item and per-group counts and the family's failure patterns with a few `np.bincount`s,
 no pandas group-by; `frame` gives core.groups.group_summary's DataFrame.
 

@@ -1,8 +1,8 @@
-"""Reads for the Browse / Compare tabs and the group views: one group's items and predictions, image sizes,
-trace judgements and labels, and the invalid predictions of a run (SQL lives here, never in ui/).
+"""Reads for the Browse / Compare tabs and the group views: one group's items, image sizes, trace judgements
+and labels (SQL lives here, never in ui/; predictions are read by db/predictions.py).
 
-Group reads go through the (benchmark_id, group_id) index and the predictions primary key, so opening one
-group costs a few small queries whatever the size of the store.
+Group reads go through the (benchmark_id, group_id) index (and db.predictions' through the predictions primary
+key), so opening one group costs a few small queries whatever the size of the store.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from db.schema import PREDICTIONS_READ
-from db.store import Store, _objects, decode_item_json
+from db.store import Store, decode_item_json
 
 _ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
              " stages FROM items WHERE benchmark_id = ? AND group_id = ? ORDER BY id")
@@ -76,33 +75,6 @@ def trace_flags(store: Store, run: str, item_pks: list[int]) -> list[dict[str, A
         out.append({"item_id": r[0], "rotation": r[1], "repeat": r[2], "source": r[3], "who": r[4],
                     "S1": r[5], "S2": r[6], "S3": r[7], "S4": r[8], "first_failure": r[9]})
     return out
-
-
-def problem_predictions(store: Store, run: str, statuses: tuple[str, ...] = ("invalid",),
-                        limit: int = 500) -> pd.DataFrame:
-    """Predictions of `run` with one of `statuses`: item_id, group_id, kind, rotation, repeat, status,
-    response, letters, options (dict), answer (gold), in item order (at most `limit` rows)."""
-    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
-    if row is None:
-        return pd.DataFrame(columns=["item_id", "group_id", "kind", "rotation", "repeat", "status", "response",
-                                     "letters", "options", "gold"])
-    marks = ",".join("?" * len(statuses))
-    df = pd.read_sql_query(
-        "SELECT i.item_id, i.group_id, i.kind, p.rotation, p.repeat, p.status, p.response, i.letters, i.options,"
-        f" i.answer AS gold FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-        f" WHERE p.run_id = ? AND p.status IN ({marks}) ORDER BY p.item_pk, p.rotation, p.repeat LIMIT ?",
-        store.conn, params=(row[0], *statuses, limit))
-    df["options"] = [json.loads(v) if v else {} for v in df["options"]]
-    for col in ("item_id", "group_id", "kind", "status", "response", "letters", "gold"):
-        df[col] = _objects(df[col])
-    return df
-
-
-def count_statuses(store: Store, run: str) -> dict[str, int]:
-    """Predictions of `run` per status."""
-    cur = store.conn.execute(f"SELECT p.status, COUNT(*) FROM {PREDICTIONS_READ} p JOIN runs r ON r.id = p.run_id"
-                             " WHERE r.name = ? GROUP BY p.status", (run,))
-    return {s: int(n) for s, n in cur}
 
 
 def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import hashlib
 from typing import Any
 
 from core.errors import NotFound
+from db import predictions
 from db.store import Store
 
 
@@ -19,14 +20,14 @@ def catalog_signature(store: Store) -> str:
     """A hex digest of the benchmarks, runs and calibration samples the pickers offer."""
     conn = store.conn
     parts: list[str] = []
-    for name, n_items in conn.execute("SELECT name, n_items FROM benchmarks ORDER BY id"):
-        parts.append(f"b:{name}:{n_items}")
-    for name, status, has in conn.execute(
-            "SELECT r.name, r.status, EXISTS (SELECT 1 FROM predictions p WHERE p.run_id = r.id)"
-            " FROM runs r ORDER BY r.id"):
-        parts.append(f"r:{name}:{status}:{has}")
-    for name, n in conn.execute("SELECT name, COUNT(*) FROM calibration_samples GROUP BY name ORDER BY name"):
-        parts.append(f"s:{name}:{n}")
+    with store.snapshot():  # one state of the store
+        for name, n_items in conn.execute("SELECT name, n_items FROM benchmarks ORDER BY id"):
+            parts.append(f"b:{name}:{n_items}")
+        holding = predictions.runs_holding(store)
+        for run_id, name, status in conn.execute("SELECT id, name, status FROM runs ORDER BY id"):
+            parts.append(f"r:{name}:{status}:{int(run_id in holding)}")
+        for name, n in conn.execute("SELECT name, COUNT(*) FROM calibration_samples GROUP BY name ORDER BY name"):
+            parts.append(f"s:{name}:{n}")
     return hashlib.sha1("\n".join(parts).encode(), usedforsecurity=False).hexdigest()
 
 

@@ -24,8 +24,8 @@ from core.families import stage_judging as sj
 from core.families.stage_judging import StageJudging
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
+from db import predictions
 from db.labels import InvalidLabelValue, NotJudged, labels_frame, stage_judging  # noqa: F401 (re-exported)
-from db.schema import PREDICTIONS_READ
 from db.store import Store, now, touch_run
 
 
@@ -42,11 +42,7 @@ def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] |
     response, trace (the trace field, else the raw response), tokens, question, options, stages, meta, images."""
     kind = stage_judging(store, run).judged_kind
     r = store.run(run)
-    df = pd.read_sql_query(
-        "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
-        f" p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM {PREDICTIONS_READ} p"
-        " JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.kind = ? AND i.stages IS NOT NULL"
-        " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(r["id"], kind))
+    df = predictions.trace_rows(store, r["id"], kind)
     for col in ("options", "stages", "meta"):
         df[col] = [json.loads(v) if v else {} for v in df[col]]
     df["images"] = [json.loads(v) if v else [] for v in df["images"]]
@@ -84,16 +80,12 @@ def judged_benchmarks(store: Store) -> list[str]:
 def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any]]:
     """Runs holding judged traces (the judged kind of their family's stage judging), with their synthetic flag;
     judge runs are left out."""
+    judged = {str(b["name"]): j for b in store.benchmarks() if (j := sj.of(str(b["family"]))) is not None}
     names: set[str] = set()
-    for b in store.benchmarks():
-        judging = sj.of(str(b["family"]))
-        if judging is None or benchmark not in (None, b["name"]):
-            continue
-        names |= {row[0] for row in store.conn.execute(
-            "SELECT DISTINCT r.name FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r"
-            " ON r.id = p.run_id WHERE r.benchmark_id = ? AND i.kind = ? AND i.stages IS NOT NULL",
-            (b["id"], judging.judged_kind))}
-    return [r for r in store.runs(benchmark) if r["name"] in names and r["config"].get("role") != "judge"]
+    for kind in {j.judged_kind for j in judged.values()}:
+        names |= predictions.runs_with_traces(store, kind)
+    return [r for r in store.runs(benchmark) if r["name"] in names and r["benchmark"] in judged
+            and r["config"].get("role") != "judge"]
 
 
 # --------------------------------------------------------------------------- judgements

@@ -24,6 +24,7 @@ from core.errors import CrosscheckError, NotFound
 from core.families import stage_judging as sj
 from core.families.stage_judging import StageJudging
 from core.schema import STAGES
+from db import predictions
 from db.store import Store, now
 
 MAX_LABELER = 64
@@ -101,12 +102,10 @@ def save_label(store: Store, run: str, key: tuple[str, int, int], labeler: str, 
     item_id, rotation, repeat = str(key[0]), int(key[1]), int(key[2])
     r = store.run(run)
     with store.write() as conn:
-        row = conn.execute(
-            "SELECT i.id FROM predictions p JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.item_id = ?"
-            " AND p.rotation = ? AND p.repeat = ?", (r["id"], item_id, rotation, repeat)).fetchone()
-        if row is None:
+        item_pk = predictions.trace_item_pk(store, r["id"], (item_id, rotation, repeat))
+        if item_pk is None:
             raise NotFound(f"run {run!r} has no trace for {item_id!r} rotation {rotation} repeat {repeat}")
-        status, label_id = upsert(conn, LabelKey(r["id"], row[0], rotation, repeat, labeler), new, changed_by,
+        status, label_id = upsert(conn, LabelKey(r["id"], item_pk, rotation, repeat, labeler), new, changed_by,
                                   annotator=True)
     return {"status": status, "label_id": label_id, "first_failure": ff}
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.errors import CrosscheckError
+from db import predictions
 from db.store import Store
 
 FIELDS = ("response", "trace", "question", "options", "meta", "notes")
@@ -86,32 +87,21 @@ def refresh(store: Store, run_ids: Iterable[int] | None = None) -> int:
 
 
 def _refresh_run(store: Store, run_id: int) -> int:
-    """One run, in one write transaction, in SQL: drop the indexed rows whose prediction is gone or whose text
-    changed, add the rows not indexed, record the revision read inside the transaction."""
-    key = "k.item_pk = p.item_pk AND k.rotation = p.rotation AND k.repeat = p.repeat"
+    """One run, in one write transaction: drop the indexed rows whose prediction is gone or whose text changed,
+    add the rows not indexed (db.predictions, the one reader of predictions), record the revision read inside
+    the transaction."""
     with store.write() as conn:
         revision = conn.execute("SELECT revision FROM runs WHERE id = ?", (run_id,)).fetchone()
         if revision is None:
             return 0
-        gone = [r[0] for r in conn.execute(
-            "SELECT k.id FROM search_keys k CROSS JOIN search_predictions f ON f.rowid = k.id"
-            f" LEFT JOIN predictions p ON p.run_id = k.run_id AND {key}"
-            " WHERE k.run_id = ? AND (p.run_id IS NULL OR f.response IS NOT p.response OR f.trace IS NOT p.trace)",
-            (run_id,))]
+        gone = predictions.search_rows_stale(conn, run_id)
         if gone:
             conn.executemany("DELETE FROM search_predictions WHERE rowid = ?", [(g,) for g in gone])
             conn.executemany("DELETE FROM search_keys WHERE id = ?", [(g,) for g in gone])
-        last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM search_keys").fetchone()[0]
-        added = conn.execute(
-            "INSERT INTO search_keys (run_id, item_pk, rotation, repeat) SELECT p.run_id, p.item_pk, p.rotation,"
-            f" p.repeat FROM predictions p WHERE p.run_id = ? AND NOT EXISTS (SELECT 1 FROM search_keys k"
-            f" WHERE k.run_id = p.run_id AND {key})", (run_id,)).rowcount
-        conn.execute("INSERT INTO search_predictions (rowid, response, trace) SELECT k.id, p.response, p.trace"
-                     f" FROM search_keys k JOIN predictions p ON p.run_id = k.run_id AND {key} WHERE k.id > ?",
-                     (last,))
+        added = predictions.index_new_rows(conn, run_id)
         conn.execute("INSERT INTO search_state (run_id, revision) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE"
                      " SET revision = excluded.revision", (run_id, revision[0]))
-    return len(gone) + max(added, 0)
+    return len(gone) + added
 
 
 # --------------------------------------------------------------------------- searching

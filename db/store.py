@@ -25,7 +25,8 @@ import sqlite_utils
 
 from core.errors import CrosscheckError, NotFound
 from core.schema import Item, Prediction, RunData
-from db.schema import PREDICTIONS_READ, migrate
+from db import predictions
+from db.schema import migrate
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -361,10 +362,8 @@ class Store:
              with_counts: bool = True) -> list[dict[str, Any]]:
         """Runs (of one benchmark, or named ones), oldest first; `n_predictions` unless `with_counts=False`
         (counting scans the run's predictions)."""
-        count = (", (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) AS n_predictions"
-                 if with_counts else "")
         sql = ("SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status,"
-               f" r.synthetic, r.created, r.updated{count} FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
+               " r.synthetic, r.created, r.updated FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
         where, params = [], []
         if benchmark is not None:
             where.append("b.name = ?")
@@ -374,14 +373,19 @@ class Store:
             params.extend(names)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        cur = self.conn.execute(sql + " ORDER BY r.id", params)
-        cols = [c[0] for c in cur.description]
-        out = []
-        for r in cur:
-            d = dict(zip(cols, r, strict=True))
-            d["config"] = json.loads(d["config"])
-            d["synthetic"] = bool(d["synthetic"])
-            out.append(d)
+        with self.snapshot():  # the counts of the runs listed
+            cur = self.conn.execute(sql + " ORDER BY r.id", params)
+            cols = [c[0] for c in cur.description]
+            out = []
+            for r in cur:
+                d = dict(zip(cols, r, strict=True))
+                d["config"] = json.loads(d["config"])
+                d["synthetic"] = bool(d["synthetic"])
+                out.append(d)
+            if with_counts:
+                held = predictions.counts(self, [d["id"] for d in out])
+                for d in out:
+                    d["n_predictions"] = held[d["id"]]
         return out
 
     def run(self, name: str) -> dict[str, Any]:
@@ -433,12 +437,7 @@ class Store:
     def done_keys(self, run: str, statuses: tuple[str, ...] = ("ok", "invalid")) -> set[tuple[str, int, int]]:
         """Keys (item_id, rotation, repeat) already answered by `run` with one of `statuses`, as scoring reads
         them (through the override layer: an api_error the audit overrode is not re-sent by --retry-errors)."""
-        rid, _ = self._run_ids(run)
-        marks = ",".join("?" * len(statuses))
-        cur = self.conn.execute(
-            f"SELECT i.item_id, p.rotation, p.repeat FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-            f" WHERE p.run_id = ? AND p.status IN ({marks})", (rid, *statuses))
-        return {(r[0], r[1], r[2]) for r in cur}
+        return predictions.done_keys(self, self._run_ids(run)[0], statuses)
 
     @staticmethod
     def prediction_row(run_id: int, item_pk: int, p: Prediction) -> tuple[Any, ...]:
@@ -465,12 +464,10 @@ class Store:
         return len(rows)
 
     def predictions_frame(self, run: str) -> pd.DataFrame:
-        """Every prediction column of `run`, in key order, through the override layer (db.frames, the one
-        prediction read path)."""
-        from db.frames import predictions_frame
-
+        """Every prediction column of `run`, in key order, through the override layer (db.predictions.run_frame,
+        the one prediction read)."""
         rid, bid = self._run_ids(run)
-        return predictions_frame(self, rid, {pk: item_id for item_id, (pk, _, _) in self.item_keys(bid).items()})
+        return predictions.run_frame(self, rid, {pk: item_id for item_id, (pk, _, _) in self.item_keys(bid).items()})
 
     def run_data(self, run: str) -> RunData:
         r = self.run(run)

@@ -116,3 +116,19 @@ def test_db_schema_imports_no_db_module():
     imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert "sqlite_utils" in imported
     assert [m for m in imported if m == "db" or m.startswith("db.")] == []
+
+
+def test_only_db_predictions_reads_predictions():
+    """Every SQL that reads the predictions table or the override view (issue 22.4) sits in db/predictions.py:
+    no other module of app.py, core/, db/ or ui/ names the view (PREDICTIONS_READ) or reads FROM / JOINs either;
+    db/schema.py (the view's DDL and the migrations) aside. Writes (INSERT INTO, UPDATE, DELETE FROM) are not
+    reads."""
+    reads = re.compile(r"(?<!DELETE )\b(FROM|JOIN)\s+(predictions|predictions_effective)\b|PREDICTIONS_READ")
+    allowed = {ROOT / "db" / "predictions.py", ROOT / "db" / "schema.py"}
+    files = [p for p in _sources() if p.relative_to(ROOT).parts[0] in ("app.py", "core", "db", "ui")]
+    offenders = [f"{p.relative_to(ROOT)}:{no}: {line.strip()}" for p in files if p not in allowed
+                 for no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+                 if reads.search(line)]
+    assert len(files) > 50
+    assert reads.search((ROOT / "db" / "predictions.py").read_text(encoding="utf-8"))
+    assert offenders == []

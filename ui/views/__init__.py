@@ -22,7 +22,7 @@ from core import families
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
-from db import frames
+from db import predictions
 from ui.views.common import RunView, esc, message
 
 
@@ -59,7 +59,7 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     pks = [int(p) for p in items["pk"]]
     scoped = items.drop(columns="pk")
     recs = scoped.to_dict("records")
-    preds = frames.group_prediction_records(store, [r["id"] for r in records], pks)
+    preds = predictions.group_prediction_records(store, [r["id"] for r in records], pks)
     summarise = getattr(view_module(family), "run_summary", None)
     views = []
     for rec in records:
