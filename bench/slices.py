@@ -22,11 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from search import build  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search import ROOT, build  # noqa: E402 - bench/search.py builds the store (and puts the root on sys.path)
 
 from core.slices import slices_of_run  # noqa: E402
 from db.frames import load_for_scoring  # noqa: E402
