@@ -267,6 +267,6 @@ def slices_of_run(items: pd.DataFrame, run: RunData, *, other: RunData | None = 
     fields = slice_fields(items, extra, by)
     out = item_outcomes(run.family, items, run)
     out_o = item_outcomes(run.family, items, other) if other is not None else None
-    unanswered = bool(families.get(run.family).UNANSWERED_IS_WRONG)
+    unanswered = bool(families.get(run.family).unanswered_is_wrong)
     return label, find_slices(items, out, other=out_o, fields=fields, depth=depth, min_groups=min_groups,
                               count_unanswered=unanswered, draws=draws)
