@@ -197,7 +197,42 @@ def test_tag_a_group_filter_by_it_and_remove_it(env):
     page.wait_for_selector("#cc-browse-summary:has-text('120 of 120 groups')", timeout=30000)
     choose(page, "cc-browse-tag", "recheck")
     page.wait_for_selector("#cc-browse-summary:has-text('1 of 120 groups')", timeout=30000)
+    from db.exporters import item_records
+
+    exported = {r["group_id"]: r["tags"] for r in item_records(store, BENCH)}
+    assert [(t["tag"], t["note"], t["by"]) for t in exported["sb-007"]] == [("recheck", "odd rule text", "local")]
+    assert all(v is None for g, v in exported.items() if g != "sb-007")
     page.locator("#cc-tag-name textarea, #cc-tag-name input").first.fill("recheck")
     page.locator("#cc-tag-remove").click()
     page.wait_for_selector("#cc-tags-list:has-text('No tags on this group')", timeout=30000)
     assert dbt.tags_frame(store, BENCH).empty
+
+
+def test_compare_shows_both_runs_side_by_side_with_differences_marked(env):
+    page, store = env["page"], env["store"]
+    a, b = "synth-sb-balanced-direct", "synth-sb-balanced-thinking"
+    page.get_by_role("tab", name="Compare").click()
+    choose(page, "cc-compare-a", re.compile(rf"^{a}"))
+    choose(page, "cc-compare-b", re.compile(rf"^{b}"))
+    page.locator("#cc-compare-go").click()
+    page.wait_for_selector("#cc-compare-changed [data-col='0'][role=gridcell]", timeout=60000)
+    page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
+    page.wait_for_selector("#cc-compare-view #cc-compare-sbs", timeout=30000)
+    gid = page.locator("#cc-compare-view .cc-group[data-group]").first.get_attribute("data-group")
+    items = store.items_frame(BENCH)
+    ids = set(items.loc[items["group_id"] == gid, "item_id"])
+    pa, pb = ({p.item_id: p for p in store.predictions_frame(r).itertuples()
+               if p.item_id in ids and p.rotation == 0 and p.repeat == 0} for r in (a, b))
+    rows = page.locator("#cc-compare-sbs tr[data-item]")
+    assert {r.get_attribute("data-item") for r in rows.all()} == set(pa) | set(pb)
+    differ = 0
+    for iid in sorted(set(pa) & set(pb)):
+        cells = page.locator(f"#cc-compare-sbs tr[data-item='{iid}'] td")
+        ra, rb = str(pa[iid].response or ""), str(pb[iid].response or "")
+        assert cells.nth(0).locator(".cc-diff-resp").text_content() == ra
+        assert cells.nth(1).locator(".cc-diff-resp").text_content() == rb
+        marked = cells.nth(0).locator(".cc-diff-resp del").count() + cells.nth(1).locator(".cc-diff-resp ins").count()
+        assert (marked > 0) == (ra.split() != rb.split())
+        differ += ra.split() != rb.split()
+    assert differ  # a changed group: some response differs
+    page.get_by_role("tab", name="Browse").click()
