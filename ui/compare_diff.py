@@ -70,11 +70,11 @@ def side_by_side(store: Any, bench: str, group_id: str | None, run_a: str, run_b
         return ""
     style = ("<style>.cc-sbs{width:100%;border-collapse:collapse;table-layout:fixed;margin-bottom:12px}"
              ".cc-sbs td,.cc-sbs th{border:1px solid var(--border-color-primary);padding:6px;vertical-align:top;"
-             "text-align:left;white-space:pre-wrap;word-break:break-word;font-size:13px}.cc-sbs th{width:14%}"
+             "text-align:left;white-space:pre-wrap;word-break:break-word;font-size:13px}"
              ".cc-diff-trace{margin-top:6px;color:var(--body-text-color-subdued);max-height:320px;overflow:auto}"
              "del.cc-diff-del{background:rgba(239,68,68,.18);color:#991b1b}"
              "ins.cc-diff-ins{background:rgba(34,197,94,.2);color:#14532d;text-decoration:underline}</style>")
     head = f"<tr><th>item</th><th>A: {esc(run_a)}</th><th>B: {esc(run_b)}</th></tr>"
     return (f'{style}<div class="cc-sbs-wrap" id="cc-compare-sbs"><b>Responses and traces side by side</b> '
             '<span class="cc-muted">(words only A has struck through, words only B has underlined)</span>'
-            f'<table class="cc-sbs">{head}{"".join(rows)}</table></div>')
+            f'<table class="cc-sbs"><colgroup><col style="width:12%"><col><col></colgroup>{head}{"".join(rows)}</table></div>')
