@@ -212,7 +212,7 @@ def build_browse(ctx: Ctx) -> None:
         pattern = gr.Dropdown(label="Failure pattern (in any selected run)", choices=[("All groups", ALL)], value=ALL,
                               scale=3, elem_id="cc-browse-pattern")
         tag = browse_review.tag_filter()
-        search = gr.Textbox(label="Search", placeholder='words, "a phrase", prefix*, NOT; or a group id', scale=2,
+        search = gr.Textbox(label="Search", placeholder="words, a group id…", scale=2,
                             elem_id="cc-browse-search")
     slices = slices_panel.build(ctx)
     with gr.Row():
