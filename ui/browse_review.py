@@ -1,13 +1,13 @@
-"""Browse's review loop and group tags (issue #23 points 3 and 4, docs/UI.md "Reviewing"): the keys that move
+"""Browse's review loop and group tags (issue #23 points 3 and 4, docs/UI.md "Browse"): the keys that move
 through the filtered list, the opened group brought into view, and tags on the opened group.
 
 Keys (REVIEW_JS, only while the Browse list is on screen and never while typing in a box): `j` / → open the
 next group of the filtered list (across pages: the list follows to the group's page), `k` / ← the previous one,
-Esc scrolls back to the list with the group's row in view. The arrows are left to the list itself while the
-focus is inside it. Opening a group (a click, the Group box, a key) scrolls its view into sight.
+Esc scrolls back to the list with the group's row in view (an open full-size image is closed first). The
+arrows are left to the list itself while the focus is inside it. Opening a group (a click, the Group box, a
+key) scrolls its view into sight.
 
-Tags go through db/tags.py (the one write path); `by` is the signed-in user under --auth, else "local".
-"""
+Tags go through db/tags.py (the one write path); `by` is the signed-in user under --auth, else "local"."""
 
 from __future__ import annotations
 
@@ -53,7 +53,10 @@ if (!window.__ccReview) {
     if (typing) return;
     var k = e.key, inList = !!(t && t.closest && t.closest('#cc-browse-list'));
     var dir = (k === 'j' || (k === 'ArrowRight' && !inList)) ? 'next' : (k === 'k' || (k === 'ArrowLeft' && !inList)) ? 'prev' : '';
-    if (k === 'Escape') { e.preventDefault(); R.back(); return; }
+    if (k === 'Escape') {
+      if (document.querySelector('details.cc-zoom[open]')) return;   // Esc closes a full-size image first
+      e.preventDefault(); R.back(); return;
+    }
     if (!dir) return;
     var btn = document.getElementById('cc-browse-' + dir + 'group');
     if (!btn) return;
