@@ -14,13 +14,21 @@ PRED_EXPORT_FIELDS = ("item_id", "response", "answer", "status", "rotation", "re
 
 
 def item_records(store: Store, benchmark: str) -> Iterator[dict[str, Any]]:
-    """Items as SPEC §3 objects; `images` are the paths as imported."""
+    """Items as SPEC §3 objects; `images` are the paths as imported; `tags` the group's tags (db/tags.py) as
+    [{tag, note, by, created}] on each of its items, None (left out of JSONL) for an untagged group."""
+    from db.tags import tags_frame
+
+    tags: dict[str, list[dict[str, Any]]] = {}
+    for t in tags_frame(store, benchmark).itertuples(index=False):
+        tags.setdefault(str(t.group_id), []).append({"tag": t.tag, "note": _none(t.note), "by": t.by,
+                                                     "created": t.created})
     for it in store.items(benchmark):
         rec: dict[str, Any] = {"benchmark": it.benchmark, "item_id": it.item_id, "group_id": it.group_id,
                                "split": it.split, "kind": it.kind, "variant": it.variant, "images": it.image_names,
                                "question": it.question, "options": it.options, "answer": it.answer, "meta": it.meta}
         if it.stages is not None:
             rec["stages"] = it.stages
+        rec["tags"] = tags.get(it.group_id)
         yield rec
 
 

@@ -362,6 +362,19 @@ def test_generic_score_single_rotation():
     assert out["n_predictions"] == 6
 
 
+def test_generic_letter_matrix_and_strata_by_hand():
+    items = generic_items()
+    items["meta"] = [{"topic": t} for t in ("a", "a", "b", "b", "b", "a")]
+    run = RunData("r", "bench", "generic", {}, preds_frame(["A", "C", "C", "B", None, "D"]))
+    out = generic.score(items, run, [], seed=1, draws=200)
+    # gold A B C A B D; predicted A C C B (invalid) D
+    assert out["letters"] == {"A": {"A": 1, "B": 1, "C": 0, "D": 0, "none": 0},
+                              "B": {"A": 0, "B": 0, "C": 1, "D": 0, "none": 1},
+                              "C": {"A": 0, "B": 0, "C": 1, "D": 0, "none": 0},
+                              "D": {"A": 0, "B": 0, "C": 0, "D": 1, "none": 0}}
+    assert {v: (r.k, r.n) for v, r in out["per_stratum"]["topic"].items()} == {"a": (2, 3), "b": (1, 3)}
+
+
 def test_generic_score_with_rotations():
     golds = ["A", "B", "C", "A", "B", "D"]
     preds = pd.concat([

@@ -13,6 +13,7 @@ from core import groups as core_groups
 from core import outcomes
 from core.errors import CrosscheckError
 from db import browse as dbb
+from ui import browse_review, browse_search, slices_panel
 from ui.context import Ctx
 from ui.handlers import user_error
 from ui.tables import verdict, with_verdicts
@@ -73,9 +74,11 @@ def _empty_list() -> dict[str, Any]:
 
 def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
                 field: str | None, value: str | None, pattern: str | None, query: str | None,
-                page: int | float | None) -> dict[str, Any]:
+                page: int | float | None, tag: str | None = None) -> dict[str, Any]:
     """The Browse list: {"table": DataFrame, "summary": html, "page": int, "pages": int, "counts": {...},
-    "total": groups after filters, "n_groups": all groups}. Pure of Gradio so the bench and tests call it."""
+    "total": groups after filters, "n_groups": all groups, "ids": every group id after filters, in order}.
+    `query` searches (ui.browse_search), `tag` keeps the groups with that tag. Pure of Gradio so the bench and
+    tests call it."""
     if not bench:
         return _empty_list()
     bd = cache.bench(store, bench)
@@ -83,8 +86,8 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     loaded = cache.summaries(store, bd, records)
     summaries = [s for _, s in loaded]
     lay = bd.layout
-    base = core_groups.filter_groups(bd.index, bd.items, split or None, kind or None, field or None, value or None,
-                                     query)
+    base = core_groups.filter_groups(bd.index, bd.items, split or None, kind or None, field or None, value or None)
+    base, note = browse_search.narrow(store, bd, base, [r["name"] for r in records], query, tag)
     at_base = lay.groups.get_indexer(base)
     keys = [key for key, _ in core_groups.patterns(bd.family)]
     hits = {key: _any_run(summaries, key, lay.n_groups) for key in keys}
@@ -103,8 +106,10 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     for name, summ in loaded:
         columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk)
     columns["question"] = bd.index.frame.loc[chunk, "question"].to_numpy()
-    return {"table": pd.DataFrame(columns), "summary": _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records)),
-            "page": page_n, "pages": pages, "counts": counts, "total": total, "n_groups": len(bd.index.frame)}
+    summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records))
+    return {"table": pd.DataFrame(columns), "summary": browse_search.note_html(note) + summary,
+            "page": page_n, "pages": pages, "counts": counts, "total": total, "n_groups": len(bd.index.frame),
+            "ids": ids}
 
 
 def _page_columns(bd: cache.BenchData, chunk: pd.Index, field: str | None) -> dict[str, Any]:
@@ -144,10 +149,10 @@ def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> li
 
 def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v: str | None, kind_v: str | None,
                  field_v: str | None, value_v: str | None, pattern_v: str | None, query: str | None,
-                 page_v: int | float | None) -> tuple[Any, ...]:
+                 page_v: int | float | None, tag_v: str | None = None) -> tuple[Any, ...]:
     """(table, summary html, page update, pattern update) for the list's outputs."""
     try:
-        res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
+        res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v, tag_v)
     except CrosscheckError as exc:
         raise user_error(str(exc)) from exc
     return (with_verdicts(res["table"]), res["summary"], gr.update(value=res["page"]),
@@ -181,17 +186,17 @@ def field_values(store: Any, bench: str | None, field_v: str | None) -> Any:
 
 
 def open_group(store: Any, bench: str | None, runs: list[str] | None, group_id: str | None,
-               detail_v: str | None, boxes_v: bool | None) -> str:
-    """The group view's HTML for the typed or clicked group id."""
-    return render_group(store, bench, (group_id or "").strip() or None, _runs_of(store, bench, runs), detail_v,
-                        bool(boxes_v))
+               detail_v: str | None, boxes_v: bool | None, query: str | None = None) -> str:
+    """The group view's HTML for the typed or clicked group id, the search box's words marked."""
+    return browse_search.highlight(render_group(store, bench, (group_id or "").strip() or None,
+                                                _runs_of(store, bench, runs), detail_v, bool(boxes_v)), query)
 
 
 def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: str | None, boxes_v: bool | None,
-               row: list[Any] | None) -> tuple[str | None, str]:
+               row: list[Any] | None, query: str | None = None) -> tuple[str | None, str]:
     """A click on a list row: (its group id, the group's view)."""
     gid = str(row[0]) if row else None
-    return gid, open_group(store, bench, runs, gid, detail_v, boxes_v)
+    return gid, open_group(store, bench, runs, gid, detail_v, boxes_v, query)
 
 
 def build_browse(ctx: Ctx) -> None:
@@ -207,8 +212,10 @@ def build_browse(ctx: Ctx) -> None:
         value = gr.Dropdown(label="Value", choices=[("All", ALL)], value=ALL, scale=1, elem_id="cc-browse-value")
         pattern = gr.Dropdown(label="Failure pattern (in any selected run)", choices=[("All groups", ALL)], value=ALL,
                               scale=3, elem_id="cc-browse-pattern")
-        search = gr.Textbox(label="Search", placeholder="group id, item id or question words", scale=2,
+        tag = browse_review.tag_filter()
+        search = gr.Textbox(label="Search", placeholder="words, a group id…", scale=2,
                             elem_id="cc-browse-search")
+    slices = slices_panel.build(ctx)
     with gr.Row():
         summary = gr.HTML(elem_id="cc-browse-summary", elem_classes=["cc-grow"])
         prev_btn = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id="cc-browse-prev")
@@ -225,10 +232,11 @@ def build_browse(ctx: Ctx) -> None:
                              allow_custom_value=True)
         boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes")
     view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
+    tools = browse_review.build_tools()
 
     _wire(ctx, {"split": split, "kind": kind, "field": field, "value": value, "pattern": pattern, "search": search,
                 "page": page, "prev": prev_btn, "next": next_btn, "table": table, "group": group, "detail": detail,
-                "boxes": boxes, "view": view, "summary": summary})
+                "boxes": boxes, "view": view, "summary": summary, "tag": tag, "slices": slices, **tools})
 
     from ui.audit import build_audit
 
@@ -241,10 +249,10 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     """The Browse tab's events: each calls one handler above with the store."""
     store = ctx.store
     filters = [ctx.benchmark, ctx.runs, c["split"], c["kind"], c["field"], c["value"], c["pattern"], c["search"],
-               c["page"]]
+               c["page"], c["tag"]]  # the tag filter last (ui.browse_review)
     list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
     reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs]
-    group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"]]
+    group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
 
     def on_reset(bench, runs):
         return reset(store, bench, runs)
@@ -253,11 +261,11 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
         return refresh_list(store, *args)
 
     def first_page(*args):
-        return refresh_list(store, *args[:-1], 1)
+        return refresh_list(store, *args[:-2], 1, args[-1])
 
     def step(delta: int) -> Any:
         def go(*args):
-            return refresh_list(store, *args[:-1], int(args[-1] or 1) + delta)
+            return refresh_list(store, *args[:-2], int(args[-2] or 1) + delta, args[-1])
         return go
 
     def on_field(bench, field_v):
@@ -266,23 +274,24 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_group(*args):
         return open_group(store, *args)
 
-    def on_select(bench, runs, detail_v, boxes_v, evt: gr.SelectData):
-        return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value)
+    def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
+        return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
 
     ctx.page.load(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
         trigger(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
     c["field"].input(on_field, [ctx.benchmark, c["field"]], c["value"], api_visibility="private").then(
         first_page, filters, list_outputs, api_visibility="private")
-    for comp in (c["split"], c["kind"], c["value"], c["pattern"]):
+    for comp in (c["split"], c["kind"], c["value"], c["pattern"], c["tag"]):
         comp.input(first_page, filters, list_outputs, api_visibility="private")
     # scripts call ui.api's browse_list and open_group: these events' pickers hold the first benchmark's choices
     c["search"].submit(first_page, filters, list_outputs, api_visibility="private")
     c["page"].submit(on_list, filters, list_outputs, api_visibility="private")
     c["prev"].click(step(-1), filters, list_outputs, api_visibility="private")
     c["next"].click(step(+1), filters, list_outputs, api_visibility="private")
-    c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"]], [c["group"], c["view"]],
+    c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"], c["search"]], [c["group"], c["view"]],
                       api_visibility="private")
     c["group"].submit(on_group, group_inputs, c["view"], api_visibility="private")
     c["detail"].input(on_group, group_inputs, c["view"], api_visibility="private")
     c["boxes"].input(on_group, group_inputs, c["view"], api_visibility="private")
+    browse_review.wire(ctx, c, filters, list_outputs, first_page, on_list)

@@ -14,6 +14,7 @@ from core import groups as core_groups
 from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
+from ui import compare_diff
 from ui.context import Ctx
 from ui.handlers import user_error
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
@@ -210,7 +211,9 @@ def open_changed(store: Any, st: dict[str, Any] | None, row: list[Any] | None) -
     """The view of the clicked changed group, with both runs' answers (B in detail)."""
     if not st:
         return ""
-    return render_group(store, st["bench"], str(row[0]) if row else None, [st["a"], st["b"]], st["b"])
+    gid = str(row[0]) if row else None
+    view = render_group(store, st["bench"], gid, [st["a"], st["b"]], st["b"])
+    return compare_diff.side_by_side(store, st["bench"], gid, st["a"], st["b"]) + view
 
 
 # --------------------------------------------------------------------------- layout

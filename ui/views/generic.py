@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from core.report_tables import RunScore, Table
-from ui.charts import FamilyCharts, grouped_bars
+from ui.charts import LAYOUT, FamilyCharts, by_label_bars, grouped_bars
 from ui.views.common import (
     answers_table,
     chips,
@@ -72,11 +72,33 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
 # charts
 
 
-SECTIONS = [("Overview", ["generic_main", "generic_kinds"], ["generic_main"])]
+SECTIONS = [("Overview", ["generic_main", "generic_kinds"], ["generic_main"]),
+            ("Letters and strata", ["generic_letters", "generic_strata"], ["generic_letters", "generic_strata"])]
+
+
+def letter_heatmap(table: Table) -> go.Figure:
+    """Predicted vs gold counts of the table's first run (rows gold, columns predicted), each cell's count
+    written in it."""
+    run = next((r.labels[0] for r in table.rows), "")
+    rows = [r for r in table.rows if r.labels[0] == run]
+    z = [[c.node if isinstance(c.node, int) else 0 for c in r.cells] for r in rows]
+    gold = [r.labels[1] for r in rows]
+    fig = go.Figure(go.Heatmap(z=z, x=table.columns, y=gold, colorscale="Blues", text=z, texttemplate="%{text}",
+                               hovertemplate="gold %{y}, predicted %{x}: %{z}<extra></extra>", showscale=False))
+    fig.update_layout(**LAYOUT, title=f"Predicted vs gold letter: {run}" + (" (the first run picked)"
+                                                                          if len({r.labels[0] for r in table.rows}) > 1 else ""))
+    fig.update_xaxes(title="predicted", type="category", side="top")
+    fig.update_yaxes(title="gold", type="category", autorange="reversed")
+    return fig
 
 
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
-    return {"generic_main": grouped_bars(tables["generic_main"], "Accuracy and macro P / R / F1")}
+    out = {"generic_main": grouped_bars(tables["generic_main"], "Accuracy and macro P / R / F1")}
+    if "generic_letters" in tables:
+        out["generic_letters"] = letter_heatmap(tables["generic_letters"])
+    if "generic_strata" in tables:
+        out["generic_strata"] = by_label_bars(tables["generic_strata"], "Acc", "Accuracy per stratum")
+    return out
 
 
 CHARTS = FamilyCharts(SECTIONS, charts)

@@ -101,6 +101,38 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
             "circular_over": "copies"}
 
 
+NO_LETTER = "none"  # the predicted-letter column of an invalid or api_error response
+
+
+def letter_matrix(base: pd.DataFrame, classes: str) -> dict[str, dict[str, int]]:
+    """Predicted vs gold: gold letter -> predicted letter (or `none` for an invalid / api_error response) ->
+    predictions, on the rows scored (rotation 0, repeat 0); every gold class and every letter predicted."""
+    if base.empty:
+        return {}
+    pred = base["answer"].where(base["status"] == "ok").map(lambda v: NO_LETTER if pd.isna(v) else str(v))
+    counts = pd.crosstab(base["gold"].astype(str), pred)
+    cols = sorted(c for c in counts.columns if c != NO_LETTER) + ([NO_LETTER] if NO_LETTER in counts.columns else [])
+    return {str(g): {str(c): int(counts.at[g, c]) for c in cols} for g in sorted(set(classes) | set(counts.index))
+            if g in counts.index}
+
+
+def per_stratum(base: pd.DataFrame) -> dict[str, dict[str, Rate]]:
+    """Accuracy per value of every meta stratum (a scalar field with 2-16 values, Browse's Stratum filter:
+    core.groups.strata_fields), k / n predictions without an interval (one per value would multiply the
+    bootstrap's cost by the number of values)."""
+    from core.groups import item_stratum, strata_fields  # core.groups reads the families' registry
+
+    if base.empty or "meta" not in base:
+        return {}
+    out: dict[str, dict[str, Rate]] = {}
+    for name in strata_fields(base, max_values=16):
+        if name == "n_images":
+            continue
+        vals = item_stratum(base, name)
+        out[name] = {str(v): common.accuracy(base[(vals == v).to_numpy()]) for v in sorted(vals.dropna().unique())}
+    return out
+
+
 def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None, *,
           seed: int | None = stats.DEFAULT_SEED, draws: int = stats.DEFAULT_DRAWS) -> dict[str, Any]:
     """The generic metric set of one run (JSON keys as in docs/METRICS.md).
@@ -115,6 +147,8 @@ def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None
         "per_kind": {kind: _with_group_ci(rate, base[base["kind"] == kind], seed, draws)
                      for kind, rate in common.accuracy_by(base, "kind").items()},
         "group_exact_match": _gem_with_ci(base, seed, draws),
+        "letters": letter_matrix(base, _classes(base)),
+        "per_stratum": per_stratum(base),
     }
     rotations = joined["rotation"].nunique() if len(joined) else 0
     copies = circular_copies(items, base) if rotations < 2 else None

@@ -27,4 +27,16 @@ def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[
     out.append(Table("generic_kinds", "Accuracy per kind", ["Kind", "Run"], ["Acc"],
                      [Row([k, r.name], [table_cell(r, ("per_kind", k))], r.name, r.synthetic)
                       for k in kinds for r in runs if get(r.metrics, ("per_kind", k)) is not None]))
+    letters = keys_at(runs, ("letters",))
+    predicted = sorted({c for r in runs for row in (get(r.metrics, ("letters",)) or {}).values() for c in row},
+                       key=lambda c: (c == "none", c))
+    out.append(Table("generic_letters", "Predicted vs gold letter (rows: gold; columns: predicted, none = invalid "
+                     "or api_error), rotation 0, repeat 0", ["Run", "Gold"], predicted,
+                     [Row([r.name, g], [table_cell(r, ("letters", g, c)) for c in predicted], r.name, r.synthetic)
+                      for r in runs for g in letters if get(r.metrics, ("letters", g)) is not None]))
+    strata = [(f, v) for f in keys_at(runs, ("per_stratum",)) for v in keys_at(runs, ("per_stratum", f))]
+    out.append(Table("generic_strata", "Accuracy per stratum (meta fields with 2-16 values; k / n, no interval)",
+                     ["Stratum", "Run"], ["Acc"],
+                     [Row([f"{f} = {v}", r.name], [table_cell(r, ("per_stratum", f, v))], r.name, r.synthetic)
+                      for f, v in strata for r in runs if get(r.metrics, ("per_stratum", f, v)) is not None]))
     return [t for t in out if not t.empty]
