@@ -89,11 +89,12 @@ def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any
         judging = sj.of(str(b["family"]))
         if judging is None or benchmark not in (None, b["name"]):
             continue
-        names |= {row[0] for row in store.conn.execute(
-            "SELECT DISTINCT r.name FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r"
-            " ON r.id = p.run_id WHERE r.benchmark_id = ? AND i.kind = ? AND i.stages IS NOT NULL",
+        names |= {row[0] for row in store.conn.execute(  # per run, stops at its first judged prediction
+            "SELECT r.name FROM runs r WHERE r.benchmark_id = ? AND EXISTS (SELECT 1 FROM predictions p JOIN items i"
+            " ON i.id = p.item_pk WHERE p.run_id = r.id AND i.kind = ? AND i.stages IS NOT NULL)",
             (b["id"], judging.judged_kind))}
-    return [r for r in store.runs(benchmark) if r["name"] in names and r["config"].get("role") != "judge"]
+    return [r for r in store.runs(benchmark, with_counts=False)
+            if r["name"] in names and r["config"].get("role") != "judge"]
 
 
 # --------------------------------------------------------------------------- judgements
