@@ -339,7 +339,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
 
     store = _store(args)
-    if store.counts()["benchmarks"] == 0 and not getattr(args, "no_demo", False):
+    if not store.benchmarks() and not getattr(args, "no_demo", False):  # counts() would scan every prediction
         try:
             from db.demo import build_demo_store
         except ImportError:

@@ -267,7 +267,9 @@ class DrawCache:
     2,298 stems is 184 MB, whose allocation and page faults cost more than the products); a later pass over the
     same W builds it once and keeps it. W is in float32 and used only for columns of
     integers whose resampled sums stay below 2**24 (every count-based rate), where float32 sums are exact, so
-    the numbers equal those of the block-wise path; other columns take that path.
+    the numbers equal those of the block-wise path; other columns take that path. A W of more than `max_cells`
+    cells is never built: its columns are summed straight from the drawn indices each time (`_gathered_sums`,
+    exact integer sums), so a caller should `prefetch` them together.
 
     `weights` (a dict) shares the count matrices with other caches: a long-lived scoring worker keeps its W's
     from one request to the next (they depend only on clusters, draws and seed), so a W is built and kept the
@@ -303,7 +305,7 @@ class DrawCache:
 
     def _usable(self, columns: np.ndarray, draws: int) -> bool:
         n_clusters = columns.shape[0]
-        if n_clusters * draws > self.max_cells or not np.isfinite(columns).all():
+        if not np.isfinite(columns).all():
             return False
         return bool(np.array_equal(columns, np.round(columns))
                     and n_clusters * float(np.abs(columns).max(initial=0.0)) < _EXACT_F32)
@@ -336,6 +338,8 @@ class DrawCache:
         half the work of counting the draws); more columns are multiplied block by block as the draws come (W is
         never held whole: a bulk `prefetch` usually asks for every column there will be)."""
         key = (n_clusters, draws, seed)
+        if n_clusters * draws > self.max_cells:  # a W over max_cells is never built: each pass gathers
+            return _gathered_sums(block, draws, seed)
         if key in self._weights:
             return self.weights(n_clusters, draws, seed) @ block
         if key in self._streamed or self._shared:

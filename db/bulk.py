@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 # A unit's weight for packing: per run, the benchmark's item count plus a fixed cost (a run's metric set costs
 # about as much as reading 5,000 predictions, whatever its size).
 RUN_WEIGHT = 5000
+# Runs (whole units) one process loads and scores at a time: its memory holds a batch, not the store.
+BATCH_RUNS = 32
 
 
 def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[str, list[str], int]]:
@@ -72,19 +74,38 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def batches(work: Sequence[tuple[str, list[str], int]], batch_runs: int = BATCH_RUNS) -> list[tuple[str, list[str]]]:
+    """(benchmark, run names) of whole units, in order: each batch holds one benchmark's units until it has
+    `batch_runs` runs or more (a unit is never split, so one unit larger than that is a batch of its own)."""
+    out: list[tuple[str, list[str]]] = []
+    for bench, names, _ in work:
+        if out and out[-1][0] == bench and len(out[-1][1]) < batch_runs:
+            out[-1][1].extend(names)
+        else:
+            out.append((bench, list(names)))
+    return out
+
+
 def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str, list[str], int]],
-                split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
+                split: str | None = DEFAULT_SPLIT, batch_runs: int = BATCH_RUNS) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {run: score_run result}} for the given units, in this process: on `source` when it is an
-    open Store, else on a store opened here (a worker's own connection) and closed after."""
+    open Store, else on a store opened here (a worker's own connection) and closed after.
+
+    The units are loaded and scored a batch at a time (`batches`), so memory holds one batch of runs, whatever
+    the store holds; the items frames and the resample count matrices are kept from one batch to the next. Each
+    unit holds every run its runs' metrics read, so the results equal scoring each run alone."""
+    from core.stats import DrawCache, ScoringContext
+
     own = not isinstance(source, Store)
     store: Store = source if isinstance(source, Store) else Store(source)
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    together: dict[str, list[str]] = {}  # units of one benchmark are loaded and scored in one go (shared work)
-    for bench, names, _ in work:
-        together.setdefault(bench, []).extend(names)
+    items_cache: dict[Any, Any] = {}
+    weights: dict[Any, Any] = {}
     try:
-        for bench, names in together.items():
-            out.setdefault(bench, {}).update(score_named(store, bench, names, names, split))
+        for bench, names in batches(work, batch_runs):
+            context = ScoringContext(draws=DrawCache(weights=weights))
+            out.setdefault(bench, {}).update(score_named(store, bench, names, names, split, context=context,
+                                                         items_cache=items_cache))
     finally:
         if own:
             store.close()

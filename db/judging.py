@@ -82,10 +82,12 @@ def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any
     judge runs are left out."""
     judged = {str(b["name"]): j for b in store.benchmarks() if (j := sj.of(str(b["family"]))) is not None}
     names: set[str] = set()
-    for kind in {j.judged_kind for j in judged.values()}:
-        names |= predictions.runs_with_traces(store, kind)
-    return [r for r in store.runs(benchmark) if r["name"] in names and r["benchmark"] in judged
-            and r["config"].get("role") != "judge"]
+    for b in store.benchmarks():
+        judging = judged.get(str(b["name"]))
+        if judging is not None and benchmark in (None, b["name"]):
+            names |= predictions.runs_with_traces(store, judging.judged_kind, int(b["id"]))
+    return [r for r in store.runs(benchmark, with_counts=False)
+            if r["name"] in names and r["config"].get("role") != "judge"]
 
 
 # --------------------------------------------------------------------------- judgements

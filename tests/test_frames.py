@@ -143,6 +143,25 @@ def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
         store.close()
 
 
+def test_scoring_a_batch_at_a_time_equals_scoring_every_run_together(demo_db):
+    """score --all loads and scores a batch of whole units at a time (memory bounded by the batch, issue 27):
+    batches of one unit give exactly what one batch of every run gives, run for run."""
+    import json
+
+    from db.bulk import batches, score_units, units
+
+    store = Store(demo_db)
+    try:
+        work = units(store)
+        assert len(batches(work, 1)) == len(work) > len(batches(work, 10**6)) == len(store.benchmarks())
+        one_by_one = score_units(store, work, batch_runs=1)
+        together = score_units(store, work, batch_runs=10**6)
+        assert sum(map(len, together.values())) == sum(len(names) for _, names, _ in work)
+        assert json.dumps(one_by_one, sort_keys=True) == json.dumps(together, sort_keys=True)
+    finally:
+        store.close()
+
+
 def test_score_benchmarks_refuses_an_unknown_benchmark(demo_db):
     from db.bulk import score_benchmarks
 

@@ -47,7 +47,8 @@ def benchmark_choices(store: Store) -> list[tuple[str, str]]:
 def run_choices(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
     if not benchmark:
         return []
-    return [(run_label(r), r["name"]) for r in store.runs(benchmark) if r["config"].get("role") != "judge"]
+    return [(run_label(r), r["name"]) for r in store.runs(benchmark, with_counts=False)
+            if r["config"].get("role") != "judge"]
 
 
 def header_html(store: Store, user: str | None, local: bool) -> str:

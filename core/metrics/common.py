@@ -256,10 +256,9 @@ def _item_rotation_table(df: pd.DataFrame, rotations: Sequence[int]) -> tuple[np
     an item lacks: None and False)."""
     item_code, item_ids = pd.factorize(df["item_id"].to_numpy(dtype=object))
     rotation = df["rotation"].to_numpy()
-    col_of = {r: j for j, r in enumerate(rotations)}
-    cells = item_code.astype(np.int64) * len(rotations)
-    known = np.array([r in col_of for r in rotation], dtype=bool)
-    cells = cells + np.array([col_of.get(r, 0) for r in rotation], dtype=np.int64)
+    col = pd.Index(list(rotations)).get_indexer(rotation)  # -1: a rotation not asked for
+    known = col >= 0
+    cells = item_code.astype(np.int64) * len(rotations) + np.maximum(col, 0)
     key = item_code.astype(np.int64) * (int(rotation.max(initial=0)) + 1 if len(rotation) else 1)
     if len(key) and pd.Index(key + rotation.astype(np.int64)).has_duplicates:
         raise ValueError("several predictions for one item and rotation; select one repeat first")

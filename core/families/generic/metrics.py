@@ -32,6 +32,17 @@ def _with_group_ci(rate: Rate, df: pd.DataFrame, seed: int | None, draws: int) -
     return rate
 
 
+def _prefetch_group_columns(df: pd.DataFrame, seed: int | None, draws: int) -> None:
+    """Resample the accuracy's and the group exact match's per-group columns in one pass over the draws (they
+    share the groups; a benchmark of many groups otherwise draws them once per rate). The same numbers."""
+    context = stats.current_context()
+    if context is None or seed is None or df.empty:
+        return
+    per = df.groupby("group_id")["correct"].agg(["sum", "size", "all"])
+    columns = np.column_stack([per["sum"], per["size"], per["all"], np.ones(len(per))]).astype(float)
+    context.draws.prefetch(columns, draws, seed)
+
+
 def _gem_with_ci(df: pd.DataFrame, seed: int | None, draws: int) -> Rate:
     """Group exact match; its interval resamples groups (one 0/1 observation each)."""
     rate = common.group_exact_match(df)
@@ -56,6 +67,23 @@ def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
 ROTATION_KEYS = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
 
 
+def _copy_answers(item_ids: np.ndarray, base: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item of `item_ids`, from its first row in `base`: whether it has a valid answer, the answer letter
+    and whether it is correct (an item without a row: not valid, not correct)."""
+    first = base.drop_duplicates("item_id")
+    at = pd.Index(first["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(item_ids)
+    found = at >= 0
+    take = np.where(found, at, 0)
+    ok = np.zeros(len(item_ids), dtype=bool)
+    letter = np.full(len(item_ids), None, dtype=object)
+    correct = np.zeros(len(item_ids), dtype=bool)
+    if len(first):
+        ok = found & (first["status"].to_numpy(dtype=object).take(take) == "ok")
+        letter[ok] = first["answer"].to_numpy(dtype=object).take(take)[ok]
+        correct[ok] = np.asarray(first["correct"].to_numpy(dtype=object).take(take)[ok], dtype=bool)
+    return ok, letter, correct
+
+
 def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] | None:
     """VLMEvalKit's circular scores over circular copies (docs/METRICS.md "Circular copies"); None when the
     items have no circular group.
@@ -66,38 +94,34 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
     choose the same option text (right or wrong); Vanilla = accuracy on the copy-0 items; mean_rotation = all
     correct copy answers / all copies; Drop = Vanilla - Circular. A copy without a prediction gives no credit.
     """
-    copy = np.array([m.get("copy") if isinstance(m, dict) else None for m in items["meta"]], dtype=object)
+    copy = [m.get("copy") if isinstance(m, dict) else None for m in items["meta"]]
     has = np.array([isinstance(c, int) and not isinstance(c, bool) for c in copy], dtype=bool)
-    gid = items["group_id"].to_numpy(dtype=object)
-    sizes = pd.Series(has).groupby(gid).agg(["all", "size"])
-    circular_groups = set(sizes.index[(sizes["all"]) & (sizes["size"] >= 2)])
-    if not circular_groups:
+    gcode, _ = pd.factorize(items["group_id"].to_numpy(dtype=object))  # -1: no group (in no circular group)
+    gcode = np.where(gcode < 0, gcode.max(initial=-1) + 1, gcode)
+    size = np.bincount(gcode)
+    whole = (np.bincount(gcode, weights=has, minlength=len(size)) == size) & (size >= 2)
+    whole[-1:] &= not pd.isna(items["group_id"]).any()
+    in_scope = whole[gcode]
+    if not in_scope.any():
         return None
-    scope = items[[g in circular_groups for g in gid]]
-    got = base.drop_duplicates("item_id").set_index("item_id")
-    text: list[Any] = []
-    correct: list[bool] = []
-    for item_id, options in zip(scope["item_id"], scope["options"], strict=True):
-        if item_id in got.index and got.at[item_id, "status"] == "ok":
-            letter = got.at[item_id, "answer"]
-            text.append(options.get(letter) if isinstance(options, dict) else None)
-            correct.append(bool(got.at[item_id, "correct"]))
-        else:
-            text.append(None)
-            correct.append(False)
-    frame = pd.DataFrame({"group_id": scope["group_id"].to_numpy(dtype=object), "text": text, "correct": correct,
-                          "copy": [m["copy"] for m in scope["meta"]]})
-    per = frame.groupby("group_id", sort=False)
-    n = len(per)
-    circ = int(per["correct"].all().sum())
-    consistent = int(per["text"].agg(lambda t: t.notna().all() and t.nunique() == 1).sum())
-    originals = frame[frame["copy"] == 0]
-    vanilla = Rate.of(int(originals["correct"].sum()), len(originals))
+    at = np.flatnonzero(in_scope)
+    scope_code, _ = pd.factorize(gcode[at])
+    ok, letter, correct = _copy_answers(items["item_id"].to_numpy(dtype=object)[at], base)
+    options = items["options"].to_numpy(dtype=object)[at]
+    text = [o.get(a) if k and isinstance(o, dict) else None for k, o, a in zip(ok, options, letter, strict=True)]
+    text_code, _ = pd.factorize(np.array(text, dtype=object))  # -1: no valid answer, or no such option
+    per = pd.DataFrame({"g": scope_code, "t": text_code, "c": correct}).groupby("g", sort=False)
+    stats_ = per.agg(t_min=("t", "min"), t_max=("t", "max"), c_all=("c", "all"))
+    n = len(stats_)
+    circ = int(stats_["c_all"].sum())
+    consistent = int(((stats_["t_min"] >= 0) & (stats_["t_min"] == stats_["t_max"])).sum())
+    originals = np.array([copy[i] == 0 for i in at], dtype=bool)
+    vanilla = Rate.of(int(correct[originals].sum()), int(originals.sum()))
     circular = Rate.of(circ, n, "circular groups")
     drop = (Rate(vanilla.value - circular.value) if vanilla.value is not None and circular.value is not None
             else Rate.undefined("no copy-0 items"))
     return {"vanilla": vanilla, "circular": circular, "consistency": Rate.of(consistent, n, "circular groups"),
-            "mean_rotation": Rate.of(int(frame["correct"].sum()), len(frame), "copies"), "drop": drop,
+            "mean_rotation": Rate.of(int(correct.sum()), len(correct), "copies"), "drop": drop,
             "circular_over": "copies"}
 
 
@@ -141,6 +165,7 @@ def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None
     """
     joined = common.join(items, run.preds)
     base = common.select(joined, rotation=0, repeat=0)
+    _prefetch_group_columns(base, seed, draws)
     out: dict[str, Any] = {
         "accuracy": _with_group_ci(common.accuracy(base), base, seed, draws),
         **common.macro_prf(base, _classes(base)),
