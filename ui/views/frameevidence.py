@@ -24,16 +24,7 @@ from ui.charts import (
     series_name,
 )
 from ui.views import Group, generic
-from ui.views.common import (
-    answers_table,
-    chips,
-    detail_html,
-    esc,
-    options_html,
-    run_answers,
-    section,
-    thumb_html,
-)
+from ui.views import common as vc
 
 FQ1_TITLES = {"cam": "Camera frame", "obj": "Object frame", "scene": "Scene frame"}
 FQ2_TITLES = {"mss": "MSS: the minimal sufficient views", "del": "Deletion: one view withheld",
@@ -44,16 +35,16 @@ CROSS = ('<svg class="cc-cross" viewBox="0 0 100 100" preserveAspectRatio="none"
 
 def _header(g: Group, title: str, first: dict[str, Any]) -> str:
     m = first.get("meta") or {}
-    return (f'<div class="cc-view-head"><div class="cc-view-title">{esc(title)} <span class="cc-gid">'
-            f'{esc(g.group_id)}</span></div>'
-            + chips([("split", first.get("split")), ("scene", m.get("scene")), ("relation", m.get("relation")),
+    return (f'<div class="cc-view-head"><div class="cc-view-title">{vc.esc(title)} <span class="cc-gid">'
+            f'{vc.esc(g.group_id)}</span></div>'
+            + vc.chips([("split", first.get("split")), ("scene", m.get("scene")), ("relation", m.get("relation")),
                      ("source", m.get("source")), ("ordinal", m.get("ordinal_change"))]) + "</div>")
 
 
 def _question(it: dict[str, Any]) -> str:
     gloss = (it.get("meta") or {}).get("question_en")
-    gl = f'<div class="cc-gloss">{esc(gloss)}</div>' if gloss else ""
-    return f'<div class="cc-question">{esc(it["question"])}{gl}</div>'
+    gl = f'<div class="cc-gloss">{vc.esc(gloss)}</div>' if gloss else ""
+    return f'<div class="cc-question">{vc.esc(it["question"])}{gl}</div>'
 
 
 def render(store: Any, g: Group, boxes: bool = True) -> str:
@@ -69,20 +60,20 @@ def render(store: Any, g: Group, boxes: bool = True) -> str:
 
 def _fq1(store: Any, g: Group, items: list[dict[str, Any]]) -> str:
     cam = items[0]
-    imgs = "".join(thumb_html(store, h, f"I{i + 1}") for i, h in enumerate(cam["images"]))
+    imgs = "".join(vc.thumb_html(store, h, f"I{i + 1}") for i, h in enumerate(cam["images"]))
     cols = []
     for it in items:
         m = it.get("meta") or {}
         cols.append(
-            f'<div class="cc-col"><div class="cc-col-title">{esc(FQ1_TITLES[it["variant"]])} '
-            f'<span class="cc-muted">{esc(it["variant"])}</span></div>{_question(it)}'
-            f'{options_html(it["options"], it["answer"], m.get("options_en"))}{run_answers(g.selected, it["item_id"])}</div>')
+            f'<div class="cc-col"><div class="cc-col-title">{vc.esc(FQ1_TITLES[it["variant"]])} '
+            f'<span class="cc-muted">{vc.esc(it["variant"])}</span></div>{_question(it)}'
+            f'{vc.options_html(it["options"], it["answer"], m.get("options_en"))}{vc.run_answers(g.selected, it["item_id"])}</div>')
     body = (_header(g, "FQ1 frame triplet", cam)
             + f'<div class="cc-images">{imgs}</div>'
             + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + section("All runs", answers_table(items, g.runs, [r.name for r in g.selected],
+            + vc.section("All runs", vc.answers_table(items, g.runs, [r.name for r in g.selected],
                                                 col_label=lambda it: it["variant"]))
-            + section("One run in detail", detail_html(items, g.detail, g.flags,
+            + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
                                                        title=lambda it: FQ1_TITLES[it["variant"]])))
     return f'<div class="cc-view cc-view-fq1">{body}</div>'
 
@@ -92,7 +83,7 @@ def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
     lay = fq2_layout(by_v)
     mss = by_v["mss"]
     ins = (mss.get("meta") or {}).get("insufficient_option")
-    note = (f'<div class="cc-callout" role="note"><b>Ordinal reference shifts.</b> {esc(lay["ordinal_note"])}</div>'
+    note = (f'<div class="cc-callout" role="note"><b>Ordinal reference shifts.</b> {vc.esc(lay["ordinal_note"])}</div>'
             if lay["ordinal_note"] else "")
     cols = []
     for v, it in by_v.items():
@@ -106,34 +97,34 @@ def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
             mss_pos = lay["positions"]["mss"]
             for h, p in zip(mss["images"], mss_pos, strict=False):
                 if h in shown:
-                    pics.append(thumb_html(store, h, f"I{p}", extra_cls="cc-small"))
+                    pics.append(vc.thumb_html(store, h, f"I{p}", extra_cls="cc-small"))
                 else:
-                    pics.append(thumb_html(store, h, f"I{p}", extra_cls="cc-small cc-withheld", overlay=CROSS,
-                                           caption=f'<span class="cc-wrong">withheld I{esc(withheld.get("position"))}</span>'))
+                    pics.append(vc.thumb_html(store, h, f"I{p}", extra_cls="cc-small cc-withheld", overlay=CROSS,
+                                           caption=f'<span class="cc-wrong">withheld I{vc.esc(withheld.get("position"))}</span>'))
         else:
             added = lay["added"] or {}
             for i, h in enumerate(it["images"]):
                 label = f"I{pos[i]}" if i < len(pos) and pos[i] else f"#{i + 1}"
                 if v == "add" and h == added.get("hash"):
-                    pics.append(thumb_html(store, h, label, extra_cls="cc-small cc-added",
-                                           caption=f'<span class="cc-correct">+ added {esc(label)}</span>'))
+                    pics.append(vc.thumb_html(store, h, label, extra_cls="cc-small cc-added",
+                                           caption=f'<span class="cc-correct">+ added {vc.esc(label)}</span>'))
                 else:
-                    pics.append(thumb_html(store, h, label, extra_cls="cc-small"))
+                    pics.append(vc.thumb_html(store, h, label, extra_cls="cc-small"))
         gold = it["answer"]
         gold_txt = it["options"].get(gold, "")
         cols.append(
-            f'<div class="cc-col"><div class="cc-col-title">{esc(FQ2_TITLES[v])}</div>'
+            f'<div class="cc-col"><div class="cc-col-title">{vc.esc(FQ2_TITLES[v])}</div>'
             f'<div class="cc-images cc-images-small">{"".join(pics)}</div>'
-            f'<div class="cc-gold-line">gold <b class="cc-letter">{esc(gold)}</b> {esc(gold_txt)}</div>'
-            f'{run_answers(g.selected, it["item_id"])}</div>')
+            f'<div class="cc-gold-line">gold <b class="cc-letter">{vc.esc(gold)}</b> {vc.esc(gold_txt)}</div>'
+            f'{vc.run_answers(g.selected, it["item_id"])}</div>')
     m = mss.get("meta") or {}
     shared = (f'<div class="cc-shared-q"><div class="cc-sub">question (the same in all three)</div>{_question(mss)}'
-              f'{options_html(mss["options"], mss["answer"], m.get("options_en"), insufficient=ins)}</div>')
+              f'{vc.options_html(mss["options"], mss["answer"], m.get("options_en"), insufficient=ins)}</div>')
     body = (_header(g, "FQ2 evidence triplet", mss) + note + shared
             + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + section("All runs", answers_table(items, g.runs, [r.name for r in g.selected],
+            + vc.section("All runs", vc.answers_table(items, g.runs, [r.name for r in g.selected],
                                                 col_label=lambda it: it["variant"]))
-            + section("One run in detail", detail_html(items, g.detail, g.flags,
+            + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
                                                        title=lambda it: FQ2_TITLES[it["variant"]].split(":")[0])))
     return f'<div class="cc-view cc-view-fq2">{body}</div>'
 

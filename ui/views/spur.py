@@ -11,17 +11,7 @@ from core.families.spur.metrics import STAGES
 from core.groups import ordered
 from core.report_tables import RunScore, Table
 from ui.charts import FamilyCharts, by_label_bars, grouped_bars
-from ui.views.common import (
-    answers_table,
-    chips,
-    detail_html,
-    esc,
-    options_html,
-    run_answers,
-    run_label_html,
-    section,
-    thumb_html,
-)
+from ui.views import common as vc
 
 TASK_NAMES = {"NP": "Numerical Perception", "MP": "Morphological Perception", "IL": "Information Localization",
               "TA": "Trend Analysis", "HI": "Heterogeneous Integration", "Qual": "Qualitative Reasoning",
@@ -46,7 +36,7 @@ def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
         except (TypeError, ValueError):
             continue
         color = TYPE_COLORS.get(str(p.get("type")), "#cf222e")
-        title = esc(f'{p.get("letter", "")} {p.get("type", "")}: {p.get("title", "")}')
+        title = vc.esc(f'{p.get("letter", "")} {p.get("type", "")}: {p.get("title", "")}')
         # the box's letter goes in a filled tag at its bottom-right corner: figures print their own panel
         # letter top-left, and two letters side by side read as one label
         fs = max(w, h) / 42
@@ -56,7 +46,7 @@ def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
                       f'<rect class="cc-panel-tag" x="{x1 - 3 - tw:.0f}" y="{y1 - 3 - th:.0f}" width="{tw:.0f}" '
                       f'height="{th:.0f}" rx="{fs / 4:.0f}" fill="{color}"/>'
                       f'<text x="{x1 - 3 - tw / 2:.0f}" y="{y1 - 3 - th * 0.25:.0f}" fill="#fff" font-size="{fs:.0f}" '
-                      f'font-weight="bold" text-anchor="middle">{esc(p.get("letter", ""))}</text></g>')
+                      f'font-weight="bold" text-anchor="middle">{vc.esc(p.get("letter", ""))}</text></g>')
     return (f'<svg class="cc-panels" viewBox="0 0 {w} {h}" preserveAspectRatio="none" aria-label="panel boxes">'
             f'{"".join(shapes)}</svg>')
 
@@ -90,15 +80,15 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     pics = []
     for i, h in enumerate(figs):
         overlay = panel_svg(panels, g.sizes.get(h, (0, 0))) if boxes and i == 0 else ""
-        pics.append(thumb_html(store, h, "", size=900, extra_cls="cc-figure", overlay=overlay))
+        pics.append(vc.thumb_html(store, h, "", size=900, extra_cls="cc-figure", overlay=overlay))
     legend = ""
     if boxes and panels:
         types = ordered((str(p.get("type")) for p in panels), list(TYPE_COLORS))
         legend = '<div class="cc-legend">' + "".join(
-            f'<span><i style="border-color:{TYPE_COLORS.get(t, "#cf222e")}"></i>{esc(t)}</span>' for t in types) + \
+            f'<span><i style="border-color:{TYPE_COLORS.get(t, "#cf222e")}"></i>{vc.esc(t)}</span>' for t in types) + \
             f'<span class="cc-muted">{len(panels)} panels</span></div>'
-    head = (f'<div class="cc-view-head"><div class="cc-view-title">SPUR figure <span class="cc-gid">{esc(g.group_id)}'
-            f'</span></div>' + chips([("discipline", m.get("discipline")), ("paradigm", m.get("paradigm_name") or m.get("paradigm")),
+    head = (f'<div class="cc-view-head"><div class="cc-view-title">SPUR figure <span class="cc-gid">{vc.esc(g.group_id)}'
+            f'</span></div>' + vc.chips([("discipline", m.get("discipline")), ("paradigm", m.get("paradigm_name") or m.get("paradigm")),
                                      ("staining", m.get("staining")), ("panels", m.get("n_panels"))]) + "</div>")
     chosen = {r.name for r in g.selected}
     rows = []
@@ -106,7 +96,7 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
         if rv.answered_items() == 0:
             continue
         cls = ' class="cc-selected"' if rv.name in chosen else ""
-        rows.append(f'<tr{cls}><th>{run_label_html(rv.record, short=True)}</th>'
+        rows.append(f'<tr{cls}><th>{vc.run_label_html(rv.record, short=True)}</th>'
                     + "".join(f"<td>{_stage_kn(rv, recs, s)}</td>" for s in STAGES) + f"<td>{_flag(rv, recs)}</td></tr>")
     stage_table = ('<table class="cc-answers-table"><thead><tr><th>run</th><th title="perception">percep.</th>'
                    '<th title="understanding">underst.</th><th title="reasoning">reason.</th><th></th></tr></thead>'
@@ -122,19 +112,19 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
         for it in its:
             tgt = (it.get("meta") or {}).get("target") or {}
             where = tgt.get("panels") or ([tgt["panel"]] if tgt.get("panel") else [])
-            where_html = f'<span class="cc-muted">panel {esc(", ".join(map(str, where)))}</span>' if where else ""
-            cards.append(f'<div class="cc-col"><div class="cc-col-title">{esc(it["kind"])} · '
-                         f'{esc(TASK_NAMES.get(it["kind"], it["kind"]))} {where_html}</div>'
-                         f'<div class="cc-question">{esc(it["question"])}</div>{options_html(it["options"], it["answer"])}'
-                         f'{run_answers(g.selected, it["item_id"])}</div>')
-        stages.append(section(STAGE_TITLES[stage], f'<div class="cc-cols cc-cols-auto">{"".join(cards)}</div>'))
+            where_html = f'<span class="cc-muted">panel {vc.esc(", ".join(map(str, where)))}</span>' if where else ""
+            cards.append(f'<div class="cc-col"><div class="cc-col-title">{vc.esc(it["kind"])} · '
+                         f'{vc.esc(TASK_NAMES.get(it["kind"], it["kind"]))} {where_html}</div>'
+                         f'<div class="cc-question">{vc.esc(it["question"])}</div>{vc.options_html(it["options"], it["answer"])}'
+                         f'{vc.run_answers(g.selected, it["item_id"])}</div>')
+        stages.append(vc.section(STAGE_TITLES[stage], f'<div class="cc-cols cc-cols-auto">{"".join(cards)}</div>'))
     others = [r for r in recs if r["kind"] not in {t for ts in STAGES.values() for t in ts}]
     if others:
-        stages.append(section("Other items", "".join(f'<div class="cc-question">{esc(o["question"])}</div>' for o in others)))
+        stages.append(vc.section("Other items", "".join(f'<div class="cc-question">{vc.esc(o["question"])}</div>' for o in others)))
     body = (head + top + "".join(stages)
-            + section("All runs", answers_table(recs, g.runs, [r.name for r in g.selected],
+            + vc.section("All runs", vc.answers_table(recs, g.runs, [r.name for r in g.selected],
                                                 col_label=lambda it: it["kind"]))
-            + section("One run in detail", detail_html(recs, g.detail, g.flags,
+            + vc.section("One run in detail", vc.detail_html(recs, g.detail, g.flags,
                                                        title=lambda it: f'{it["kind"]} · {TASK_NAMES.get(it["kind"], "")}')))
     return f'<div class="cc-view cc-view-spur">{body}</div>'
 

@@ -24,18 +24,7 @@ from ui.charts import (
     pct,
     series_name,
 )
-from ui.views.common import (
-    answer_mark,
-    answers_table,
-    chips,
-    detail_html,
-    esc,
-    options_html,
-    run_answers,
-    run_label_html,
-    section,
-    thumb_html,
-)
+from ui.views import common as vc
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
 
@@ -50,9 +39,9 @@ def category_badge(rv: Any) -> str:
     if not cat:
         return '<span class="cc-cat cc-cat-none" title="stem not complete for this run">incomplete</span>'
     rule = CATEGORY_RULES.get(cat, "")
-    return (f'<span class="cc-cat cc-cat-{esc(cat)}" title="{esc(rule)}">{esc(CATEGORY_LABELS.get(cat, cat))}'
-            f'<span class="cc-cat-rule">: {esc(rule)}</span></span>' if rule else
-            f'<span class="cc-cat cc-cat-{esc(cat)}">{esc(CATEGORY_LABELS.get(cat, cat))}</span>')
+    return (f'<span class="cc-cat cc-cat-{vc.esc(cat)}" title="{vc.esc(rule)}">{vc.esc(CATEGORY_LABELS.get(cat, cat))}'
+            f'<span class="cc-cat-rule">: {vc.esc(rule)}</span></span>' if rule else
+            f'<span class="cc-cat cc-cat-{vc.esc(cat)}">{vc.esc(CATEGORY_LABELS.get(cat, cat))}</span>')
 
 
 def _kind_kn(rv: Any, recs: list[dict[str, Any]], kind: str) -> str:
@@ -72,7 +61,7 @@ def _decomposition(g: Any, recs: list[dict[str, Any]]) -> str:
         if rv.answered_items() == 0:
             continue
         cls = ' class="cc-selected"' if rv.name in chosen else ""
-        rows.append(f'<tr{cls}><th>{run_label_html(rv.record, short=True)}</th><td>{_kind_kn(rv, recs, "P")}</td>'
+        rows.append(f'<tr{cls}><th>{vc.run_label_html(rv.record, short=True)}</th><td>{_kind_kn(rv, recs, "P")}</td>'
                     f'<td>{_kind_kn(rv, recs, "R")}</td><td>{_kind_kn(rv, recs, "F")}</td>'
                     f'<td>{category_badge(rv)}</td></tr>')
     return ('<table class="cc-answers-table cc-decomp"><thead><tr><th>run</th><th>P</th><th>R</th><th>F</th>'
@@ -81,15 +70,15 @@ def _decomposition(g: Any, recs: list[dict[str, Any]]) -> str:
 
 def _probe_table(g: Any, probes: list[dict[str, Any]]) -> str:
     runs = g.selected
-    head = "".join(f"<th>{run_label_html(r.record, short=True)}</th>" for r in runs)
+    head = "".join(f"<th>{vc.run_label_html(r.record, short=True)}</th>" for r in runs)
     rows = []
     for i, it in enumerate(probes, 1):
         opts = " ".join(
-            f'<span class="cc-inline-opt{" cc-gold" if k == it["answer"] else ""}"><b>{esc(k)}</b> {esc(v)}</span>'
+            f'<span class="cc-inline-opt{" cc-gold" if k == it["answer"] else ""}"><b>{vc.esc(k)}</b> {vc.esc(v)}</span>'
             for k, v in it["options"].items())
-        marks = "".join(f"<td>{answer_mark(r, it['item_id'])}</td>" for r in runs)
-        rows.append(f'<tr><th>P{i}</th><td class="cc-q">{esc(it["question"])}<div class="cc-inline-opts">{opts}'
-                    f'</div></td><td><b class="cc-letter">{esc(it["answer"])}</b></td>{marks}</tr>')
+        marks = "".join(f"<td>{vc.answer_mark(r, it['item_id'])}</td>" for r in runs)
+        rows.append(f'<tr><th>P{i}</th><td class="cc-q">{vc.esc(it["question"])}<div class="cc-inline-opts">{opts}'
+                    f'</div></td><td><b class="cc-letter">{vc.esc(it["answer"])}</b></td>{marks}</tr>')
     return (f'<table class="cc-answers-table cc-probes"><thead><tr><th></th><th>question and options</th>'
             f'<th>gold</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
@@ -102,11 +91,11 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     first = (full or recs)[0]
     m = first.get("meta") or {}
     stem_imgs = list(dict.fromkeys(h for r in recs for h in r["images"]))
-    imgs = "".join(thumb_html(store, h, f"I{i + 1}" if len(stem_imgs) > 1 else "", size=480, extra_cls="cc-large")
+    imgs = "".join(vc.thumb_html(store, h, f"I{i + 1}" if len(stem_imgs) > 1 else "", size=480, extra_cls="cc-large")
                    for i, h in enumerate(stem_imgs))
     head = (f'<div class="cc-view-head"><div class="cc-view-title">StemBind stem <span class="cc-gid">'
-            f'{esc(g.group_id)}</span></div>'
-            + chips([("operation", m.get("operation")), ("family", m.get("family")),
+            f'{vc.esc(g.group_id)}</span></div>'
+            + vc.chips([("operation", m.get("operation")), ("family", m.get("family")),
                      ("perception load", m.get("perception_load")), ("layout", m.get("layout")),
                      ("probes", f"{len(probes)} P, {len(rule)} R, {len(full)} F")]) + "</div>")
     top = (f'<div class="cc-stem-top"><div class="cc-images">{imgs or "<span class=cc-muted>no image</span>"}</div>'
@@ -114,20 +103,20 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
            f'{_decomposition(g, recs)}</div></div>')
     cards = "".join(
         f'<div class="cc-col"><div class="cc-col-title">{KIND_TITLES[it["kind"]]} <span class="cc-muted">'
-        f'{esc(it["item_id"])}</span></div><div class="cc-question">{esc(it["question"])}</div>'
-        f'{options_html(it["options"], it["answer"])}{run_answers(g.selected, it["item_id"])}</div>'
+        f'{vc.esc(it["item_id"])}</span></div><div class="cc-question">{vc.esc(it["question"])}</div>'
+        f'{vc.options_html(it["options"], it["answer"])}{vc.run_answers(g.selected, it["item_id"])}</div>'
         for it in rule + full)
     order = probes + rule + full
     labels = {it["item_id"]: (f"P{probes.index(it) + 1}" if it["kind"] == "P" else it["kind"]) for it in order}
     body = (head + top
-            + section(f"Perception probes ({len(probes)})", _probe_table(g, probes) if probes else
+            + vc.section(f"Perception probes ({len(probes)})", _probe_table(g, probes) if probes else
                       '<div class="cc-muted">no P probe</div>')
             + f'<div class="cc-cols cc-cols-2">{cards}</div>'
-            + section("All runs", answers_table(order, g.runs, [r.name for r in g.selected],
+            + vc.section("All runs", vc.answers_table(order, g.runs, [r.name for r in g.selected],
                                                 col_label=lambda it: labels[it["item_id"]],
                                                 extra_cols=[("category", category_badge)]))
-            + section("One run in detail (F trace beside its S1–S4 targets)",
-                      detail_html(full + rule + probes, g.detail, g.flags,
+            + vc.section("One run in detail (F trace beside its S1–S4 targets)",
+                      vc.detail_html(full + rule + probes, g.detail, g.flags,
                                   title=lambda it: labels[it["item_id"]] + " · " + KIND_TITLES[it["kind"]])))
     return f'<div class="cc-view cc-view-stembind">{body}</div>'
 
