@@ -337,7 +337,7 @@ def _all_letters(tasks: list[Task]) -> str:
     return "".join(seen)
 
 
-def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any]) -> dict[str, int]:
+def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any]) -> dict[str, Any]:
     """The leakage guard's count for an SSA run, over every F item of the split (not only the first --limit
     ones, so a resumed run keeps its config): {"items", "text_removed"} (002 C.5; prompts.ssa_guard_count)."""
     rows = items[(items["split"] == s.split) & (items["kind"] == "F")]
