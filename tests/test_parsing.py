@@ -283,14 +283,14 @@ SHORTCUT_TOKENS = st.one_of(
 
 
 def _full_rules(text, letters, style, options, shortcuts):
-    from core import parsing
+    from core import parse_evidence, parsing
 
-    saved = parsing._SHORTCUTS
-    parsing._SHORTCUTS = shortcuts
+    saved = parse_evidence._SHORTCUTS
+    parse_evidence._SHORTCUTS = shortcuts
     try:
         return parsing._parse_slow(text, letters, style, options)
     finally:
-        parsing._SHORTCUTS = saved
+        parse_evidence._SHORTCUTS = saved
 
 
 @settings(max_examples=1500, deadline=None)
