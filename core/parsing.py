@@ -63,6 +63,7 @@ from core.parse_evidence import (  # noqa: F401 (re-exported: callers and tests 
     _parse_segment,
     _re_findall,
     _re_finditer,
+    _re_match,
     _re_search,
     _re_split,
     _rx,
@@ -95,12 +96,31 @@ def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, st
     if bare:
         return _decide(bare)
     segments = _segments(text) if not _ev._SHORTCUTS or _might_correct(text) else [text]
-    for seg in reversed(segments):
+    retracted = False
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
         result = _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text,
                                 whole=seg is text)
         if result is not None:
-            return result
+            return (INVALID, None) if retracted else result
+        retracted = retracted or (i > 0 and _retracts(seg))
     return None
+
+
+# A self-correction that withdraws the answer before it and names no new one (000 App. A: an invalid response is
+# never converted to a guessed answer; 002 C.2: missing final choices are invalid): "Actually, I was wrong.",
+# "不对。", "Actually no.", "Scratch that." A bare cue ("wait", "let me double-check") withdraws nothing.
+_RETRACTION = (
+    r"\s*(?:(?:no\s*,?\s*)?wait\b|hold\s+on\b|actually\b|on\s+second\s+thought\b)?[\s,，:]*"
+    r"(?:no\b|nope\b|not\s+(?:so|really|quite)\b|I\s+was\s+wrong\b|I(?:'m|\s+am)\s+wrong\b"
+    r"|(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right)\b|scratch\s+that\b|never\s*mind\b"
+    r"|不对|我错了|错了|不是这样)"
+)
+
+
+def _retracts(segment: str) -> bool:
+    """True when a segment that opens with a self-correction withdraws the answer (it names no letter itself)."""
+    return _re_match(_RETRACTION, segment, _I) is not None
 
 
 _CUE_WORDS = ("wait", "hold", "actually", "second", "again", "closer", "correction", "reconsider", "wrong", "scratch",
@@ -174,7 +194,9 @@ def _final_line_decision(last_line: str, letters: str, options: dict[str, str] |
     if bare:
         return _decide(bare)
     segments = _segments(last_line) if not _ev._SHORTCUTS or _might_correct(last_line) else [last_line]
-    for seg in reversed(segments):
+    retracted = False
+    for i in range(len(segments) - 1, -1, -1):
+        seg = segments[i]
         result = _parse_segment(seg, letters, options, standalone=False, option_text=False, whole=seg is last_line)
         if result is None:
             sentences = [x.strip() for x in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", seg) if x and x.strip()]
@@ -182,7 +204,8 @@ def _final_line_decision(last_line: str, letters: str, options: dict[str, str] |
             spans = _standalone_spans(last_sentence, letters, options)
             result = _mentions(last_sentence, spans) if spans else None
         if result is not None:
-            return result
+            return (INVALID, None) if retracted else result
+        retracted = retracted or (i > 0 and _retracts(seg))
     return INVALID, None
 
 
