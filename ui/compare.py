@@ -112,12 +112,30 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
             '</tr></tbody></table>')
     diffs = differences_html(res, draws)
     n_changed = int(res["transitions"]["changed"].sum())
+    kpis += disagreement_html(res)
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
             f'</div></div><div class="cc-section-title">Item turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
             f'<div class="cc-cols cc-cols-2"><div><div class="cc-section-title">Group transitions (every item of the '
             f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
             f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
             f'Metric differences</div>{diffs}</div></div></div>')
+
+
+def disagreement_html(res: dict[str, Any]) -> str:
+    """Cross-run disagreement (000 App. A): the share of items whose answer letters differ, with its interval."""
+    rate = res.get("comparison", {}).get("disagreement")
+    if not isinstance(rate, Rate):
+        return ""
+    if rate.value is None:
+        val, sub = "n/a", esc(rate.reason or "")
+    else:
+        ci = f"95% CI [{rate.ci[0] * 100:.1f}, {rate.ci[1] * 100:.1f}]% over {esc(res.get('clusters', 'groups'))}" \
+            if rate.ci else ""
+        val, sub = f"{rate.value * 100:.1f}%", f"{rate.k} of {rate.n} items; {ci}"
+    return (f'<div class="cc-kpi" id="cc-disagreement" title="Answer letters differ (000 App. A, GPT cross-run '
+            f'stability): items whose rotation-0 answers are not the same valid letter, with the percentile cluster '
+            f'bootstrap interval under the chosen clustering"><span class="cc-muted">answer letters differ</span>'
+            f'<b>{val}</b><span class="cc-muted">{sub}</span></div>')
 
 
 def differences_html(res: dict[str, Any], draws: int) -> str:
