@@ -246,7 +246,7 @@ def build_compare(ctx: Ctx) -> None:
     with gr.Row(visible=False) as cluster_row:
         cluster = gr.Dropdown(label="Bootstrap clusters", choices=CLUSTER_CHOICES, value="group", scale=2,
                               elem_id="cc-compare-cluster")
-        fields = gr.Dropdown(label="Union links groups sharing an image or a value of",
+        fields = gr.Dropdown(label="Scene / union clusters link groups sharing a value of",
                              choices=list(stats.DEFAULT_UNION_FIELDS), value=list(stats.DEFAULT_UNION_FIELDS),
                              multiselect=True, allow_custom_value=True, scale=3, elem_id="cc-compare-cluster-fields")
     out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")
