@@ -8,7 +8,7 @@
   (groups sharing an image, by content hash), scene clusters (groups sharing a value of named meta fields,
   default scene) and union components (groups linked by a shared image or such a value), as per-item labels.
 - Exact binomial references (scipy.stats.binom).
-- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression.
+- Cohen's kappa (with its cluster-bootstrap interval) and raw agreement, Spearman rho, mean +- sample SD, isotonic regression.
 
 Undefined values come back as None with a stated reason, never as a silent 0 (STYLE 5). scipy is imported
 inside the functions that need it so that importing this module stays cheap.
@@ -640,6 +640,40 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float | None, str |
     if np.isclose(p_e, 1.0):
         return None, "expected agreement is 1: both raters use a single class only"
     return float((p_o - p_e) / (1.0 - p_e)), None
+
+
+def cluster_bootstrap_kappa(a: Sequence[Any], b: Sequence[Any], clusters: Sequence[Any],
+                            draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED,
+                            level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile cluster-bootstrap interval of Cohen's kappa: whole clusters (e.g. the traces of one item)
+    resampled with replacement, the same seeded draws as every other interval; kappa of each draw from its
+    resampled confusion table. Draws where kappa is undefined (one class only) are left out; None when every
+    draw is, or there are no pairs."""
+    if len(a) != len(b) or len(a) != len(clusters):
+        raise ValueError("labels and clusters must have one entry per pair")
+    if not len(a):
+        return None
+    labels = sorted(set(a) | set(b), key=repr)
+    m = len(labels)
+    index = {label: i for i, label in enumerate(labels)}
+    _, code = np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)
+    cells = np.zeros((int(code.max()) + 1, m * m))
+    np.add.at(cells, (code, [index[x] * m + index[y] for x, y in zip(a, b, strict=True)]), 1.0)
+
+    def kappa(sums: np.ndarray) -> np.ndarray:
+        table = sums.reshape(-1, m, m)
+        n = table.sum(axis=(1, 2))
+        p_o = np.trace(table, axis1=1, axis2=2) / n
+        p_e = np.einsum("di,di->d", table.sum(axis=2), table.sum(axis=1)) / n**2
+        out = (p_o - p_e) / (1.0 - p_e)
+        out[np.isclose(p_e, 1.0)] = np.nan
+        return out[:, None]
+
+    values = _bootstrap_stats([cells], kappa, draws, seed)
+    if np.isnan(values).all():
+        return None
+    lo, hi = _percentiles(values, level)
+    return float(lo[0]), float(hi[0])
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, str | None]:

@@ -12,6 +12,7 @@ import pandas as pd
 from core import comparison, families, stats
 from core import groups as core_groups
 from core.errors import CrosscheckError, NotFound
+from core.report_tables import fmt_signed, signed_interval
 from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
@@ -57,8 +58,8 @@ def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
     if rate.ci:
         lo, hi = rate.ci
         sig = " *" if lo > 0 or hi < 0 else ""
-        ci = f"[{lo * 100:+.1f}, {hi * 100:+.1f}]{sig}"
-    return f'<span class="{cls}">{rate.value * 100:+.1f} pts</span>', ci
+        ci = f"{signed_interval((lo, hi))}{sig}"
+    return f'<span class="{cls}">{fmt_signed(rate.value * 100)} pts</span>', ci
 
 
 def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | None = "test",
