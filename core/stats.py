@@ -658,7 +658,8 @@ def cluster_bootstrap_kappa(a: Sequence[Any], b: Sequence[Any], clusters: Sequen
     index = {label: i for i, label in enumerate(labels)}
     _, code = np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)
     cells = np.zeros((int(code.max()) + 1, m * m))
-    np.add.at(cells, (code, [index[x] * m + index[y] for x, y in zip(a, b, strict=True)]), 1.0)
+    cell = np.fromiter((index[x] * m + index[y] for x, y in zip(a, b, strict=True)), dtype=np.int64, count=len(a))
+    np.add.at(cells, (code, cell), 1.0)
 
     def kappa(sums: np.ndarray) -> np.ndarray:
         table = sums.reshape(-1, m, m)
