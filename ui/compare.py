@@ -16,6 +16,7 @@ from core.report_tables import fmt_signed, signed_interval
 from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
+from ui.glossary import header_tip
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
@@ -115,7 +116,8 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
     n_changed = int(res["transitions"]["changed"].sum())
     kpis += disagreement_html(res)
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
-            f'</div></div><div class="cc-section-title">Item turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
+            f'</div></div><div class="cc-section-title" title="{esc(header_tip("Turnover 000 §6.2"))}">Item '
+            f'turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
             f'<div class="cc-cols cc-cols-2"><div><div class="cc-section-title">Group transitions (every item of the '
             f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
             f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
@@ -147,11 +149,12 @@ def differences_html(res: dict[str, Any], draws: int) -> str:
         rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
     for m, d in res["differences"].items():
         diff, ci = _diff(d["difference"], m in LOWER_IS_BETTER)
-        rows.append(f'<tr><th>{esc(metric_label(m))}</th><td class="cc-num">{_pct(d["other"])}</td>'
+        rows.append(f'<tr><th title="{esc(header_tip(metric_label(m)))}">{esc(metric_label(m))}</th>'
+                    f'<td class="cc-num">{_pct(d["other"])}</td>'
                     f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
     return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'
             '<th title="this run (B) minus the other (A), as score --run B --compare A">B − A (this − other)</th>'
-            f'<th>95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<th title="{esc(header_tip("95% CI"))}">95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
             f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
             'interval excludes 0. The same numbers as <code>score --run B --compare A</code>.</div>')
@@ -239,7 +242,8 @@ def build_compare(ctx: Ctx) -> None:
     gr.Markdown("Two runs of the benchmark picked in the header: what turned right, what turned wrong, and whether "
                 "the metric differences are larger than resampling noise.", elem_classes=["cc-muted"])
     with gr.Row():
-        run_a = gr.Dropdown(label="Run A (before; the other run)", choices=[], scale=3, elem_id="cc-compare-a")
+        run_a = gr.Dropdown(label="Run A (before; the other run)", choices=[], scale=3, elem_id="cc-compare-a",
+                            info="the baseline: differences are B − A, as score --run B --compare A")
         run_b = gr.Dropdown(label="Run B (after; this run)", choices=[], scale=3, elem_id="cc-compare-b")
         split = gr.Dropdown(label="Split", choices=[], scale=1, elem_id="cc-compare-split")
         go = gr.Button("Compare", variant="primary", scale=0, elem_id="cc-compare-go")

@@ -16,6 +16,7 @@ from db.catalog import catalog_signature
 from db.store import Store
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
+from ui.glossary import glossary_html
 from ui.serving import cache_pruning, make_app, run
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             with gr.Column(scale=1, min_width=220, elem_id="cc-title"):
                 gr.Markdown("### Crosscheck")
                 whoami = gr.HTML("", elem_id="cc-whoami-box")
-            bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, elem_id="cc-benchmark")
+            bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, min_width=360, elem_id="cc-benchmark")
             runs0 = run_choices(store, first)
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
                                elem_id="cc-runs")
@@ -116,6 +117,9 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             for label, module, builder in TABS:
                 with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
+        with gr.Accordion("Glossary: abbreviations and paper sections (000 FrameEvidence, 001 SPUR, 002 StemBind)",
+                          open=False, elem_id="cc-glossary"):
+            gr.HTML(glossary_html())
         # every picker of the store's contents: fresh on page load, on Refresh, and after any change
         for fn, inputs, outputs in ctx.refreshers:
             gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",
