@@ -118,7 +118,7 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
             f'</div></div><div class="cc-section-title" title="{esc(header_tip("Turnover 000 §6.2"))}">Item '
             f'turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
-            f'<div class="cc-cols cc-cols-2"><div><div class="cc-section-title">Group transitions (every item of the '
+            f'<div class="cc-cols cc-cols-2 cc-compare-cols"><div><div class="cc-section-title">Group transitions (every item of the '
             f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
             f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
             f'Metric differences</div>{diffs}</div></div></div>')

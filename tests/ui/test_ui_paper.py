@@ -126,6 +126,9 @@ def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_pa
         assert "000 App. A" in kpi.get_attribute("title")
         nts = page.locator("#cc-compare-summary table.cc-ci-table th", has_text=re.compile(r"^NTS$")).first
         assert "000 §3" in nts.get_attribute("title")
+        inside = page.evaluate("""() => { const t = document.querySelector('#cc-compare-summary table.cc-ci-table');
+            const v = t.closest('.cc-view').getBoundingClientRect(); return t.getBoundingClientRect().right <= v.right + 1; }""")
+        assert inside, "the metric differences table runs past the Compare view"
         page.screenshot(path=tmp_path / f"compare_{width}_{scheme}.png", full_page=True)
         page.locator("#cc-glossary").get_by_text("Glossary").first.click()
         row = page.locator("#cc-glossary tr", has_text="Necessity Transition Success").first
