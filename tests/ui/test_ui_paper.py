@@ -103,6 +103,8 @@ def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path
             .find(x => x.textContent.startsWith('SSA')); const svg = t.closest('svg').getBoundingClientRect();
             const r = t.getBoundingClientRect(); return r.left >= svg.left && r.right <= svg.right; }""")
         assert title_fits
+        badge = page.locator(".cc-mtable .cc-synth").first
+        assert badge.evaluate(CONTRAST) >= 3.0  # the synthetic badge stays legible in both themes
         head = page.locator(".cc-mtable th", has_text=re.compile(r"^H3−H2 raw$")).first
         assert "click to sort" in head.get_attribute("title")
         page.screenshot(path=tmp_path / f"ssa_{width}_{scheme}.png", full_page=True)
