@@ -1,6 +1,6 @@
 """The glossary: every abbreviation and paper reference a screen shows, with the paper and section it comes from.
 
-One place for the words (docs/GLOSSARY.md lists the same entries; tests/ui/test_glossary.py checks that it
+One place for the words (a family's own words in its view module's GLOSSARY) (docs/GLOSSARY.md lists the same entries; tests/ui/test_glossary.py checks that it
 does): the in-app Glossary panel (`glossary_html`) and the hover text of table headers (`header_tip`) read it.
 Papers: 000 = FrameEvidence, 001 = SPUR, 002 = StemBind (shared/seeds/README.md).
 """
@@ -10,8 +10,12 @@ from __future__ import annotations
 import html
 import re
 
-# term -> (what it means, where it is defined)
-GLOSSARY: dict[str, tuple[str, str]] = {
+from core import families
+from ui.views import view_module
+
+# term -> (what it means, where it is defined); a family's own terms (SPUR's task codes) come from its view
+# module's GLOSSARY (ui/views/<family>.py), added below
+_SHARED: dict[str, tuple[str, str]] = {
     "000 §6.2": ("A paper reference: paper 000 (FrameEvidence), section 6.2. 001 is SPUR, 002 is StemBind; "
                  "App. = appendix.", "shared/seeds/README.md"),
     "Accuracy": ("Correct answers / items; an invalid or failed answer counts wrong.", "000 App. A"),
@@ -52,15 +56,18 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "Kappa": ("Cohen's kappa: agreement beyond chance between two labelers; near 0 at high raw agreement when "
               "one label dominates (see prevalence).", "002 App. C.3"),
     "Prevalence": ("Share of labels 1 ('stage correct') over both labelers.", "002 App. C.3"),
-    "NP": ("SPUR Numerical Perception (perception stage).", "001 §2.1"),
-    "MP": ("SPUR Morphological Perception (perception stage).", "001 §2.1"),
-    "IL": ("SPUR Information Localization: panels mapped to their conditions (perception stage).", "001 §2.1"),
-    "TA": ("SPUR Trend Analysis across isomorphic panels (understanding stage).", "001 §2.1"),
-    "HI": ("SPUR Heterogeneous Integration across diverse panels (understanding stage).", "001 §2.1"),
-    "Qual": ("SPUR Qualitative Reasoning (reasoning stage).", "001 §2.1"),
-    "Quant": ("SPUR Quantitative Reasoning (reasoning stage).", "001 §2.1"),
 }
 
+
+def _family_terms() -> dict[str, tuple[str, str]]:
+    """Every family view's own glossary entries (`GLOSSARY` in its view module), in the registry's order."""
+    out: dict[str, tuple[str, str]] = {}
+    for name in families.names():
+        out.update(getattr(view_module(name), "GLOSSARY", {}))
+    return out
+
+
+GLOSSARY: dict[str, tuple[str, str]] = {**_SHARED, **_family_terms()}
 
 ALIASES = {"fq1 group exact match": "FQ1-GEM", "group exact match": "GEM"}  # longer first
 

@@ -30,6 +30,16 @@ STAGE_TITLES = {"perception": "Perception (panel level)", "understanding": "Unde
                 "reasoning": "Reasoning (expert level)"}
 TYPE_COLORS = {"stain": "#8250df", "bar": "#0969da", "line": "#1a7f37", "blot": "#9a6700"}
 PANEL_BOXES = True  # the Browse tab shows its "Panel boxes" toggle only for views that draw them
+# the task codes as the glossary lists them (ui.glossary collects each family view's GLOSSARY)
+GLOSSARY: dict[str, tuple[str, str]] = {
+    "NP": ("SPUR Numerical Perception (perception stage).", "001 §2.1"),
+    "MP": ("SPUR Morphological Perception (perception stage).", "001 §2.1"),
+    "IL": ("SPUR Information Localization: panels mapped to their conditions (perception stage).", "001 §2.1"),
+    "TA": ("SPUR Trend Analysis across isomorphic panels (understanding stage).", "001 §2.1"),
+    "HI": ("SPUR Heterogeneous Integration across diverse panels (understanding stage).", "001 §2.1"),
+    "Qual": ("SPUR Qualitative Reasoning (reasoning stage).", "001 §2.1"),
+    "Quant": ("SPUR Quantitative Reasoning (reasoning stage).", "001 §2.1"),
+}
 
 
 def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
