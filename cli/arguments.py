@@ -63,10 +63,11 @@ def score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", help="the split to score, every family (default: test; 'all': every split)")
     p.add_argument("--cluster", metavar="NAME[,NAME]", help="FrameEvidence: bootstrap clusterings, side by side "
                    "in repeat_intervals (Table 13), the first also for --compare: group (matched groups), image "
-                   "(exact-image components: groups sharing an image by content hash), union (groups linked by a "
-                   "shared image or a shared --cluster-field value); default group,union (--compare: group)")
+                   "(exact-image components: groups sharing an image by content hash), scene (groups sharing a "
+                   "--cluster-field value, 000 §6.3), union (groups linked by a shared image or a shared "
+                   "--cluster-field value); default group,union (--compare: group)")
     p.add_argument("--cluster-field", metavar="FIELD[,FIELD]", help="the meta field(s) whose shared values link "
-                   "groups in the union clustering (default: scene), e.g. scene,template")
+                   "groups in the scene and union clusterings (default: scene), e.g. scene,template")
     p.add_argument("--judge", metavar="JUDGE_RUN", help="StemBind: the judge run whose trace judgements feed L2 "
                    "StepAcc (default: the most recent one)")
     p.add_argument("--shortcut-model", metavar="ID", help="SPUR: the text-only model (config model) whose "

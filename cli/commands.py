@@ -218,9 +218,10 @@ def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
                               f"{family} run's intervals cluster by group")
     names = [n.strip() for n in (args.cluster or "group,union").split(",") if n.strip()]
     if not names:
-        raise CrosscheckError("--cluster needs one or more of group, image, union (comma-separated)")
-    if args.cluster_field and "union" not in names:
-        raise CrosscheckError("--cluster-field names the fields of the union clustering: add union to --cluster")
+        raise CrosscheckError("--cluster needs one or more of group, image, scene, union (comma-separated)")
+    if args.cluster_field and not {"scene", "union"} & set(names):
+        raise CrosscheckError("--cluster-field names the fields of the scene / union clustering: add scene or union "
+                              "to --cluster")
     chosen = tuple(Clustering.parse(n, args.cluster_field) for n in names)
     if len({c.name for c in chosen}) < len(chosen):
         raise CrosscheckError(f"--cluster {args.cluster!r} names a clustering twice")

@@ -152,9 +152,27 @@ def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
             "reason": reason if kappa is None else None}
 
 
+SMALL_N = 30  # fewer paired labels than this: the kappa note says the interval is wide and kappa unstable
+
+
+def kappa_details(a: Iterable[Any], b: Iterable[Any], clusters: Iterable[Any],
+                  draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED) -> dict[str, Any]:
+    """What a reader needs beside a kappa: its 95% percentile cluster-bootstrap interval (clusters = the traces'
+    items; None when undefined), the prevalence (share of label 1, "stage correct", over both labelers' labels;
+    a prevalence near 0 or 1 keeps kappa low at high raw agreement) and a small-n note (n < SMALL_N)."""
+    xa, xb, keys = list(a), list(b), list(clusters)
+    ci = stats.cluster_bootstrap_kappa(xa, xb, keys, draws=draws, seed=seed) if xa else None
+    both = xa + xb
+    prevalence = (sum(1 for x in both if x == 1) / len(both)) if both else None
+    note = None
+    if 0 < len(xa) < SMALL_N:
+        note = f"n = {len(xa)} < {SMALL_N}: kappa is unstable at this size (see its interval)"
+    return {"kappa_ci": ci, "prevalence": prevalence, "small_n": note}
+
+
 def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
     """Per stage, every pair of labelers over the traces both labeled at that stage:
-    {a, b, a_kind, b_kind, pair_kind, stage, kappa, agreement, k, n, reason}."""
+    {a, b, a_kind, b_kind, pair_kind, stage, kappa, agreement, k, n, reason, kappa_ci, prevalence, small_n}."""
     out = []
     order = _order(labels)
     by = {name: df.set_index(KEY) for name, df in labels.groupby("labeler")}
@@ -164,6 +182,8 @@ def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
         for s in STAGES:
             pair = both[[f"{s}_a", f"{s}_b"]].dropna()
             res = agreement(pair[f"{s}_a"].astype(int), pair[f"{s}_b"].astype(int))
+            res.update(kappa_details(pair[f"{s}_a"].astype(int), pair[f"{s}_b"].astype(int),
+                                     pair.index.get_level_values("item_id")))
             if res["n"] == 0:
                 res["reason"] = "no trace labeled at this stage by both"
             out.append({"a": a, "b": b, "a_kind": ak, "b_kind": bk, "pair_kind": pair_kind(ak, bk), "stage": s,

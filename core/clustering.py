@@ -1,6 +1,7 @@
-"""Cluster choices of the bootstrap (paper 000 App. A "Same-order control", App. D.6): groups, exact-image
-components (groups sharing an image, by content hash) and union components (groups linked by a shared
-image or a shared value of named meta fields such as scene / template), as per-item cluster labels.
+"""Cluster choices of the bootstrap (paper 000 App. A "Same-order control", §6.3, App. D.6): groups, exact-image
+components (groups sharing an image, by content hash), scene clusters (groups sharing a value of named meta
+fields, default scene) and union components (groups linked by a shared image or such a value), as per-item
+cluster labels.
 core.stats re-exports every name here."""
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from core.errors import MetricUndefined
 # --------------------------------------------------------------------------- cluster choices (000 App. A, D.6)
 
 
-CLUSTERINGS = ("group", "image", "union")
+CLUSTERINGS = ("group", "image", "scene", "union")
+# fields apply to these clusterings: the meta values that link groups (000 §6.3 "scene ... clustering", D.6)
+FIELD_CLUSTERINGS = ("scene", "union")
 DEFAULT_UNION_FIELDS = ("scene",)
 
 
@@ -26,9 +29,11 @@ class UnknownClustering(MetricUndefined):
 
 @dataclass(frozen=True, slots=True)
 class Clustering:
-    """How items are grouped into bootstrap clusters: whole groups, exact-image components or union components.
+    """How items are grouped into bootstrap clusters: whole groups, exact-image components, scene clusters or union
+    components (000 §6.3: "DIS intervals remain below zero under exact-image, scene and union clustering").
 
-    `fields` are the meta fields whose shared values link groups under "union" (ignored otherwise).
+    `fields` are the meta fields whose shared values link groups under "scene" (those values alone) and "union"
+    (those values or a shared image); ignored otherwise.
     """
 
     name: str = "group"
@@ -36,7 +41,8 @@ class Clustering:
 
     @classmethod
     def parse(cls, name: str, fields: str | Sequence[str] | None = None) -> Clustering:
-        """A Clustering from a name (group / image / union) and, for union, the meta fields (a comma list)."""
+        """A Clustering from a name (group / image / scene / union) and, for scene and union, the meta fields
+        (a comma list; default scene)."""
         key = (name or "").strip().lower()
         if key not in CLUSTERINGS:
             raise UnknownClustering(f"unknown clustering {name!r}; expected one of {', '.join(CLUSTERINGS)}")
@@ -48,12 +54,17 @@ class Clustering:
             if not names or any(not f for f in names):
                 raise UnknownClustering(f"union fields {fields!r}: expected meta field names separated by commas "
                                         "(e.g. scene,template)")
-        return cls(key, names if key == "union" else DEFAULT_UNION_FIELDS)
+        return cls(key, names if key in FIELD_CLUSTERINGS else DEFAULT_UNION_FIELDS)
 
     @property
     def key(self) -> str:
-        """A short JSON key: group, image, or union (the fields joined with +, e.g. union:scene+template)."""
-        return f"union:{'+'.join(self.fields)}" if self.name == "union" else self.name
+        """A short JSON key: group, image, scene (scene:a+b for other fields) or union (the fields joined with +,
+        e.g. union:scene+template)."""
+        if self.name == "union":
+            return f"union:{'+'.join(self.fields)}"
+        if self.name == "scene" and self.fields != DEFAULT_UNION_FIELDS:
+            return f"scene:{'+'.join(self.fields)}"
+        return self.name
 
     @property
     def label(self) -> str:
@@ -61,6 +72,8 @@ class Clustering:
             return "groups"
         if self.name == "image":
             return "exact-image components"
+        if self.name == "scene":
+            return f"scene clusters (meta.{' / meta.'.join(self.fields)})"
         return f"union components (images, meta.{' / meta.'.join(self.fields)})"
 
 
@@ -70,8 +83,9 @@ def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
     group: the item's group. image: connected components of the graph linking two groups when an item of each
     shows the same image (items' `images` hold content hashes, so identical bytes under two paths count as
     one image). union: the same graph with a further link between groups whose items share a value of one of
-    `clustering.fields` (None / missing values link nothing); a field that no item has raises
-    MetricUndefined rather than silently falling back to image components. Components come from
+    `clustering.fields` (None / missing values link nothing); scene: the groups linked by those shared values
+    alone (a group without one is its own cluster). A field that no item has raises MetricUndefined rather than
+    silently falling back to image components. Components come from
     scipy.sparse.csgraph.connected_components over groups x (images, field values).
     """
     groups = np.asarray(items["group_id"].to_numpy(dtype=object))
@@ -91,14 +105,15 @@ def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
         rows.append(g)
         cols.append(nodes.setdefault(node, len(nodes)))
 
-    if "images" not in items:
-        raise MetricUndefined(f"the {clustering.name} clustering needs the items' image content hashes "
-                              "(an `images` column)")
-    images = items["images"].to_numpy(dtype=object)
-    for g, shown in zip(group_of, images, strict=True):
-        for h in shown if isinstance(shown, (list, tuple, np.ndarray)) else ():
-            link(int(g), ("image", str(h)))
-    if clustering.name == "union":
+    if clustering.name != "scene":
+        if "images" not in items:
+            raise MetricUndefined(f"the {clustering.name} clustering needs the items' image content hashes "
+                                  "(an `images` column)")
+        images = items["images"].to_numpy(dtype=object)
+        for g, shown in zip(group_of, images, strict=True):
+            for h in shown if isinstance(shown, (list, tuple, np.ndarray)) else ():
+                link(int(g), ("image", str(h)))
+    if clustering.name in FIELD_CLUSTERINGS:
         metas = items["meta"].to_numpy(dtype=object) if "meta" in items else np.full(len(groups), None)
         for field in clustering.fields:
             seen = False
@@ -109,7 +124,7 @@ def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
                 seen = True
                 link(int(g), ("meta", field, _json_key(value)))
             if not seen:
-                raise MetricUndefined(f"union clustering: no item has meta.{field}")
+                raise MetricUndefined(f"{clustering.name} clustering: no item has meta.{field}")
     n_groups = len(group_ids)
     size = n_groups + len(nodes)
     data = np.ones(len(rows))

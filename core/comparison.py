@@ -9,6 +9,8 @@ and the Compare tab (ui/compare.py) read the same numbers from `compare` and `tu
 - Intervals: the percentile cluster bootstrap of core.stats (clusters = groups unless a FrameEvidence
   clustering is chosen), both runs resampled with the same clusters in each draw, 20,000 draws.
 - Turnover (000 §6.2): one counting rule, `turnover_counts`, over the family's item outcomes.
+- Disagreement (000 App. A "GPT cross-run stability"): the share of items whose answer letters differ, with its
+  cluster-bootstrap interval under the same clustering (`disagreement`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,55 @@ def compare(items: pd.DataFrame, this: RunData, other: RunData, split: str | Non
     if clustering is not None and not fam.capabilities.clusterings:
         raise MetricUndefined(f"a {this.family} comparison clusters by group (no {clustering.label} clustering)")
     if fam.paired_differences is not None:  # a family computing its own intervals
-        return {"other": other.name, **fam.paired_differences(items, this, other, split, draws, seed, clustering)}
-    assert fam.paired_arrays is not None  # Family holds exactly one of the two
-    table = fam.paired_arrays(scope(items, split), this, other)
-    return {"other": other.name, **paired(table, draws, seed)}
+        out = {"other": other.name, **fam.paired_differences(items, this, other, split, draws, seed, clustering)}
+    else:
+        assert fam.paired_arrays is not None  # Family holds exactly one of the two
+        out = {"other": other.name, **paired(fam.paired_arrays(scope(items, split), this, other), draws, seed)}
+    if "reason" not in out:
+        out["disagreement"] = disagreement(items, this, other, split, draws, seed, clustering)
+    return out
+
+
+def first_letters(run: RunData) -> pd.Series:
+    """Each item's answer letter at rotation 0, repeat 0 (None when that prediction is not ok), by item_id."""
+    p = run.preds
+    if p is None or p.empty:
+        return pd.Series(dtype=object)
+    first = p
+    if "rotation" in p:
+        first = first[first["rotation"].fillna(0).astype(int) == 0]
+    if "repeat" in p:
+        first = first[first["repeat"].fillna(0).astype(int) == 0]
+    first = first.drop_duplicates("item_id", keep="last")
+    letters = first["answer"].where(first["status"] == "ok", None)
+    return pd.Series(letters.to_numpy(dtype=object), index=first["item_id"].to_numpy())
+
+
+def disagreement(items: pd.DataFrame, this: RunData, other: RunData, split: str | None = "test",
+                 draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
+                 clustering: stats.Clustering | None = None) -> Rate:
+    """Cross-run disagreement (000 App. A "GPT cross-run stability": "their answer letters differ on 136 items
+    (47.22%) ... the 95% percentile interval for disagreement is [41.33, 56.61]%"): the share of items whose
+    rotation-0 / repeat-0 answer letters differ, with its percentile cluster-bootstrap interval (item-weighted,
+    whole clusters of `clustering`, groups by default). An item differs unless both runs gave the same valid
+    letter (the rule of turnover's changed_answers). Items: every item of the split where the family counts an
+    unanswered item (groups.unanswered_is_wrong, FrameEvidence), else the items both runs answered."""
+    part = scope(items, split)
+    a, b = first_letters(this), first_letters(other)
+    ids = part["item_id"]
+    if not families.get(this.family).groups.unanswered_is_wrong:
+        part = part[ids.isin(a.index) & ids.isin(b.index)].reset_index(drop=True)
+        ids = part["item_id"]
+    if part.empty:
+        return Rate.undefined("no items both runs answered" if len(scope(items, split)) else "no items in the split")
+    la, lb = a.reindex(ids).to_numpy(dtype=object), b.reindex(ids).to_numpy(dtype=object)
+    same = np.array([x is not None and x == y for x, y in zip(la, lb, strict=True)], dtype=bool)
+    keys = stats.cluster_labels(part, clustering or stats.Clustering("group"))
+    sums = pd.DataFrame({"k": (~same).astype(float), "n": 1.0}).groupby(keys).sum()
+    rate = Rate.of(int((~same).sum()), len(part), "items")
+    if seed is not None:
+        rate.ci = stats.cluster_bootstrap(sums["k"].to_numpy(), sums["n"].to_numpy(), draws=draws, seed=seed)
+    return rate
 
 
 def paired(table: dict[str, Arrays] | str, draws: int, seed: int | None) -> dict[str, Any]:

@@ -15,8 +15,8 @@ reply's text, and returns the final response that the family's parser reads. Pro
   the model acting as those experts -> answer synthesis, 3 calls).
 - ssa (002 §3.3, C.5; StemBind F items): H0 raw input, H1..H4 inject verified S1..S4 text cumulatively,
   `irrelevant` injects the S1 text of another stem. A leakage guard removes answer tags and every reference
-  to an option letter or position from the stage text, and option texts from S1..S3; downstream stages are
-  never included.
+  to an option letter or position from the stage text, and from S1..S3 the option texts a stage singles out;
+  downstream stages are never included.
 """
 
 from __future__ import annotations
@@ -201,11 +201,33 @@ _EN_CUE = (r"candidates?|options?|choices?|answers?|alternatives?|letters?|picks
 _CUE_BEFORE_RE = re.compile(
     rf"(?:\b(?:{_EN_CUE})\b|选项|选择|答案|应选|故选|候选项?|选)\s*(?:(?:is|are|was|would\s+be|should\s+be|must\s+be|"
     r"be|no\.?|number|#|=|:|-|是|为|應|应为|应该是)\s*)*[(\[<]?\s*$", re.IGNORECASE)
-# words after which a capital "A" is the letter, not the English article ("A is correct", "A or B")
+# words after which a lowercase "a" is the letter, not the English article ("a is correct", "a or b")
 _REF_FOLLOWERS = LETTER_FOLLOWERS | frozenset("""is was are fits fit matches match works wins and or nor then seems seem looks appears would
 should must might may can could will remains stays has had gives completes satisfies follows holds contains
 shows breaks violates differs also too vs versus instead because since but does did doesn't isn't
 wasn't cannot can't won't alone only""".split())
+# A capital "A" opening a sentence is the letter unless what follows is unmistakably a noun phrase: a number
+# ("A 3x3 grid", "A 90-degree turn"), a word of this list, or a word with a noun / adjective ending ("A rotation",
+# "A diagonal", "A symmetric"). Leaking the answer is the costly error, dropping an article the cheap one, so a
+# word outside both ("A keeps", "A repeats", "A clearly fits", "A went") makes it the letter (002 §3.3, C.5); the
+# list leaves out words that are also past tenses ("set", "left", "closed", "filled").
+_NOUN_PHRASE_WORDS = frozenset("""grid row rows column columns panel panels cell cells matrix figure shape shapes pattern
+sequence pair copy mirror line dot stroke arrow star square circle triangle ring cross rule step turn shift
+count number total object block piece tile part half quarter third layer frame box border outline curve arc
+black white grey gray red blue green yellow small large big tiny single double new similar different same
+clockwise counterclockwise anticlockwise horizontal vertical diagonal constant simple open empty hollow solid
+dark light inner outer central top bottom upper lower middle full further second""".split())
+_NOUN_PHRASE_END = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ure|ical|al|ar|ic|ous|ive|ful|less|shaped|"
+                              r"sided|fold|wise)$")
+
+
+def _noun_phrase_follows(after: str) -> bool:
+    """True when `after` (the text after a capital "A") opens with an unmistakable noun phrase."""
+    m = re.match(r"\s+(\d|[a-z][a-z-]*)", after)
+    if m is None:
+        return False
+    word = m.group(1)
+    return word.isdigit() or word in _NOUN_PHRASE_WORDS or _NOUN_PHRASE_END.search(word) is not None
 _ORDINALS = (r"first|second|third|fourth|fifth|sixth|seventh|eighth|1st|2nd|3rd|4th|5th|6th|7th|8th|last|final|"
              r"leftmost|rightmost|top|bottom|middle|penultimate|second[-\s]to[-\s]last|next[-\s]to[-\s]last")
 _NUMBER_WORDS = r"one|two|three|four|five|six|seven|eight"
@@ -227,6 +249,7 @@ class Scrubbed:
 
     text: str
     removed: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # per removal: tag, option text, position or letter
 
 
 def _letter_spans(folded: str, letters: str) -> list[tuple[int, int]]:
@@ -259,7 +282,7 @@ def _letter_spans(folded: str, letters: str) -> list[tuple[int, int]]:
         if not cue:
             if re.match(r"-[A-Za-z]", after) or re.search(r"\d-$", before):
                 continue  # a shape word ("C-shaped", "an E-shaped block") or a dimension ("3-D")
-            if ch == "A" and article:
+            if ch == "A" and opens and _noun_phrase_follows(after):
                 continue  # the English article: "A 3x3 grid", "A rotation ..."
         spans.append((i, j))
     return spans
@@ -275,43 +298,59 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _option_spans(folded: str, options: dict[str, str]) -> list[tuple[int, int]]:
+    """Spans of option texts in `folded` when the text singles some out: it names at least one distinct option
+    text but not all of them (naming every option, as an S1 "Each row holds a square, a circle and a triangle"
+    does, tells nothing about which is meant). Longer texts claim their span first."""
+    texts = sorted({str(o).strip() for o in options.values()}, key=len, reverse=True)
+    spans: list[tuple[int, int]] = []
+    named = set()
+    for opt in texts:
+        if len(opt) < 2:
+            continue
+        pat = re.escape(opt.translate(_FOLD))
+        if opt[0].isalnum():
+            pat = r"(?<![A-Za-z0-9])" + pat
+        if opt[-1].isalnum():
+            pat += r"(?![A-Za-z0-9])"
+        for m in re.finditer(pat, folded, re.IGNORECASE):
+            if not any(a < m.end() and m.start() < b for a, b in spans):
+                spans.append(m.span())
+                named.add(opt)
+    return spans if 0 < len(named) < len(texts) else []
+
+
 def scrub_stage_text(text: str, options: dict[str, str], letters: str = "", keep_options: bool = False) -> Scrubbed:
     """Stage text without answer tags, any reference to an option letter or an option's position, and (unless
-    `keep_options`, the S4 target-instance description) any option's text; each removal becomes WITHHELD.
+    `keep_options`, the S4 target-instance description) the option texts it singles out; each removal becomes
+    WITHHELD and is recorded with its kind.
 
     `letters`: the item's option letters (default: the keys of `options`). Option texts of at least two
-    characters are removed wherever they appear, matched case-insensitively (every option is shown in every
-    rotation, so removing all of them tells nothing about which one is meant)."""
+    characters are matched case-insensitively as whole words; they are removed only where the text names some
+    options but not all (every option is shown in every rotation, so a text naming all of them keeps them: it
+    describes the scene, 002 C.5 forbids the answer and downstream content, not the scene's words)."""
     letters = letters or "".join(options)
     removed: list[str] = []
+    kinds: list[str] = []
 
-    def cut(src: str, spans: list[tuple[int, int]]) -> str:
+    def cut(src: str, spans: list[tuple[int, int]], kind: str) -> str:
         pieces, last = [], 0
         for a, b in _merge(spans):
             removed.append(src[a:b])
+            kinds.append(kind)
             pieces += [src[last:a], WITHHELD]
             last = b
         return "".join([*pieces, src[last:]])
 
-    out = cut(text, [m.span() for m in _TAG_BLOCK_RE.finditer(text)])
-    out = cut(out, [m.span() for m in _TAG_RE.finditer(out)])
+    out = cut(text, [m.span() for m in _TAG_BLOCK_RE.finditer(text)], "tag")
+    out = cut(out, [m.span() for m in _TAG_RE.finditer(out)], "tag")
     if not keep_options:
-        spans = []
-        folded = out.translate(_FOLD)
-        for opt in sorted({str(o).strip() for o in options.values()}, key=len, reverse=True):
-            if len(opt) >= 2:
-                pat = re.escape(opt.translate(_FOLD))
-                if opt[0].isalnum():
-                    pat = r"(?<![A-Za-z0-9])" + pat
-                if opt[-1].isalnum():
-                    pat += r"(?![A-Za-z0-9])"
-                spans += [m.span() for m in re.finditer(pat, folded, re.IGNORECASE)]
-        out = cut(out, spans)
+        out = cut(out, _option_spans(out.translate(_FOLD), options), "option text")
     folded = out.translate(_FOLD)
     spans = [m.span("p") if "p" in r.groupindex else m.span() for r in _POSITION_RES for m in r.finditer(folded)]
-    out = cut(out, spans)
-    out = cut(out, _letter_spans(out.translate(_FOLD), letters))
-    return Scrubbed(re.sub(r"\s+", " ", out).strip() if removed else out.strip(), removed)
+    out = cut(out, spans, "position")
+    out = cut(out, _letter_spans(out.translate(_FOLD), letters), "letter")
+    return Scrubbed(re.sub(r"\s+", " ", out).strip() if removed else out.strip(), removed, kinds)
 
 
 def ssa_stage_texts(view: ItemView, level: str, irrelevant_s1: str | None) -> list[tuple[str, str]]:
@@ -350,15 +389,21 @@ def ssa_block(view: ItemView, shown: dict[str, str], level: str, irrelevant_s1: 
 
 
 def ssa_guard_count(views: list[ItemView], level: str, irrelevant: Callable[[ItemView], str | None] | None
-                    ) -> dict[str, int]:
-    """{"items": F items, "text_removed": items whose injected stage text lost something to the guard} at
-    `level`; recorded in the run's config (one count per item: the guard does not depend on the rotation)."""
+                    ) -> dict[str, Any]:
+    """{"items": F items, "text_removed": items whose injected stage text lost something to the guard,
+    "removed": {kind: removals} (tag, option text, position, letter)} at `level`; recorded in the run's config
+    (one count per item: the guard does not depend on the rotation)."""
     removed = 0
+    kinds: dict[str, int] = {}
     for v in views:
         s1 = irrelevant(v) if irrelevant is not None else None
-        if any(t.removed for _, t in ssa_guarded(v, v.options, level, s1)):
+        guarded = [t for _, t in ssa_guarded(v, v.options, level, s1)]
+        if any(t.removed for t in guarded):
             removed += 1
-    return {"items": len(views), "text_removed": removed}
+        for t in guarded:
+            for k in t.kinds:
+                kinds[k] = kinds.get(k, 0) + 1
+    return {"items": len(views), "text_removed": removed, "removed": dict(sorted(kinds.items()))}
 
 
 def irrelevant_s1_source(items: Any, seed: int) -> Callable[[ItemView], str | None]:

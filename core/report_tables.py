@@ -124,9 +124,29 @@ def _kind(cell: Cell) -> str:
 # --------------------------------------------------------------------------- formatting
 
 
+def fmt_signed(x: float, digits: int = 1) -> str:
+    """x with an explicit sign, so a reader sees which side of zero it lies on: an exact zero is "0.0"; a
+    nonzero value that rounds to zero gets the decimals it needs ("+0.04", "-0.003"), never "+0.0" / "-0.0"."""
+    if x == 0:
+        return f"{0:.{digits}f}"
+    for d in range(digits, digits + 5):
+        s = f"{x:+.{d}f}"
+        if float(s) != 0:
+            return s
+    return f"{x:+.1e}"
+
+
+def signed_interval(ci: tuple[float, float] | list[float], scale: float = 100, digits: int = 1) -> str:
+    """"[lo, hi]" of a difference (or a kappa) with explicit signs (fmt_signed), e.g. "[-28.8, +0.04]"."""
+    lo, hi = ci
+    return f"[{fmt_signed(scale * lo, digits)}, {fmt_signed(scale * hi, digits)}]"
+
+
 def fmt_pct(value: float, signed: bool = False) -> str:
-    s = f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
-    return "0.0" if s in ("-0.0", "+0.0") and not signed else s
+    if signed:
+        return fmt_signed(100 * value)
+    s = f"{100 * value:.1f}"
+    return "0.0" if s == "-0.0" else s
 
 
 def display(cell: Cell) -> str:

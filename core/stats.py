@@ -4,11 +4,13 @@
   App. D: whole clusters resampled with replacement, 20,000 draws, item-weighted ratios, 95% percentile
   interval), for one rate, several rates at once, and the paired difference of two runs over the same
   resampled clusters.
-- Cluster choices (paper 000 App. A "Same-order control", App. D.6): groups, exact-image components (groups
-  sharing an image, by content hash) and union components (groups linked by a shared image or a shared value
-  of named meta fields such as scene / template), as per-item cluster labels (core/clustering.py).
+- Cluster choices (paper 000 App. A "Same-order control", §6.3, App. D.6): groups, exact-image components
+  (groups sharing an image, by content hash), scene clusters (groups sharing a value of named meta fields,
+  default scene) and union components (groups linked by a shared image or such a value), as per-item cluster
+  labels (core/clustering.py).
 - Exact binomial references (scipy.stats.binom; core/binomial.py).
-- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression (core/agreement.py).
+- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression (core/agreement.py);
+  the cluster-bootstrap interval of kappa (`cluster_bootstrap_kappa`) is a bootstrap and lives here.
 
 The bootstrap lives here; the other three are modules of their own, and every name of theirs is importable
 from here too (`stats.Clustering`, `stats.cohen_kappa`, ...), as before they moved.
@@ -45,6 +47,7 @@ from core.binomial import (
 from core.clustering import (
     CLUSTERINGS,
     DEFAULT_UNION_FIELDS,
+    FIELD_CLUSTERINGS,
     Clustering,
     UnknownClustering,
     cluster_labels,
@@ -65,6 +68,7 @@ __all__ = [
     "DEFAULT_SEED",
     "DEFAULT_UNION_FIELDS",
     "DrawCache",
+    "FIELD_CLUSTERINGS",
     "ScoringContext",
     "UnknownClustering",
     "binom_distribution",
@@ -73,6 +77,7 @@ __all__ = [
     "binom_sf",
     "cluster_arrays",
     "cluster_bootstrap",
+    "cluster_bootstrap_kappa",
     "cluster_bootstrap_diff",
     "cluster_bootstrap_many",
     "cluster_key",
@@ -501,3 +506,38 @@ def rate_with_ci(k_per_cluster: Any, n_per_cluster: Any, what: str = "items", dr
     if rate.value is not None:
         rate.ci = cluster_bootstrap(k, n, draws=draws, seed=seed, level=level)
     return rate
+
+
+def cluster_bootstrap_kappa(a: Sequence[Any], b: Sequence[Any], clusters: Sequence[Any],
+                            draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED,
+                            level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile cluster-bootstrap interval of Cohen's kappa: whole clusters (e.g. the traces of one item)
+    resampled with replacement, the same seeded draws as every other interval; kappa of each draw from its
+    resampled confusion table. Draws where kappa is undefined (one class only) are left out; None when every
+    draw is, or there are no pairs."""
+    if len(a) != len(b) or len(a) != len(clusters):
+        raise ValueError("labels and clusters must have one entry per pair")
+    if not len(a):
+        return None
+    labels = sorted(set(a) | set(b), key=repr)
+    m = len(labels)
+    index = {label: i for i, label in enumerate(labels)}
+    _, code = np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)
+    cells = np.zeros((int(code.max()) + 1, m * m))
+    cell = np.fromiter((index[x] * m + index[y] for x, y in zip(a, b, strict=True)), dtype=np.int64, count=len(a))
+    np.add.at(cells, (code, cell), 1.0)
+
+    def kappa(sums: np.ndarray) -> np.ndarray:
+        table = sums.reshape(-1, m, m)
+        n = table.sum(axis=(1, 2))
+        p_o = np.trace(table, axis1=1, axis2=2) / n
+        p_e = np.einsum("di,di->d", table.sum(axis=2), table.sum(axis=1)) / n**2
+        out = (p_o - p_e) / (1.0 - p_e)
+        out[np.isclose(p_e, 1.0)] = np.nan
+        return out[:, None]
+
+    values = _bootstrap_stats([cells], kappa, draws, seed)
+    if np.isnan(values).all():
+        return None
+    lo, hi = _percentiles(values, level)
+    return float(lo[0]), float(hi[0])

@@ -356,3 +356,39 @@ def test_calibration_cli_refuses_an_unknown_annotator(labeled_store, capsys):
     rc = app.main(["calibration", "--db", str(store.path), "--run", RUN, "--ceiling", "A2,A9"])
     assert rc == 2
     assert "no annotator named 'A9' labeled these traces (annotators: A1, A2, A3)" in capsys.readouterr().err
+
+
+# Issue 25 point 6: every kappa with its cluster-bootstrap interval, the prevalence and a small-n note.
+# (labels a, labels b, clusters, kappa, interval, prevalence, small-n note?)
+KAPPA_DETAIL_CASES = {
+    # "kappa 0.000 at 80% raw agreement with n = 10": one labeler says 1 throughout; every draw gives 0
+    "issue_kappa_zero_at_80pct": ([1] * 10, [1] * 8 + [0, 0], list(range(10)), 0.0, (0.0, 0.0), 0.9, True),
+    "perfect_balanced_40": ([1, 0] * 20, [1, 0] * 20, list(range(40)), 1.0, (1.0, 1.0), 0.5, False),
+    # one class only: kappa undefined in every draw, no interval
+    "one_class": ([1] * 5, [1] * 5, list(range(5)), None, None, 1.0, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KAPPA_DETAIL_CASES))
+def test_kappa_details(case):
+    from core import stats
+    from core.calibration import kappa_details
+
+    a, b, clusters, kappa, ci, prevalence, small = KAPPA_DETAIL_CASES[case]
+    assert stats.cohen_kappa(a, b)[0] == (pytest.approx(kappa) if kappa is not None else None)
+    got = kappa_details(a, b, clusters, draws=2000)
+    assert got["kappa_ci"] == (pytest.approx(ci) if ci is not None else None)
+    assert got["prevalence"] == pytest.approx(prevalence)
+    assert (got["small_n"] is not None) == small
+
+
+def test_kappa_interval_resamples_whole_clusters():
+    """Two clusters that each hold one agreeing and one disagreeing pair: the interval is wider by item than
+    by cluster would make it, and clustering everything into one gives a single value."""
+    from core import stats
+
+    a, b = [1, 0, 1, 0, 1, 1, 0, 0], [1, 0, 0, 0, 1, 1, 1, 0]
+    one = stats.cluster_bootstrap_kappa(a, b, ["x"] * 8, draws=2000)
+    assert one[0] == pytest.approx(one[1]) == pytest.approx(stats.cohen_kappa(a, b)[0])
+    lo, hi = stats.cluster_bootstrap_kappa(a, b, list(range(8)), draws=2000)
+    assert lo < stats.cohen_kappa(a, b)[0] < hi

@@ -56,6 +56,10 @@ def _cluster_items() -> pd.DataFrame:
     ("group", None, {"g1": "g1", "g2": "g2", "g3": "g3", "g4": "g4", "g5": "g5"}),
     # image: groups sharing a content hash are one component (named by its smallest group id)
     ("image", None, {"g1": "g1", "g2": "g1", "g3": "g3", "g4": "g4", "g5": "g4"}),
+    # scene (000 §6.3): the shared values alone, no image links: g3-g4 share "office"; g5 ("1") stays apart from
+    # g4 although they share h9; g2 has no scene and is its own cluster
+    ("scene", None, {"g1": "g1", "g2": "g2", "g3": "g3", "g4": "g3", "g5": "g5"}),
+    ("scene", "template", {"g1": "g1", "g2": "g2", "g3": "g1", "g4": "g4", "g5": "g5"}),
     # union by scene: g3 and g4 share "office", linking g3-g4-g5 (g5 through h9); g2 has no scene
     ("union", "scene", {"g1": "g1", "g2": "g1", "g3": "g3", "g4": "g3", "g5": "g3"}),
     # union by template: g1-g3 share "t1"; g5's template 1 (a number) is not the string "t1"
@@ -76,7 +80,7 @@ def test_union_without_the_field_is_refused_not_silently_image_components():
 
 
 @pytest.mark.parametrize("name, fields, message", [
-    ("triplets", None, "unknown clustering 'triplets'; expected one of group, image, union"),
+    ("triplets", None, "unknown clustering 'triplets'; expected one of group, image, scene, union"),
     ("union", "scene,,template", "expected meta field names separated by commas"),
     ("union", "", "expected meta field names separated by commas"),
 ])
@@ -89,6 +93,8 @@ def test_clustering_keys_and_labels():
     assert Clustering.parse("union", "scene,template").label == "union components (images, meta.scene / meta.template)"
     assert Clustering.parse("union", "scene,template").key == "union:scene+template"
     assert (Clustering.parse("IMAGE").key, Clustering.parse("group").label) == ("image", "groups")
+    assert (Clustering.parse("scene").key, Clustering.parse("scene").label) == ("scene", "scene clusters (meta.scene)")
+    assert Clustering.parse("scene", "template").key == "scene:template"
 
 
 # --------------------------------------------------------------------------- Table 13
@@ -408,9 +414,14 @@ def test_cli_score_cluster_flags(tmp_path):
                                "scene,relation", db=db, check=True).stdout)["metrics"]["repeat_intervals"]
     assert union["clusterings"]["union"]["clusters"] == 2  # tabletop / axial FQ1 groups, indoor / quadrant FQ2
     bad = run_cli("score", "--run", "r", "--cluster", "triplets", db=db)
-    assert bad.returncode == 2 and "unknown clustering 'triplets'; expected one of group, image, union" in bad.stderr
+    assert bad.returncode == 2 and "unknown clustering 'triplets'; expected one of group, image, scene, union" in \
+        bad.stderr
     bad = run_cli("score", "--run", "r", "--cluster", "image", "--cluster-field", "scene", db=db)
-    assert bad.returncode == 2 and "add union to --cluster" in bad.stderr
+    assert bad.returncode == 2 and "add scene or union to --cluster" in bad.stderr
+    scene = json.loads(run_cli("score", "--run", "r", "--json", "--cluster", "scene", db=db,
+                               check=True).stdout)["metrics"]["repeat_intervals"]
+    assert scene["clusterings"]["scene"] == {"label": "scene clusters (meta.scene)", "clusters": 2,
+                                             "fields": ["scene"]}  # tabletop FQ1 groups, indoor FQ2 groups
     bad = run_cli("score", "--all", "--cluster", "image", db=db)
     assert bad.returncode == 2 and "score --all uses the default clusterings" in bad.stderr
 

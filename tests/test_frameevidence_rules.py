@@ -35,11 +35,16 @@ def fq2(gid: str, n_mss: int, *, withheld: int = 2, added_at: int | None = None,
     return lines
 
 
-def fq1(gid: str, n: int) -> list[dict]:
+def fq1(gid: str, n: int, **meta) -> list[dict]:
     imgs = [f"img/{gid}_{i}.png" for i in range(1, n + 1)]
     return [{"benchmark": "frameevidence", "item_id": f"{gid}-{v}", "group_id": gid, "split": "test", "kind": "FQ1",
              "variant": v, "images": imgs, "question": f"{v} 问题", "options": {"A": "前", "B": "后", "C": "左", "D": "右"},
-             "answer": a, "meta": {}} for v, a in (("cam", "A"), ("obj", "B"), ("scene", "C"))]
+             "answer": a, "meta": dict(meta)} for v, a in (("cam", "A"), ("obj", "B"), ("scene", "C"))]
+
+
+# 000 §3 "entity identities, relation ontology and option meanings remain fixed"; App. A "FQ1 preserves ordered
+# images, options and entity fields across its three frame variants".
+ENTITIES = {"target": "杯子", "relatum": "书", "relation": "axial"}
 
 
 def edit(lines: list[dict], item_id: str, **changes) -> list[dict]:
@@ -74,6 +79,8 @@ ACCEPTED = {
                                          "g4-del", meta_original_positions=[2, 6, 8]),
                                     "g4-add", meta_original_positions=[2, 4, 6, 8, 9]),
     "fq1_four_images": fq1("f4", 4),
+    "fq1_entity_fields_kept": fq1("fe", 3, **ENTITIES),
+    "fq1_positions_distinct_positive": fq1("fp", 3, original_positions=[2, 5, 7]),
     "fq1_two_images": fq1("f2", 2),
 }
 
@@ -115,6 +122,22 @@ REFUSED = {
                                        [(N + 3, "meta.original_positions",
                                          "expected the MSS's view numbers [1, 2, 3] (line 13) in order plus a new one "
                                          "for the added image (position 4), got [1, 2, 4, 3]")]),
+    "fq1_obj_other_target": (edit(fq1("fe", 2, **ENTITIES), "fe-obj", meta_target="手机"),
+                             [(N + 2, "meta.target", "obj must keep cam's entity field (line 13: '杯子'; 000 §3, App. "
+                               "A), got '手机'")]),
+    "fq1_obj_other_relatum": (edit(fq1("fe", 2, **ENTITIES), "fe-obj", meta_relatum="手机"),
+                              [(N + 2, "meta.relatum", "got '手机'")]),
+    "fq1_scene_other_relation": (edit(fq1("fe", 2, **ENTITIES), "fe-scene", meta_relation="quadrant"),
+                                 [(N + 3, "meta.relation", "scene must keep cam's entity field")]),
+    "fq1_scene_lacks_relatum": ([x if x["variant"] != "scene" else dict(x, meta={"target": "杯子", "relation": "axial"})
+                                 for x in fq1("fe", 2, **ENTITIES)],
+                                [(N + 3, "meta.relatum", "got missing")]),
+    "fq1_positions_repeat": (fq1("fp", 2, original_positions=[1, 1]),
+                             [(N + i, "meta.original_positions", "expected 2 distinct positive view numbers")
+                              for i in (1, 2, 3)]),
+    "fq1_positions_differ_in_triplet": (edit(fq1("fp", 2, original_positions=[1, 2]), "fp-obj",
+                                             meta_original_positions=[2, 3]),
+                                        [(N + 2, "meta.original_positions", "obj must give cam's view numbers [1, 2]")]),
     "insufficient_differs_in_group": (edit(fq2("g3", 3), "g3-del", meta_insufficient_option="C", answer="C"),
                                       [(N + 2, "meta.insufficient_option", "expected the MSS's 'D' (line 13), got 'C'")]),
     "insufficient_not_a_letter": (edit(fq2("g3", 3), "g3-mss", meta_insufficient_option=["D"]),

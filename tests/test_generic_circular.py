@@ -51,3 +51,49 @@ def test_no_circular_group_gives_none():
                           {"item_id": "b", "group_id": "g", "meta": {"copy": 1}, "options": OPTS, "answer": "A"},
                           {"item_id": "c", "group_id": "h", "meta": {"copy": 0}, "options": OPTS, "answer": "A"}])
     assert circular_copies(items, pd.DataFrame(columns=["item_id", "status", "answer", "correct"])) is None
+
+
+# VLMEvalKit's circular table reports circular accuracy per category and per l2-category (issue 25, point 5):
+# (groups' answers, kinds, l2-categories, expected {category: (k, n)} per kind and per l2-category)
+CATEGORY_CASES = {
+    "two_kinds": ([["A", "B", "C"], ["A", "A", "C"], ["A", "B", "C"]], ["ocr", "ocr", "count"], None,
+                  {"ocr": (1, 2), "count": (1, 1)}, None),
+    "l2_beside_kind": ([["A", "B", "C"], ["B", "C", "A"], ["A", "B", "C"], ["A", "-", "C"]],
+                       ["ocr", "ocr", "count", "count"], ["perception", "reasoning", "reasoning", "perception"],
+                       {"ocr": (1, 2), "count": (1, 2)}, {"perception": (1, 2), "reasoning": (1, 2)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CATEGORY_CASES))
+def test_circular_per_category_over_copies(case):
+    groups, kinds, l2, per_kind, per_l2 = CATEGORY_CASES[case]
+    items, base = frames(groups)
+    items["kind"] = [kinds[int(g)] for g in items["group_id"]]
+    if l2 is not None:
+        items["meta"] = [{**m, "l2-category": l2[int(g)]} for m, g in zip(items["meta"], items["group_id"], strict=True)]
+    out = circular_copies(items, base)
+    by = out["circular_by_category"]
+    assert {c: (r.k, r.n) for c, r in by["kind"].items()} == per_kind
+    assert ("l2-category" in by) == (per_l2 is not None)
+    if per_l2 is not None:
+        assert {c: (r.k, r.n) for c, r in by["l2-category"].items()} == per_l2
+    assert sum(r.k for r in by["kind"].values()) == out["circular"].k  # the categories split the circular count
+
+
+def test_circular_per_kind_over_rotations_in_score_json():
+    """A run with rotations 0 and 1: per kind, the items right under both rotations (score --json's keys)."""
+    from core.families.generic.metrics import score
+    from core.schema import PRED_COLUMNS, RunData, to_jsonable
+
+    items = pd.DataFrame([{"item_id": f"i{i}", "group_id": f"g{i}", "split": "test", "kind": "xy"[i % 2],
+                           "variant": "", "question": "q", "options": {"A": "a", "B": "b"}, "letters": "AB",
+                           "answer": "A", "n_images": 0, "images": [], "meta": {}, "stages": None} for i in range(4)])
+    right = {("i0", 0), ("i0", 1), ("i1", 0), ("i1", 1), ("i2", 0), ("i3", 1)}
+    preds = pd.DataFrame([{"item_id": f"i{i}", "rotation": r, "repeat": 0, "status": "ok",
+                           "answer": "A" if (f"i{i}", r) in right else "B", "shown": None, "response": "",
+                           "input_mode": "all", "trace": None, "tokens": float("nan"), "latency": None, "probs": None,
+                           "error": None} for i in range(4) for r in (0, 1)], columns=list(PRED_COLUMNS))
+    out = to_jsonable(score(items, RunData("r", "b", "generic", {}, preds), seed=None))
+    by = out["circular_by_category"]["kind"]
+    assert {c: (r["k"], r["n"]) for c, r in by.items()} == {"x": (1, 2), "y": (1, 2)}
+    assert out["circular"]["k"] == 2 and "l2-category" not in out["circular_by_category"]

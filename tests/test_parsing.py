@@ -283,14 +283,14 @@ SHORTCUT_TOKENS = st.one_of(
 
 
 def _full_rules(text, letters, style, options, shortcuts):
-    from core import parsing
+    from core import parse_evidence, parsing
 
-    saved = parsing._SHORTCUTS
-    parsing._SHORTCUTS = shortcuts
+    saved = parse_evidence._SHORTCUTS
+    parse_evidence._SHORTCUTS = shortcuts
     try:
         return parsing._parse_slow(text, letters, style, options)
     finally:
-        parsing._SHORTCUTS = saved
+        parse_evidence._SHORTCUTS = saved
 
 
 @settings(max_examples=1500, deadline=None)
@@ -402,6 +402,16 @@ CAREFUL_CASES = {
         # retracted without a new answer, or corrected to two letters: nothing committed
         ("The answer is B. Wait, it is not B.", EN_OPTIONS, (INV, None)),
         ("答案是B。等等，应该是A或D。", FE_OPTIONS, (INV, None)),
+        # a retraction that names no new letter commits to nothing (000 App. A, 002 C.2; issue 25 point 4)
+        ("The answer is B. Actually, I was wrong.", EN_OPTIONS, (INV, None)),
+        ("答案是B。不对。", FE_OPTIONS, (INV, None)),
+        ("Answer: B? Actually no.", EN_OPTIONS, (INV, None)),
+        ("The answer is B. Scratch that.", EN_OPTIONS, (INV, None)),
+        ("答案是B。我错了。", FE_OPTIONS, (INV, None)),
+        # ... unless a new letter follows, or the cue withdraws nothing
+        ("Answer: B? Actually no, it is C.", EN_OPTIONS, (OK, "C")),
+        ("答案是B。不对，应该选C。", FE_OPTIONS, (OK, "C")),
+        ("The answer is B. Actually, that matches the second image.", EN_OPTIONS, (OK, "B")),
     ],
     "negation commits to nothing": [
         ("It is definitely not A.", EN_OPTIONS, (INV, None)),
@@ -458,6 +468,10 @@ def test_letter_style_reads_like_a_careful_person(response, options, expected):
     ("Reasoning.\nIt is definitely not A.", (INV, None)),
     ("推理。\n肯定不是A。", (INV, None)),
     ("B\nThe rows rotate clockwise, so A and C cannot hold.", (INV, None)),  # the final line commits to nothing
+    ("Reasoning.\nThe answer is B. Actually, I was wrong.", (INV, None)),  # retracted, no new letter
+    ("推理。\n答案是B。不对。", (INV, None)),
+    ("Reasoning.\nAnswer: B? Actually no.", (INV, None)),
+    ("Reasoning.\nAnswer: B? Actually no, it is C.", (OK, "C")),
 ])
 def test_tag_style_final_line_careful(response, expected):
     assert parse_answer(response, "ABCD", "tag") == expected

@@ -34,6 +34,32 @@ FE = {
 }
 
 
+# Issue 25 point 7: an interval shows which side of zero it ends on ("[-28.8, +0.0]" did not).
+@pytest.mark.parametrize("x, digits, shown", [
+    (-0.288, 1, "-28.8"),       # percent of a difference: fmt_signed(100 * x)
+    (0.0004, 1, "+0.04"),       # rounds to zero at one decimal: the decimals it needs
+    (-0.00004, 1, "-0.004"),
+    (0.0, 1, "0.0"),            # an exact zero has no sign
+    (-0.0, 1, "0.0"),
+    (0.35, 1, "+35.0"),
+])
+def test_signed_values_never_hide_their_side_of_zero(x, digits, shown):
+    from core.report_tables import fmt_pct, fmt_signed
+
+    assert fmt_signed(100 * x, digits) == shown == fmt_pct(x, signed=True)
+
+
+@pytest.mark.parametrize("ci, scale, digits, shown", [
+    ((-0.288, 0.0004), 100, 1, "[-28.8, +0.04]"),
+    ((-0.288, 0.0), 100, 1, "[-28.8, 0.0]"),
+    ((-0.25, 0.0), 1, 3, "[-0.250, 0.000]"),  # a kappa interval
+])
+def test_signed_interval(ci, scale, digits, shown):
+    from core.report_tables import signed_interval
+
+    assert signed_interval(ci, scale, digits) == shown
+
+
 @pytest.mark.parametrize("node,kind,shown,tip", [
     ({"value": 0.5416666, "k": 156, "n": 288}, "auto", "54.2", "k/n = 156/288"),
     ({"value": 0.35}, "diff", "+35.0", "value 0.3500"),

@@ -214,12 +214,59 @@ GUARD_CASES = [
      []),
     ("Encode: A rotation of the C-shaped stroke in 3-D.", "Encode: A rotation of the C-shaped stroke in 3-D.", []),
     ("Encode: CAD-style panels, ABC order in row 1.", "Encode: CAD-style panels, ABC order in row 1.", []),
-    # option texts are downstream (S4) content before S4
+    # 002 §3.3 "no condition includes the answer letter": a capital A opening a sentence is the letter unless an
+    # unmistakable noun phrase follows (a number, a listed word, a noun / adjective ending)
+    ("Map: A keeps the count.", "Map: [withheld] keeps the count.", ["A keeps"]),
+    ("Map: A repeats the pattern.", "Map: [withheld] repeats the pattern.", ["A repeats"]),
+    ("Map: A clearly fits.", "Map: [withheld] clearly fits.", ["A clearly"]),
+    ("Map: the ring stays. A went unchanged.", "Map: the ring stays. [withheld] went unchanged.", ["A went"]),
+    ("Map: A left the dot out.", "Map: [withheld] left the dot out.", ["A left"]),
+    ("Encode: A grid of nine cells.", "Encode: A grid of nine cells.", []),
+    ("Encode: A 90-degree turn per row.", "Encode: A 90-degree turn per row.", []),
+    ("Infer: A diagonal symmetry holds. A progression of dots.",
+     "Infer: A diagonal symmetry holds. A progression of dots.", []),
+    ("Encode: A black triangle sits in each cell.", "Encode: A black triangle sits in each cell.", []),
+    # option texts that single some options out are downstream (S4) content before S4
     ("Map: the last cell shows a white square inside a circle.", "Map: the last cell shows [withheld].",
      ["white square"]),
     ("Map: not three black triangles, but A WHITE SQUARE INSIDE A CIRCLE.", "Map: not [withheld], but [withheld].",
      ["triangles", "SQUARE"]),
 ]
+
+
+# 002 C.5 forbids the answer and downstream content, not the scene's words: a stage naming every option text keeps
+# them; one naming some but not all singles them out and loses them (options square / circle / triangle).
+SHAPES = {"A": "square", "B": "circle", "C": "triangle"}
+OPTION_TEXT_CASES = [
+    ("Encode: Each row holds a square, a circle and a triangle.",
+     "Encode: Each row holds a square, a circle and a triangle.", {}),
+    ("Encode: Each row holds a SQUARE, a circle and a triangle; C ends it.",
+     "Encode: Each row holds a SQUARE, a circle and a triangle; [withheld] ends it.", {"letter": 1}),
+    ("Map: the last cell takes the circle.", "Map: the last cell takes the [withheld].", {"option text": 1}),
+    ("Map: not the square but the triangle.", "Map: not the [withheld] but the [withheld].", {"option text": 2}),
+    ("Map: the squares of row 1 rotate.", "Map: the squares of row 1 rotate.", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "kept", "kinds"), OPTION_TEXT_CASES)
+def test_ssa_guard_keeps_option_texts_unless_they_single_one_out(text, kept, kinds):
+    out = prompts.scrub_stage_text(text, SHAPES, "ABC")
+    assert out.text == kept
+    assert {k: out.kinds.count(k) for k in set(out.kinds)} == kinds
+    assert len(out.kinds) == len(out.removed)
+
+
+@pytest.mark.parametrize("rotation", [0, 1, 2, 3])
+@pytest.mark.parametrize("s3", ["Map: A keeps the count.", "Map: A repeats the pattern.", "Map: A clearly fits."])
+def test_ssa_prompt_with_gold_a_never_shows_the_letter_in_any_rotation(s3, rotation):
+    stages = {"S1": "Encode: A grid of nine cells holds a square, a circle and a triangle.",
+              "S2": "Infer: each row rotates.", "S3": s3, "S4": "Apply: the target is the square."}
+    items = pd.DataFrame([_row("f0", "g0", "test", "F", "", ["h0"], answer="A", stages=stages, options=SHAPES)])
+    texts, _ = _ssa_prompt(items, "H4", rotation)
+    injected = texts["f0"].split("Verified analysis so far", 1)[1].split("Give your final")[0]
+    assert s3.split(": ", 1)[1] not in injected and "S3 (Map): Map: [withheld] " in injected
+    assert "A grid of nine cells holds a square, a circle and a triangle." in injected  # verified S1 stays
+    assert "Apply: the target is the square." in injected
 
 
 @pytest.mark.parametrize(("text", "kept", "gone"), GUARD_CASES)
@@ -255,8 +302,10 @@ def test_ssa_guard_count_goes_into_the_run_config(tmp_path):
     record = {lv: ssa_guard_record(items, RunSettings(benchmark="b", run="r", runner="openai", model="m",
                                                       strategy="ssa", ssa_level=lv), str, "stembind")
               for lv in ("H0", "H2", "H3", "H4")}
-    assert record == {"H0": {"items": 3, "text_removed": 0}, "H2": {"items": 3, "text_removed": 0},
-                      "H3": {"items": 3, "text_removed": 1}, "H4": {"items": 3, "text_removed": 2}}
+    assert record == {"H0": {"items": 3, "text_removed": 0, "removed": {}},
+                      "H2": {"items": 3, "text_removed": 0, "removed": {}},
+                      "H3": {"items": 3, "text_removed": 1, "removed": {"letter": 1}},
+                      "H4": {"items": 3, "text_removed": 2, "removed": {"letter": 2}}}
 
 
 @pytest.mark.parametrize("level,shown,hidden", [
@@ -394,7 +443,7 @@ def test_ssa_run_records_the_guard_count_and_score_shows_it(tmp_path, monkeypatc
     sent = [request_text(b) for b in server.bodies]
     assert len(sent) == 3 and not any("candidate C" in t for t in sent)
     assert sum("candidate [withheld]" in t for t in sent) == 1
-    assert Store(db).run("h3")["config"]["ssa_guard"] == {"items": 3, "text_removed": 1}
+    assert Store(db).run("h3")["config"]["ssa_guard"] == {"items": 3, "text_removed": 1, "removed": {"letter": 1}}
     capsys.readouterr()
     assert app.main(["score", "--db", str(db), "--run", "h3", "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)["metrics"]

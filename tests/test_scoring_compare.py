@@ -236,3 +236,69 @@ def test_turnover_counts_the_items_both_runs_answered():
     t = turnover(items, a, b)
     assert t["both_correct"].n == 3
     assert (t["both_correct"].k, t["newly_correct"].k, t["newly_incorrect"].k, t["net"]) == (1, 1, 1, 0)
+
+
+# --------------------------------------------------------------------------- cross-run disagreement (000 App. A)
+
+
+def _lettered(name: str, family: str, letters: dict[str, str | None]) -> RunData:
+    """A run answering each item with the letter given (None: an invalid response)."""
+    preds = pd.DataFrame([{
+        "item_id": iid, "rotation": 0, "repeat": 0, "status": "ok" if x else "invalid", "answer": x, "shown": x,
+        "response": "", "input_mode": "all", "trace": None, "tokens": float("nan"), "latency": None, "probs": None,
+        "error": None} for iid, x in letters.items()], columns=list(PRED_COLUMNS))
+    return RunData(name, "b", family, {"model": name}, preds)
+
+
+def _paper_items(n_items: int, n_groups: int) -> pd.DataFrame:
+    return _items("generic", [(f"i{i}", f"g{i % n_groups:02d}", "x") for i in range(n_items)])
+
+
+# (items, groups, this run's letters, the other's, expected k, n, expected interval or None)
+DISAGREEMENT_CASES = {
+    # 000 App. A: "Their answer letters differ on 136 items (47.22%)" of 288
+    "paper_136_of_288": (288, 12, lambda i: "A", lambda i: "B" if i < 136 else "A", 136, 288, None),
+    # every group holds one differing item of two: every draw gives 1/2, the interval is [0.5, 0.5]
+    "same_share_in_every_group": (8, 4, lambda i: "A", lambda i: "B" if i < 4 else "A", 4, 8, (0.5, 0.5)),
+    # all disagreement in one of two equal groups: draws give 0, 1/2 or 1 -> [0, 1]
+    "one_group_disagrees": (8, 2, lambda i: "A", lambda i: "B" if i % 2 == 0 else "A", 4, 8, (0.0, 1.0)),
+    # an invalid response never agrees, not even with another invalid one (turnover's changed_answers)
+    "invalid_differs": (4, 2, lambda i: None if i == 0 else "A", lambda i: None if i < 2 else "A", 2, 4, None),
+    "identical_runs": (6, 3, lambda i: "AB"[i % 2], lambda i: "AB"[i % 2], 0, 6, (0.0, 0.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DISAGREEMENT_CASES))
+def test_cross_run_disagreement_table(case):
+    from core.comparison import disagreement
+
+    n_items, n_groups, this_l, other_l, k, n, ci = DISAGREEMENT_CASES[case]
+    items = _paper_items(n_items, n_groups)
+    ids = list(items["item_id"])
+    this = _lettered("this", "generic", {iid: this_l(i) for i, iid in enumerate(ids)})
+    other = _lettered("other", "generic", {iid: other_l(i) for i, iid in enumerate(ids)})
+    rate = disagreement(items, this, other, draws=2000)
+    assert (rate.k, rate.n) == (k, n)
+    assert rate.value == pytest.approx(k / n)
+    lo, hi = rate.ci
+    assert lo <= rate.value <= hi
+    if ci is not None:
+        assert (lo, hi) == pytest.approx(ci)
+    assert disagreement(items, other, this, draws=2000).ci == rate.ci  # symmetric
+
+
+def test_disagreement_is_in_score_compare_and_follows_the_clustering():
+    """score --compare carries the rate; a coarser clustering (one cluster) gives the degenerate interval."""
+    from core import stats
+    from core.comparison import disagreement
+
+    items = _paper_items(8, 4)
+    items["images"] = [["h-shared"] for _ in range(8)]  # every group shares an image: one image component
+    ids = list(items["item_id"])
+    this = _lettered("this", "generic", dict.fromkeys(ids, "A"))
+    other = _lettered("other", "generic", {iid: "B" if i < 2 else "A" for i, iid in enumerate(ids)})
+    out = score_run(items, this, [other], compare=other)["metrics"]["compare"]
+    assert (out["disagreement"]["k"], out["disagreement"]["n"]) == (2, 8)
+    grouped = disagreement(items, this, other, draws=2000)
+    one = disagreement(items, this, other, draws=2000, clustering=stats.Clustering("image"))
+    assert one.ci == pytest.approx((0.25, 0.25)) and grouped.ci[1] > 0.25

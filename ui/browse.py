@@ -9,15 +9,15 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from core import families, outcomes
 from core import groups as core_groups
-from core import outcomes
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui import browse_review, browse_search, slices_panel
 from ui.context import Ctx
 from ui.handlers import user_error
 from ui.tables import verdict, with_verdicts
-from ui.views import cache, render_group
+from ui.views import cache, render_group, view_module
 from ui.views.common import ZOOM_JS, esc
 
 PAGE_SIZE = 50
@@ -199,6 +199,17 @@ def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: 
     return gid, open_group(store, bench, runs, gid, detail_v, boxes_v, query)
 
 
+def panel_boxes_shown(store: Any, bench: Any) -> bool:
+    """Whether the Browse tab offers the "Panel boxes" toggle: only for a family whose view draws panel boxes."""
+    if not isinstance(bench, str) or not bench:
+        return False
+    try:
+        family = families.get(cache.bench(store, bench).family).name
+    except CrosscheckError:
+        return False
+    return bool(getattr(view_module(family), "PANEL_BOXES", False))
+
+
 def build_browse(ctx: Ctx) -> None:
     """The tab's layout; its events are wired by _wire to the plain handlers above."""
     store = ctx.store
@@ -230,7 +241,8 @@ def build_browse(ctx: Ctx) -> None:
         # benchmark's run before the new choices reach the browser; the view then details its first picked run
         detail = gr.Dropdown(label="Run in detail", choices=[], scale=3, elem_id="cc-browse-detail",
                              allow_custom_value=True)
-        boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes")
+        boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes",
+                            visible=panel_boxes_shown(store, ctx.benchmark.value))
     view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
     tools = browse_review.build_tools()
 
@@ -280,6 +292,11 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     ctx.page.load(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
         trigger(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
+
+    def on_boxes_shown(bench: str | None) -> Any:
+        return gr.update(visible=panel_boxes_shown(store, bench))
+
+    ctx.benchmark.change(on_boxes_shown, ctx.benchmark, c["boxes"], api_visibility="private", queue=False)
     c["field"].input(on_field, [ctx.benchmark, c["field"]], c["value"], api_visibility="private").then(
         first_page, filters, list_outputs, api_visibility="private")
     for comp in (c["split"], c["kind"], c["value"], c["pattern"], c["tag"]):

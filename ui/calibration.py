@@ -17,8 +17,10 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from core import stats
 from core.errors import CrosscheckError
 from core.families.stage_judging import StageJudging
+from core.report_tables import signed_interval
 from core.schema import to_jsonable
 from db import judging
 from db import labels as dbl
@@ -55,7 +57,25 @@ def _kappa_cell(p: dict[str, Any]) -> str:
     bg = f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)"
     agree = "" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · "
     return (f"<td class='num'><span class='cb-k' style='background:{bg}'><b>{k:.3f}</b></span>"
-            f"<div class='cb-sub'>{agree}n={p['n']}</div></td>")
+            f"{_kappa_extra(p)}<div class='cb-sub'>{agree}n={p['n']}</div></td>")
+
+
+def _kappa_extra(p: dict[str, Any]) -> str:
+    """The kappa's 95% cluster-bootstrap interval, the prevalence and the small-n note (core.calibration)."""
+    out = ""
+    ci = p.get("kappa_ci")
+    if ci:
+        out += (f"<div class='cb-sub cb-ci' title='95% percentile cluster-bootstrap interval of kappa (traces of one "
+                f"item resampled together; 20,000 draws, seed {stats.DEFAULT_SEED})'>95% CI "
+                f"{signed_interval(ci, scale=1, digits=3)}</div>")
+    elif "kappa_ci" in p:
+        out += "<div class='cb-sub cb-ci'>95% CI n/a (too few labels of both classes)</div>"
+    if p.get("prevalence") is not None:
+        out += (f"<div class='cb-sub' title='share of labels 1 (stage correct) over both labelers; near 0% or 100% "
+                f"kappa stays low however often the labelers agree'>prevalence {100 * p['prevalence']:.0f}%</div>")
+    if p.get("small_n"):
+        out += f"<div class='cb-sub cb-small-n'>{html.escape(p['small_n'])}</div>"
+    return out
 
 
 def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:

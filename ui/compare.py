@@ -12,10 +12,12 @@ import pandas as pd
 from core import comparison, families, stats
 from core import groups as core_groups
 from core.errors import CrosscheckError, NotFound
+from core.report_tables import fmt_signed, signed_interval
 from core.schema import Rate
 from db import browse as dbb
 from ui import compare_diff
 from ui.context import Ctx
+from ui.glossary import header_tip
 from ui.handlers import user_error
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
@@ -59,8 +61,8 @@ def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
     if rate.ci:
         lo, hi = rate.ci
         sig = " *" if lo > 0 or hi < 0 else ""
-        ci = f"[{lo * 100:+.1f}, {hi * 100:+.1f}]{sig}"
-    return f'<span class="{cls}">{rate.value * 100:+.1f} pts</span>', ci
+        ci = f"{signed_interval((lo, hi))}{sig}"
+    return f'<span class="{cls}">{fmt_signed(rate.value * 100)} pts</span>', ci
 
 
 def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | None = "test",
@@ -114,12 +116,31 @@ def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, 
             '</tr></tbody></table>')
     diffs = differences_html(res, draws)
     n_changed = int(res["transitions"]["changed"].sum())
+    kpis += disagreement_html(res)
     return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
-            f'</div></div><div class="cc-section-title">Item turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
-            f'<div class="cc-cols cc-cols-2"><div><div class="cc-section-title">Group transitions (every item of the '
+            f'</div></div><div class="cc-section-title" title="{esc(header_tip("Turnover 000 §6.2"))}">Item '
+            f'turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
+            f'<div class="cc-cols cc-cols-2 cc-compare-cols"><div><div class="cc-section-title">Group transitions (every item of the '
             f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
             f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
             f'Metric differences</div>{diffs}</div></div></div>')
+
+
+def disagreement_html(res: dict[str, Any]) -> str:
+    """Cross-run disagreement (000 App. A): the share of items whose answer letters differ, with its interval."""
+    rate = res.get("comparison", {}).get("disagreement")
+    if not isinstance(rate, Rate):
+        return ""
+    if rate.value is None:
+        val, sub = "n/a", esc(rate.reason or "")
+    else:
+        ci = f"95% CI [{rate.ci[0] * 100:.1f}, {rate.ci[1] * 100:.1f}]% over {esc(res.get('clusters', 'groups'))}" \
+            if rate.ci else ""
+        val, sub = f"{rate.value * 100:.1f}%", f"{rate.k} of {rate.n} items; {ci}"
+    return (f'<div class="cc-kpi" id="cc-disagreement" title="Answer letters differ (000 App. A, GPT cross-run '
+            f'stability): items whose rotation-0 answers are not the same valid letter, with the percentile cluster '
+            f'bootstrap interval under the chosen clustering"><span class="cc-muted">answer letters differ</span>'
+            f'<b>{val}</b><span class="cc-muted">{sub}</span></div>')
 
 
 def differences_html(res: dict[str, Any], draws: int) -> str:
@@ -130,11 +151,12 @@ def differences_html(res: dict[str, Any], draws: int) -> str:
         rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
     for m, d in res["differences"].items():
         diff, ci = _diff(d["difference"], m in LOWER_IS_BETTER)
-        rows.append(f'<tr><th>{esc(metric_label(m))}</th><td class="cc-num">{_pct(d["other"])}</td>'
+        rows.append(f'<tr><th title="{esc(header_tip(metric_label(m)))}">{esc(metric_label(m))}</th>'
+                    f'<td class="cc-num">{_pct(d["other"])}</td>'
                     f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
     return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'
             '<th title="this run (B) minus the other (A), as score --run B --compare A">B − A (this − other)</th>'
-            f'<th>95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'<th title="{esc(header_tip("95% CI"))}">95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
             f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
             f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
             'interval excludes 0. The same numbers as <code>score --run B --compare A</code>.</div>')
@@ -224,7 +246,8 @@ def build_compare(ctx: Ctx) -> None:
     gr.Markdown("Two runs of the benchmark picked in the header: what turned right, what turned wrong, and whether "
                 "the metric differences are larger than resampling noise.", elem_classes=["cc-muted"])
     with gr.Row():
-        run_a = gr.Dropdown(label="Run A (before; the other run)", choices=[], scale=3, elem_id="cc-compare-a")
+        run_a = gr.Dropdown(label="Run A (before; the other run)", choices=[], scale=3, elem_id="cc-compare-a",
+                            info="the baseline: differences are B − A, as score --run B --compare A")
         run_b = gr.Dropdown(label="Run B (after; this run)", choices=[], scale=3, elem_id="cc-compare-b")
         split = gr.Dropdown(label="Split", choices=[], scale=1, elem_id="cc-compare-split")
         go = gr.Button("Compare", variant="primary", scale=0, elem_id="cc-compare-go")
@@ -232,7 +255,7 @@ def build_compare(ctx: Ctx) -> None:
     with gr.Row(visible=False) as cluster_row:
         cluster = gr.Dropdown(label="Bootstrap clusters", choices=CLUSTER_CHOICES, value="group", scale=2,
                               elem_id="cc-compare-cluster")
-        fields = gr.Dropdown(label="Union links groups sharing an image or a value of",
+        fields = gr.Dropdown(label="Scene / union clusters link groups sharing a value of",
                              choices=list(stats.DEFAULT_UNION_FIELDS), value=list(stats.DEFAULT_UNION_FIELDS),
                              multiselect=True, allow_custom_value=True, scale=3, elem_id="cc-compare-cluster-fields")
     out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")

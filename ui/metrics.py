@@ -26,7 +26,7 @@ from core.errors import CrosscheckError
 from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
-from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, Clustering
+from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
 from db.catalog import runs_named
 from db.store import Store
 from ui import charts
@@ -49,7 +49,8 @@ class BadMetricsRequest(CrosscheckError, ValueError):
     """An endpoint argument that names nothing the benchmark has (a run, a clustering, a shortcut model)."""
 
 
-CLUSTER_CHOICES = [("groups", "group"), ("exact-image components", "image"), ("union components", "union")]
+CLUSTER_CHOICES = [("groups", "group"), ("exact-image components", "image"), ("scene clusters", "scene"),
+                   ("union components", "union")]
 DEFAULT_CLUSTER_PICK = ["group", "union"]
 
 
@@ -110,8 +111,9 @@ def _clusterings_arg(family_pickers: bool, clusters: list[str] | None, fields: l
         raise BadMetricsRequest("clusters / cluster_fields apply to FrameEvidence benchmarks (000 App. A, D.6); "
                                 "other families' intervals cluster by group")
     names = clusters or list(DEFAULT_CLUSTER_PICK)
-    if fields and "union" not in names:
-        raise BadMetricsRequest("cluster_fields names the fields of the union clustering: add union to clusters")
+    if fields and not set(names) & set(FIELD_CLUSTERINGS):
+        raise BadMetricsRequest("cluster_fields names the fields of the scene / union clustering: add scene or "
+                                "union to clusters")
     chosen = tuple(Clustering.parse(n, fields or None) for n in names)  # an unknown name: UnknownClustering
     if len({c.name for c in chosen}) < len(chosen):
         raise BadMetricsRequest(f"clusters {clusters!r} names a clustering twice")
@@ -402,7 +404,7 @@ def _cluster_pickers() -> tuple[gr.Row, gr.Dropdown, gr.Dropdown]:
     with gr.Row(elem_id="cc-metrics-clusters", visible=False) as row:
         pick = gr.Dropdown(label="Bootstrap clusters (Table 13 intervals, side by side)", choices=CLUSTER_CHOICES,
                            value=DEFAULT_CLUSTER_PICK, multiselect=True, scale=3, elem_id="cc-metrics-cluster-pick")
-        fields = gr.Dropdown(label="Union links groups sharing an image or a value of",
+        fields = gr.Dropdown(label="Scene / union clusters link groups sharing a value of",
                              choices=list(DEFAULT_UNION_FIELDS), value=list(DEFAULT_UNION_FIELDS), multiselect=True,
                              allow_custom_value=True, scale=2, elem_id="cc-metrics-cluster-fields")
     return row, pick, fields

@@ -548,7 +548,9 @@ def _settings(f: dict[str, Any]) -> None:
                                elem_id="cc-run-limit")
     with gr.Accordion("Decoding and execution", open=False):
         with gr.Row():
-            f["max_tokens"] = gr.Number(value=None, precision=0, label="Max tokens (empty = strategy default)")
+            f["max_tokens"] = gr.Number(value=None, precision=0, label="Max tokens (empty or 0 = the strategy's "
+                                        "default)", info="defaults: " + ", ".join(
+                                            f"{k} {v}" for k, v in prompts.DEFAULT_MAX_TOKENS.items()))
             f["temperature"] = gr.Number(value=0.0, label="Temperature")
             f["seed"] = gr.Number(value=DEFAULT_SEED, precision=0, label="Seed")
             f["concurrency"] = gr.Number(value=8, minimum=1, precision=0, label="Requests in flight (OpenAI)",

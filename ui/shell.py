@@ -17,6 +17,7 @@ from db.store import Store
 from ui.api import build_api
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
+from ui.glossary import glossary_html
 from ui.serving import cache_pruning, make_app, run
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             with gr.Column(scale=1, min_width=220, elem_id="cc-title"):
                 gr.Markdown("### Crosscheck")
                 whoami = gr.HTML("", elem_id="cc-whoami-box")
-            bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, elem_id="cc-benchmark")
+            bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, min_width=360, elem_id="cc-benchmark")
             runs0 = run_choices(store, first)
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
                                elem_id="cc-runs")
@@ -120,6 +121,9 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
             ctx.tab = None
         build_api(store)  # browse_list, open_group, compare: checked against the store, not the pickers
+        with gr.Accordion("Glossary: abbreviations and paper sections (000 FrameEvidence, 001 SPUR, 002 StemBind)",
+                          open=False, elem_id="cc-glossary"):
+            gr.HTML(glossary_html())
         # every picker of the store's contents: fresh on page load, on Refresh, and after any change
         for fn, inputs, outputs in ctx.refreshers:
             gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.report_tables import Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
+from ui.glossary import header_tip
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,10 +45,16 @@ element.addEventListener('click', (e) => {
 SYNTH_BADGE = "<span class='cc-synth' title='synthetic run: generated demo data, not a real model'>synthetic</span>"
 
 
+def _head_tip(header: str) -> str:
+    """A header's hover text: its glossary terms with their paper sections (ui.glossary), then how to sort."""
+    tip = header_tip(str(header))
+    return f"{tip} · click to sort" if tip else "click to sort"
+
+
 def table_html(table: Table) -> str:
     """One table: title, sortable header, rows (data-run / data-path / data-value for tests), notes."""
     esc = html.escape
-    head = "".join(f"<th data-col='{i}' title='sort'>{esc(h)}</th>"
+    head = "".join(f"<th data-col='{i}' title='{esc(_head_tip(h))}'>{esc(h)}</th>"
                    for i, h in enumerate([*table.index, *table.columns]))
     body = []
     for row in table.rows:
@@ -66,7 +73,7 @@ def table_html(table: Table) -> str:
                 attrs.append(f"data-path='{esc(json.dumps(list(cell.path), ensure_ascii=False))}'")
                 attrs.append(f"data-value='{esc(json.dumps(v))}'")
             text = display(cell)
-            cls = "cc-na" if text == "n/a" else "cc-num"
+            cls = "cc-na" if text == "n/a" else ("cc-num cc-wrap" if len(text) > 16 else "cc-num")  # long text wraps
             tds.append(f"<td class='{cls}' {' '.join(attrs)}>{esc(text)}</td>")
         body.append(f"<tr class='{'cc-ref' if row.reference else ''}'>{''.join(tds)}</tr>")
     notes = []

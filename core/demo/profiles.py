@@ -288,7 +288,7 @@ def stembind_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
     return runs
 
 
-def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) -> dict[str, int]:
+def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) -> dict[str, Any]:
     """The leakage-guard count the runner would record for this SSA run (core.runners.engine)."""
     import pandas as pd
 

@@ -355,7 +355,7 @@ def _all_letters(tasks: list[Task]) -> str:
     return "".join(seen)
 
 
-def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any], family: str) -> dict[str, int]:
+def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any], family: str) -> dict[str, Any]:
     """The leakage guard's count for an SSA run, over every item of the split of the family's SSA kind (StemBind's
     F items; not only the first --limit ones, so a resumed run keeps its config): {"items", "text_removed"}
     (002 C.5; prompts.ssa_guard_count)."""

@@ -246,7 +246,7 @@ def test_metrics_json_is_the_tab_s_tables(demo):
     (dict(benchmark="frameevidence", runs=["synth-fe-frameaware"], clusters=["pixels"]), UnknownClustering,
      "unknown clustering 'pixels'"),
     (dict(benchmark="frameevidence", runs=["synth-fe-frameaware"], clusters=["group"], cluster_fields=["scene"]),
-     BadMetricsRequest, "add union"),
+     BadMetricsRequest, "add scene or union"),
     (dict(benchmark="stembind", runs=["synth-sb-balanced-direct"], shortcut_model="m"), BadMetricsRequest,
      "applies to SPUR"),
     (dict(benchmark="spur", runs=["synth-spur-generalist"], shortcut_model="nobody"), BadMetricsRequest,

@@ -21,6 +21,9 @@ RUN = "synth-fe-frameaware"
     (["group", "image"], [], (Clustering("group"), Clustering("image"))),
     (["union"], [], (Clustering("union", ("scene",)),)),
     (["image", "union"], ["scene", "source"], (Clustering("image"), Clustering("union", ("scene", "source")))),
+    # 000 §6.3's scene clustering, picked in the Metrics and Compare tabs
+    (["scene"], [], (Clustering("scene", ("scene",)),)),
+    (["group", "scene"], ["template"], (Clustering("group"), Clustering("scene", ("template",)))),
 ])
 def test_clusterings_of(names, fields, expected):
     assert clusterings_of(names, fields) == expected

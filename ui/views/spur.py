@@ -19,6 +19,17 @@ TASK_NAMES = {"NP": "Numerical Perception", "MP": "Morphological Perception", "I
 STAGE_TITLES = {"perception": "Perception (panel level)", "understanding": "Understanding (cross-panel)",
                 "reasoning": "Reasoning (expert level)"}
 TYPE_COLORS = {"stain": "#8250df", "bar": "#0969da", "line": "#1a7f37", "blot": "#9a6700"}
+PANEL_BOXES = True  # the Browse tab shows its "Panel boxes" toggle only for views that draw them
+# the task codes as the glossary lists them (ui.glossary collects each family view's GLOSSARY)
+GLOSSARY: dict[str, tuple[str, str]] = {
+    "NP": ("SPUR Numerical Perception (perception stage).", "001 §2.1"),
+    "MP": ("SPUR Morphological Perception (perception stage).", "001 §2.1"),
+    "IL": ("SPUR Information Localization: panels mapped to their conditions (perception stage).", "001 §2.1"),
+    "TA": ("SPUR Trend Analysis across isomorphic panels (understanding stage).", "001 §2.1"),
+    "HI": ("SPUR Heterogeneous Integration across diverse panels (understanding stage).", "001 §2.1"),
+    "Qual": ("SPUR Qualitative Reasoning (reasoning stage).", "001 §2.1"),
+    "Quant": ("SPUR Quantitative Reasoning (reasoning stage).", "001 §2.1"),
+}
 
 
 def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
@@ -97,9 +108,11 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
             continue
         cls = ' class="cc-selected"' if rv.name in chosen else ""
         rows.append(f'<tr{cls}><th>{vc.run_label_html(rv.record, short=True)}</th>'
-                    + "".join(f"<td>{_stage_kn(rv, recs, s)}</td>" for s in STAGES) + f"<td>{_flag(rv, recs)}</td></tr>")
+                    + "".join(f"<td>{_stage_kn(rv, recs, s)}</td>" for s in STAGES)
+                    + f'<td class="cc-flag">{_flag(rv, recs)}</td></tr>')
     stage_table = ('<table class="cc-answers-table"><thead><tr><th>run</th><th title="perception">percep.</th>'
-                   '<th title="understanding">underst.</th><th title="reasoning">reason.</th><th></th></tr></thead>'
+                   '<th title="understanding">underst.</th><th title="reasoning">reason.</th>'
+                   '<th title="every perception item of the figure right but a reasoning item wrong">flag</th></tr></thead>'
                    f'<tbody>{"".join(rows)}</tbody></table>')
     top = (f'<div class="cc-stem-top"><div class="cc-images">{"".join(pics)}{legend}</div>'
            f'<div class="cc-stem-side"><div class="cc-sub">per stage, per run</div>{stage_table}</div></div>')

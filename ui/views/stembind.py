@@ -178,7 +178,9 @@ def stacked_decomposition(table: Table) -> go.Figure:
 
 
 def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
-    title = "SSA: F accuracy with verified stage text H0-H4 (dashed: irrelevant-S1 control)"
+    # two short lines: the one-line title was clipped in the half-width chart at 1440 px
+    title = ("SSA: F accuracy by level H0–H4 (002 §3.3)<br><span style='font-size:12px'>verified stage text; "
+             "dashed: irrelevant-S1 control</span>")
     fig = go.Figure()
     seen = set()
     for i, r in enumerate(runs):
@@ -211,6 +213,7 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         reason = next((reason_of(get(r.metrics, ("ssa",))) for r in runs), None) or "no SSA runs selected"
         return empty(title, f"not computed: {reason}")
     fig.update_layout(**LAYOUT, title=title, yaxis_title="F accuracy (%)")
+    fig.update_layout(margin=dict(l=56, r=16, t=72, b=24))  # LAYOUT's, with room for the second title line
     return fig
 
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from core.families.frameevidence import compare, groups, metrics
 from core.families.frameevidence.tables import tables
-from core.families.frameevidence.vocab import FQ1_VARIANTS, VARIANTS
+from core.families.frameevidence.vocab import FQ1_ENTITY_FIELDS, FQ1_VARIANTS, VARIANTS
 from core.families.protocol import Capabilities, Family
 from core.report import Report
 from core.schema import Item
@@ -97,6 +97,30 @@ def _validate_fq1(gid: str, g: dict[str, Item], file: str, report: Report) -> No
     if len({g[v].answer for v in FQ1_VARIANTS}) < 2:
         report.error(file, cam.line, "answer", f"FQ1 group {gid!r}: expected at least two distinct gold answers "
                      "across cam / obj / scene")
+    _fq1_entities(gid, g, file, report)
+    cam_pos = _positions(cam, file, report)
+    for v in ("obj", "scene"):
+        pos = _positions(g[v], file, report)
+        if pos is not None and cam_pos is not None and pos != cam_pos and g[v].images == cam.images:
+            report.error(file, g[v].line, "meta.original_positions", f"FQ1 group {gid!r}: {v} must give cam's view "
+                         f"numbers {cam_pos} (line {cam.line}; the ordered images are fixed), got {pos}")
+
+
+_MISSING = object()
+
+
+def _fq1_entities(gid: str, g: dict[str, Item], file: str, report: Report) -> None:
+    """The entity fields (target, relatum, relation) are those of cam in obj and scene; absent in one is a difference."""
+    cam = g["cam"]
+    for name in FQ1_ENTITY_FIELDS:
+        want = cam.meta.get(name, _MISSING)
+        for v in ("obj", "scene"):
+            got = g[v].meta.get(name, _MISSING)
+            if got != want:
+                shown = "missing" if got is _MISSING else f"{got!r:.40}"
+                expected = "no such field" if want is _MISSING else f"{want!r:.40}"
+                report.error(file, g[v].line, f"meta.{name}", f"FQ1 group {gid!r}: {v} must keep cam's entity "
+                             f"field (line {cam.line}: {expected}; 000 §3, App. A), got {shown}")
 
 
 def _positions(m: Item, file: str, report: Report) -> list[int] | None:

@@ -239,7 +239,7 @@ def _repeat_cluster_intervals(scope: pd.DataFrame, clusterings: Sequence[stats.C
         np.add.at(k, code, matrix)
         size = np.bincount(code, minlength=n_clusters).astype(float)
         described[c.name] = {"label": c.label, "clusters": n_clusters,
-                             **({"fields": list(c.fields)} if c.name == "union" else {})}
+                             **({"fields": list(c.fields)} if c.name in stats.FIELD_CLUSTERINGS else {})}
         if seed is None:
             intervals[c.name] = "seed=None: no intervals"
             continue

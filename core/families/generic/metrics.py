@@ -60,8 +60,13 @@ def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
         return {k: Rate.undefined("the run has a single option rotation") for k in keys}
     if rotations[0] != 0:
         return {k: Rate.undefined("the run has no rotation 0") for k in keys}
-    block = common.rotation_metrics(common.select(joined, rotation=None, repeat=0), rotations)
-    return {k: block[k] for k in keys}
+    scope = common.select(joined, rotation=None, repeat=0)
+    block = common.rotation_metrics(scope, rotations)
+    items = scope.drop_duplicates("item_id")
+    solved = scope.groupby("item_id")["correct"].agg(lambda c: bool(c.all()) and len(c) == len(rotations))
+    by_category = _circular_by_category(items, lambda ids: solved.reindex(ids).fillna(False).to_numpy(dtype=bool),
+                                        "items")
+    return {**{k: block[k] for k in keys}, "circular_by_category": by_category}
 
 
 ROTATION_KEYS = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
@@ -115,6 +120,11 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
     n = len(stats_)
     circ = int(stats_["c_all"].sum())
     consistent = int(((stats_["t_min"] >= 0) & (stats_["t_min"] == stats_["t_max"])).sum())
+    scope = items.iloc[at]
+    # stats_ rows follow the groups' first appearance in scope (groupby sort=False over factorized codes)
+    solved = pd.Series(stats_["c_all"].to_numpy(dtype=bool), index=pd.unique(scope["group_id"].to_numpy(dtype=object)))
+    by_category = _circular_by_category(scope, lambda ids: solved.reindex(ids.unique()).to_numpy(dtype=bool),
+                                        "circular groups")
     originals = np.array([copy[i] == 0 for i in at], dtype=bool)
     vanilla = Rate.of(int(correct[originals].sum()), int(originals.sum()))
     circular = Rate.of(circ, n, "circular groups")
@@ -122,7 +132,35 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
             else Rate.undefined("no copy-0 items"))
     return {"vanilla": vanilla, "circular": circular, "consistency": Rate.of(consistent, n, "circular groups"),
             "mean_rotation": Rate.of(int(correct.sum()), len(correct), "copies"), "drop": drop,
-            "circular_over": "copies"}
+            "circular_over": "copies", "circular_by_category": by_category}
+
+
+CATEGORY_FIELD = "l2-category"  # VLMEvalKit's second category column (meta.l2-category); `kind` holds `category`
+
+
+def _category_of(items: pd.DataFrame) -> dict[str, pd.Series]:
+    """Each item's categories, by name: kind (VLMEvalKit's `category`) and meta.l2-category where items have it."""
+    out = {"kind": items["kind"].fillna("").astype(str)} if "kind" in items else {}
+    l2 = items["meta"].map(lambda m: m.get(CATEGORY_FIELD) if isinstance(m, dict) else None)
+    if l2.notna().any():
+        out[CATEGORY_FIELD] = l2.map(lambda v: "(none)" if v is None else str(v))
+    return out
+
+
+def _circular_by_category(units: pd.DataFrame, solved_of: Any, what: str) -> dict[str, dict[str, Rate]]:
+    """Circular accuracy per category, as VLMEvalKit's circular table reports it: per kind (its `category`)
+    and per meta.l2-category, each the share of circular units (groups of copies, or items over rotations) of
+    that category answered correctly in every copy / rotation. A unit's category is its first row's."""
+    first = units.drop_duplicates("group_id" if what == "circular groups" else "item_id")
+    key = first["group_id" if what == "circular groups" else "item_id"]
+    out: dict[str, dict[str, Rate]] = {}
+    for name, cats in _category_of(first).items():
+        out[name] = {}
+        for cat in sorted(cats.unique()):
+            ids = key[(cats == cat).to_numpy()]
+            solved = solved_of(ids)
+            out[name][cat] = Rate.of(int(solved.sum()), len(solved), what)
+    return out
 
 
 NO_LETTER = "none"  # the predicted-letter column of an invalid or api_error response
