@@ -14,6 +14,7 @@ import gradio as gr
 
 from db.catalog import catalog_signature
 from db.store import Store
+from ui.api import build_api
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
 from ui.serving import cache_pruning, make_app, run
@@ -87,7 +88,7 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             refresh = gr.Button("Refresh", scale=0, size="sm", elem_id="cc-refresh")
         changed = gr.State(catalog_signature(store))
         ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled,
-                  changed=changed)
+                  changed=changed, page=demo)
 
         def on_benchmark(name: str | None) -> Any:
             choices = run_choices(store, name)
@@ -112,10 +113,12 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             return request_header(store, request)
 
         demo.load(on_load_header, None, whoami, api_visibility="private", queue=False)
-        with gr.Tabs(elem_id="cc-tabs"):
+        with gr.Tabs(elem_id="cc-tabs") as ctx.tabs:
             for label, module, builder in TABS:
-                with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
+                with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}") as ctx.tab:
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
+            ctx.tab = None
+        build_api(store)  # browse_list, open_group, compare: checked against the store, not the pickers
         # every picker of the store's contents: fresh on page load, on Refresh, and after any change
         for fn, inputs, outputs in ctx.refreshers:
             gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",
