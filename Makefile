@@ -4,7 +4,7 @@ PY      := .venv/bin/python
 ACCEL   := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 STAMP   := .venv/.installed-$(shell cat requirements.txt scripts/torch-setup.sh | cksum | cut -d' ' -f1)-$(ACCEL)
 
-.PHONY: run test lint bench system-deps torch-cuda clean
+.PHONY: run test lint bench mutation system-deps torch-cuda clean
 
 $(STAMP): requirements.txt scripts/torch-setup.sh
 	test -x $(PY) || python3 -m venv .venv
@@ -26,6 +26,11 @@ run: $(STAMP)
 # browser modules are collected first (tests/conftest.py) so the long ones start early
 test: $(STAMP) system-deps
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
+
+# mutmut over the core modules, one module at a time with its fast unit tests (not part of `make test`; about
+# an hour on two cores; docs/TESTING.md). ARGS="--only stats parsing" picks modules.
+mutation: $(STAMP)
+	$(PY) scripts/mutation.py $(ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

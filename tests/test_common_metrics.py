@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import ratio_interval
 from sklearn.metrics import f1_score, precision_score, recall_score
 
 from core.families.generic import metrics as generic
@@ -353,6 +354,7 @@ def test_generic_score_single_rotation():
     out = generic.score(generic_items(), run, [], seed=1, draws=500)
     assert (out["accuracy"].k, out["accuracy"].n) == (5, 6)
     assert out["accuracy"].ci[0] <= out["accuracy"].value <= out["accuracy"].ci[1]
+    assert out["accuracy"].ci == ratio_interval([3, 2], [3, 3], draws=500, seed=1)  # g1 3 of 3, g2 2 of 3
     assert {k: (r.k, r.n) for k, r in out["per_kind"].items()} == {"x": (2, 2), "y": (3, 4)}
     assert (out["group_exact_match"].k, out["group_exact_match"].n) == (1, 2)
     # classes used as gold: A B C D ; B has recall 1/2, precision 1

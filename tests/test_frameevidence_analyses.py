@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import ratio_interval
 from test_frameevidence_metrics import (
     LETTERS,
     PAPER,
@@ -193,6 +194,34 @@ def test_table13_two_clusterings_side_by_side(gpt_runs):
             assert entry[scheme].value == entry["estimate"].value
     again = fe.repeat_intervals(items, circular, [primary], draws=2000)
     assert again["quantities"]["both_correct"]["union"].ci == out["quantities"]["both_correct"]["union"].ci
+
+
+def test_table13_intervals_equal_the_reference(gpt_runs):
+    """Under both schemes the repeat accuracy's and the repeat-minus-R0 interval equal the independent
+    computation over per-cluster sums counted here from the run's own rows (full precision)."""
+    circular, primary = gpt_runs
+    items = _scened(13)
+    out = fe.repeat_intervals(items, circular, [primary], draws=2000)
+    preds = circular.preds
+
+    def correct(repeat: int) -> dict:
+        rows = preds[(preds["rotation"] == 0) & (preds["repeat"] == repeat)]
+        return dict(zip(rows["item_id"], rows["status"].eq("ok") & rows["answer"].eq(rows["item_id"].map(gold)),
+                        strict=True))
+
+    gold = dict(zip(items["item_id"], items["answer"], strict=True))
+    c0, cr = correct(0), correct(1)
+    order = sorted(items["group_id"].unique())
+    for scheme, size, cluster in (("group", 96, {g: i for i, g in enumerate(order)}),
+                                  ("union", 13, {g: i % 13 for i, g in enumerate(order)})):
+        k, diff, n = np.zeros(size), np.zeros(size), np.zeros(size)
+        for item_id, g in zip(items["item_id"], items["group_id"], strict=True):
+            n[cluster[g]] += 1
+            k[cluster[g]] += cr[item_id]
+            diff[cluster[g]] += int(cr[item_id]) - int(c0[item_id])
+        q = out["quantities"]
+        assert q["repeat_accuracy"][scheme].ci == ratio_interval(k, n, draws=2000), scheme
+        assert q["repeat_minus_r0_accuracy"][scheme].ci == ratio_interval(diff, n, draws=2000), scheme
 
 
 def test_table13_one_component_has_a_zero_width_interval(gpt_runs):

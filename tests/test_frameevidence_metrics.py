@@ -11,6 +11,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import diff_interval, statistic_interval
+from sklearn.metrics import f1_score
 
 from core.errors import MetricUndefined
 from core.families.frameevidence import metrics as fe
@@ -126,6 +128,18 @@ def test_small_variant_accuracy(small, variant, k, n):
 @pytest.mark.parametrize("key, value", [("fq1_gem", 1 * 0.5 * 0.5), ("nts", 1 * 0.5), ("dis", 1 * 0.5)])
 def test_small_independence(small, key, value):
     assert small["independence"][key].value == pytest.approx(value)
+
+
+def test_independence_takes_the_complete_groups_only():
+    """§6.2: each variant accuracy of the reference is taken over the groups its joint metric counts. g2 lacks
+    its scene item and g4 its addition item: over all groups cam and obj would be 1/2 (reference 1/4) and DIS's
+    mss and add 1/2 (1/4); over the complete groups they are 1."""
+    items = items_df(fq1_group("g1", "ABC") + fq1_group("g2", "ABC")[:2] + fq2_group("g3", "B", "D")
+                     + fq2_group("g4", "C", "A")[:2])
+    answers = {"g1-cam": "A", "g1-obj": "B", "g1-scene": "C", "g2-cam": "B", "g2-obj": "C",
+               "g3-mss": "B", "g3-del": "C", "g3-add": "B", "g4-mss": "A", "g4-del": "A"}
+    out = fe.independence(fe.frame(items, run("r", preds_df(answers))))
+    assert {key: rate.value for key, rate in out.items()} == {"fq1_gem": 1.0, "nts": 0.25, "dis": 1.0}
 
 
 @pytest.mark.parametrize("key, value", [
@@ -668,6 +682,19 @@ def test_input_mode_deltas_and_text_only_insufficiency():
 # --------------------------------------------------------------------------- paired bootstrap
 
 
+def macro_f1_of(gold: np.ndarray, pred: np.ndarray) -> float:
+    """Macro-F1 over A-D from its definition: per class P = TP / predicted (0 when none predicted), R = TP /
+    support (0 when no support), F1 = 2PR / (P + R) (0 when both are 0); the mean of the four."""
+    scores = []
+    for c in "ABCD":
+        tp = int(np.sum((gold == c) & (pred == c)))
+        predicted, support = int(np.sum(pred == c)), int(np.sum(gold == c))
+        p = tp / predicted if predicted else 0.0
+        r = tp / support if support else 0.0
+        scores.append(2 * p * r / (p + r) if p + r else 0.0)
+    return sum(scores) / 4
+
+
 def test_compare_paired_bootstrap():
     a = run("a", preds_df(counts_answers(95, 1, 5, 7)))
     b = run("b", preds_df(counts_answers(110, 3, 9, 6)))
@@ -682,6 +709,35 @@ def test_compare_paired_bootstrap():
     mf1 = out["macro_f1"]
     assert mf1["difference"].value == pytest.approx(mf1["b"].value - mf1["a"].value)
     assert mf1["difference"].ci[0] < mf1["difference"].ci[1]
+    # at full precision against an independent computation on the same drawn groups (tests/bootstrap_ref.py)
+    answers_a, answers_b = counts_answers(95, 1, 5, 7), counts_answers(110, 3, 9, 6)
+    groups = sorted(PAPER["group_id"].unique())
+    rows = [PAPER.index[PAPER["group_id"] == g].to_numpy() for g in groups]
+    gold = PAPER["answer"].to_numpy()
+    ids = PAPER["item_id"].to_numpy()
+    correct_a = np.array([answers_a[i] == g for i, g in zip(ids, gold, strict=True)])
+    correct_b = np.array([answers_b[i] == g for i, g in zip(ids, gold, strict=True)])
+    per_group = {"accuracy": (lambda c: [c[r].sum() for r in rows], lambda: [len(r) for r in rows])}
+    for key, kind, variants in (("fq1_gem", "FQ1", fe.FQ1_VARIANTS), ("nts", "FQ2", ("mss", "del")),
+                                ("dis", "FQ2", ("mss", "add"))):
+        def joint(c, kind=kind, variants=variants):
+            return [float(PAPER["kind"][r[0]] == kind and all(c[i] for i in r if PAPER["variant"][i] in variants))
+                    for r in rows]
+        per_group[key] = (joint, lambda kind=kind: [float(PAPER["kind"][r[0]] == kind) for r in rows])
+    for key, (k_of, n_of) in per_group.items():
+        n = n_of()
+        assert out[key]["difference"].ci == diff_interval(k_of(correct_b), n, k_of(correct_a), n, draws=2000, seed=7)
+    pred_a = np.array([answers_a[i] for i in ids])
+    pred_b = np.array([answers_b[i] for i in ids])
+    assert macro_f1_of(gold, pred_a) == pytest.approx(f1_score(gold, pred_a, labels=list("ABCD"), average="macro"))
+
+    def f1_difference(drawn):
+        at = np.concatenate([rows[g] for g in drawn])
+        return macro_f1_of(gold[at], pred_b[at]) - macro_f1_of(gold[at], pred_a[at])
+
+    expected = statistic_interval([np.arange(len(groups))], f1_difference, draws=2000, seed=7)
+    assert mf1["difference"].ci == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    assert expected[0] <= mf1["difference"].value <= expected[1]
     again = fe.compare(PAPER, a, b, draws=2000, seed=7)
     assert again["nts"]["difference"].ci == out["nts"]["difference"].ci  # seeded
     same = fe.compare(PAPER, a, a, draws=500, seed=1)

@@ -12,6 +12,7 @@ import pytest
 from conftest import fe_lines, write_benchmark
 
 FQ2_OPTS = {"A": "前", "B": "后", "C": "左", "D": "信息不足"}
+FQ1_OPTS = {"A": "前", "B": "后", "C": "左", "D": "右"}
 
 
 def fq2(gid: str, n_mss: int, *, withheld: int = 2, added_at: int | None = None, positions: bool = True,
@@ -142,6 +143,51 @@ REFUSED = {
                                       [(N + 2, "meta.insufficient_option", "expected the MSS's 'D' (line 13), got 'C'")]),
     "insufficient_not_a_letter": (edit(fq2("g3", 3), "g3-mss", meta_insufficient_option=["D"]),
                                   [(N + 1, "meta.insufficient_option", "is not an option letter (expected one of ABCD)")]),
+    # a row per group rule of docs/FORMATS.md (issue 28 point 3): each fails when its rule alone is removed
+    "options_not_a_to_d": ([dict(x, options={**FQ1_OPTS, "E": "上"}) for x in fq1("f2", 2)],
+                           [(N + i, "options", "expected the four options A-D, got 'ABCDE'") for i in (1, 2, 3)]),
+    "fq1_images_reordered": (edit(fq1("f2", 2), "f2-obj", images=["img/f2_2.png", "img/f2_1.png"]),
+                             [(N + 2, "images", "obj must show the same ordered images as cam (line 13)")]),
+    "fq1_options_differ": (edit(fq1("f2", 2), "f2-scene", options={**FQ1_OPTS, "D": "上"}),
+                           [(N + 3, "options", "scene must have the same options as cam (line 13)")]),
+    "fq1_one_gold": (edit(edit(fq1("f2", 2), "f2-obj", answer="A"), "f2-scene", answer="A"),
+                     [(N + 1, "answer", "expected at least two distinct gold answers across cam / obj / scene")]),
+    "fq1_lacks_scene": (fq1("f2", 2)[:2], [(N + 1, "variant", "FQ1 group 'f2' lacks scene")]),
+    "fq1_variant_twice": (fq1("f2", 2) + [dict(fq1("f2", 2)[2], item_id="f2-scene2")],
+                          [(N + 4, "variant", "group 'f2' has 'scene' twice (also line 15)")]),
+    "group_mixes_kinds": (edit(fq2("g3", 3), "g3-add", kind="FQ1", variant="cam"),
+                          [(N + 1, "kind", "group 'g3' mixes FQ1 and FQ2")]),
+    "unknown_kind": (edit(fq1("f2", 2), "f2-cam", kind="FQ3"),
+                     [(N + 1, "kind", "expected FQ1 or FQ2, got 'FQ3'"), (N + 2, "variant", "lacks cam")]),
+    "unknown_variant": (edit(fq1("f2", 2), "f2-cam", variant="mss"),
+                        [(N + 1, "variant", "expected one of cam / obj / scene for FQ1, got 'mss'"),
+                         (N + 2, "variant", "lacks cam")]),
+    "fq2_question_differs": (edit(fq2("g3", 3), "g3-del", question="另一个问题"),
+                             [(N + 2, "question", "del must repeat the MSS question (line 13) word for word")]),
+    "fq2_options_differ": (edit(fq2("g3", 3), "g3-add", options={**FQ2_OPTS, "C": "右"}),
+                           [(N + 3, "options", "add must have the MSS options (line 13)")]),
+    "del_images_out_of_order": (edit(fq2("g3", 3), "g3-del", images=["img/g3_3.png", "img/g3_1.png"],
+                                     meta_original_positions=[3, 1]),
+                                [(N + 2, "images", "deletion must remove exactly one MSS image and keep the others "
+                                  "in order")]),
+    "add_images_out_of_order": (edit(fq2("g3", 3), "g3-add",
+                                     images=["img/g3_2.png", "img/g3_1.png", "img/g3_3.png", "img/g3_4.png"],
+                                     meta_original_positions=[2, 1, 3, 4]),
+                                [(N + 3, "images", "addition must add exactly one image to the MSS images and keep "
+                                  "them in order")]),
+    "insufficient_missing": ([dict(x, meta={k: v for k, v in x["meta"].items() if k != "insufficient_option"})
+                              if x["variant"] == "add" else x for x in fq2("g3", 3)],
+                             [(N + 3, "meta.insufficient_option", "missing (expected the letter")]),
+    "del_gold_not_insufficient": (edit(fq2("g3", 3), "g3-del", answer="B"),
+                                  [(N + 2, "answer", "deletion gold must be the insufficient option 'D', got 'B'")]),
+    "image_twice_in_item": ([dict(x, images=["img/f2_1.png", "img/f2_1.png"]) for x in fq1("f2", 2)],
+                            [(N + i, "images", "the same image content appears twice in one item") for i in (1, 2, 3)]),
+    "image_crosses_splits": ([dict(x, split="train", images=["img/g1_0_1.png", "img/f2_2.png"]) for x in fq1("f2", 2)],
+                             [(N + i, "images", "image content also used in split 'test' (item g1_0-cam, line 1)")
+                              for i in (1, 2, 3)]),
+    "group_spans_splits": (edit(fq1("f2", 2), "f2-scene", split="train"),
+                           [(N + 3, "images", "also used in split 'test' (item f2-cam, line 13)")] * 2
+                           + [(N + 1, "split", "group 'f2' spans several splits")]),
 }
 
 

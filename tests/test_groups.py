@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from bootstrap_ref import diff_interval
 from conftest import copy_store
 
 from core import comparison
@@ -107,6 +109,26 @@ def test_paired_differences_other_families(demo):
     assert acc["difference"].value == pytest.approx(acc["this"].value - acc["other"].value)
     lo, hi = acc["difference"].ci
     assert lo <= acc["difference"].value <= hi
+    # the interval from the runs' own rows: an item is right when all its predictions are; groups of the test
+    # split's items both runs answered, resampled whole (2,000 draws, the default seed)
+    scope = items[items["split"] == "test"]
+    gold = dict(zip(scope["item_id"], scope["answer"], strict=True))
+
+    def right(run) -> dict:
+        p = run.preds[run.preds["item_id"].isin(gold)]
+        ok = (p["status"] == "ok") & (p["answer"] == p["item_id"].map(gold))
+        return ok.groupby(p["item_id"]).all().to_dict()
+
+    this, other = right(b), right(a)
+    order = sorted({g for i, g in zip(scope["item_id"], scope["group_id"], strict=True) if i in this and i in other})
+    at = {g: j for j, g in enumerate(order)}
+    kt, ko, n = np.zeros(len(order)), np.zeros(len(order)), np.zeros(len(order))
+    for i, g in zip(scope["item_id"], scope["group_id"], strict=True):
+        if i in this and i in other:
+            kt[at[g]] += this[i]
+            ko[at[g]] += other[i]
+            n[at[g]] += 1
+    assert (lo, hi) == diff_interval(kt, n, ko, n, draws=2000)
     t = comparison.turnover(items, a, b)
     assert t["net"] == t["newly_correct"].k - t["newly_incorrect"].k
     trans = G.group_transitions("spur", items, a, b)

@@ -228,6 +228,10 @@ STEMBIND_OK = [
     (lambda ls: ls + [{**ls[1], "item_id": "s1-r2"}], "2 R items"),
     (lambda ls: ls[:2] + [{k: v for k, v in ls[2].items() if k != "stages"}], "must carry stages"),
     (lambda ls: [{**ls[0], "meta": {"operation": "RI-Color"}}] + ls[1:], "unknown operation"),
+    # a row per rule (issue 28 point 3)
+    (lambda ls: [{**ls[0], "item_id": "s1-q", "kind": "Q"}] + ls, "expected P, R or F, got 'Q'"),
+    (lambda ls: ls[:2], "0 F items"),
+    (lambda ls: [{**ls[0], "meta": {"operation": "VP-Fold"}}] + ls[1:], "mixes operations"),
 ])
 def test_stembind_rules(change, needle, tmp_path, store):
     from core.errors import ImportRefused

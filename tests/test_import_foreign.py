@@ -783,3 +783,78 @@ def test_replace_drops_what_the_tool_kept_beside_a_replaced_response(mmbench_sto
     assert "1000001" not in after and set(after) == kept_before - {"1000001"}
     assert s.predictions_frame("x-replace").set_index("item_id").loc["1000001", "response"] == "It is (C)."
     s.close()
+
+
+# ---- a row per documented foreign column (issue 28 point 3) -------------------------------------------------
+
+
+def test_tsv_image_path_comment_and_a_reference_to_a_reference(tmp_path):
+    """`image_path` (a file name, or the text of a list of them, relative to the TSV's folder) is read when the
+    `image` cell is empty, as VLMEvalKit's meta_only datasets are, and kept as meta like any other column; a
+    `comment` column becomes meta.comment (an empty cell left out); an image cell naming a row whose own cell is
+    a reference is refused."""
+    from db.importers import import_items
+
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "imgs" / "a.png").write_bytes(png((1, 2, 3)))
+    (tmp_path / "imgs" / "b.png").write_bytes(png((4, 5, 6)))
+    rows = [
+        {"index": "0", "question": "q0", "A": "x", "B": "y", "answer": "A", "image": "",
+         "image_path": "imgs/a.png", "comment": "from the meta-only release"},
+        {"index": "1", "question": "q1", "A": "x", "B": "y", "answer": "B", "image": "",
+         "image_path": repr(["imgs/b.png", "imgs/a.png"]), "comment": ""},
+    ]
+    cols = ["index", "question", "A", "B", "answer", "image", "image_path", "comment"]
+    tsv = tmp_path / "MetaOnly.tsv"
+    with open(tsv, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols, delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    s = store_at(tmp_path / "s.db")
+    import_items(s, tsv, name="meta-only")
+    items = {it.item_id: it for it in s.items("meta-only")}
+    s.close()
+    assert len(items["0"].images) == 1 and len(items["1"].images) == 2
+    assert items["1"].images[1] == items["0"].images[0]  # the same file, in the listed order
+    assert items["0"].meta["image_path"] == "imgs/a.png"
+    assert items["0"].meta["comment"] == "from the meta-only release" and "comment" not in items["1"].meta
+
+    chained = mmbench_rows()
+    chained[2]["image"] = chained[1]["index"]  # row 2000000 names row 1000000, whose own cell is the reference "0"
+    bad = write_tsv(tmp_path / "Chained.tsv", chained)
+    proc = run_cli("import", str(bad), db=tmp_path / "c.db")
+    assert proc.returncode == 2
+    assert "Chained.tsv:4: image: refers to row '1000000' (line 3), whose image cell is itself a reference" \
+        in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("columns", "kept"), [
+    ({"extracted": "B"}, {"extracted": "B"}),
+    ({"opt": "C"}, {"extracted": "C"}),
+    ({"pred": "D"}, {"extracted": "D"}),
+    ({"extracted": "B", "opt": "C", "pred": "D"}, {"extracted": "B"}),  # `extracted` wins, then `opt`
+    ({"opt": "C", "pred": "D"}, {"extracted": "C"}),
+    ({"extracted": None, "opt": "C"}, {"extracted": "C"}),  # an empty cell is no letter
+    ({"hit": 1, "log": "Match found: B"}, {"hit": 1, "log": "Match found: B"}),
+])
+def test_result_table_columns_kept_beside_the_response(mmbench_store, tmp_path, columns, kept):
+    """The MCQ evaluation's `_result.xlsx` columns: the extracted letter under `extracted`, `opt` or `pred`
+    (the first present wins) and `hit` / `log`, stored beside the raw response, which alone is parsed."""
+    from db.foreign import prediction_sources
+    from db.importers import import_predictions
+
+    _root, db = mmbench_store
+    recs = [{k: v for k, v in r.items() if k != "extracted"} for r in prediction_table()]
+    target = next(r for r in recs if r["index"] == 1000001)
+    target.update(columns)
+    for r in recs:
+        r.update({c: None for c in columns if c not in r})
+    path = write_xlsx(tmp_path / "Qwen_MMBench_DEV_EN_result.xlsx", recs)
+    s = store_at(db)
+    run = "result-" + "-".join(f"{k}{v}" for k, v in columns.items())
+    import_predictions(s, path, run, benchmark="mmb")
+    src = prediction_sources(s, run)
+    shown = s.predictions_frame(run).set_index("item_id").loc["1000001", "shown"]
+    s.close()
+    assert src["1000001"] == {"tool": "vlmevalkit", **kept}
+    assert shown == "B"  # the raw response "The answer is (B)." decides, whatever the tool extracted

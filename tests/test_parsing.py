@@ -496,3 +496,47 @@ def test_shortcuts_agree_on_careful_reading_words(text, style, options):
         want = _full_rules(text, "ABCD", style, options, False)
         assert _full_rules(text, "ABCD", style, options, True) == want
         assert parse_answer(text, "ABCD", style, options) == want
+
+
+# --------------------------------------------------------------------------- a row per rule (issue 28 point 3)
+
+# Each row isolates one rule of the module docstring: with that rule alone removed, the row's expected result
+# changes (checked once by removing each rule by hand; docs/TESTING.md lists the removals). EN_OPTIONS: A left,
+# B front, C behind, D right.
+RULE_ROWS = [
+    # (rule, response, style, options, expected)
+    ("1 bare letter with another option's text", "B. 左", "letter", FE_OPTIONS, (INV, None)),
+    ("1b opening answer then explanation", "B\nA is wrong because the cup is in front.", "letter", FE_OPTIONS,
+     (OK, "B")),
+    ("2 answer marker over a mention", "B looks plausible, but the answer is C.", "letter", None, (OK, "C")),
+    ("2 letter list after a marker", "答案是A或B", "letter", None, (INV, None)),
+    ("3 choice verb over a mention", "B looks plausible, so I choose C.", "letter", None, (OK, "C")),
+    ("3 affirmation", "Option A is wrong. C is correct.", "letter", None, (OK, "C")),
+    ("4 option mention over a standalone letter", "Option C fits, as image B shows.", "letter", None, (OK, "C")),
+    ("5 option text after a marker", "The answer is behind.", "letter", EN_OPTIONS, (OK, "C")),
+    ("6 standalone letter", "Image 2 suggests D.", "letter", None, (OK, "D")),
+    ("6 article A ignored", "A cat sits to the right of D.", "letter", None, (OK, "D")),
+    ("6 A with option A's own text is the letter", "Image 2 says A left of the mug.", "letter", EN_OPTIONS,
+     (OK, "A")),
+    ("6 A before a connective is the letter", "A or D, hard to tell.", "letter", None, (INV, None)),
+    ("ruled out at a commitment", "The answer is not A; the answer is D.", "letter", None, (OK, "D")),
+    ("ruled out at a mention", "It is definitely not A.", "letter", None, (INV, None)),
+    ("lowercase after a marker", "answer: b", "letter", None, (OK, "B")),
+    ("letters outside `letters`", "The answer is E.", "letter", None, (INV, None)),
+    ("self-correction: Actually", "The answer is A. Actually, the answer is C.", "letter", None, (OK, "C")),
+    ("self-correction: Wait", "The answer is A. Wait, the answer is C.", "letter", None, (OK, "C")),
+    ("self-correction: 不对", "答案是A。不对，答案是C。", "letter", None, (OK, "C")),
+    ("self-correction: 等等", "答案是A。等等，答案是C。", "letter", None, (OK, "C")),
+    ("empty response", "  \n", "letter", None, (ERR, None)),
+    ("tag wins over the untagged text", "<ANSWER>C</ANSWER>\nSo B is what I'd go with.", "tag", None, (OK, "C")),
+    ("unclosed tag", "<ANSWER>C</ANSWER> <ANSWER>D", "tag", None, (INV, None)),
+    ("tag holding a letter and another option's text", "<ANSWER>B. 左</ANSWER>", "tag", FE_OPTIONS, (INV, None)),
+    ("untagged: the final line only", "The answer is A.\nFinal answer: B", "tag", None, (OK, "B")),
+    ("untagged: a standalone letter of the final sentence", "Considering A and B. Then C.", "tag", None, (OK, "C")),
+]
+
+
+@pytest.mark.parametrize(("rule", "response", "style", "options", "expected"), RULE_ROWS,
+                         ids=[row[0] for row in RULE_ROWS])
+def test_rule_rows(rule, response, style, options, expected):
+    assert parse_answer(response, "ABCD", style, options) == expected, rule

@@ -89,20 +89,21 @@ def test_retry_after_seconds_and_http_date_are_waited_for(bench):
         seconds, dated = _attempts(server, "test-g0-0"), _attempts(server, "test-g1-0")
     assert set(_preds(bench, "ra")["status"]) == {"ok"}
     assert len(seconds) == 3 and len(dated) == 2
+    # the order and the minimum wait only (durations belong in bench/: an upper bound fails on a loaded machine)
+    assert seconds == sorted(seconds) and dated == sorted(dated)
     gaps = [b - a for a, b in itertools.pairwise(seconds)]
-    assert all(1.0 <= g < 1.9 for g in gaps), gaps
-    assert 0.95 <= dated[1] - dated[0] < 2.6, dated
+    assert all(g >= 1.0 for g in gaps), gaps
+    assert dated[1] - dated[0] >= 0.95, dated
 
 
 def test_a_retry_after_beyond_the_limit_is_not_waited_for(bench):
     with ChatServer() as server:
         server.rules = [["test-g2-0]", "429;retry-after=600", -1]]
-        t0 = time.monotonic()
         assert _run(bench, server, "--run", "rb", "--max-retries", "3") == 0
-        took = time.monotonic() - t0
         attempts = _attempts(server, "test-g2-0")
     df = _preds(bench, "rb").set_index("item_id")
-    assert len(attempts) == 1 and took < 30
+    # one attempt, refused at once (not waited for: the error says so; no duration is asserted here)
+    assert len(attempts) == 1
     assert df.loc["test-g2-0", "status"] == "api_error"
     assert "Retry-After 600 s exceeds the 120 s" in df.loc["test-g2-0", "error"]
     assert (df.drop("test-g2-0")["status"] == "ok").all()

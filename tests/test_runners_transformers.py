@@ -387,8 +387,30 @@ def test_local_model_as_l2_judge(models, tmp_path, capsys):
 # ---- torch / torchvision setup (scripts/torch-setup.sh, run by make run / make test) ---------------------
 
 
-def _setup(tmp_path, gpu: bool, *args: str) -> subprocess.CompletedProcess[str]:
-    """The script with PATH holding only the tools it calls; `gpu`: an `nvidia-smi` that answers is on it."""
+def _python_with(tmp_path, torch_cuda: str | None, torchvision: bool) -> Path:
+    """The script's PYTHON argument (its public seam): this venv's Python seeing a `torch` of the pinned version
+    built for `torch_cuda` (None: the CPU build) and, when `torchvision`, the pinned torchvision, whatever torch
+    this machine has installed (the script only asks Python for their versions; in a dry run it installs
+    nothing)."""
+    from core.runners.transformers_runner import TORCH_VERSION, TORCHVISION_VERSION
+
+    site = tmp_path / f"site-{torch_cuda}-{torchvision}"
+    (site / "torch").mkdir(parents=True, exist_ok=True)
+    (site / "torch" / "__init__.py").write_text(
+        f"import types\n__version__ = {TORCH_VERSION!r}\nversion = types.SimpleNamespace(cuda={torch_cuda!r})\n")
+    if torchvision:
+        (site / "torchvision").mkdir(exist_ok=True)
+        (site / "torchvision" / "__init__.py").write_text(f"__version__ = {TORCHVISION_VERSION!r}\n")
+    py = site / "python"
+    py.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {ROOT / '.venv/bin/python'} \"$@\"\n")
+    py.chmod(0o755)
+    return py
+
+
+def _setup(tmp_path, gpu: bool, *args: str, python: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The script with PATH holding only the tools it calls; `gpu`: an `nvidia-smi` that answers is on it;
+    `python`: the PYTHON it is given (default: the CPU torch without torchvision, _python_with)."""
+    python = python or _python_with(tmp_path, None, False)
     bin_dir = tmp_path / ("bin-gpu" if gpu else "bin-cpu")
     bin_dir.mkdir(exist_ok=True)
     for tool in ("bash", "env", "cut", "cat"):
@@ -399,7 +421,7 @@ def _setup(tmp_path, gpu: bool, *args: str) -> subprocess.CompletedProcess[str]:
         smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H200 (UUID: GPU-0)'\n")
         smi.chmod(0o755)
     env = {"PATH": str(bin_dir), "CROSSCHECK_TORCH_DRY_RUN": "1", "HOME": os.environ.get("HOME", "/tmp")}
-    return subprocess.run(["bash", str(ROOT / "scripts" / "torch-setup.sh"), str(ROOT / ".venv/bin/python"), *args],
+    return subprocess.run(["bash", str(ROOT / "scripts" / "torch-setup.sh"), str(python), *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -414,10 +436,26 @@ def test_torch_setup_installs_cuda_torch_and_torchvision_with_a_gpu(tmp_path, ho
     p = _setup(tmp_path, how == "nvidia-smi", *(["--cuda"] if how == "--cuda" else []))
     assert p.returncode == 0, p.stderr
     cmds = [ln[2:] for ln in p.stdout.splitlines() if ln.startswith("+ ")]
-    # this machine's torch is the CPU build: it is replaced by the CUDA build of the same pinned version
+    # the CPU build of torch (the stand-in Python's) is replaced by the CUDA build of the same pinned version
     assert "pip uninstall -y -q torch torchvision" in cmds[0]
     assert cmds[1].startswith("env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null ")
     assert cmds[1].endswith("-c requirements.txt torch==2.13.0 torchvision==0.28.0")
+
+
+def test_torch_setup_adds_torchvision_to_a_cuda_torch(tmp_path):
+    """A GPU workstation whose CUDA torch lacks torchvision: torch is not uninstalled, both are installed."""
+    p = _setup(tmp_path, True, python=_python_with(tmp_path, "12.8", False))
+    assert p.returncode == 0, p.stderr
+    cmds = [ln[2:] for ln in p.stdout.splitlines() if ln.startswith("+ ")]
+    assert len(cmds) == 1 and "pip uninstall" not in cmds[0]
+    assert cmds[0].endswith("-c requirements.txt torch==2.13.0 torchvision==0.28.0")
+
+
+def test_torch_setup_keeps_a_cuda_torch_with_torchvision(tmp_path):
+    """A GPU workstation set up already (make test there): nothing is installed."""
+    p = _setup(tmp_path, True, python=_python_with(tmp_path, "12.8", True))
+    assert p.returncode == 0, p.stderr
+    assert "CUDA torch 2.13.0 and torchvision 0.28.0 already installed" in p.stdout and "+ " not in p.stdout
 
 
 def test_pinned_versions_agree():

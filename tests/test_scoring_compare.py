@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from bootstrap_ref import diff_interval
 
 from core.errors import MetricUndefined
 from core.schema import PRED_COLUMNS, RunData
@@ -86,6 +87,8 @@ def test_generic_k_more_correct():
     assert out["group_exact_match"].value == pytest.approx(1 / 4)
     lo, hi = out["accuracy"].ci
     assert 0 <= lo <= 3 / 8 <= hi <= 1
+    # groups g0..g3 resampled whole, this run 2, 0, 1, 0 of 2 right, the other none
+    assert (lo, hi) == diff_interval([2, 0, 1, 0], [2, 2, 2, 2], [0, 0, 0, 0], [2, 2, 2, 2])
     # the other direction is the negative (this run minus the other, consistently)
     assert compare_runs(items, other, better)["accuracy"].value == pytest.approx(-3 / 8)
 
@@ -137,6 +140,12 @@ def test_frameevidence_compare_is_this_minus_other(store, fe_bench):
     assert out["accuracy"]["value"] == pytest.approx(1 / len(gold))
     assert out["accuracy"]["n"] == items["group_id"].nunique()
     assert out["accuracy"]["ci"][0] <= out["accuracy"]["value"] <= out["accuracy"]["ci"][1]
+    # groups resampled whole: b right on every item, a wrong on `first` only
+    group_of = dict(zip(items["item_id"], items["group_id"], strict=True))
+    order = sorted(items["group_id"].unique())
+    n = [float((items["group_id"] == g).sum()) for g in order]
+    k_a = [size - (g == group_of[first]) for g, size in zip(order, n, strict=True)]
+    assert tuple(out["accuracy"]["ci"]) == diff_interval(n, n, k_a, n)
     same = score_run(items, runs["a"], [runs["b"]], compare=runs["a"])["metrics"]["compare"]
     assert same["accuracy"] == {"value": 0.0, "n": items["group_id"].nunique(), "ci": [0.0, 0.0]}
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import ratio_interval
 
+from core import stats
 from core.errors import MetricUndefined
 from core.families.spur import metrics as spur
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
@@ -71,6 +74,15 @@ def test_stage_micro_averages_and_overall(key, k, n):
     out = spur.score(items, run)
     assert (out[key].k, out[key].n) == (k, n)
     assert out[key].ci is not None and out[key].ci[0] <= out[key].value <= out[key].ci[1]
+    # the interval: figures fig0..fig2 resampled whole, k / n per figure counted from TASK_TABLE by hand
+    stage = {"perception": ("NP", "MP", "IL"), "understanding": ("TA", "HI"), "reasoning": ("Qual", "Quant"),
+             "overall": tuple(t for t, _, _ in TASK_TABLE)}[key]
+    per_k, per_n = np.zeros(3), np.zeros(3)
+    for task, size, right in TASK_TABLE:
+        for i in range(size if task in stage else 0):
+            per_n[i % 3] += 1
+            per_k[i % 3] += i < right
+    assert out[key].ci == ratio_interval(per_k, per_n, seed=stats.DEFAULT_SEED)
 
 
 # Table 3 rows (NP, MP, IL, P micro, TA, HI, U micro, Qual, Quant, R micro, Overall), in %.

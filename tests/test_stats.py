@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import diff_interval, drawn_indices, proportion_interval, ratio_interval
 from scipy.stats import binom, spearmanr
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import cohen_kappa_score
@@ -337,3 +338,76 @@ def test_draw_caches_sharing_weights_give_the_same_sums_and_keep_the_latest():
             assert shared[(n_clusters, 500, 11)] is before  # reused, not drawn again
         assert len(shared) <= stats.DrawCache.SHARED_WEIGHTS
     assert list(shared) == [(40, 500, 11), (42, 500, 11)]  # 41 was the least recently used
+
+
+# --------------------------------------------------------------------------- exact intervals (tests/bootstrap_ref.py)
+
+
+@pytest.mark.parametrize(("n_clusters", "draws", "block_cells"), [
+    (1, 50, None), (7, 3001, None), (48, 20_000, None), (2298, 120, None),
+    (7, 301, 22),  # blocks of 3 draws = 21 cells: an odd block leaves the last raw word's high half unused
+])
+def test_draw_stream_is_the_documented_one(monkeypatch, n_clusters, draws, block_cells):
+    """The drawn indices are the documented stream, rebuilt independently from the raw generator output."""
+    if block_cells is not None:
+        monkeypatch.setattr(stats, "_BLOCK_CELLS", block_cells)
+    got = np.vstack(list(stats._index_blocks(n_clusters, draws, 13)))
+    np.testing.assert_array_equal(got, drawn_indices(n_clusters, draws, 13))
+
+
+@pytest.mark.parametrize(("seed", "n_clusters", "draws"), [(0, 48, 5000), (3, 48, 2000), (6, 5, 20_000),
+                                                           (9, 200, 1000), (12, 1, 300)])
+def test_bootstrap_equals_the_reference_exactly(seed, n_clusters, draws):
+    """cluster_bootstrap and rate_with_ci equal the independent per-draw computation at full precision, with and
+    without a ScoringContext (its DrawCache), and hold the estimate."""
+    k, n = _clusters(seed, n_clusters)
+    expected = ratio_interval(k, n, draws=draws, seed=seed + 1)
+    assert stats.cluster_bootstrap(k, n, draws=draws, seed=seed + 1) == expected
+    with stats.ScoringContext().active():
+        assert stats.cluster_bootstrap(k, n, draws=draws, seed=seed + 1) == expected
+    rate = stats.rate_with_ci(k, n, draws=draws, seed=seed + 1)
+    assert rate.ci == expected
+    assert expected[0] <= rate.value <= expected[1]
+
+
+def test_bootstrap_many_and_diff_equal_the_reference_exactly():
+    k1, n = _clusters(5)
+    k2 = np.minimum(n, k1 + 1)
+    lo, hi = stats.cluster_bootstrap_many(np.column_stack([k1, k2]), n, draws=3000, seed=3)
+    assert (lo[0], hi[0]) == ratio_interval(k1, n, draws=3000, seed=3)
+    assert (lo[1], hi[1]) == ratio_interval(k2, n, draws=3000, seed=3)
+    nb = np.maximum(1, n - 1)
+    kb = np.minimum(nb, k2)
+    expected = diff_interval(k1, n, kb, nb, draws=3000, seed=4)
+    assert stats.cluster_bootstrap_diff(k1, n, kb, nb, draws=3000, seed=4) == expected
+    assert expected[0] <= k1.sum() / n.sum() - kb.sum() / nb.sum() <= expected[1]
+    lo2, hi2 = stats.cluster_bootstrap_diff(np.column_stack([k1, kb]), np.column_stack([n, nb]),
+                                            np.column_stack([kb, k1]), np.column_stack([nb, n]), draws=3000, seed=4)
+    assert (lo2[0], hi2[0]) == expected
+    assert (lo2[1], hi2[1]) == diff_interval(kb, nb, k1, n, draws=3000, seed=4)
+
+
+def test_zero_over_zero_draws_are_left_out():
+    """A draw whose denominator is 0 (only empty clusters drawn) is left out of the percentiles, not counted as
+    a rate of 0 or 1: with one non-empty cluster of rate 1 among three, every defined draw is 1, while about
+    30% of the draws (2/3 cubed) are 0 / 0."""
+    k, n = np.array([1.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0])
+    assert stats.cluster_bootstrap(k, n, draws=2000, seed=1) == (1.0, 1.0)
+    assert stats.cluster_bootstrap(0 * k, n, draws=2000, seed=1) == (0.0, 0.0)
+    assert stats.cluster_bootstrap_diff(k, n, 0 * k, n, draws=2000, seed=1) == (1.0, 1.0)
+    # 0 / 0 in 1/16 of the draws beside rates between 1/2 (only the second cluster drawn, about 27% of the
+    # defined draws) and 2/3 (only the first, as often): counted as 0 or 1 they would move an end to 0 or 1
+    k4, n4 = np.array([2.0, 0.0, 1.0, 0.0]), np.array([3.0, 0.0, 2.0, 0.0])
+    got = stats.cluster_bootstrap(k4, n4, draws=4000, seed=2)
+    assert got == ratio_interval(k4, n4, draws=4000, seed=2)
+    assert got == (1 / 2, 2 / 3)
+
+
+@pytest.mark.parametrize(("k", "n", "seed"), [(528, 1100, stats.DEFAULT_SEED), (3, 7, 1), (0, 5, 2), (40, 40, 3)])
+def test_proportion_bootstrap_equals_the_reference_exactly(k, n, seed):
+    """stats.proportion_bootstrap equals Binomial(n, k / n) / n on its seeded stream at full precision, holds
+    k / n, and sits within two counts of the exact binomial quantiles (the method, independent of the draws)."""
+    lo, hi = stats.proportion_bootstrap(k, n, seed=seed)
+    assert (lo, hi) == proportion_interval(k, n, seed=seed)
+    assert lo <= k / n <= hi
+    assert abs(lo * n - binom.ppf(0.025, n, k / n)) <= 2 and abs(hi * n - binom.ppf(0.975, n, k / n)) <= 2

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_ref import diff_interval, proportion_interval, ratio_interval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -187,7 +188,12 @@ def test_binding_gap_strict_denominator():
     assert (bg.k, bg.n) == (2, 3)
     assert bg.value == pytest.approx(2 / 3)
     assert bg.ci is not None and bg.ci[0] <= bg.value <= bg.ci[1]
+    assert bg.ci == proportion_interval(2, 3)  # one 0/1 observation per stem of the stratum
     assert (out["f_given_pr"].k, out["f_given_pr"].n) == (1, 3)
+    # item rates resample stems s0..s4 whole: P probes right / P probes and F right / 1 per stem, by hand
+    assert out["p_accuracy"].ci == ratio_interval([2, 2, 3, 1, 2], [2, 2, 3, 2, 2])
+    assert out["f_accuracy"].ci == ratio_interval([0, 1, 0, 0, 1], [1, 1, 1, 1, 1])
+    assert out["p_accuracy"].ci[0] <= out["p_accuracy"].value <= out["p_accuracy"].ci[1]
     assert out["decomposition"]["cant_bind"].k == 3  # looser than the stratum: 3 vs 2
 
 
@@ -215,6 +221,11 @@ def test_paper_derivation_checked_binding_gap_ci_d2():
     bg = sb.binding_gap_from_flags(np.ones(n, bool), np.ones(n, bool), f)["binding_gap"]
     assert round(bg.value, 2) == 0.48
     assert (round(bg.ci[0], 2), round(bg.ci[1], 2)) == (0.45, 0.51)
+    # at full precision (an off-by-one in k or n still rounds to the paper's 2 decimals)
+    assert bg.value == 528 / 1100 and (bg.k, bg.n) == (528, 1100)
+    assert bg.ci == proportion_interval(528, 1100)
+    solved = sb.binding_gap_from_flags(np.ones(n, bool), np.ones(n, bool), f)["f_given_pr"]
+    assert solved.ci == (1 - bg.ci[1], 1 - bg.ci[0])
 
 
 # --------------------------------------------------------------------------- StemCoherent, lucky guesses
@@ -258,6 +269,8 @@ def test_vg_against_text_partner_in_others():
     assert vg["P"].value == pytest.approx(0.0)
     assert vg["R"].value == pytest.approx(1.0) and vg["F"].value == pytest.approx(1.0)
     assert vg["overall"].ci is not None
+    # paired by stem (a, b): the full run 3 of 3 items, the text run 1 of 3 in each
+    assert vg["overall"].ci == diff_interval([3, 3], [3, 3], [1, 1], [3, 3])
 
 
 @pytest.mark.parametrize(("others", "reason"), [

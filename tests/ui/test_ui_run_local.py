@@ -1,6 +1,10 @@
 """The Run tab with a local checkpoint in the real app: a tiny LLaVA-1.5 (its real template renders every image
 first) runs from the form, and the finished job's line warns that the image labels are detached; a checkpoint
-whose processor needs torchvision (missing here) fails at load with the one-line message and stores no run."""
+whose processor needs torchvision fails at load with the one-line message and stores no run when torchvision is
+absent. The app runs with torchvision made absent whatever is installed (a sitecustomize that blocks its import
+the documented way, `sys.modules["torchvision"] = None`, so transformers' availability check finds no spec), so the
+test passes alike on a CPU machine and on a GPU workstation with CUDA torch and torchvision; the branch with
+torchvision present is scripts/torch-setup.sh's (tests/test_runners_transformers.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,13 @@ def setup(tmp_path_factory):
     db = root / "demo.db"
     build_demo_store(Store(db), sizes=SMALL, progress=lambda m: None)
     return db, build_llava(root / "llava"), write_qwen2vl(root / "qwen2vl")
+
+
+def without_torchvision(folder) -> dict[str, str]:
+    """Environment variables under which a Python process cannot import torchvision, installed or not."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text('import sys\n\nsys.modules["torchvision"] = None\n')
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
 
 
 def _start(page, name: str, model, limit: int = 2, seen: list[str] | None = None) -> str:
@@ -50,7 +61,7 @@ def test_run_tab_warns_and_refuses(setup):
     from db.store import Store
 
     db, llava, qwen = setup
-    with running_app(db) as url, browser() as b:
+    with running_app(db, env=without_torchvision(db.parent / "no-torchvision")) as url, browser() as b:
         page = b.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         seen: list[str] = []

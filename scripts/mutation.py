@@ -1,0 +1,149 @@
+"""`make mutation`: mutmut over the modules whose bugs hide best, one module at a time with its fast unit tests,
+and the score (killed / mutants) per module (docs/TESTING.md).
+
+Targets are globs, so a module split into several files (frameevidence/metrics.py and the outcomes, accuracy,
+analyses, repeats and paired modules it was split into; db/importers.py and db/import_*.py; a package in place
+of a module) stays covered; the modules split out of core/stats.py are targets of their own. Each target runs
+in a fresh copy of the tracked files (the worktree is never mutated) under `--max-children` workers and a time
+limit; browser tests never run here.
+
+    python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name: (source globs, fast unit test files)
+TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # core/stats.py re-exports core/agreement.py, binomial.py and clustering.py (split out of it): one target
+    # each, so each module gets its own score; their tests reach them through either name
+    "stats": (("core/stats.py", "core/stats_*.py", "core/stats/*.py"),
+              ("tests/test_stats.py", "tests/test_frameevidence_analyses.py", "tests/test_scoring_context.py")),
+    "agreement": (("core/agreement.py",), ("tests/test_stats.py", "tests/test_calibration.py")),
+    "binomial": (("core/binomial.py",), ("tests/test_stats.py",)),
+    "clustering": (("core/clustering.py",), ("tests/test_stats.py", "tests/test_frameevidence_analyses.py")),
+    "parsing": (("core/parsing.py", "core/parsing_*.py", "core/parsing/*.py"), ("tests/test_parsing.py",)),
+    # metrics.py keeps score(); the rest moved to outcomes, accuracy, analyses, repeats, paired
+    "frameevidence-metrics": (("core/families/frameevidence/metrics*.py", "core/families/frameevidence/outcomes.py",
+                               "core/families/frameevidence/accuracy.py", "core/families/frameevidence/analyses.py",
+                               "core/families/frameevidence/repeats.py", "core/families/frameevidence/paired.py"),
+                              ("tests/test_frameevidence_metrics.py", "tests/test_frameevidence_analyses.py")),
+    "stembind-metrics": (("core/families/stembind/metrics*.py", "core/families/stembind/outcomes.py",
+                          "core/families/stembind/binding.py", "core/families/stembind/ssa.py",
+                          "core/families/stembind/traces.py"), ("tests/test_stembind_metrics.py",)),
+    "spur-metrics": (("core/families/spur/metrics*.py",), ("tests/test_spur_metrics.py",)),
+    "generic-metrics": (("core/families/generic/metrics*.py",), ("tests/test_common_metrics.py",)),
+    "frameevidence-validator": (("core/families/frameevidence/__init__.py",), ("tests/test_frameevidence_rules.py",)),
+    "stembind-validator": (("core/families/stembind/__init__.py",), ("tests/test_import.py",)),
+    "foreign": (("core/foreign/*.py",), ("tests/test_import_foreign.py",)),
+    "prompts": (("core/prompts.py",), ("tests/test_runners_prompts.py",)),
+    # db/importers.py re-exports import_common, import_items, import_predictions and import_labels
+    "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),
+                  ("tests/test_import.py", "tests/test_import_errors.py")),
+}
+# mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code); the score is mutmut's own:
+# (killed + timeout) / (every mutant less the skipped and unchecked ones), so a mutant no test reaches counts
+# against the module
+KILLED = {1, 3, 36, 24, -24, 152, 255}
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+NOT_COUNTED = {None, 2, 34}
+
+
+def sources(patterns: tuple[str, ...]) -> list[str]:
+    found = sorted({p for pat in patterns for p in glob.glob(pat, root_dir=ROOT)})
+    return [p for p in found if p.endswith(".py")]
+
+
+def copy_tree(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for rel in files:
+        if rel.startswith(("docs/screenshots/", "assets/")):
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
+
+
+def importable(root: Path) -> list[str]:
+    """The top-level packages and modules of the tracked tree (what mutmut copies next to the mutants): a
+    package added on main (cli/, say) comes along without a change here."""
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    tops = {rel.split("/", 1)[0] for rel in files if rel.endswith(".py")}
+    return sorted(t for t in tops if t.endswith(".py") or (root / t / "__init__.py").exists() or t == "tests")
+
+
+def run_target(name: str, children: int, limit: int) -> dict:
+    patterns, tests = TARGETS[name]
+    files = sources(patterns)
+    if not files:
+        return {"module": name, "error": "no source file matches " + ", ".join(patterns)}
+    with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as tmp:
+        work = Path(tmp)
+        copy_tree(work)
+        (work / "setup.cfg").write_text(  # mutmut reads lists one entry a line
+            "[mutmut]\n"
+            + "".join(f"{key} =\n" + "".join(f"    {v}\n" for v in values) for key, values in (
+                ("source_paths", files), ("also_copy", importable(ROOT)),
+                ("pytest_add_cli_args_test_selection", list(tests)),
+                ("pytest_add_cli_args", ["-p", "no:cacheprovider", "-q"]))), encoding="utf-8")
+        try:
+            proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=work,
+                                  capture_output=True, text=True, timeout=limit)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            proc, timed_out = None, True
+        codes: dict[str, int | None] = {}
+        for meta in (work / "mutants").rglob("*.meta"):
+            codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+        survivors = sorted(k for k, c in codes.items() if c in SURVIVED)
+        untested = sorted(k for k, c in codes.items() if c in NO_TESTS)
+        done = {k: c for k, c in codes.items() if c not in NOT_COUNTED}
+        killed = sum(1 for c in done.values() if c in KILLED)
+        out = {"module": name, "files": files, "mutants": len(codes), "tested": len(done), "killed": killed,
+               "survived": survivors, "no_tests": untested,
+               "score": round(100 * killed / len(done), 1) if done else None, "timed_out": timed_out}
+        if proc is not None and (proc.returncode not in (0, 1) or not done):  # nothing tested: say why
+            out["error"] = (proc.stderr or proc.stdout)[-2000:]
+        return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", choices=sorted(TARGETS), help="these targets only")
+    ap.add_argument("--children", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    ap.add_argument("--limit", type=int, default=3600, help="seconds per target")
+    ap.add_argument("--json", type=Path, help="write the results here as JSON")
+    args = ap.parse_args(argv)
+    results = []
+    for name in args.only or list(TARGETS):
+        res = run_target(name, args.children, args.limit)
+        results.append(res)
+        score = "n/a" if res.get("score") is None else f"{res['score']}%"
+        print(f"{name:26} {score:>7}  killed {res.get('killed', 0)} of {res.get('tested', 0)} tested"
+              f" ({res.get('mutants', 0)} mutants){'  TIMED OUT' if res.get('timed_out') else ''}", flush=True)
+        for key in res.get("survived", []):
+            print(f"    survived: {key}")
+        for key in res.get("no_tests", []):
+            print(f"    no test reaches: {key}")
+        if res.get("error"):
+            print(f"    error: {res['error']}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
