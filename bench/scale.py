@@ -29,8 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -86,35 +84,12 @@ def score_all(db: Path) -> tuple[float, float]:
 def serve_figures(db: Path, runs: list[str]) -> dict[str, float]:
     """Start-up to the first answer, then the first Browse, the first Metrics and group views with `runs`."""
     from gradio_client import Client
-    from uiharness import free_port
+    from uiharness import running_app
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
     t0 = time.perf_counter()
-    with open(db.parent / "serve.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
-                                 "--no-demo"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            while True:
-                if proc.poll() is not None:
-                    raise SystemExit(f"serve exited ({proc.returncode}); see {db.parent / 'serve.log'}")
-                try:
-                    with urllib.request.urlopen(url + "/config", timeout=2):
-                        break
-                except urllib.error.HTTPError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            out = {"serve_s": time.perf_counter() - t0}
-            client = Client(url, verbose=False)
-            out.update(_views(client, runs))
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with running_app(db, timeout=600) as url:  # yields once /config answers
+        out = {"serve_s": time.perf_counter() - t0}
+        out.update(_views(Client(url, verbose=False), runs))
     return out
 
 
@@ -125,7 +100,7 @@ def _views(client: Any, runs: list[str]) -> dict[str, float]:
         return (time.perf_counter() - t) * 1000, result
 
     out: dict[str, float] = {}
-    out["browse_first_ms"], _ = ms("stembind", runs, api_name="/browse_reset")
+    out["browse_first_ms"], _ = ms("stembind", runs, api_name="/browse_list")
     out["metrics_first_ms"], result = ms("stembind", runs, api_name="/metrics")
     if sorted(result["runs"]) != sorted(runs):
         raise SystemExit("the metrics endpoint did not score the runs picked")

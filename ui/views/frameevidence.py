@@ -10,19 +10,7 @@ import plotly.graph_objects as go
 
 from core.families.frameevidence.groups import fq2_layout
 from core.report_tables import Cell, RunScore, Table, get, reason_of
-from ui.charts import (
-    LAYOUT,
-    PALETTE,
-    FamilyCharts,
-    by_label_bars,
-    diff_bars,
-    empty,
-    error_bars,
-    grouped_bars,
-    hover,
-    pct,
-    series_name,
-)
+from ui import charts as ch
 from ui.views import Group, generic
 from ui.views import common as vc
 
@@ -139,7 +127,7 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
     fig = go.Figure()
     pts: dict[str, dict[str, tuple[float, float]]] = {}
     for variant, symbol, label in (("del", "circle", "deletion → NTS"), ("add", "diamond", "addition → DIS")):
-        xs, ys, text, hover, xcells, ycells = [], [], [], [], [], []
+        xs, ys, text, hover_text, xcells, ycells = [], [], [], [], [], []
         for r in runs:
             ini, cond = get(r.metrics, ("transitions", "initial")), get(r.metrics, ("transitions", "conditional", variant))
             if reason_of(ini) is not None or reason_of(cond) is not None:
@@ -150,16 +138,16 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
             xcells.append(Cell(ini))
             ycells.append(Cell(cond))
             text.append(f"{cond.get('k')}/{cond.get('n')}")
-            hover.append(html.escape(f"{series_name(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
+            hover_text.append(html.escape(f"{ch.series_name(r.name, r.synthetic)}: initial {ini['k']}/{ini['n']}, conditional "
                                      f"{cond.get('k')}/{cond.get('n')}"))
             pts.setdefault(r.name, {})[variant] = (x, y)
         if xs:
             fig.add_scatter(name=label, x=xs, y=ys, mode="markers+text", text=text, textposition="top center",
-                            marker=dict(symbol=symbol, size=11), customdata=hover, error_x=error_bars(xcells),
-                            error_y=error_bars(ycells),
+                            marker=dict(symbol=symbol, size=11), customdata=hover_text, error_x=ch.error_bars(xcells),
+                            error_y=ch.error_bars(ycells),
                             hovertemplate="%{customdata}<extra>" + label + "</extra>")
     if not pts:
-        return empty(title, "no selected run has FQ2 transitions")
+        return ch.empty(title, "no selected run has FQ2 transitions")
     for r in runs:
         base = r.config.get("base_run")
         if base in pts and r.name in pts:
@@ -168,7 +156,7 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
                     (x0, y0), (x1, y1) = pts[base][variant], pts[r.name][variant]
                     fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y",
                                        showarrow=True, arrowhead=3, arrowwidth=1.5, arrowcolor="#555")
-    fig.update_layout(**LAYOUT, title=title, xaxis_title="initial success: MSS correct (%)",
+    fig.update_layout(**ch.LAYOUT, title=title, xaxis_title="initial success: MSS correct (%)",
                       yaxis_title="conditional success given MSS correct (%)")
     fig.update_xaxes(range=[-3, 103])
     fig.update_yaxes(range=[-3, 108])
@@ -184,9 +172,9 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
         if len(keys) < 2:
             continue
         cells = [Cell(per[k]) for k in keys]
-        color = PALETTE[i % len(PALETTE)]
-        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[pct(c) for c in cells],
-                        mode="lines+markers", line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
+        color = ch.PALETTE[i % len(ch.PALETTE)]
+        fig.add_scatter(name=ch.series_name(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[ch.pct(c) for c in cells],
+                        mode="lines+markers", line=dict(color=color), customdata=ch.hover(cells), error_y=ch.error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         circ = get(r.metrics, ("circular",))
         if reason_of(circ) is None:
@@ -194,8 +182,8 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
                             y=[100 * circ["value"]] * 2, mode="lines", line=dict(color=color, dash="dot"),
                             hovertemplate=f"circular {circ['k']}/{circ['n']}<extra></extra>")
     if not fig.data:
-        return empty(title, "no selected run has several option rotations")
-    fig.update_layout(**LAYOUT, title=title, yaxis_title="accuracy (%)")
+        return ch.empty(title, "no selected run has several option rotations")
+    fig.update_layout(**ch.LAYOUT, title=title, yaxis_title="accuracy (%)")
     return fig
 
 
@@ -214,21 +202,21 @@ SECTIONS = [
 
 
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
-    out = {"fe_table4": grouped_bars(tables["fe_table4"], "Table 4 metrics per run (bars: uniform-random reference)"),
+    out = {"fe_table4": ch.grouped_bars(tables["fe_table4"], "Table 4 metrics per run (bars: uniform-random reference)"),
            "fe_figure5": fe_figure5(runs)}
     if "fe_delta_text" in tables:
-        out["fe_delta_text"] = diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
+        out["fe_delta_text"] = ch.diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
     out["fe_rotations"] = rotation_lines(runs)
     if "fe_insufficiency" in tables:
-        out["fe_insufficiency"] = grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
+        out["fe_insufficiency"] = ch.grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
                                                columns=["MSS", "del", "add", "Precision", "Recall"])
     for key in ("n_images", "relation", "scene", "source", "ordinal_change"):
         t = tables.get(f"fe_strata_{key}")
         if t is not None and not t.empty:
-            out[t.key] = by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
+            out[t.key] = ch.by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
     if "fe_controls" in tables:
-        out["fe_controls"] = grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
+        out["fe_controls"] = ch.grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
     return out
 
 
-CHARTS = FamilyCharts(SECTIONS, charts, control_runner="baseline")
+CHARTS = ch.FamilyCharts(SECTIONS, charts, control_runner="baseline")

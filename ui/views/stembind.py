@@ -12,18 +12,7 @@ import plotly.graph_objects as go
 from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
 from core.families.stembind.vocab import KINDS, SSA_LEVELS
 from core.report_tables import Cell, RunScore, Table, get, reason_of
-from ui.charts import (
-    LAYOUT,
-    PALETTE,
-    FamilyCharts,
-    diff_bars,
-    empty,
-    error_bars,
-    grouped_bars,
-    hover,
-    pct,
-    series_name,
-)
+from ui import charts as ch
 from ui.views import common as vc
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
@@ -134,7 +123,7 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
         rr, ff = get(r.metrics, ("r_accuracy",)), get(r.metrics, ("f_accuracy",))
         if reason_of(rr) is not None or reason_of(ff) is not None:
             continue
-        color = PALETTE[i % len(PALETTE)]
+        color = ch.PALETTE[i % len(ch.PALETTE)]
         ops = get(r.metrics, ("by_operation",)) or {}
         xs, ys, names, hov = [], [], [], []
         for op, block in ops.items():
@@ -147,13 +136,13 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
             fig.add_scatter(name=f"{r.name} per operation", x=xs, y=ys, mode="markers", text=names,
                             marker=dict(color=color, size=7, opacity=0.55), customdata=hov, legendgroup=r.name,
                             hovertemplate="%{customdata}<extra></extra>", showlegend=False)
-        fig.add_scatter(name=series_name(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
-                        error_x=error_bars([Cell(rr)]), error_y=error_bars([Cell(ff)]), mode="markers",
+        fig.add_scatter(name=ch.series_name(r.name, r.synthetic), x=[100 * rr["value"]], y=[100 * ff["value"]],
+                        error_x=ch.error_bars([Cell(rr)]), error_y=ch.error_bars([Cell(ff)]), mode="markers",
                         marker=dict(color=color, size=15, line=dict(width=1.5, color="#222")),
                         legendgroup=r.name,
                         customdata=[html.escape(f"R {rr['k']}/{rr['n']}, F {ff['k']}/{ff['n']}")],
                         hovertemplate="%{customdata}<extra>%{fullData.name}</extra>")
-    fig.update_layout(**LAYOUT, title=title, xaxis_title="R accuracy (%)", yaxis_title="F accuracy (%)")
+    fig.update_layout(**ch.LAYOUT, title=title, xaxis_title="R accuracy (%)", yaxis_title="F accuracy (%)")
     fig.update_xaxes(range=[0, 102])
     fig.update_yaxes(range=[0, 102])
     return fig
@@ -164,15 +153,15 @@ def stacked_decomposition(table: Table) -> go.Figure:
     cats = ["solved", "cant bind", "cant reason", "cant see"]
     colors = ["#3a9a5b", "#d9822b", "#b8423a", "#6b7a8f"]
     fig = go.Figure()
-    names = [series_name(r.labels[0], r.synthetic) for r in table.rows]
+    names = [ch.series_name(r.labels[0], r.synthetic) for r in table.rows]
     for cat, color in zip(cats, colors, strict=True):
         j = table.columns.index(cat)
         cells = [r.cells[j] for r in table.rows]
         key = cat.replace(" ", "_")
-        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[pct(c) for c in cells], orientation="h",
-                    marker_color=color, customdata=hover(cells),
+        fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[ch.pct(c) for c in cells], orientation="h",
+                    marker_color=color, customdata=ch.hover(cells),
                     hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
-    fig.update_layout(**LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
+    fig.update_layout(**ch.LAYOUT, title=title, barmode="stack", xaxis_title="% of complete stems")
     fig.update_layout(height=max(220, 90 + 40 * len(names)))
     return fig
 
@@ -194,10 +183,10 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         acc = node.get("accuracy", {})
         levels = [lv for lv in SSA_LEVELS if lv in acc]
         cells = [Cell(acc[lv]) for lv in levels]
-        color = PALETTE[i % len(PALETTE)]
+        color = ch.PALETTE[i % len(ch.PALETTE)]
         model = r.config.get("model") or r.name
-        fig.add_scatter(name=f"{model} raw", x=levels, y=[pct(c) for c in cells], mode="lines+markers",
-                        line=dict(color=color), customdata=hover(cells), error_y=error_bars(cells),
+        fig.add_scatter(name=f"{model} raw", x=levels, y=[ch.pct(c) for c in cells], mode="lines+markers",
+                        line=dict(color=color), customdata=ch.hover(cells), error_y=ch.error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
         iso = node.get("isotonic") or {}
         if iso:
@@ -211,8 +200,8 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
                             hovertemplate=f"irrelevant-S1 {c['k']}/{c['n']}<extra></extra>")
     if not fig.data:
         reason = next((reason_of(get(r.metrics, ("ssa",))) for r in runs), None) or "no SSA runs selected"
-        return empty(title, f"not computed: {reason}")
-    fig.update_layout(**LAYOUT, title=title, yaxis_title="F accuracy (%)")
+        return ch.empty(title, f"not computed: {reason}")
+    fig.update_layout(**ch.LAYOUT, title=title, yaxis_title="F accuracy (%)")
     fig.update_layout(margin=dict(l=56, r=16, t=72, b=24))  # LAYOUT's, with room for the second title line
     return fig
 
@@ -227,16 +216,16 @@ SECTIONS = [
 
 
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
-    return {"sb_leaderboard": grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
+    return {"sb_leaderboard": ch.grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
                                            columns=list(KINDS)),
             "sb_chasm": sb_rf_chasm(runs),
             "sb_decomposition": stacked_decomposition(tables["sb_decomposition"]),
-            "sb_binding_gap": grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
+            "sb_binding_gap": ch.grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
                                            columns=["Binding Gap"]),
             "sb_ssa": ssa_curves(runs),
-            "sb_thinkgain": diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)"),
-            "sb_vg": diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)"),
-            "sb_stepacc": diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")}
+            "sb_thinkgain": ch.diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)"),
+            "sb_vg": ch.diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)"),
+            "sb_stepacc": ch.diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")}
 
 
-CHARTS = FamilyCharts(SECTIONS, charts)
+CHARTS = ch.FamilyCharts(SECTIONS, charts)

@@ -5,15 +5,8 @@ one or more `RunData`, or one run's joined frame (frame(); score() passes the sa
 see "column tables" in outcomes.py); see docs/METRICS.md (FrameEvidence) for each definition, its paper
 section, its edge cases and its JSON key.
 
-Item outcome. The main metrics use each run's rotation-0 / repeat-0 predictions. As in the paper ("All
-model-mode comparisons use the full question and group counts"), every item of the split is in the
-denominator: an item without a prediction counts as wrong (status "missing", like invalid and api_error),
-and `coverage` says how many items were answered. A prediction is correct when status == "ok" and its
-original-order letter equals the gold letter (core.metrics.common.join).
-
-Groups. An FQ1 group holds one cam, obj and scene item; an FQ2 group one mss, del and add item (validated
-at import by core.families.frameevidence). A joint metric counts the groups that hold every variant it
-needs; two items of one variant in one group, or a variant outside the family, raise MetricUndefined.
+Item outcome and groups: outcomes.py's docstring (every item of the split in the denominator, an
+unanswered one wrong; a joint metric counts the groups holding every variant it needs).
 
 The metrics live by what they measure, each module under 600 lines: outcomes.py (the joined outcome tables,
 coverage, groups), accuracy.py (accuracy, macro F1, the joint metrics, references, insufficiency),
