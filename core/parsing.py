@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from core import parse_evidence as _ev
 from core.errors import InvalidPrediction
@@ -92,18 +93,28 @@ def _parse_letter(text: str, letters: str, options: dict[str, str] | None, *, st
                   option_text: bool = True) -> tuple[str, str | None] | None:
     """The last committed answer: each self-correction starts a new segment, and the last segment that names
     any letter decides (see `_parse_segment`); None when no segment names one."""
+    def read(seg: str) -> tuple[str, str | None] | None:
+        return _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text,
+                              whole=seg is text)
+
+    return _last_committed(text, letters, options, read)
+
+
+def _last_committed(text: str, letters: str, options: dict[str, str] | None,
+                    read: Callable[[str], tuple[str, str | None] | None]) -> tuple[str, str | None] | None:
+    """The bare form, else the last self-correction segment `read` finds a letter in (walking back from the
+    end), invalid when a later segment retracted it without naming a new one; None when no segment names one.
+    The one segment walk of both styles (the letter style's whole text, the tag style's final line)."""
     bare = _bare_form(text, letters, options)
     if bare:
         return _decide(bare)
     segments = _segments(text) if not _ev._SHORTCUTS or _might_correct(text) else [text]
     retracted = False
     for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
-        result = _parse_segment(seg, letters, options, standalone=standalone, option_text=option_text,
-                                whole=seg is text)
+        result = read(segments[i])
         if result is not None:
             return (INVALID, None) if retracted else result
-        retracted = retracted or (i > 0 and _retracts(seg))
+        retracted = retracted or (i > 0 and _retracts(segments[i]))
     return None
 
 
@@ -190,23 +201,16 @@ def _final_line_decision(last_line: str, letters: str, options: dict[str, str] |
     """The tag style without tags: a letter from the final line, else a unique standalone letter in its final
     sentence; after a self-correction on that line, the last part that names a letter; a function of the final
     line alone (with letters and options)."""
-    bare = _bare_form(last_line, letters, options)
-    if bare:
-        return _decide(bare)
-    segments = _segments(last_line) if not _ev._SHORTCUTS or _might_correct(last_line) else [last_line]
-    retracted = False
-    for i in range(len(segments) - 1, -1, -1):
-        seg = segments[i]
+    def read(seg: str) -> tuple[str, str | None] | None:
         result = _parse_segment(seg, letters, options, standalone=False, option_text=False, whole=seg is last_line)
         if result is None:
             sentences = [x.strip() for x in _re_split(r"(?<=[。!！?？])|(?<=\.)\s+", seg) if x and x.strip()]
             last_sentence = sentences[-1] if sentences else seg
             spans = _standalone_spans(last_sentence, letters, options)
             result = _mentions(last_sentence, spans) if spans else None
-        if result is not None:
-            return (INVALID, None) if retracted else result
-        retracted = retracted or (i > 0 and _retracts(seg))
-    return INVALID, None
+        return result
+
+    return _last_committed(last_line, letters, options, read) or (INVALID, None)
 
 
 @functools.lru_cache(maxsize=4096)
