@@ -188,6 +188,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from ui.report import cmd_report as report
+
+    return report(args, _store(args))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from db.demo import build_demo_store
 
@@ -343,6 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmark")
     p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit"), default="jsonl",
                    help="vlmevalkit: a dataset TSV (items) or a prediction TSV (predictions) VLMEvalKit loads")
+
+    p = add("report", cmd_report, "write the one-file HTML report of a benchmark's runs (opens offline)")
+    from ui.report import add_arguments as report_arguments
+
+    report_arguments(p)
 
     p = add("demo", cmd_demo, "build the embedded demo store (synthetic benchmarks and runs)")
     p.add_argument("--seed", type=int, default=0)

@@ -157,6 +157,11 @@ def chart_file(html_text: str, prefix: str, key: str) -> Path:
     return _write(f"{safe_name(prefix + '_' + key)}.html", html_text)
 
 
+def report_file(html_text: str, benchmark: str) -> Path:
+    """The one-file report (ui/report) as a download."""
+    return _write(f"{safe_name(benchmark)}_report.html", html_text)
+
+
 CSS = """
 .cc-mtable { margin: 4px 0 2px 0; }
 .cc-mtitle { font-weight: 600; font-size: 0.95rem; margin: 2px 0 6px 0; }
