@@ -192,5 +192,6 @@
   window.addEventListener('hashchange', fromHash);
   filter();
   if (!fromHash() && shown.length) openGroup(shown[0], true);
+  document.body.dataset.readyMs = String(Math.round(performance.now()));  // since navigation start (bench/report.py)
   document.body.dataset.ready = '1';
 })();
