@@ -166,6 +166,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 
     store = _store(args)
+    if args.what == "leaderboard":
+        return _export_leaderboard(store, args)
+    if args.format == "xlsx":
+        raise CrosscheckError(f"export {args.what} writes jsonl, csv or vlmevalkit; xlsx is for export leaderboard")
+    args.format = args.format or "jsonl"
     if args.what == "items":
         bench = args.benchmark or (store.run(args.run)["benchmark"] if args.run else None)
         if bench is None:
@@ -185,6 +190,19 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_vlmevalkit_predictions(store, args.run, sys.stdout)
         else:
             write_records(prediction_records(store, args.run), sys.stdout, args.format, PRED_EXPORT_FIELDS)
+    return 0
+
+
+def _export_leaderboard(store: Any, args: argparse.Namespace) -> int:
+    from db.exporters import LEADERBOARD_FORMATS, leaderboard_frame, write_leaderboard
+
+    fmt = args.format or "csv"
+    if not args.benchmark or fmt not in LEADERBOARD_FORMATS:
+        raise CrosscheckError("export leaderboard needs --benchmark NAME and --format csv or xlsx")
+    if fmt == "xlsx" and sys.stdout.isatty():
+        raise CrosscheckError("export leaderboard --format xlsx writes a binary workbook: redirect it to a file")
+    write_leaderboard(leaderboard_frame(store, args.benchmark, args.split), sys.stdout.buffer, fmt, args.benchmark)
+    sys.stdout.buffer.flush()
     return 0
 
 
@@ -343,12 +361,14 @@ def build_parser() -> argparse.ArgumentParser:
     _import_arguments(sub)
     _score_arguments(sub)
 
-    p = add("export", cmd_export, "export items or predictions to standard output")
-    p.add_argument("what", choices=("items", "predictions"))
+    p = add("export", cmd_export, "export items, predictions or a benchmark's leaderboard to standard output")
+    p.add_argument("what", choices=("items", "predictions", "leaderboard"))
     p.add_argument("--run")
     p.add_argument("--benchmark")
-    p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit"), default="jsonl",
-                   help="vlmevalkit: a dataset TSV (items) or a prediction TSV (predictions) VLMEvalKit loads")
+    p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit", "xlsx"),
+                   help="items / predictions: jsonl (default), csv, or vlmevalkit (a dataset TSV or a prediction "
+                   "TSV VLMEvalKit loads); leaderboard: csv (default) or xlsx")
+    p.add_argument("--split", help="leaderboard: the split to score, as score --split (default: test)")
 
     p = add("report", cmd_report, "write the one-file HTML report of a benchmark's runs (opens offline)")
     from ui.report import add_arguments as report_arguments

@@ -32,7 +32,7 @@ from ui.context import Ctx
 from ui.metrics_page import Page, metrics_page
 from ui.scores import CACHE, ScoreCache, run_scores, run_state
 from ui.shortcut import shortcut_block
-from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html
+from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
 
 __all__ = ["CLUSTER_CHOICES", "MetricsHandlers", "build_metrics", "clusterings_of", "gate", "metrics_json",
            "run_scores", "union_field_choices"]
@@ -302,6 +302,7 @@ def _table_block(table: Table, prefix: str, dl: gr.DownloadButton) -> None:
     with gr.Row(elem_classes=["cc-exports"]):
         _download("CSV", lambda: table_files(table, prefix)[0], dl, "cc-dl-csv")
         _download("LaTeX", lambda: table_files(table, prefix)[1], dl, "cc-dl-tex")
+        _download("HTML", lambda: table_html_file(table, prefix), dl, "cc-dl-html")
 
 
 def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None:
