@@ -56,6 +56,9 @@ def test_provenance_and_groups(report, demo_db):
     assert len(data["groups"]) == 7
     first = data["groups"][0]
     assert len(first["runs"]) == len(RUNS) and all(len(it["answers"]) == len(RUNS) for it in first["items"])
+    # responses and traces are written once, in `texts`: an answer holds their indices
+    answer = next(a for it in first["items"] for a in it["answers"] if a and a[3] is not None)
+    assert isinstance(data["texts"][answer[3]], str) and len(set(data["texts"])) == len(data["texts"])
     images = island(text, "crosscheck-images")
     assert {h for it in first["items"] for h in it["images"]} <= set(images)
     assert all(url.startswith("data:image/jpeg;base64,") for url in images.values())
@@ -71,7 +74,7 @@ def test_groups_choice_and_failing_rule(demo_db, tmp_path):
     data = island(out.read_text(encoding="utf-8"))
     assert data["groups_written"] == "failing" and data["groups"]
     for g in data["groups"]:  # every group written has an item the run answered wrong
-        assert any(v["answered"] and v["k"] < v["n"] for v in g["runs"])
+        assert any(answered and k < n for k, n, answered, _, _ in g["runs"])
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 THUMB_PX = 240  # longest side of an inline thumbnail
 THUMB_QUALITY = 70  # JPEG quality of an inline thumbnail
 TRACE_CHARS = 4000  # a longer trace is cut here in the file, with the count of characters left out
-PRED_CHUNK = 4000  # items per prediction read (SQLite's bound-variable limit)
 
 
 class BadReportRequest(CrosscheckError, ValueError):
@@ -143,16 +142,6 @@ def chosen_groups(lay: Any, summaries: list[Any], limit: str | int) -> np.ndarra
     return np.sort(order[: int(limit)])
 
 
-def _primary(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """item_id -> the prediction a group view shows (rotation 0 / repeat 0, else the first stored)."""
-    out: dict[str, dict[str, Any]] = {}
-    for p in records:
-        main = int(p.get("rotation") or 0) == 0 and int(p.get("repeat") or 0) == 0
-        if p["item_id"] not in out or (main and not out[p["item_id"]].get("_main")):
-            out[p["item_id"]] = {**p, "_main": main}
-    return out
-
-
 def _trace(text: Any) -> str | None:
     if not text:
         return None
@@ -160,72 +149,103 @@ def _trace(text: Any) -> str | None:
     return text if len(text) <= TRACE_CHARS else f"{text[:TRACE_CHARS]}… [{len(text) - TRACE_CHARS} more characters]"
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars and containers as Python values (the island is written by json.dumps)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+class TextPool:
+    """Responses and traces written once each: an answer holds the index of its text in the island's `texts`
+    (many runs give the same response, "<ANSWER>B</ANSWER>", or share a trace)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._at: dict[str, int] = {}
+
+    def __call__(self, text: Any) -> int | None:
+        if text is None or text == "":
+            return None
+        key = str(text)
+        at = self._at.get(key)
+        if at is None:
+            at = self._at[key] = len(self.texts)
+            self.texts.append(key)
+        return at
+
+
+def _verdicts(lay: Any, summ: list[Any], keys: list[str], g: int) -> list[list[Any]]:
+    """Per run [k correct, n items, answered items, category or None, [pattern keys]] of group position g."""
+    n = int(lay.n_items[g])
+    return [[int(s.n_correct[g]), n, int(s.n_answered[g]), s.category[g],
+             [k for k in keys if k in s.patterns and bool(s.patterns[k][g])]] for s in summ]
 
 
 def groups_data(store: Store, benchmark: str, runs: list[dict[str, Any]], limit: str | int
-                ) -> tuple[list[dict[str, Any]], set[str]]:
-    """(the groups as the island holds them, the image hashes they show). Each group: id, split, kinds, the
-    failure patterns any run shows (`patterns`), per run its verdict (`runs`: k correct of n items, answered,
-    category, patterns); each item: its text, options, gold, image hashes and per run (island `run_order`)
-    [answer letter, status, correct (None: not answered), response, trace] of the prediction a group view
-    shows. The outcome rules are the Browse list's (core.outcomes through ui.views.cache)."""
+                ) -> tuple[list[dict[str, Any]], list[str], set[str]]:
+    """(the groups as the island holds them, the island's `texts`, the image hashes they show). A group: id,
+    split, kinds, the failure patterns any run shows (`patterns`), per run (island `run_order`) its verdict
+    [k correct, n items, answered, category, patterns] (`runs`), and its items: text, options, gold, image
+    hashes, meta and per run [answer letter, status, correct (None: not answered), response, trace] of the
+    prediction a group view shows (response and trace: indices into `texts`). The outcome rules are the
+    Browse list's (core.outcomes through ui.views.cache)."""
     bd = cache.bench(store, benchmark)
     lay = bd.layout
     loaded = dict(cache.summaries(store, bd, runs))
     summ = [loaded[r["name"]] for r in runs if r["name"] in loaded]
     keys = [k for k, _ in core_groups.patterns(bd.family)]
     chosen = chosen_groups(lay, summ, limit)
-    full = cache.full_items(store, benchmark).set_index("item_id")
+    full = cache.full_items(store, benchmark)
+    cols = {c: full[c].tolist() for c in ("kind", "variant", "question", "options", "answer", "images", "meta")}
+    pos = {iid: i for i, iid in enumerate(full["item_id"].tolist())}
     rows_of: dict[int, list[int]] = {}
     for row, g in enumerate(lay.group.tolist()):
         rows_of.setdefault(g, []).append(row)
     wanted_rows = [row for g in chosen.tolist() for row in rows_of.get(g, [])]
-    preds = _predictions(store, runs, [int(bd.items["pk"].iat[r]) for r in wanted_rows])
+    preds = _predictions(store, benchmark, runs, {str(lay.item_ids[r]) for r in wanted_rows})
+    per_run = [(preds[r["name"]], s.answered.tolist(), s.correct.tolist()) for r, s in zip(runs, summ, strict=True)]
+    splits, kinds, item_ids = bd.items["split"].tolist(), lay.kind.tolist(), lay.item_ids.tolist()
+    pool = TextPool()
     out, hashes = [], set()
     for g in chosen.tolist():
-        verdicts = []
-        for s in summ:
-            verdicts.append({"k": int(s.n_correct[g]), "n": int(lay.n_items[g]), "answered": int(s.n_answered[g]),
-                             "category": s.category[g], "patterns": [k for k in keys if k in s.patterns
-                                                                     and bool(s.patterns[k][g])]})
+        verdicts = _verdicts(lay, summ, keys, g)
         items = []
         for row in rows_of.get(g, []):
-            iid = str(lay.item_ids[row])
-            it = full.loc[iid]
-            hashes.update(it["images"])
-            answers = []
-            for r, s in zip(runs, summ, strict=True):
-                p = preds[r["name"]].get(iid)
-                correct = bool(s.correct[row]) if bool(s.answered[row]) else None
-                answers.append(None if p is None else [p.get("answer"), p.get("status"), correct,
-                                                       p.get("response"), _trace(p.get("trace"))])
-            items.append({"item_id": iid, "kind": it["kind"], "variant": it["variant"], "question": it["question"],
-                          "options": it["options"], "gold": it["answer"], "images": list(it["images"]),
-                          "meta": it["meta"], "answers": answers})
-        out.append({"id": str(lay.groups[g]), "split": str(bd.items["split"].iat[rows_of[g][0]]),
-                    "kinds": sorted({str(lay.kind[r]) for r in rows_of[g]}),
-                    "patterns": sorted({k for v in verdicts for k in v["patterns"]}, key=keys.index),
+            iid = str(item_ids[row])
+            at = pos[iid]
+            hashes.update(cols["images"][at])
+            answers: list[Any] = []
+            for got, answered, correct in per_run:
+                p = got.get(iid)
+                answers.append(None if p is None else [
+                    p[0], p[1], bool(correct[row]) if answered[row] else None, pool(p[2]), pool(_trace(p[3]))])
+            items.append({"item_id": iid, "kind": cols["kind"][at], "variant": cols["variant"][at],
+                          "question": cols["question"][at], "options": cols["options"][at],
+                          "gold": cols["answer"][at], "images": list(cols["images"][at]), "meta": cols["meta"][at],
+                          "answers": answers})
+        out.append({"id": str(lay.groups[g]), "split": str(splits[rows_of[g][0]]),
+                    "kinds": sorted({str(kinds[r]) for r in rows_of[g]}),
+                    "patterns": sorted({k for v in verdicts for k in v[4]}, key=keys.index),
                     "runs": verdicts, "items": items})
-    return _plain(out), hashes
+    return out, pool.texts, hashes
 
 
-def _predictions(store: Store, runs: list[dict[str, Any]], pks: list[int]) -> dict[str, dict[str, dict[str, Any]]]:
-    """run -> item_id -> the prediction a group view shows, for the items `pks` (db.frames' group read)."""
-    ids = {r["id"]: r["name"] for r in runs}
-    out: dict[str, dict[str, dict[str, Any]]] = {r["name"]: {} for r in runs}
-    for i in range(0, len(pks), PRED_CHUNK):
-        read = frames.group_prediction_records(store, list(ids), pks[i:i + PRED_CHUNK])
-        for run_id, records in read.items():
-            out[ids[run_id]].update(_primary(records))
+PRED_READ = ("item_id", "rotation", "repeat", "status", "answer", "response", "trace")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _predictions(store: Store, benchmark: str, runs: list[dict[str, Any]], wanted: set[str]
+                 ) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """run -> item_id -> (answer, status, response, trace) of the prediction a group view shows (rotation 0 /
+    repeat 0, else the first stored: ui.views.common.RunView.primary's rule), for the items in `wanted`, read
+    through db.frames' columnar read."""
+    _, loaded = frames.load_benchmark_runs(store, benchmark, PRED_READ, names=[r["name"] for r in runs],
+                                           item_columns=("item_id", "group_id"))
+    out: dict[str, dict[str, tuple[Any, ...]]] = {}
+    for r in runs:
+        df = loaded[r["name"]].preds
+        df = df[df["item_id"].isin(wanted)]
+        main = (df["rotation"].to_numpy() == 0) & (df["repeat"].to_numpy() == 0)
+        df = df.iloc[np.argsort(~main, kind="stable")].drop_duplicates("item_id")
+        out[r["name"]] = {iid: (_text(a), st, _text(resp), _text(tr)) for iid, a, st, resp, tr in
+                          zip(df["item_id"], df["answer"], df["status"], df["response"], df["trace"], strict=True)}
     return out
 
 
@@ -243,14 +263,14 @@ def collect(store: Store, benchmark: str, names: list[str] | None = None, split:
     if page.message:
         raise BadReportRequest(page.message)
     scored = {rs.name: rs for rs in page.runs}
-    group_list, hashes = groups_data(store, benchmark, runs, limit)
+    group_list, texts, hashes = groups_data(store, benchmark, runs, limit)
     island = {"benchmark": benchmark, "family": page.family, "split": page.runs[0].split,
               "provenance": provenance(store, benchmark, runs, command, page.runs[0].split),
               "run_order": [r["name"] for r in runs],
               "runs": {n: {"metrics": rs.metrics, "config": rs.config} for n, rs in scored.items()},
               "tables": [table_json(t) for t in page.tables.values()],
               "patterns": [list(p) for p in core_groups.patterns(page.family)],
-              "groups_written": limit, "groups": group_list}
+              "groups_written": limit, "groups": group_list, "texts": texts}
     charts = {key: fig.to_json() for key, fig in page.figs.items()}  # plotly's own encoder (numpy arrays)
     images = {h: url for h in sorted(hashes) if (url := thumbnail_url(store, h)) is not None}
     return ReportData(page, island, charts, images)

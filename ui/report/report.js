@@ -8,6 +8,8 @@
   const charts = read('crosscheck-charts');
   const images = read('crosscheck-images');
   const runs = data.run_order;
+  const texts = data.texts;  // responses and traces, written once (answers hold their index)
+  const text = (i) => (i === null || i === undefined ? null : texts[i]);
   const patternLabel = Object.fromEntries(data.patterns);
   const MARK = { correct: '✓', wrong: '✗', invalid: '⚠', api_error: '⊘', missing: '–' };
 
@@ -52,7 +54,7 @@
   const list = document.getElementById('cc-g-list');
   const view = document.getElementById('cc-g-view');
   const count = document.getElementById('cc-g-count');
-  const PAGE = 400;
+  const PAGE = 200;
   let shown = [];
   let current = -1;
   let limit = PAGE;
@@ -67,7 +69,8 @@
     if (a[2]) return 'correct';
     return a[1] === 'invalid' || a[1] === 'api_error' ? a[1] : 'wrong';
   };
-  const verdict = (v) => (v.answered ? `${v.k === v.n ? '✓' : '✗'} ${v.k}/${v.n}` : '–');
+  // a run's verdict on a group: [k correct, n items, answered items, category, pattern keys]
+  const verdict = (v) => (v[2] ? `${v[0] === v[1] ? '✓' : '✗'} ${v[0]}/${v[1]}` : '–');
 
   const filter = () => {
     const p = pick.value;
@@ -83,7 +86,7 @@
       const g = groups[i];
       const strip = el('span', { cls: 'cc-strip' });
       g.runs.forEach((v, r) => strip.append(el('span', {
-        cls: `cc-sq ${!v.answered ? 'cc-sq-none' : v.k === v.n ? 'cc-sq-ok' : 'cc-sq-bad'}`,
+        cls: `cc-sq ${!v[2] ? 'cc-sq-none' : v[0] === v[1] ? 'cc-sq-ok' : 'cc-sq-bad'}`,
         title: `${runs[r]}: ${verdict(v)}` })));
       const li = el('li', { cls: i === current ? 'cc-on' : '', 'data-group': g.id },
         el('span', { cls: 'cc-gid', text: g.id }), el('span', { cls: 'cc-muted', text: ` ${g.kinds.join(', ')}` }), strip);
@@ -104,10 +107,12 @@
     const tr = el('tr', { cls: `cc-${o}` }, el('td', { cls: 'cc-run', text: runs[r] }),
       el('td', { cls: 'cc-mark', title: o, text: `${a && a[0] ? a[0] : ''} ${MARK[o]}` }));
     const resp = el('td');
-    if (a && a[3]) resp.append(el('details', {}, el('summary', { text: a[3].length > 80 ? a[3].slice(0, 80) + '…' : a[3] }), el('pre', { cls: 'cc-response', text: a[3] })));
+    const said = a ? text(a[3]) : null;
+    const trail = a ? text(a[4]) : null;
+    if (said) resp.append(el('details', {}, el('summary', { text: said.length > 80 ? said.slice(0, 80) + '…' : said }), el('pre', { cls: 'cc-response', text: said })));
     else resp.append(el('span', { cls: 'cc-muted', text: a ? `(${a[1]}, no response text)` : 'not answered' }));
     const trace = el('td');
-    if (a && a[4]) trace.append(el('details', {}, el('summary', { text: 'trace' }), el('pre', { cls: 'cc-trace', text: a[4] })));
+    if (trail) trace.append(el('details', {}, el('summary', { text: 'trace' }), el('pre', { cls: 'cc-trace', text: trail })));
     tr.append(resp, trace);
     return tr;
   };
@@ -139,8 +144,8 @@
       ...['Run', 'Items right', 'Category', 'Patterns'].map((h) => el('th', { text: h })))));
     const vb = el('tbody');
     g.runs.forEach((v, r) => vb.append(el('tr', {}, el('td', { cls: 'cc-label', text: runs[r] }),
-      el('td', { text: verdict(v) }), el('td', { text: v.category || '' }),
-      el('td', { cls: 'cc-label', text: v.patterns.map((p) => patternLabel[p] || p).join('; ') }))));
+      el('td', { text: verdict(v) }), el('td', { text: v[3] || '' }),
+      el('td', { cls: 'cc-label', text: v[4].map((p) => patternLabel[p] || p).join('; ') }))));
     vt.append(vb);
     view.replaceChildren(el('div', { cls: 'cc-group', 'data-group': g.id },
       el('h3', { text: `Group ${g.id}` }),
