@@ -29,6 +29,7 @@ from db.store import Store
 from ui import charts
 from ui import shortcut as sc
 from ui.context import Ctx
+from ui.links import View, landed
 from ui.metrics_page import Page, metrics_page
 from ui.scores import CACHE, ScoreCache, run_scores, run_state
 from ui.shortcut import shortcut_block
@@ -380,8 +381,11 @@ def build_metrics(ctx: Ctx) -> None:
     in_tabs = isinstance(tab, gr.Tab) and isinstance(strip, gr.Tabs)
     h = MetricsHandlers(ctx.store, str(tab.label) if isinstance(tab, gr.Tab) and in_tabs else None)
     cluster_row, cluster_pick, field_pick = _cluster_pickers()
-    for trigger in (root.load, ctx.benchmark.change):
-        trigger(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+    def controls_landing(benchmark: str | None, fields: list[str] | None, request: gr.Request) -> tuple[Any, Any]:
+        return h.cluster_controls(landed(ctx.store, benchmark, None, request)[0], fields)  # ui.links.landed
+
+    root.load(controls_landing, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+    ctx.benchmark.change(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
 
     shown = gr.State(not in_tabs)  # built outside a tab strip (a test page): always visible
     drawn = gr.State(None)
@@ -396,6 +400,16 @@ def build_metrics(ctx: Ctx) -> None:
     ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
     opened = gr.State(None)  # the id of the sub-tab last shown (draw): a later drawing opens it again
+
+    def linked(link: dict[str, Any] | None, clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+        """A link to the Metrics tab (ui.links): shown, and drawn for the link's benchmark and runs."""
+        view = View.of(link)
+        if view is None or view.tab != "metrics":
+            return gr.skip(), gr.skip(), gr.skip()
+        return (True, *h.request(True, view.benchmark, view.runs, clusters, fields, last))
+
+    ctx.parts.update({"metrics.opened": opened,
+                      "metrics.show": (linked, [cluster_pick, field_pick, drawn], [shown, drawn, want])})
 
     @gr.render(inputs=[want, opened], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
     def render(wanted: list[Any] | None, last: str | None) -> None:
