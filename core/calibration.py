@@ -2,8 +2,10 @@
 the human ceiling, first-failure attribution under judge vs human consensus, second-judge robustness, and
 error-audit summaries. Pure: frames in, dicts of Rates / numbers out; see docs/JUDGE.md for every rule.
 
-Label frames handed in ("long" form): labeler, kind (judge | human), item_id, rotation, repeat, S1..S4 with
-1 / 0 / None (None = not labeled at that stage). A trace key is (item_id, rotation, repeat).
+Label frames handed in ("long" form): labeler, kind (judge | human), item_id, rotation, repeat, S1..S4 (the
+store's stage columns) with 1 / 0 / None (None = not labeled at that stage). A trace key is (item_id, rotation,
+repeat). What is the family's (the strata of a sample, the first-failure rule, the error audit) comes from its
+`StageJudging` (core.families.stage_judging), handed in as `judging`.
 """
 
 from __future__ import annotations
@@ -17,40 +19,14 @@ import pandas as pd
 
 from core import stats
 from core.errors import CalibrationChoice
-from core.families.stembind.metrics import error_audit, item_outcomes
-from core.families.stembind.stages import STOP, first_failure, inconsistent
-from core.families.stembind.vocab import NO_FAILURE, UNDECIDED
-from core.metrics.common import join
+from core.families.stage_judging import StageJudging
 from core.schema import STAGES, Rate, RunData
 
 KEY = ["item_id", "rotation", "repeat"]
-OUTCOME_BINS = ("F correct", "F wrong, R correct", "F wrong, R wrong")
 DEFAULT_PER_OPERATION = 20
 
 
-# --------------------------------------------------------------------------- strata and the sample (C.3)
-
-
-def trace_strata(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """One row per F-item prediction of `run`: item_id, rotation, repeat, group_id, operation, f_correct,
-    r_correct, outcome. r_correct: the stem's R probe(s) all answered correctly by the same run (an R probe
-    never answered, invalid or api_error counts as not correct); outcome: one of OUTCOME_BINS."""
-    cols = [*KEY, "group_id", "operation", "f_correct", "r_correct", "outcome"]
-    f_items = items[items["kind"] == "F"]
-    joined = join(f_items, run.preds) if len(f_items) else None
-    if joined is None or len(joined) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-    outcomes = item_outcomes(items[items["kind"] == "R"], run)
-    r_by_stem = outcomes.groupby("group_id")["correct"].all() if len(outcomes) else pd.Series(dtype=bool)
-    out = joined[["item_id", "rotation", "repeat", "group_id", "meta", "correct"]].copy()
-    out["operation"] = [m.get("operation") if isinstance(m, Mapping) else None for m in out["meta"]]
-    out["f_correct"] = out["correct"].astype(bool)
-    out["r_correct"] = [bool(r_by_stem.get(g, False)) for g in out["group_id"]]
-    out["outcome"] = [OUTCOME_BINS[0] if f else (OUTCOME_BINS[1] if r else OUTCOME_BINS[2])
-                      for f, r in zip(out["f_correct"], out["r_correct"], strict=True)]
-    out["rotation"] = out["rotation"].astype(int)
-    out["repeat"] = out["repeat"].astype(int)
-    return out[cols].sort_values(KEY).reset_index(drop=True)
+# --------------------------------------------------------------------------- the sample (C.3)
 
 
 def _allocate(sizes: list[int], total: int) -> list[int]:
@@ -67,20 +43,28 @@ def _allocate(sizes: list[int], total: int) -> list[int]:
     return take
 
 
-def draw_sample(strata: pd.DataFrame, per_operation: int = DEFAULT_PER_OPERATION, seed: int = 0) -> pd.DataFrame:
-    """A seeded stratified sample: `per_operation` traces per operation, spread evenly over the three outcome
-    bins (C.3: 20 per operation over F correct / F wrong with R correct / F wrong with R wrong). An operation
-    with fewer traces gives all it has. Deterministic for a given seed and input (keys are sorted first); the
-    result is shuffled once (seeded) so annotators do not see the strata in blocks. Adds `position` (0..)."""
+def _bins(frame: pd.DataFrame, bins: Iterable[str] | None) -> tuple[str, ...]:
+    """The outcome bins in order: the family's (`StageJudging.outcome_bins`), else those present, sorted."""
+    return tuple(bins) if bins is not None else tuple(sorted({str(b) for b in frame["outcome"].dropna()}))
+
+
+def draw_sample(strata: pd.DataFrame, per_operation: int = DEFAULT_PER_OPERATION, seed: int = 0,
+                bins: Iterable[str] | None = None) -> pd.DataFrame:
+    """A seeded stratified sample of a family's trace strata (`StageJudging.trace_strata`): `per_operation`
+    traces per operation (the stratum column), spread evenly over the outcome `bins` (StemBind, C.3: 20 per
+    operation over F correct / F wrong with R correct / F wrong with R wrong). An operation with fewer traces
+    gives all it has. Deterministic for a given seed and input (keys are sorted first); the result is shuffled
+    once (seeded) so annotators do not see the strata in blocks. Adds `position` (0..)."""
     if per_operation < 1:
         raise ValueError("per_operation must be at least 1")
+    order = _bins(strata, bins)
     rng = np.random.default_rng(seed)
     frame = strata.sort_values(KEY).reset_index(drop=True)
     picked = []
     ops = sorted({str(o) for o in frame["operation"].fillna("(none)")})
     for op in ops:
         sub = frame[frame["operation"].fillna("(none)").astype(str) == op]
-        pools = [sub[sub["outcome"] == b] for b in OUTCOME_BINS]
+        pools = [sub[sub["outcome"] == b] for b in order]
         take = _allocate([len(p) for p in pools], per_operation)
         for pool, k in zip(pools, take, strict=True):
             if k:
@@ -93,12 +77,13 @@ def draw_sample(strata: pd.DataFrame, per_operation: int = DEFAULT_PER_OPERATION
     return sample
 
 
-def sample_summary(sample: pd.DataFrame) -> pd.DataFrame:
-    """Counts per operation x outcome bin (rows: operations; columns: bins and total)."""
+def sample_summary(sample: pd.DataFrame, bins: Iterable[str] | None = None) -> pd.DataFrame:
+    """Counts per operation x outcome bin (rows: operations; columns: `bins` as draw_sample orders them, and
+    total)."""
+    order = list(_bins(sample, bins)) if len(sample) or bins is not None else []
     if len(sample) == 0:
-        return pd.DataFrame(columns=["operation", *OUTCOME_BINS, "total"])
-    tab = pd.crosstab(sample["operation"].fillna("(none)"), sample["outcome"]).reindex(columns=list(OUTCOME_BINS),
-                                                                                        fill_value=0)
+        return pd.DataFrame(columns=["operation", *order, "total"])
+    tab = pd.crosstab(sample["operation"].fillna("(none)"), sample["outcome"]).reindex(columns=order, fill_value=0)
     tab["total"] = tab.sum(axis=1)
     return tab.reset_index().rename(columns={"index": "operation"})
 
@@ -305,42 +290,46 @@ def consensus(labels: pd.DataFrame, of: Iterable[str] | None = None) -> pd.DataF
     return out
 
 
-def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata: pd.DataFrame | None = None
-                               ) -> dict[str, Any]:
-    """First-failure shares under one judge vs the human consensus on the same traces (C.3), on the F-wrong
-    traces when `strata` says which are wrong (else on all traces both labeled)."""
-    j = judge.set_index(KEY)[list(STAGES)]
-    h = human.set_index(KEY)[list(STAGES)]
+def first_failure_distribution(judge: pd.DataFrame, human: pd.DataFrame, strata: pd.DataFrame | None = None, *,
+                               judging: StageJudging) -> dict[str, Any]:
+    """First-failure shares under one judge vs the human consensus on the same traces (C.3), on the traces
+    answered wrong (F-wrong) when `strata` says which are wrong (else on all traces both labeled); the rule is
+    `judging`'s (a judge's unknown stage is skipped, the consensus stops at one: undecided)."""
+    stages = judging.stages
+    j = judge.set_index(KEY)[list(stages)]
+    h = human.set_index(KEY)[list(stages)]
     both = pd.merge(j, h, how="inner", left_index=True, right_index=True, suffixes=("_j", "_h"))
     scope = "traces labeled by the judge and the annotators"
     if strata is not None and len(strata):
         wrong = strata.loc[~strata["f_correct"].astype(bool), KEY]
         wrong_keys = {(str(a), int(b), int(c)) for a, b, c in wrong.itertuples(index=False)}
         both = both[[k in wrong_keys for k in both.index]]
-        scope = "F-wrong " + scope
+        scope = f"{judging.judged_kind}-wrong " + scope
     n = len(both)
-    names = [*STAGES, NO_FAILURE, UNDECIDED]
-    jf = [first_failure(row)
-          for row in both[[f"{s}_j" for s in STAGES]].itertuples(index=False)]
-    hf = [first_failure(row, unknown=STOP) for row in both[[f"{s}_h" for s in STAGES]].itertuples(index=False)]
+    undecided = judging.undecided
+    names = [*stages, judging.no_failure, undecided]
+    jf = [judging.first_failure(row, unknown=judging.skip)
+          for row in both[[f"{s}_j" for s in stages]].itertuples(index=False)]
+    hf = [judging.first_failure(row, unknown=judging.stop)
+          for row in both[[f"{s}_h" for s in stages]].itertuples(index=False)]
     out: dict[str, Any] = {"scope": scope, "n": n,
-                           "judge": {s: Rate.of(jf.count(s), n, "traces") for s in names if s != UNDECIDED},
+                           "judge": {s: Rate.of(jf.count(s), n, "traces") for s in names if s != undecided},
                            "human": {s: Rate.of(hf.count(s), n, "traces") for s in names}}
-    known = [(a, b) for a, b in zip(jf, hf, strict=True) if b != UNDECIDED]
+    known = [(a, b) for a, b in zip(jf, hf, strict=True) if b != undecided]
     out["same_first_failure"] = Rate.of(sum(a == b for a, b in known), len(known), "traces with a decided consensus")
     if n:
-        out["leading"] = {"judge": max(STAGES, key=lambda s: jf.count(s)),
-                          "human": max(STAGES, key=lambda s: hf.count(s))}
+        out["leading"] = {"judge": max(stages, key=lambda s: jf.count(s)),
+                          "human": max(stages, key=lambda s: hf.count(s))}
     return out
 
 
-def inconsistency(labels: pd.DataFrame) -> dict[str, Rate]:
+def inconsistency(labels: pd.DataFrame, judging: StageJudging) -> dict[str, Rate]:
     """Per labeler, the share of its labels whose flags put a true stage after a false one."""
     out = {}
     for name, g in labels.groupby("labeler"):
         flags = [[None if v is None or v != v else bool(v) for v in row] for row in
-                 g[list(STAGES)].itertuples(index=False)]
-        out[str(name)] = Rate.of(sum(inconsistent(f) for f in flags), len(flags), "labels")
+                 g[list(judging.stages)].itertuples(index=False)]
+        out[str(name)] = Rate.of(sum(judging.inconsistent(f) for f in flags), len(flags), "labels")
     return out
 
 
@@ -418,10 +407,12 @@ def _strategy(run: RunData) -> str:
 
 
 def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
-                        labels: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """Error-audit categories per 100 F items (D.4, Table 25) and by trace-length tercile: per run, and
-    pooled per strategy (direct vs thinking; terciles within the pooled strategy, as in D.4). `labels` maps
-    a run name to its human labels with a category column."""
+                        labels: Mapping[str, pd.DataFrame], judging: StageJudging) -> dict[str, Any]:
+    """Error-audit categories per 100 judged items (`judging.error_audit`; StemBind: D.4, Table 25) and by
+    trace-length tercile: per run, and pooled per strategy (direct vs thinking; terciles within the pooled
+    strategy, as in D.4). `labels` maps a run name to its human labels with a category column."""
+    error_audit = judging.error_audit
+    families: dict[str, str] = {}
     per_run: dict[str, Any] = {}
     pooled_items: dict[str, list[pd.DataFrame]] = {}
     pooled_preds: dict[str, list[pd.DataFrame]] = {}
@@ -437,13 +428,14 @@ def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
             continue
         strat = _strategy(run)
         tag = name + "\x1f"
+        families.setdefault(strat, run.family)
         pooled_items.setdefault(strat, []).append(items.assign(item_id=tag + items["item_id"]))
         pooled_preds.setdefault(strat, []).append(run.preds.assign(item_id=tag + run.preds["item_id"]))
         pooled_labels.setdefault(strat, []).append(cats.assign(item_id=tag + cats["item_id"]))
     by_strategy: dict[str, Any] = {}
     for strat in sorted(pooled_items):
         pitems = pd.concat(pooled_items[strat], ignore_index=True)
-        prun = RunData(name=f"pooled {strat}", benchmark="", family="stembind", config={"strategy": strat},
+        prun = RunData(name=f"pooled {strat}", benchmark="", family=families[strat], config={"strategy": strat},
                        preds=pd.concat(pooled_preds[strat], ignore_index=True))
         res = error_audit(pitems, prun, pd.concat(pooled_labels[strat], ignore_index=True))
         by_strategy[strat] = {"runs": sorted(n for n, r in per_run.items() if r["strategy"] == strat), **res}
@@ -457,8 +449,8 @@ def error_audit_summary(items: pd.DataFrame, runs: Mapping[str, RunData],
 
 def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_judge: str | None = None,
            second: tuple[str, Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]] | None = None,
-           ceiling: Iterable[tuple[str, str]] | None = None, consensus_of: Iterable[str] | None = None
-           ) -> dict[str, Any]:
+           ceiling: Iterable[tuple[str, str]] | None = None, consensus_of: Iterable[str] | None = None, *,
+           judging: StageJudging) -> dict[str, Any]:
     """The Calibration tab and `calibration --json` in one dict: labelers, pairs, human ceiling, judge gaps,
     first-failure distribution (primary judge vs human consensus), inconsistency, second judge.
 
@@ -489,7 +481,7 @@ def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_jud
     out["consensus_rule"] = "chosen annotators" if cons is not None else "every annotator"
     out["human_ceiling"] = ceiling_stages
     out["judge_vs_ceiling"] = judge_vs_ceiling(pairs, ceiling_stages)
-    out["inconsistent"] = inconsistency(labels) if len(labels) else {}
+    out["inconsistent"] = inconsistency(labels, judging) if len(labels) else {}
     judges = [n for n, k in _order(labels) if k == "judge"] if len(labels) else []
     humans = labels[labels["kind"] == "human"] if len(labels) else labels
     primary = primary_judge or (judges[0] if judges else None)
@@ -500,7 +492,7 @@ def report(labels: pd.DataFrame, strata: pd.DataFrame | None = None, primary_jud
     else:
         jl = labels[labels["labeler"] == primary]
         out["first_failure"] = {"judge_name": primary,
-                                **first_failure_distribution(jl, consensus(labels, cons), strata)}
+                                **first_failure_distribution(jl, consensus(labels, cons), strata, judging=judging)}
     if second is None:
         out["second_judge"] = {"reason": "needs two judges on these traces (choose a second judge)"}
     else:

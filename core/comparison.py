@@ -48,15 +48,15 @@ def compare(items: pd.DataFrame, this: RunData, other: RunData, split: str | Non
     with each difference a Rate(this - other, n = clusters holding the metric's observations, ci), or
     {"other": name, "reason": ...} when the runs share nothing to compare.
 
-    `clustering` (FrameEvidence only, CLUSTERINGS of its package) resamples exact-image or union components.
+    `clustering` (FrameEvidence only: its `capabilities.clusterings`) resamples exact-image or union components.
     """
     same_benchmark(this, other)
     fam = families.get(this.family)
-    if clustering is not None and not fam.CLUSTERINGS:
+    if clustering is not None and not fam.capabilities.clusterings:
         raise MetricUndefined(f"a {this.family} comparison clusters by group (no {clustering.label} clustering)")
-    own = getattr(fam, "paired_differences", None)  # a family computing its own intervals
-    if own is not None:
-        return {"other": other.name, **own(items, this, other, split, draws, seed, clustering)}
+    if fam.paired_differences is not None:  # a family computing its own intervals
+        return {"other": other.name, **fam.paired_differences(items, this, other, split, draws, seed, clustering)}
+    assert fam.paired_arrays is not None  # Family holds exactly one of the two
     table = fam.paired_arrays(scope(items, split), this, other)
     return {"other": other.name, **paired(table, draws, seed)}
 
@@ -164,7 +164,7 @@ def turnover_counts(correct_a: Any, correct_b: Any, same_answer: Any = None) -> 
 
 def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | None = "test") -> dict[str, Any]:
     """Item turnover a -> b over the split's items, by the family's item outcome: every item of the split
-    with an unanswered one wrong where the family says so (UNANSWERED_IS_WRONG: FrameEvidence, 000 App. A),
+    with an unanswered one wrong where the family says so (`unanswered_is_wrong`: FrameEvidence, 000 App. A),
     else the items both runs answered."""
     same_benchmark(run_a, run_b)
     fam = families.get(run_a.family)
@@ -172,12 +172,12 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     ids = part["item_id"]
 
     def table(run: RunData) -> pd.DataFrame:
-        out = fam.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
+        out = fam.groups.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
         answered = out["answered"] if "answered" in out else pd.Series(True, index=out.index)
         return pd.DataFrame({"answered": answered.reindex(ids, fill_value=False).to_numpy(dtype=bool),
                              "correct": out["correct"].reindex(ids, fill_value=False).to_numpy(dtype=bool)})
 
     ta, tb = table(run_a), table(run_b)
-    keep = np.ones(len(ids), dtype=bool) if fam.UNANSWERED_IS_WRONG else (ta["answered"] & tb["answered"]).to_numpy()
+    keep = np.ones(len(ids), dtype=bool) if fam.groups.unanswered_is_wrong else (ta["answered"] & tb["answered"]).to_numpy()
     return turnover_counts(ta["correct"].to_numpy()[keep] & ta["answered"].to_numpy()[keep],
                            tb["correct"].to_numpy()[keep] & tb["answered"].to_numpy()[keep])

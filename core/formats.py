@@ -12,7 +12,7 @@ from typing import Any
 
 from core import families
 from core.report import Report
-from core.schema import FAMILIES, INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label
+from core.schema import INPUT_MODES, LETTERS, STAGES, STATUSES, Item, Label
 
 ITEM_FIELDS = {"benchmark", "item_id", "group_id", "split", "kind", "variant", "images", "question", "options",
                "answer", "meta", "stages"}
@@ -42,12 +42,12 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     before = len(report.errors)
     family = obj.get("benchmark")
     if family is None:
-        report.error(file, line, "benchmark", f"missing required field (expected one of {', '.join(FAMILIES)})")
-    elif family not in FAMILIES:
-        report.error(file, line, "benchmark", f"unknown family {family!r} (expected one of {', '.join(FAMILIES)})")
+        report.error(file, line, "benchmark", f"missing required field (expected one of {', '.join(families.names())})")
+    elif not families.known(family):
+        report.error(file, line, "benchmark", f"unknown family {family!r} (expected one of {', '.join(families.names())})")
     item_id = _text(obj, "item_id", file, line, report)
     question = _text(obj, "question", file, line, report)
-    generic = family in FAMILIES and families.get(family).OPTIONAL_GROUPS  # each item its own group
+    generic = families.known(family) and families.get(family).capabilities.optional_groups  # each item its own group
     group_id = _text(obj, "group_id", file, line, report, required=not generic, default=item_id or "")
     kind = _text(obj, "kind", file, line, report, required=not generic)
     variant = _text(obj, "variant", file, line, report, required=False)
@@ -65,8 +65,8 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     answer = obj.get("answer")
     if answer is None:
         report.error(file, line, "answer", "missing required field (expected one of the option letters)")
-    elif letters and answer not in options:  # type: ignore[operator]
-        report.error(file, line, "answer", f"{answer!r} is not an option letter (expected one of {letters})")
+    elif letters and (not isinstance(answer, str) or answer not in options):  # type: ignore[operator]
+        report.error(file, line, "answer", f"{answer!r:.40} is not an option letter (expected one of {letters})")
     images = obj.get("images", [])
     if not isinstance(images, list) or not all(isinstance(p, str) and p for p in images):
         report.error(file, line, "images", "expected a list of relative image paths")
@@ -289,6 +289,9 @@ def parse_label(obj: Any, file: str, line: int, report: Report) -> Label | None:
     first = obj.get("first_failure")
     if first is not None and first not in (*STAGES, "none"):
         report.error(file, line, "first_failure", f"expected one of S1..S4 or none, got {first!r:.40}")
+    for fld in ("category", "note"):
+        if obj.get(fld) is not None and not isinstance(obj[fld], str):
+            report.error(file, line, fld, f"expected text (or absent), got {obj[fld]!r:.40}")
     rotation = _int_field(obj, "rotation", file, line, report, 0, 0, 7)
     repeat = _int_field(obj, "repeat", file, line, report, 0, 0, 10_000)
     unknown = sorted(set(obj) - LABEL_FIELDS)

@@ -1,8 +1,8 @@
 """Group-level views of runs for Browse and Compare (pure: pandas / numpy over the frames of ARCHITECTURE).
 
-Family-agnostic: the item outcome is the family's own (`outcomes`, `EVERY_PREDICTION` of its package,
-core/families/<name>/groups.py, read through the registry core.families.get), so a group's marks agree with
-its metrics; so are its failure patterns (`PATTERNS`, `group_patterns`).
+Family-agnostic: the item outcome is the family's own (`outcomes`, `every_prediction` of its `Family`, written
+in core/families/<name>/groups.py, read through the registry core.families.get), so a group's marks agree with
+its metrics; so are its failure patterns (`patterns`, `summary_patterns`).
 
 Failure patterns (SPEC §8, issue 6) are computed per group and per run; a group matches a pattern in a run
 when the run answered it and the rule holds. `any` run of a selection matches when one of them does.
@@ -36,7 +36,7 @@ _OUT_COLS = ["item_id", "group_id", "kind", "variant", "answered", "correct"]
 
 def patterns(family: str) -> list[tuple[str, str]]:
     """Every failure pattern of `family` as (key, label)."""
-    return [*families.get(family).PATTERNS, *COMMON_PATTERNS]
+    return [*families.get(family).groups.patterns, *COMMON_PATTERNS]
 
 
 # --------------------------------------------------------------------------- item outcomes
@@ -47,7 +47,7 @@ def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFram
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
     if items.empty:
         return base.assign(answered=pd.Series(dtype=bool), correct=pd.Series(dtype=bool))
-    out = families.get(family).outcomes(items, run)
+    out = families.get(family).groups.outcomes(items, run)
     ids = out["item_id"].to_numpy()
     answered = out["answered"].to_numpy(dtype=bool) if "answered" in out else np.ones(len(ids), dtype=bool)
     got = dict(zip(ids, answered, strict=True))
@@ -243,7 +243,7 @@ def transition_counts(t: pd.DataFrame) -> dict[str, int]:
 
 def stage_of(family: str, kind: str) -> str | None:
     """The stage of an item kind in `family` (SPUR's tasks; None where kinds have no stage)."""
-    return families.get(family).STAGE_OF.get(kind)
+    return families.get(family).stage_of.get(kind)
 
 
 def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
@@ -267,7 +267,7 @@ def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
     for p in preds:
         by_item.setdefault(str(p["item_id"]), []).append(p)
     out: dict[str, tuple[bool, bool]] = {}
-    every = families.get(family).EVERY_PREDICTION
+    every = families.get(family).groups.every_prediction
     for iid, g in gold.items():
         ps = by_item.get(iid, [])
         if not every:

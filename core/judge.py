@@ -1,18 +1,21 @@
 """The L2 trace judge (paper 002 §3.3, §4.4, App. C.3): prompt, output parsing, first failure, lexical baseline.
 
-A judge reads one free trace of a StemBind F item, the model's final answer, the item's S1-S4 ground-truth
-targets (S1 Encode, S2 Infer, S3 Map, S4 Apply: 002 §3.1) and task metadata, and says for each stage whether the trace
-gets it right. The first failure is derived, never asked for: the first stage marked false walking
-S1 -> S4 (C.3). A flag pattern with a true stage after a false one is *inconsistent* (counted, not fixed).
+A judge reads one free trace of a judged item (StemBind: the F item), the model's final answer, the item's
+ground-truth stage targets (StemBind: S1 Encode, S2 Infer, S3 Map, S4 Apply, 002 §3.1) and task metadata, and
+says for each stage whether the trace gets it right. Everything that names the stages comes from the family's
+`StageJudging` (core.families.stage_judging), carried by each `JudgeInput` and `Judgement`: the stage keys and
+names, the prompt pieces, the first-failure rule. The first failure is derived, never asked for: the first
+stage marked false walking the stages in order (C.3). A flag pattern with a true stage after a false one is
+*inconsistent* (counted, not fixed).
 
 Judges:
 
 - `ModelJudge` wraps any runner of core/runners (OpenAI-compatible `acall`, local transformers `generate`)
-  at temperature 0 with `JUDGE_SYSTEM` + `build_prompt(...)`;
+  at temperature 0 with the family's system prompt + `build_prompt(...)`;
 - `LexicalJudge` needs no model: content-token overlap of the trace with each stage target (a cheap
   baseline, and a real-code test double).
 
-`parse_judgement` is strict: the judge must give all four stages as 0/1 (or true/false); anything else is
+`parse_judgement` is strict: the judge must give every stage as 0/1 (or true/false); anything else is
 status "malformed" with the raw text kept and no flag filled in. A failed call is status "api_error" (retried
 on the next run). Pure: no SQL, no UI.
 """
@@ -20,55 +23,27 @@ on the next run). Pure: no SQL, no UI.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.families.stembind.stages import first_failure, inconsistent
-from core.families.stembind.vocab import NO_FAILURE
-from core.runners.base import run_coroutine
-from core.schema import STAGE_NAMES, STAGES
+from core.families.stage_judging import StageJudging
+from core.runners.base import AsyncRunner, ModelRunner, run_coroutine
 
 __all__ = [
-    "JUDGE_PROMPT_VERSION", "JUDGE_SYSTEM", "STAGE_NAMES", "JudgeInput", "Judgement", "build_prompt",
-    "parse_judgement", "first_failure", "inconsistent", "split_steps", "LexicalJudge", "ModelJudge",
-    "summarize", "NO_FAILURE",
+    "JudgeInput", "Judgement", "build_prompt", "parse_judgement", "split_steps", "LexicalJudge", "ModelJudge",
+    "summarize",
 ]
 
-JUDGE_PROMPT_VERSION = "l2-v2"  # v2: the stages carry the 002 §3.1 names (S1 Encode ... S4 Apply)
 STATUSES = ("ok", "malformed", "api_error")
-
-JUDGE_SYSTEM = (
-    "You are a strict grader of visual-reasoning traces. You compare a model's free-text reasoning trace with "
-    "four verified ground-truth stage targets and decide, stage by stage, whether the trace gets that stage "
-    "right. You never solve the puzzle yourself and you never reward a stage the trace does not state."
-)
-
-_STAGE_RULES = {
-    "S1": f"S1 {STAGE_NAMES['S1']}: the trace describes the visible panels / elements consistently with the S1 target "
-          "(right entities, attributes and counts; a missing or wrong key element is 0).",
-    "S2": f"S2 {STAGE_NAMES['S2']}: the trace states the rule of the S2 target or an equivalent rule (a different or "
-          "mutated rule is 0; no rule stated is 0).",
-    "S3": f"S3 {STAGE_NAMES['S3']}: the trace applies the rule to the right slot / instance as in the S3 target (applying a "
-          "correct rule to the wrong row, panel or instance is 0).",
-    "S4": f"S4 {STAGE_NAMES['S4']}: the trace's final choice follows from its mapping and matches the S4 target's option "
-          "(a correct option reached by a wrong mapping is still 1 here; a switch to another option is 0).",
-}
-
-_OUTPUT_SPEC = (
-    "Reply with one JSON object and nothing else, exactly these keys:\n"
-    '{"S1": 0 or 1, "S2": 0 or 1, "S3": 0 or 1, "S4": 0 or 1, "first_failure": "S1" | "S2" | "S3" | "S4" | '
-    '"none", "rationale": "<one short sentence>"}\n'
-    "Judge every stage on its own (do not stop at the first failure); first_failure is the first stage you "
-    "marked 0, walking S1 -> S4, or \"none\"."
-)
-
 
 @dataclass(slots=True)
 class JudgeInput:
-    """One trace to judge: its key, the trace text, the final answer and the F item's targets and metadata."""
+    """One trace to judge: its key, the trace text, the final answer, the judged item's stage targets and
+    metadata, and its family's stage judging."""
 
     item_id: str
     trace: str
@@ -79,6 +54,7 @@ class JudgeInput:
     question: str = ""
     options: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    judging: StageJudging = field(kw_only=True)
 
     @property
     def key(self) -> tuple[str, int, int]:
@@ -87,43 +63,49 @@ class JudgeInput:
 
 @dataclass(slots=True)
 class Judgement:
-    """A judge's verdict on one trace. `flags` are None for every stage unless status is ok."""
+    """A judge's verdict on one trace. `flags` (one per stage of `judging`) are None unless status is ok."""
 
     status: str  # ok | malformed | api_error
-    flags: dict[str, bool | None] = field(default_factory=lambda: dict.fromkeys(STAGES))
+    flags: dict[str, bool | None] = field(default_factory=dict)
     raw: str = ""
     reason: str | None = None  # why malformed / the api error
     stated_first_failure: str | None = None  # what the judge said (the stored one is always derived)
+    judging: StageJudging = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.flags = {s: self.flags.get(s) for s in self.judging.stages}
 
     @property
     def first_failure(self) -> str | None:
-        return first_failure(self.flags[s] for s in STAGES) if self.status == "ok" else None
+        return self.judging.first_failure(self.flags.values()) if self.status == "ok" else None
 
     @property
     def inconsistent(self) -> bool:
-        return self.status == "ok" and inconsistent(self.flags[s] for s in STAGES)
+        return self.status == "ok" and self.judging.inconsistent(self.flags.values())
 
     def flag_values(self) -> list[int | None]:
-        return [None if self.flags[s] is None else int(bool(self.flags[s])) for s in STAGES]
+        return [None if v is None else int(bool(v)) for v in self.flags.values()]
 
 
 # --------------------------------------------------------------------------- the prompt
 
 
 def build_prompt(inp: JudgeInput) -> str:
-    """The user message of the L2 judge (version `JUDGE_PROMPT_VERSION`; documented in docs/JUDGE.md)."""
-    meta = {k: v for k, v in (inp.meta or {}).items() if k in ("operation", "perception_load", "layout", "family")}
+    """The user message of the L2 judge, from the pieces of the input's stage judging (its `prompt_version`;
+    StemBind's is documented in docs/JUDGE.md)."""
+    jd = inp.judging
+    meta = {k: v for k, v in (inp.meta or {}).items() if k in jd.prompt_meta}
     parts = ["Task metadata: " + (json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta else "(none)")]
     if inp.question:
         parts.append("Question: " + inp.question)
     if inp.options:
         parts.append("Options:\n" + "\n".join(f"{k}. {v}" for k, v in inp.options.items()))
     parts.append("Ground-truth stage targets:\n" + "\n".join(
-        f"{s} ({STAGE_NAMES[s]}): {inp.stages.get(s, '(no target)')}" for s in STAGES))
-    parts.append("How to grade each stage:\n" + "\n".join(_STAGE_RULES[s] for s in STAGES))
+        f"{s} ({jd.stage_names[s]}): {inp.stages.get(s, '(no target)')}" for s in jd.stages))
+    parts.append("How to grade each stage:\n" + "\n".join(jd.stage_rules[s] for s in jd.stages))
     parts.append("Model trace:\n<<<TRACE\n" + (inp.trace or "") + "\nTRACE>>>")
     parts.append("Model final answer: " + (inp.final_answer or "(none: no valid final answer)"))
-    parts.append(_OUTPUT_SPEC)
+    parts.append(jd.output_spec)
     return "\n\n".join(parts)
 
 
@@ -131,7 +113,7 @@ def build_request(inp: JudgeInput, max_tokens: int = 512) -> Any:
     """A runner `Request` (core.runners.base) for one judge call, at temperature 0."""
     from core.runners.base import Request, text_part
 
-    return Request(messages=[{"role": "system", "content": [text_part(JUDGE_SYSTEM)]},
+    return Request(messages=[{"role": "system", "content": [text_part(inp.judging.system_prompt)]},
                              {"role": "user", "content": [text_part(build_prompt(inp))]}],
                    max_tokens=max_tokens, temperature=0.0, stage="judge")
 
@@ -179,58 +161,69 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return out
 
 
-_LINE = re.compile(r"^\s*[*\-]*\s*\**\s*(S[1-4])\b[^:=\n]*[:=]\s*\**\s*([A-Za-z0-9]+)", re.IGNORECASE | re.MULTILINE)
+@functools.lru_cache(maxsize=8)
+def _line_pattern(stages: tuple[str, ...]) -> re.Pattern[str]:
+    """`S1: 1`-style lines (any of `stages`, any case, optional bullets / bold / a name before the colon)."""
+    keys = "|".join(re.escape(s) for s in stages)
+    return re.compile(rf"^\s*[*\-]*\s*\**\s*({keys})\b[^:=\n]*[:=]\s*\**\s*([A-Za-z0-9]+)",
+                      re.IGNORECASE | re.MULTILINE)
 
 
-def parse_judgement(text: str | None) -> Judgement:
-    """Read a judge reply. ok needs all four stages as 0/1 (JSON object, or four `S1: 1` lines);
-    otherwise the judgement is malformed and no flag is filled in (never guessed)."""
+def parse_judgement(text: str | None, judging: StageJudging) -> Judgement:
+    """Read a judge reply. ok needs every stage of `judging` as 0/1 (JSON object, or one `S1: 1` line per
+    stage); otherwise the judgement is malformed and no flag is filled in (never guessed)."""
     raw = text or ""
+    stages = judging.stages
+
+    def malformed(reason: str) -> Judgement:
+        return Judgement("malformed", raw=raw, reason=reason, judging=judging)
+
     if not raw.strip():
-        return Judgement("malformed", raw=raw, reason="empty reply")
+        return malformed("empty reply")
     candidates = []
     for obj in _json_objects(raw):
         keys = {str(k).strip().upper(): v for k, v in obj.items()}
-        if any(s in keys for s in STAGES):
+        if any(s in keys for s in stages):
             candidates.append(keys)
     if candidates:
         parsed = []
         for keys in candidates:
-            missing = [s for s in STAGES if s not in keys]
+            missing = [s for s in stages if s not in keys]
             if missing:
-                return Judgement("malformed", raw=raw, reason=f"stage(s) {', '.join(missing)} missing")
-            flags = {s: _flag_value(keys[s]) for s in STAGES}
-            bad = [s for s in STAGES if flags[s] is None]
+                return malformed(f"stage(s) {', '.join(missing)} missing")
+            flags = {s: _flag_value(keys[s]) for s in stages}
+            bad = [s for s in stages if flags[s] is None]
             if bad:
-                return Judgement("malformed", raw=raw, reason=f"{bad[0]} is {keys[bad[0]]!r:.40}, expected 0 or 1")
+                return malformed(f"{bad[0]} is {keys[bad[0]]!r:.40}, expected 0 or 1")
             stated = keys.get("FIRST_FAILURE")
             parsed.append((flags, None if stated is None else str(stated).strip()))
         if any(p[0] != parsed[0][0] for p in parsed[1:]):
-            return Judgement("malformed", raw=raw, reason="several JSON verdicts that disagree")
+            return malformed("several JSON verdicts that disagree")
         flags, stated = parsed[-1]
-        return Judgement("ok", flags=flags, raw=raw, stated_first_failure=_norm_stage(stated))
+        return Judgement("ok", flags=flags, raw=raw, stated_first_failure=_norm_stage(stated, judging),
+                         judging=judging)
     lines: dict[str, list[str]] = {}
-    for m in _LINE.finditer(raw):
+    for m in _line_pattern(stages).finditer(raw):
         lines.setdefault(m.group(1).upper(), []).append(m.group(2))
     if lines:
-        missing = [s for s in STAGES if s not in lines]
+        missing = [s for s in stages if s not in lines]
         if missing:
-            return Judgement("malformed", raw=raw, reason=f"stage(s) {', '.join(missing)} missing")
+            return malformed(f"stage(s) {', '.join(missing)} missing")
         flags = {}
-        for s in STAGES:
+        for s in stages:
             vals = {_flag_value(v) for v in lines[s]}
             if len(vals) != 1 or None in vals:
-                return Judgement("malformed", raw=raw, reason=f"{s} has no single 0/1 value")
+                return malformed(f"{s} has no single 0/1 value")
             flags[s] = vals.pop()
-        return Judgement("ok", flags=flags, raw=raw)
-    return Judgement("malformed", raw=raw, reason="no JSON object with S1-S4 and no 'S1: 0/1' lines")
+        return Judgement("ok", flags=flags, raw=raw, judging=judging)
+    return malformed(f"no JSON object with {stages[0]}-{stages[-1]} and no '{stages[0]}: 0/1' lines")
 
 
-def _norm_stage(value: str | None) -> str | None:
+def _norm_stage(value: str | None, judging: StageJudging) -> str | None:
     if value is None:
         return None
     v = value.strip().upper()
-    return v if v in STAGES else (NO_FAILURE if v.lower() in ("none", "null", "") else value)
+    return v if v in judging.stages else (judging.no_failure if v.lower() in ("none", "null", "") else value)
 
 
 # --------------------------------------------------------------------------- traces as steps
@@ -283,8 +276,8 @@ def target_letter(target: str | None) -> str | None:
 
 class LexicalJudge:
     """No model: a stage is correct when some step of the trace (or two adjacent steps) recalls at least
-    `threshold` of the stage target's content tokens. S4 also needs the final answer to equal the option
-    letter the S4 target names, when it names one. Deterministic; `raw` holds the per-stage recall."""
+    `threshold` of the stage target's content tokens. The answer stage (StemBind's S4) also needs the final
+    answer to equal the option letter its target names, when it names one. Deterministic; `raw` holds the per-stage recall."""
 
     kind = "lexical"
 
@@ -293,7 +286,7 @@ class LexicalJudge:
             raise ValueError("the lexical judge's threshold must be in (0, 1]")
         self.threshold = float(threshold)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self, judging: StageJudging | None = None) -> dict[str, Any]:
         return {"judge_runner": "lexical", "model": "lexical-overlap", "threshold": self.threshold}
 
     def recall(self, target: str | None, trace: str | None) -> float | None:
@@ -305,22 +298,23 @@ class LexicalJudge:
         return max((len(want & w) / len(want) for w in windows), default=0.0)
 
     def judge(self, inp: JudgeInput) -> Judgement:
+        jd = inp.judging
         scores: dict[str, float | None] = {}
         flags: dict[str, bool | None] = {}
-        for s in STAGES:
+        for s in jd.stages:
             r = self.recall(inp.stages.get(s), inp.trace)
             scores[s] = None if r is None else round(r, 4)
             flags[s] = None if r is None else r >= self.threshold
-        letter = target_letter(inp.stages.get("S4"))
-        if letter is not None:
-            flags["S4"] = (inp.final_answer or "").strip().upper() == letter
-        if any(flags[s] is None for s in STAGES):
-            missing = [s for s in STAGES if flags[s] is None]
+        letter = target_letter(inp.stages.get(jd.answer_stage)) if jd.answer_stage else None
+        if letter is not None and jd.answer_stage:
+            flags[jd.answer_stage] = (inp.final_answer or "").strip().upper() == letter
+        if any(flags[s] is None for s in jd.stages):
+            missing = [s for s in jd.stages if flags[s] is None]
             return Judgement("malformed", raw=json.dumps({"recall": scores}),
-                             reason=f"no target text for {', '.join(missing)}")
-        raw = json.dumps({**{s: int(bool(flags[s])) for s in STAGES}, "recall": scores,
+                             reason=f"no target text for {', '.join(missing)}", judging=jd)
+        raw = json.dumps({**{s: int(bool(flags[s])) for s in jd.stages}, "recall": scores,
                           "s4_letter": letter, "threshold": self.threshold})
-        return Judgement("ok", flags=flags, raw=raw)
+        return Judgement("ok", flags=flags, raw=raw, judging=jd)
 
     def judge_many(self, inputs: Iterable[JudgeInput], on_result: Callable[[JudgeInput, Judgement], Any],
                    should_stop: Callable[[], bool] | None = None) -> None:
@@ -337,46 +331,49 @@ class ModelJudge:
     """Any runner as the judge, temperature 0: an OpenAI-compatible runner (`acall`, concurrent) or a local
     transformers runner (`generate`, batched). Each result goes to `on_result` as soon as it exists."""
 
-    def __init__(self, runner: Any, max_tokens: int = 512, batch_size: int = 8) -> None:
+    def __init__(self, runner: ModelRunner, max_tokens: int = 512, batch_size: int = 8) -> None:
         self.runner = runner
         self.max_tokens = int(max_tokens)
         self.batch_size = max(1, int(batch_size))
         self.kind = getattr(runner, "kind", type(runner).__name__)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self, judging: StageJudging | None = None) -> dict[str, Any]:
+        """The judge run's config: the runner's identity, the prompt version of `judging`'s prompt."""
         ident = dict(self.runner.identity()) if hasattr(self.runner, "identity") else {}
-        return {"judge_runner": self.kind, **ident, "prompt_version": JUDGE_PROMPT_VERSION, "temperature": 0.0,
+        version = None if judging is None else judging.prompt_version
+        return {"judge_runner": self.kind, **ident, "prompt_version": version, "temperature": 0.0,
                 "max_tokens": self.max_tokens}
 
     @staticmethod
-    def _from_reply(reply: Any) -> Judgement:
+    def _from_reply(reply: Any, judging: StageJudging) -> Judgement:
         if getattr(reply, "error", None):
-            return Judgement("api_error", raw="", reason=str(reply.error)[:2000])
-        return parse_judgement(reply.text)
+            return Judgement("api_error", raw="", reason=str(reply.error)[:2000], judging=judging)
+        return parse_judgement(reply.text, judging)
 
     def judge_many(self, inputs: Iterable[JudgeInput], on_result: Callable[[JudgeInput, Judgement], Any],
                    should_stop: Callable[[], bool] | None = None) -> None:
         todo = list(inputs)
-        if hasattr(self.runner, "acall"):
-            run_coroutine(self._async(todo, on_result, should_stop))
+        runner = self.runner
+        if isinstance(runner, AsyncRunner):
+            run_coroutine(self._async(runner, todo, on_result, should_stop))
             return
         for i in range(0, len(todo), self.batch_size):
             if should_stop is not None and should_stop():
                 return
             chunk = todo[i:i + self.batch_size]
             try:
-                replies = self.runner.generate([build_request(x, self.max_tokens) for x in chunk])
+                replies = runner.generate([build_request(x, self.max_tokens) for x in chunk])
             except Exception as exc:  # noqa: BLE001 - a failed batch is recorded per trace, never dropped
                 replies = [type("R", (), {"error": f"{type(exc).__name__}: {exc}", "text": ""})()] * len(chunk)
             for inp, reply in zip(chunk, replies, strict=True):
-                on_result(inp, self._from_reply(reply))
+                on_result(inp, self._from_reply(reply, inp.judging))
 
-    async def _async(self, todo: Sequence[JudgeInput], on_result: Callable[[JudgeInput, Judgement], Any],
-                     should_stop: Callable[[], bool] | None) -> None:
+    async def _async(self, runner: AsyncRunner, todo: Sequence[JudgeInput],
+                     on_result: Callable[[JudgeInput, Judgement], Any], should_stop: Callable[[], bool] | None) -> None:
         async def one(inp: JudgeInput) -> tuple[JudgeInput, Judgement]:
-            return inp, self._from_reply(await self.runner.acall(build_request(inp, self.max_tokens)))
+            return inp, self._from_reply(await runner.acall(build_request(inp, self.max_tokens)), inp.judging)
 
-        window = max(1, int(getattr(self.runner, "concurrency", 8))) * 2
+        window = max(1, int(getattr(runner, "concurrency", 8))) * 2
         try:
             pending: set[asyncio.Task[Any]] = set()
             it = iter(todo)
@@ -399,14 +396,14 @@ class ModelJudge:
 # --------------------------------------------------------------------------- summaries
 
 
-def summarize(judgements: Iterable[Judgement]) -> dict[str, Any]:
+def summarize(judgements: Iterable[Judgement], judging: StageJudging) -> dict[str, Any]:
     """Counts by status, inconsistent flag patterns among ok judgements, first-failure histogram, and how
-    often the judge's own first_failure disagrees with the S1 -> S4 rule."""
+    often the judge's own first_failure disagrees with the stage-order rule."""
     js = list(judgements)
     ok = [j for j in js if j.status == "ok"]
-    hist = {s: 0 for s in (*STAGES, NO_FAILURE)}
+    hist = {s: 0 for s in (*judging.stages, judging.no_failure)}
     for j in ok:
-        hist[j.first_failure or NO_FAILURE] += 1
+        hist[j.first_failure or judging.no_failure] += 1
     return {
         "n": len(js),
         **{s: sum(j.status == s for j in js) for s in STATUSES},

@@ -3,13 +3,13 @@ Browse list, where one list call summarises up to hundreds of runs.
 
 A benchmark's items are laid out once (`layout`: group code, kind, variant and gold answer per item row); a
 run's predictions come as four arrays (`Preds`: item row, first prediction, status code, answer), read
-columnar by db.frames.outcome_arrays or taken from a predictions frame (`preds_from_frame`). `summarise`
+columnar by db.predictions.outcome_arrays or taken from a predictions frame (`preds_from_frame`). `summarise`
 turns them into per-item and per-group counts and the family's failure patterns with a few `np.bincount`s,
 no pandas group-by; `frame` gives core.groups.group_summary's DataFrame.
 
 The rules are core.groups' (its module docstring): StemBind and SPUR items are right only when every prediction
-is; the other families read the rotation-0 / repeat-0 prediction. Pattern rules per family are the functions
-are each family package's `summary_patterns(layout, summary)` (core/families/<name>/groups.py).
+is; the other families read the rotation-0 / repeat-0 prediction (`Family.groups.every_prediction`). The pattern
+rules of a family are its `Family.groups.summary_patterns(layout, summary)` (core/families/<name>/groups.py).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     """(answered, correct) per item row under the family's item rule."""
     n = len(lay.item_ids)
     known = p.row >= 0
-    if not families.get(lay.family).EVERY_PREDICTION:
+    if not families.get(lay.family).groups.every_prediction:
         known &= p.first
     rows = p.row[known]
     ok = (p.status[known] == _OK) & (p.answer[known] == lay.gold[rows])
@@ -136,7 +136,7 @@ def summarise(lay: Layout, p: Preds) -> RunSummary:
         n_invalid=np.bincount(g_pred[status == _INVALID], minlength=lay.n_groups).astype(np.int64),
         n_api_error=np.bincount(g_pred[status == _API_ERROR], minlength=lay.n_groups).astype(np.int64),
         category=np.full(lay.n_groups, None, dtype=object))
-    families.get(lay.family).summary_patterns(lay, out)
+    families.get(lay.family).groups.summary_patterns(lay, out)
     out.patterns["invalid"] = out.n_invalid > 0
     out.patterns["api_error"] = out.n_api_error > 0
     return out

@@ -33,7 +33,6 @@ from core.families.frameevidence.vocab import VARIANTS
 from core.families.stembind.vocab import SSA_CHOICES, SSA_CONTROL, STAGE_NAMES, STAGES
 from core.parsing import LETTER_FOLLOWERS
 from core.runners.base import ItemView, Request, Task, image_part, text_part
-from core.schema import FAMILIES
 
 STRATEGIES = ("direct", "thinking", "ddcot", "vot", "vic", "cantor", "ssa")
 SSA_LEVELS = SSA_CHOICES  # the --ssa-level choices: H0..H4 and the irrelevant-S1 control (002 App. C.5)
@@ -44,8 +43,8 @@ DEFAULT_MAX_TOKENS = {"direct": 64, "thinking": 2048, "ddcot": 1024, "vot": 2048
 
 
 def family_style(family: str) -> str:
-    """The family's parser style (its package's PARSER: "tag" for StemBind); "letter" for an unknown family."""
-    return str(families.get(family).PARSER) if family in FAMILIES else "letter"
+    """The family's parser style (its `parser`: "tag" for StemBind); "letter" for an unknown family."""
+    return families.get(family).parser if families.known(family) else "letter"
 
 
 def final_style(strategy: str, family: str) -> str:

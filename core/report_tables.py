@@ -384,4 +384,4 @@ def tables_for(family: str, runs: Sequence[RunScore], controls: Sequence[RunScor
     """Every table of SPEC §5 for one family over the selected runs (the family package's `tables`)."""
     from core import families
 
-    return list(families.get(family).tables(runs, controls))
+    return families.get(family).tables(runs, controls)

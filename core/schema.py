@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("frameevidence", "stembind", "spur", "generic")
 LETTERS = "ABCDEFGH"
 STATUSES = ("ok", "invalid", "api_error")
 INPUT_MODES = ("all", "first", "text")

@@ -60,13 +60,13 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     `context` (a core.stats.ScoringContext) shares work with other calls given the same one; by default the
     context active in this thread (score_all's), else a fresh one for this call.
     """
-    module = families.get(run.family)
+    family = families.get(run.family)
     if compare is not None:
         comparison.same_benchmark(run, compare)  # before scoring, not after
     split, label = resolve_split(items, split)
     with _context(context).active():
-        items = _narrow(module, items, split, kw)
-        metrics = module.score(items, run, others, **kw)
+        items = _narrow(family, items, split, kw)
+        metrics = family.score(items, run, others, **kw)
         if compare is not None:
             # the items are narrowed to the split already unless the family's score() takes `split` itself
             metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
@@ -80,10 +80,10 @@ def _context(context: stats.ScoringContext | None) -> stats.ScoringContext:
     return context or stats.current_context() or stats.ScoringContext()
 
 
-def _narrow(module: Any, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
+def _narrow(family: families.Family, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
     """Pass `split` to a family score() that takes it (None included: every split); otherwise keep only the
     items of that split (None: all of them)."""
-    if "split" in inspect.signature(_metric_score(module)).parameters:
+    if "split" in inspect.signature(family.score).parameters:
         kw["split"] = split
         return items
     if split is None:
@@ -104,13 +104,6 @@ def split_items(items: pd.DataFrame, split: str) -> pd.DataFrame:
     if mask.all() and isinstance(items.index, pd.RangeIndex) and items.index.start == 0 and items.index.step == 1:
         return items
     return items[mask].reset_index(drop=True)
-
-
-def _metric_score(module: Any) -> Any:
-    """The metric module's score() behind a family module (whose own score() forwards **kw)."""
-    import importlib
-
-    return importlib.import_module(f"core.families.{module.NAME}.metrics").score
 
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
@@ -139,7 +132,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     ctx = context if context is not None else stats.ScoringContext()
     with gc_paused(), ctx.active():
         chosen = [by_name[n] for n in wanted]
-        prefetch = getattr(families.get(chosen[0].family), "prefetch", None) if chosen else None
+        prefetch = families.get(chosen[0].family).prefetch if chosen else None
         if prefetch is not None and kw.get("seed", stats.DEFAULT_SEED) is not None:
             prefetch(items if split is None else split_items(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
         for run in chosen:

@@ -6,9 +6,12 @@
   resampled clusters.
 - Cluster choices (paper 000 App. A "Same-order control", App. D.6): groups, exact-image components (groups
   sharing an image, by content hash) and union components (groups linked by a shared image or a shared value
-  of named meta fields such as scene / template), as per-item cluster labels.
-- Exact binomial references (scipy.stats.binom).
-- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression.
+  of named meta fields such as scene / template), as per-item cluster labels (core/clustering.py).
+- Exact binomial references (scipy.stats.binom; core/binomial.py).
+- Cohen's kappa and raw agreement, Spearman rho, mean +- sample SD, isotonic regression (core/agreement.py).
+
+The bootstrap lives here; the other three are modules of their own, and every name of theirs is importable
+from here too (`stats.Clustering`, `stats.cohen_kappa`, ...), as before they moved.
 
 Undefined values come back as None with a stated reason, never as a silent 0 (STYLE 5). scipy is imported
 inside the functions that need it so that importing this module stays cheap.
@@ -25,12 +28,66 @@ from typing import Any
 
 import numpy as np
 
+from core.agreement import (
+    cohen_kappa,
+    isotonic_fit,
+    mean_sd,
+    raw_agreement,
+    spearman,
+)
+from core.binomial import (
+    binom_distribution,
+    binom_expected_rate,
+    binom_interval,
+    binom_sf,
+    uniform_guess_rate,
+)
+from core.clustering import (
+    CLUSTERINGS,
+    DEFAULT_UNION_FIELDS,
+    Clustering,
+    UnknownClustering,
+    cluster_labels,
+)
 from core.errors import MetricUndefined
 from core.schema import Rate
 
 DEFAULT_DRAWS = 20_000
 DEFAULT_SEED = 20261010  # the seed of paper 000's bootstrap
 _BLOCK_CELLS = 131_072  # draws x clusters cells per block: bounds memory and keeps the counts in cache
+
+
+__all__ = [
+    "CLUSTERINGS",
+    "ClusterArrays",
+    "Clustering",
+    "DEFAULT_DRAWS",
+    "DEFAULT_SEED",
+    "DEFAULT_UNION_FIELDS",
+    "DrawCache",
+    "ScoringContext",
+    "UnknownClustering",
+    "binom_distribution",
+    "binom_expected_rate",
+    "binom_interval",
+    "binom_sf",
+    "cluster_arrays",
+    "cluster_bootstrap",
+    "cluster_bootstrap_diff",
+    "cluster_bootstrap_many",
+    "cluster_key",
+    "cluster_labels",
+    "cohen_kappa",
+    "current_context",
+    "isotonic_fit",
+    "mean_sd",
+    "proportion_bootstrap",
+    "rate_with_ci",
+    "raw_agreement",
+    "resample_indices",
+    "spearman",
+    "uniform_guess_rate",
+]
 
 
 # --------------------------------------------------------------------------- cluster bootstrap
@@ -190,128 +247,6 @@ def _bootstrap_stats(arrays: list[np.ndarray], combine, draws: int, seed: int | 
             out.append(combine(*[weights @ a for a in arrays]))
     return np.vstack(out)
 
-
-# --------------------------------------------------------------------------- cluster choices (000 App. A, D.6)
-
-
-CLUSTERINGS = ("group", "image", "union")
-DEFAULT_UNION_FIELDS = ("scene",)
-
-
-class UnknownClustering(MetricUndefined):
-    """A clustering name or union field list is not one the bootstrap knows."""
-
-
-@dataclass(frozen=True, slots=True)
-class Clustering:
-    """How items are grouped into bootstrap clusters: whole groups, exact-image components or union components.
-
-    `fields` are the meta fields whose shared values link groups under "union" (ignored otherwise).
-    """
-
-    name: str = "group"
-    fields: tuple[str, ...] = DEFAULT_UNION_FIELDS
-
-    @classmethod
-    def parse(cls, name: str, fields: str | Sequence[str] | None = None) -> Clustering:
-        """A Clustering from a name (group / image / union) and, for union, the meta fields (a comma list)."""
-        key = (name or "").strip().lower()
-        if key not in CLUSTERINGS:
-            raise UnknownClustering(f"unknown clustering {name!r}; expected one of {', '.join(CLUSTERINGS)}")
-        if fields is None:
-            names: tuple[str, ...] = DEFAULT_UNION_FIELDS
-        else:
-            parts = fields.split(",") if isinstance(fields, str) else list(fields)
-            names = tuple(f.strip().removeprefix("meta.") for f in parts)
-            if not names or any(not f for f in names):
-                raise UnknownClustering(f"union fields {fields!r}: expected meta field names separated by commas "
-                                        "(e.g. scene,template)")
-        return cls(key, names if key == "union" else DEFAULT_UNION_FIELDS)
-
-    @property
-    def key(self) -> str:
-        """A short JSON key: group, image, or union (the fields joined with +, e.g. union:scene+template)."""
-        return f"union:{'+'.join(self.fields)}" if self.name == "union" else self.name
-
-    @property
-    def label(self) -> str:
-        if self.name == "group":
-            return "groups"
-        if self.name == "image":
-            return "exact-image components"
-        return f"union components (images, meta.{' / meta.'.join(self.fields)})"
-
-
-def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
-    """Each item's cluster (the smallest group id of its component), in the rows' order.
-
-    group: the item's group. image: connected components of the graph linking two groups when an item of each
-    shows the same image (items' `images` hold content hashes, so identical bytes under two paths count as
-    one image). union: the same graph with a further link between groups whose items share a value of one of
-    `clustering.fields` (None / missing values link nothing); a field that no item has raises
-    MetricUndefined rather than silently falling back to image components. Components come from
-    scipy.sparse.csgraph.connected_components over groups x (images, field values).
-    """
-    groups = np.asarray(items["group_id"].to_numpy(dtype=object))
-    if len(groups) and _isna(groups).any():
-        raise MetricUndefined(f"{int(_isna(groups).sum())} items have no group_id to cluster by")
-    if clustering.name == "group" or not len(groups):
-        return groups.copy()
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    group_ids, group_of = np.unique(groups.astype(str), return_inverse=True)
-    nodes: dict[Any, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-
-    def link(g: int, node: Any) -> None:
-        rows.append(g)
-        cols.append(nodes.setdefault(node, len(nodes)))
-
-    if "images" not in items:
-        raise MetricUndefined(f"the {clustering.name} clustering needs the items' image content hashes "
-                              "(an `images` column)")
-    images = items["images"].to_numpy(dtype=object)
-    for g, shown in zip(group_of, images, strict=True):
-        for h in shown if isinstance(shown, (list, tuple, np.ndarray)) else ():
-            link(int(g), ("image", str(h)))
-    if clustering.name == "union":
-        metas = items["meta"].to_numpy(dtype=object) if "meta" in items else np.full(len(groups), None)
-        for field in clustering.fields:
-            seen = False
-            for g, meta in zip(group_of, metas, strict=True):
-                value = meta.get(field) if isinstance(meta, dict) else None
-                if value is None or (isinstance(value, float) and np.isnan(value)):
-                    continue
-                seen = True
-                link(int(g), ("meta", field, _json_key(value)))
-            if not seen:
-                raise MetricUndefined(f"union clustering: no item has meta.{field}")
-    n_groups = len(group_ids)
-    size = n_groups + len(nodes)
-    data = np.ones(len(rows))
-    graph = coo_matrix((data, (np.asarray(rows, dtype=np.int64), n_groups + np.asarray(cols, dtype=np.int64))),
-                       shape=(size, size))
-    _, component = connected_components(graph, directed=False)
-    first: dict[int, str] = {}
-    for gid, c in zip(group_ids, component[:n_groups], strict=True):  # group_ids are sorted
-        first.setdefault(int(c), str(gid))
-    names = np.array([first[int(c)] for c in component[:n_groups]], dtype=object)
-    return names[group_of]
-
-
-def _isna(values: np.ndarray) -> np.ndarray:
-    import pandas as pd
-
-    return np.asarray(pd.isna(values), dtype=bool)
-
-
-def _json_key(value: Any) -> str:
-    """A hashable key of a meta value: its JSON text (so "1" and 1 stay apart, lists and dicts hash)."""
-    import json
-
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 # --------------------------------------------------------------------------- shared draws (many runs at once)
@@ -540,6 +475,19 @@ def cluster_bootstrap_diff(k_a: Any, n_a: Any, k_b: Any, n_b: Any, draws: int = 
     return (float(lo[0]), float(hi[0])) if one else (lo, hi)
 
 
+def resampled_sums(columns: Any, draws: int = DEFAULT_DRAWS, seed: int | None = DEFAULT_SEED) -> np.ndarray:
+    """W @ columns (draws x k) for per-cluster columns (clusters x k): the resampled sums behind every interval
+    here, the same draws for the same (clusters, draws, seed); for statistics the functions above do not form
+    (core.slices: a slice against the rest of its split, many slices at once)."""
+    cols, _ = _as_2d(columns)
+    return _bootstrap_stats([cols], lambda sums: sums, draws, seed)
+
+
+def percentile_interval(stats: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of resampled statistics (draws x k): the percentile interval, NaN draws left out."""
+    return _percentiles(np.asarray(stats, dtype=float), level)
+
+
 def rate_with_ci(k_per_cluster: Any, n_per_cluster: Any, what: str = "items", draws: int = DEFAULT_DRAWS,
                  seed: int | None = DEFAULT_SEED, level: float = 0.95) -> Rate:
     """Rate.of(sum k, sum n) with its percentile cluster-bootstrap interval in `ci`."""
@@ -549,135 +497,3 @@ def rate_with_ci(k_per_cluster: Any, n_per_cluster: Any, what: str = "items", dr
     if rate.value is not None:
         rate.ci = cluster_bootstrap(k, n, draws=draws, seed=seed, level=level)
     return rate
-
-
-# --------------------------------------------------------------------------- exact binomial references
-
-
-def uniform_guess_rate(n_options: int = 4, joint: int = 1) -> float:
-    """Expected rate under independent uniform guessing: (1 / n_options) ** joint (joint answers per unit)."""
-    if n_options < 1 or joint < 1:
-        raise ValueError("n_options and joint must be positive")
-    return (1.0 / n_options) ** joint
-
-
-def binom_distribution(n: int, p: float) -> np.ndarray:
-    """Exact pmf of the number of successes in n independent trials: entry k is P(X = k)."""
-    from scipy.stats import binom
-
-    return binom.pmf(np.arange(n + 1), n, p)
-
-
-def binom_expected_rate(n: int, p: float) -> float:
-    """Expected rate X / n of a Binomial(n, p) count (= p for n > 0)."""
-    if n <= 0:
-        raise MetricUndefined("no trials")
-    return float((np.arange(n + 1) * binom_distribution(n, p)).sum() / n)
-
-
-def binom_interval(n: int, p: float, level: float = 0.95) -> tuple[float, float]:
-    """Central interval of the rate X / n under Binomial(n, p), from exact quantiles (as rates)."""
-    from scipy.stats import binom
-
-    if n <= 0:
-        raise MetricUndefined("no trials")
-    lo, hi = binom.interval(level, n, p)
-    return float(lo) / n, float(hi) / n
-
-
-def binom_sf(k: int, n: int, p: float) -> float:
-    """P(X >= k) under Binomial(n, p): how often pure guessing reaches k successes."""
-    from scipy.stats import binom
-
-    return float(binom.sf(k - 1, n, p))
-
-
-# --------------------------------------------------------------------------- agreement and correlation
-
-
-def raw_agreement(a: Sequence[Any], b: Sequence[Any]) -> Rate:
-    """Share of positions where the two label sequences agree (k agreeing / n pairs)."""
-    if len(a) != len(b):
-        raise ValueError(f"label sequences differ in length: {len(a)} vs {len(b)}")
-    k = sum(1 for x, y in zip(a, b, strict=True) if x == y)
-    return Rate.of(k, len(a), "paired labels")
-
-
-def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float | None, str | None]:
-    """Cohen's kappa of two raters (unweighted), equal to sklearn.metrics.cohen_kappa_score.
-
-    kappa = (p_o - p_e) / (1 - p_e) with p_o the observed agreement and p_e the agreement expected from
-    the two raters' marginal label shares. Returns (None, reason) when there are no pairs or p_e = 1
-    (both raters use one and the same class only).
-    """
-    if len(a) != len(b):
-        raise ValueError(f"label sequences differ in length: {len(a)} vs {len(b)}")
-    n = len(a)
-    if n == 0:
-        return None, "no paired labels"
-    labels = sorted(set(a) | set(b), key=repr)
-    index = {label: i for i, label in enumerate(labels)}
-    ia = np.fromiter((index[x] for x in a), dtype=int, count=n)
-    ib = np.fromiter((index[x] for x in b), dtype=int, count=n)
-    table = np.zeros((len(labels), len(labels)))
-    np.add.at(table, (ia, ib), 1.0)
-    p_o = np.trace(table) / n
-    p_e = float(table.sum(axis=1) @ table.sum(axis=0)) / n**2
-    if np.isclose(p_e, 1.0):
-        return None, "expected agreement is 1: both raters use a single class only"
-    return float((p_o - p_e) / (1.0 - p_e)), None
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, str | None]:
-    """Spearman rho (average ranks for ties), equal to scipy.stats.spearmanr; (None, reason) if undefined."""
-    xa = np.asarray(x, dtype=float)
-    ya = np.asarray(y, dtype=float)
-    if xa.shape != ya.shape or xa.ndim != 1:
-        raise ValueError("x and y must be 1-D sequences of the same length")
-    if len(xa) < 2:
-        return None, "fewer than 2 paired values"
-    if np.isnan(xa).any() or np.isnan(ya).any():
-        return None, "input contains NaN"
-    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
-        return None, "constant input: rank correlation undefined"
-    from scipy.stats import spearmanr
-
-    return float(spearmanr(xa, ya).statistic), None
-
-
-def mean_sd(values: Sequence[float]) -> tuple[float | None, float | None, str | None]:
-    """Mean and sample standard deviation (ddof = 1); the SD is None with a reason below 2 values."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        return None, None, "no values"
-    if arr.size == 1:
-        return float(arr[0]), None, "fewer than 2 values: sample SD undefined"
-    return float(arr.mean()), float(arr.std(ddof=1)), None
-
-
-def isotonic_fit(x: Sequence[float], y: Sequence[float], sample_weight: Sequence[float] | None = None
-                 ) -> np.ndarray:
-    """Increasing isotonic regression of y on x; fitted values at x, equal to sklearn's
-    `IsotonicRegression(increasing=True, out_of_bounds="clip").fit_transform`.
-
-    The same steps as sklearn, without importing it (about 1 s, once per scoring process): points of zero
-    weight are left out of the fit, points of one x pool into their weighted mean y (weights summed), the
-    pooled points are fitted by scipy.optimize.isotonic_regression (pool adjacent violators: what sklearn
-    calls), and every x reads the fit by linear interpolation between the pooled x (constant beyond them).
-    """
-    from scipy.optimize import isotonic_regression
-
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    w = np.ones_like(ys) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    if not (xs.shape == ys.shape == w.shape) or xs.ndim != 1:
-        raise ValueError("x, y and sample_weight must be 1-D sequences of the same length")
-    keep = w > 0
-    if not keep.any():
-        raise ValueError("isotonic regression needs at least one point of positive weight")
-    order = np.lexsort((ys[keep], xs[keep]))
-    xk, yk, wk = xs[keep][order], ys[keep][order], w[keep][order]
-    ux, at = np.unique(xk, return_inverse=True)
-    weights = np.bincount(at, weights=wk, minlength=len(ux))
-    means = np.bincount(at, weights=yk * wk, minlength=len(ux)) / weights
-    fitted = np.asarray(isotonic_regression(means, weights=weights, increasing=True).x, dtype=float)
-    return np.interp(xs, ux, fitted)

@@ -1,8 +1,8 @@
-"""Reads for the Browse / Compare tabs and the group views: one group's items and predictions, image sizes,
-trace judgements and labels, and the invalid predictions of a run (SQL lives here, never in ui/).
+"""Reads for the Browse / Compare tabs and the group views: one group's items, image sizes, trace judgements
+and labels (SQL lives here, never in ui/; predictions are read by db/predictions.py).
 
-Group reads go through the (benchmark_id, group_id) index and the predictions primary key, so opening one
-group costs a few small queries whatever the size of the store.
+Group reads go through the (benchmark_id, group_id) index (and db.predictions' through the predictions primary
+key), so opening one group costs a few small queries whatever the size of the store.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from db.schema import PREDICTIONS_READ
-from db.store import Store, _objects, decode_item_json
+from db.store import Store, decode_item_json
 
 _ITEM_SQL = ("SELECT id, item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
              " stages FROM items WHERE benchmark_id = ? AND group_id = ? ORDER BY id")
@@ -78,39 +77,9 @@ def trace_flags(store: Store, run: str, item_pks: list[int]) -> list[dict[str, A
     return out
 
 
-def problem_predictions(store: Store, run: str, statuses: tuple[str, ...] = ("invalid",),
-                        limit: int = 500) -> pd.DataFrame:
-    """Predictions of `run` with one of `statuses`: item_id, group_id, kind, rotation, repeat, status,
-    response, letters, options (dict), answer (gold), in item order (at most `limit` rows)."""
-    row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
-    if row is None:
-        return pd.DataFrame(columns=["item_id", "group_id", "kind", "rotation", "repeat", "status", "response",
-                                     "letters", "options", "gold"])
-    marks = ",".join("?" * len(statuses))
-    df = pd.read_sql_query(
-        "SELECT i.item_id, i.group_id, i.kind, p.rotation, p.repeat, p.status, p.response, i.letters, i.options,"
-        f" i.answer AS gold FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-        f" WHERE p.run_id = ? AND p.status IN ({marks}) ORDER BY p.item_pk, p.rotation, p.repeat LIMIT ?",
-        store.conn, params=(row[0], *statuses, limit))
-    df["options"] = [json.loads(v) if v else {} for v in df["options"]]
-    for col in ("item_id", "group_id", "kind", "status", "response", "letters", "gold"):
-        df[col] = _objects(df[col])
-    return df
-
-
-def count_statuses(store: Store, run: str) -> dict[str, int]:
-    """Predictions of `run` per status."""
-    cur = store.conn.execute(f"SELECT p.status, COUNT(*) FROM {PREDICTIONS_READ} p JOIN runs r ON r.id = p.run_id"
-                             " WHERE r.name = ? GROUP BY p.status", (run,))
-    return {s: int(n) for s, n in cur}
-
-
 def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
     """The runs of `benchmark` like Store.runs() but without the prediction counts (cheap on large stores)."""
     return store.runs(benchmark, with_counts=False)
-
-
-_VERSIONS: dict[int, tuple[Any, tuple[int, int], dict[str, str]]] = {}
 
 
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
@@ -118,17 +87,18 @@ def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
     judge run whenever it writes a judgement (its revision and updated time, db.store.touch_run: every write path
     of a run moves them on).
 
-    The answers are remembered per connection until the store changes: SQLite's data_version (commits by other
-    connections) and the connection's total_changes (its own)."""
+    The answers are remembered beside this thread's connection (Store.connection_memo) until the store changes:
+    SQLite's data_version (commits by other connections) and the connection's total_changes (its own)."""
     if not runs:
         return {}
     conn = store.conn
     state = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-    memo = _VERSIONS.get(id(conn))
-    if memo is None or memo[0] is not conn or memo[1] != state:
-        memo = (conn, state, {})
-        _VERSIONS[id(conn)] = memo
-    known = memo[2]
+    memo = store.connection_memo("run_versions")
+    if memo.get("state") != state:
+        memo.clear()
+        memo["state"] = state
+        memo["known"] = {}
+    known: dict[str, str] = memo["known"]
     missing = [r for r in dict.fromkeys(runs) if r not in known]
     if missing:
         marks = ",".join("?" * len(missing))

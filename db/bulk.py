@@ -22,12 +22,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from core import families
 from core.scoring import DEFAULT_SPLIT
 from db.store import Store
 
 log = logging.getLogger(__name__)
 
-BY_MODEL = frozenset({"stembind", "frameevidence"})
 # A unit's weight for packing: per run, the benchmark's item count plus a fixed cost (a run's metric set costs
 # about as much as reading 5,000 predictions, whatever its size).
 RUN_WEIGHT = 5000
@@ -42,7 +42,7 @@ def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[s
         n_items = store.conn.execute("SELECT COUNT(*) FROM items WHERE benchmark_id = ?", (b["id"],)).fetchone()[0]
         groups: dict[Any, tuple[list[str], list[int]]] = {}
         for r in store.runs(bench, with_counts=False):  # counting predictions would scan them: items will do
-            key = r["config"].get("model") if r["family"] in BY_MODEL else None
+            key = r["config"].get("model") if families.get(r["family"]).units_by_model else None
             names, counts = groups.setdefault(repr(key), ([], []))
             names.append(r["name"])
             counts.append(int(n_items) + RUN_WEIGHT)

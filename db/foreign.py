@@ -3,8 +3,10 @@
 This module reads the files (TSV, xlsx, parquet, arrow, JSON) and hands the rows to the pure readers in
 core/foreign/, which turn each into the object an items- or predictions-JSONL line would be. Those objects
 then go through the same checks as the JSONL import (core.formats, the family's group rules, the image checks,
-db.importers.import_prediction_lines for predictions), so a file with any bad row writes nothing, errors name
-the file, the line (the header is line 1) or row, the column and what was expected, and a re-import is a no-op.
+db.import_predictions.import_prediction_lines for predictions), so a file with any bad row writes nothing,
+errors name the file, the line (the header is line 1) or row, the column and what was expected, and a re-import
+is a no-op. This module calls the importers' shared helpers (db/import_common.py) and no importer:
+db/import_items.py and db/import_predictions.py call it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from core.foreign.answers import cell_text, is_null
 from core.formats import parse_item
 from core.report import Report
 from core.schema import Item
+from db.import_common import ImageSet, check_item_set, json_lines, read_text, refuse, resolve_benchmark
 from db.store import Store
 
 ITEM_FORMATS = ("auto", "jsonl", "vlmevalkit", "hf")
@@ -102,15 +108,9 @@ def _head(path: Path, size: int = 1 << 20) -> str:
 # ---- reading tables -----------------------------------------------------------------------------------------
 
 
-def _text(path: Path, report: Report) -> str | None:
-    from db.importers import _read_text
-
-    return _read_text(path, report)
-
-
 def read_delimited(path: Path, report: Report, delimiter: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """(header, [(line of the row's first physical line, {column: cell})]); the header is line 1."""
-    text = _text(path, report)
+    text = read_text(path, report)
     if text is None:
         return [], []
     name = path.name
@@ -175,7 +175,7 @@ def read_xlsx(path: Path, report: Report) -> tuple[list[str], list[tuple[int, di
 def read_items(path: Path, fmt: str, report: Report, family: str | None = None, mapping: str | None = None,
                preset: str | None = None) -> tuple[str | None, list[Item], dict]:
     """(family, items, images by hash) of a VLMEvalKit TSV or a Hugging Face parquet / arrow dataset."""
-    fam = family or "generic"
+    fam = family or families.DEFAULT
     try:
         families.get(fam)
     except CrosscheckError as exc:
@@ -192,38 +192,18 @@ def read_items(path: Path, fmt: str, report: Report, family: str | None = None, 
 def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], list[Any]]], base: Path,
             report: Report) -> tuple[str | None, list[Item], dict]:
     """Items from item objects and their images (bytes or file names), checked as the JSONL import checks."""
-    from db.importers import _load_image, _resolve_image, check_image_bytes, check_item_set
-
     items: list[Item] = []
-    images: dict[str, tuple[str, int, int, bytes]] = {}
-    checked: dict[bytes, tuple[str, str, int, int, bytes]] = {}  # copies share their original's image bytes
+    images = ImageSet(base, report)
     for file, no, obj, pics in rows:
         it = parse_item(obj, file, no, report)
         if it is None:
             continue
-        for k, pic in enumerate(pics):
-            column = getattr(pic, "column", "image")
-            label = f"{column} {k + 1}" if len(pics) > 1 else column
-            if isinstance(pic, bytes) or getattr(pic, "data", None) is not None:
-                blob = pic if isinstance(pic, bytes) else pic.data
-                loaded = checked.get(blob) or check_image_bytes(blob, label, file, no, report, fld=column)
-                if loaded is not None:
-                    checked[blob] = loaded
-            else:
-                rel = pic if isinstance(pic, str) else pic.path
-                real = _resolve_image(base, rel, file, no, report)
-                loaded = None if real is None else _load_image(real, rel, file, no, report)
-            if loaded is None:
-                continue
-            digest, ext, w, h, data = loaded
-            images[digest] = (ext, w, h, data)
-            it.images.append(digest)
-            it.image_names.append(f"{digest}.{ext}")
+        images.attach(it, pics, file, no, named=True)
         items.append(it)
     fams = check_item_set(items, name, report)
     if fams and report.ok:
         families.get(family).validate(items, name, report)
-    return (family if report.ok else None), items, images
+    return (family if report.ok else None), items, images.images
 
 
 def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | None, list[Item], dict]:
@@ -342,7 +322,7 @@ def _vlmevalkit_rows(path: Path, report: Report) -> list[tuple[int, dict[str, An
 def _vlmevalkit_json(path: Path, report: Report) -> list[tuple[int, dict[str, Any]]]:
     """A list of objects with index and prediction, or an object mapping index -> prediction (entry numbers
     from 1 stand for lines)."""
-    text = _text(path, report)
+    text = read_text(path, report)
     if text is None:
         return []
     try:
@@ -361,13 +341,24 @@ def _vlmevalkit_json(path: Path, report: Report) -> list[tuple[int, dict[str, An
     return []
 
 
-def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: str | None = None,
-                       config: dict[str, Any] | None = None, benchmark: str | None = None, replace: bool = False,
-                       key: str | None = None) -> Any:
-    """VLMEvalKit prediction tables or lmms-eval samples into run `run`, through the one predictions path;
-    what the tool kept beside each response (its extracted letter, its raw response) is stored with it."""
-    from db.importers import _refuse, _resolve_benchmark, import_prediction_lines
+@dataclass(slots=True)
+class PredictionLines:
+    """Another tool's predictions read as predictions lines, what db.import_predictions.import_prediction_lines
+    takes: `objs` (line, object), the report so far, the run's config, the benchmark, and `after`, which writes
+    what the tool kept beside each response (the prediction_sources table) in the import's transaction."""
 
+    objs: list[tuple[int, dict[str, Any]]]
+    report: Report
+    config: dict[str, Any]
+    benchmark: str | None
+    after: Callable[[sqlite3.Connection, int], None]
+
+
+def read_predictions(store: Store, path: Path, kind: str, run: str, *, config: dict[str, Any] | None = None,
+                     benchmark: str | None = None, key: str | None = None) -> PredictionLines:
+    """VLMEvalKit prediction tables or lmms-eval samples for run `run`, as the lines of the one predictions
+    path; what the tool kept beside each response (its extracted letter, its raw response) goes with them.
+    Raises ImportRefused when the rows cannot be read into lines or their benchmark cannot be told."""
     report = Report()
     name = path.name
     objs: list[tuple[int, dict[str, Any]]] = []
@@ -388,8 +379,8 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
     if not objs and report.ok:
         report.error(name, 0, "(file)", "no predictions in the file")
     if objs and report.ok:
-        benchmark = _resolve_benchmark(store, run, benchmark, str(objs[0][1]["item_id"]), report, name)
-    _refuse(report)
+        benchmark = resolve_benchmark(store, run, benchmark, str(objs[0][1]["item_id"]), report, name)
+    refuse(report)
     cfg.setdefault("source_format", kind)
     if kind == "vlmevalkit" and benchmark:
         _check_gold(store, benchmark, objs, golds, name, report)
@@ -397,13 +388,13 @@ def import_predictions(store: Store, path: Path, kind: str, run: str, *, model: 
     keys = store.item_keys(int(b["id"])) if b else {}
     line_item = {no: obj["item_id"] for no, obj in objs}
 
-    def after(conn: Any, run_id: int) -> None:
+    def after(conn: sqlite3.Connection, run_id: int) -> None:
         rows = [(run_id, keys[line_item[no]][0], kind, json.dumps(k, ensure_ascii=False, sort_keys=True))
                 for no, k in kept.items() if k and line_item.get(no) in keys]
         conn.executemany("INSERT OR REPLACE INTO prediction_sources (run_id, item_pk, rotation, repeat, tool, kept)"
                          " VALUES (?, ?, 0, 0, ?, ?)", rows)
 
-    return import_prediction_lines(store, path, objs, report, run, model, cfg, benchmark, replace, after=after)
+    return PredictionLines(objs, report, cfg, benchmark, after)
 
 
 def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, Any]]], golds: dict[int, str],
@@ -431,13 +422,11 @@ def _item_order(store: Store, benchmark: str) -> tuple[list[str], list[str]]:
 
 def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key: str | None,
                   report: Report) -> tuple[list[tuple[int, dict[str, Any]]], dict[int, dict[str, Any]], str | None]:
-    from db.importers import _json_lines, _resolve_benchmark
-
     name = path.name
-    text = _text(path, report)
+    text = read_text(path, report)
     if text is None:
         return [], {}, None
-    lines = _json_lines(text, name, report)
+    lines = json_lines(text, name, report)
     samples = []
     for no, obj in lines:
         got = lmms_eval.sample_fields(obj, no, name, report)
@@ -448,7 +437,7 @@ def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key
     use = key or lmms_eval.choose_key(samples[0][1])
     order: list[str] | None = None
     if use == "doc_id":
-        bench = _resolve_benchmark(store, run, benchmark, None, report, name)
+        bench = resolve_benchmark(store, run, benchmark, None, report, name)
         if bench is None:
             report.error(name, 0, "--benchmark", "the samples' doc_id is a position in the benchmark's items: "
                          "name the benchmark with --benchmark (or pass --key doc.FIELD)")

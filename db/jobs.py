@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from db import predictions
 from db.store import Store, now
 
 COLUMNS = ("id", "run", "benchmark", "runner", "model", "kind", "started_by", "started", "held_before", "finished",
@@ -18,9 +19,7 @@ COLUMNS = ("id", "run", "benchmark", "runner", "model", "kind", "started_by", "s
 
 def held(store: Store, run: str) -> int:
     """Predictions run `run` holds now (0 for a run not created yet)."""
-    row = store.conn.execute("SELECT COUNT(*) FROM predictions p JOIN runs r ON r.id = p.run_id WHERE r.name = ?",
-                             (run,)).fetchone()
-    return int(row[0])
+    return predictions.count(store, run)
 
 
 def open_job(store: Store, run: str, benchmark: str, runner: str, model: str | None, started_by: str | None

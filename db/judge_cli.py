@@ -1,6 +1,6 @@
-"""CLI handlers of `python app.py judge ...` and `python app.py calibration ...` (wired by app.py).
+"""CLI handlers of `python app.py judge ...` and `python app.py calibration ...` (options: cli/arguments.py).
 
-judge: judge the F traces of a run with the lexical judge, an OpenAI-compatible model or a local
+judge: judge the traces of a run (the judged kind of its family's stage judging, StemBind's F items) with the lexical judge, an OpenAI-compatible model or a local
 transformers model; the judgements are their own run (`--judge-run NAME`, config = the judge's identity);
 each judgement is committed as soon as it exists, and a rerun resumes (ok and malformed judgements are kept,
 api errors are retried).
@@ -18,29 +18,9 @@ import time
 from typing import Any
 
 from core.errors import CrosscheckError
-from core.schema import STAGES, to_jsonable
+from core.schema import to_jsonable
 from db import judging
 from db.store import Store
-
-
-def add_judge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", required=True, help="the run whose F-item traces are judged")
-    p.add_argument("--judge-runner", required=True, choices=("lexical", "openai", "transformers"))
-    p.add_argument("--judge-run", required=True, help="name of the judge's own run (its judgements)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    p.add_argument("--model", help="judge model id (openai) or local checkpoint directory (transformers)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="name of the environment variable holding the API key (the key is never stored)")
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--max-tokens", type=int, default=512)
-    p.add_argument("--batch-size", type=int, default=8, help="transformers batch size")
-    p.add_argument("--chat-template", metavar="FILE",
-                   help="transformers: a Jinja chat template overriding the checkpoint's (recorded by sha256)")
-    p.add_argument("--threshold", type=float, default=0.5, help="lexical judge: token-recall threshold")
-    p.add_argument("--sample", help="judge only the traces of this calibration sample")
-    p.add_argument("--limit", type=int, help="judge at most this many traces (the first by item order)")
-    p.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request")
-    p.add_argument("--max-retries", type=int, default=5, help="openai: retries of 429 / 5xx / timeouts")
 
 
 def make_judge(args: argparse.Namespace) -> Any:
@@ -64,9 +44,10 @@ def make_judge(args: argparse.Namespace) -> Any:
 
 def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sample: str | None = None,
               limit: int | None = None, progress: Any = None) -> dict[str, Any]:
-    """Judge every not-yet-judged F trace of `traces_run`; returns counts (see core.judge.summarize)."""
+    """Judge every not-yet-judged trace of `traces_run`; returns counts (see core.judge.summarize)."""
     from core.judge import summarize
 
+    stage_judging = judging.stage_judging(store, traces_run)
     frame = judging.trace_records(store, traces_run)
     if sample:
         sf = judging.sample_frame(store, sample)
@@ -74,8 +55,10 @@ def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sa
             raise CrosscheckError(f"calibration sample {sample!r} belongs to run {sf['run'].iloc[0]!r}")
         frame = judging.trace_records(store, traces_run, zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True))
     if len(frame) == 0:
-        raise CrosscheckError(f"run {traces_run!r} has no F-item traces with S1-S4 targets to judge")
-    jid = judging.ensure_judge_run(store, judge_run_name, traces_run, judge.identity())
+        stages = stage_judging.stages
+        raise CrosscheckError(f"run {traces_run!r} has no {stage_judging.judged_kind}-item traces with "
+                              f"{stages[0]}-{stages[-1]} targets to judge")
+    jid = judging.ensure_judge_run(store, judge_run_name, traces_run, judge.identity(stage_judging))
     rid = store.run(traces_run)["id"]
     done = judging.judged_keys(store, judge_run_name, traces_run)
     todo = frame[[(i, int(r), int(p)) not in done for i, r, p in zip(frame["item_id"], frame["rotation"],
@@ -94,10 +77,10 @@ def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sa
             progress(len(results), len(todo))
 
     try:
-        judge.judge_many(judging.judge_inputs(todo), on_result)
+        judge.judge_many(judging.judge_inputs(todo, stage_judging), on_result)
     finally:
         store.set_run_status(judge_run_name, "done" if len(results) == len(todo) else "failed")
-    summary = summarize(results)
+    summary = summarize(results, stage_judging)
     summary.update({"judge_run": judge_run_name, "run": traces_run, "skipped_already_judged": already})
     return summary
 
@@ -114,31 +97,17 @@ def run_judge(store: Store, args: argparse.Namespace) -> int:
     return 0 if s["api_error"] == 0 else 1
 
 
-def add_calibration_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", required=True, help="the run whose traces were judged and labeled")
-    p.add_argument("--sample", help="restrict to this calibration sample")
-    p.add_argument("--judge", help="the primary judge run (default: the first judge of the run)")
-    p.add_argument("--second-judge", help="a second judge run: kappa vs the first, Spearman rho, weakest stage")
-    p.add_argument("--ceiling", metavar="NAME,NAME[;NAME,NAME...]",
-                   help="the annotator pair(s) whose kappa is the human ceiling (002 C.3: A2,A3); default every "
-                        "annotator pair")
-    p.add_argument("--consensus", metavar="NAME,...", help="the annotators whose majority is the human consensus "
-                   "for the first-failure comparison (002 C.3: A2,A3); default every annotator")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--draw-sample", metavar="NAME", help="draw and freeze a stratified sample of the run's F traces")
-    p.add_argument("--per-operation", type=int, default=20, help="traces per operation when drawing (002 C.3: 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample draw")
-
-
 def draw(store: Store, run: str, name: str, per_operation: int = 20, seed: int = 0) -> dict[str, Any]:
-    """Draw and freeze a calibration sample of `run`'s F traces; returns {status, name, n, table}."""
+    """Draw and freeze a calibration sample of `run`'s traces; returns {status, name, n, table}."""
     from core import calibration as cal
 
     r = store.run(run)
-    strata = cal.trace_strata(store.items_frame(r["benchmark"]), store.run_data(run))
-    sample = cal.draw_sample(strata, per_operation=per_operation, seed=seed)
+    stage_judging = judging.stage_judging(store, run)
+    strata = stage_judging.trace_strata(store.items_frame(r["benchmark"]), store.run_data(run))
+    bins = stage_judging.outcome_bins
+    sample = cal.draw_sample(strata, per_operation=per_operation, seed=seed, bins=bins)
     res = judging.save_sample(store, name, run, sample, seed=seed, per_operation=per_operation)
-    res["table"] = cal.sample_summary(sample).to_dict(orient="records")
+    res["table"] = cal.sample_summary(sample, bins).to_dict(orient="records")
     return res
 
 
@@ -174,7 +143,7 @@ def run_calibration(store: Store, args: argparse.Namespace) -> int:
     ceil = rep["human_ceiling"]
     used = "; ".join(f"{a}-{b}" for a, b in rep["ceiling_pairs"]) or "none"
     print(f"human ceiling ({rep['ceiling_rule']}: {used}): " + ", ".join(
-        f"{s} {'n/a' if ceil[s]['kappa'] is None else format(ceil[s]['kappa'], '.3f')}" for s in STAGES))
+        f"{s} {'n/a' if c['kappa'] is None else format(c['kappa'], '.3f')}" for s, c in ceil.items()))
     print(f"human consensus ({rep['consensus_rule']}): majority of {', '.join(rep['consensus_of']) or 'none'}")
     ff = rep["first_failure"]
     if "reason" in ff:

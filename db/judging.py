@@ -1,6 +1,10 @@
 """All SQL of judging and calibration: traces to judge, judgements and frozen calibration samples (SPEC §7,
 issue 8). Labels and their audit rows live in the one labels repository, db/labels.py.
 
+The traces of a run are the predictions of the judged item kind its family's `StageJudging` names
+(db.labels.stage_judging, re-exported here), passed to SQL as a parameter; a run of a family without stage
+judging has no traces (NotJudged).
+
 A calibration sample is frozen: saving a sample under an existing name with other contents is refused.
 
 Every table used here is created by the migrations in db/schema.py when the store opens; nothing is created
@@ -16,10 +20,12 @@ from typing import Any
 import pandas as pd
 
 from core.errors import CrosscheckError, NotFound
+from core.families import stage_judging as sj
+from core.families.stage_judging import StageJudging
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
-from db.labels import InvalidLabelValue, labels_frame
-from db.schema import PREDICTIONS_READ
+from db import predictions
+from db.labels import InvalidLabelValue, NotJudged, labels_frame, stage_judging  # noqa: F401 (re-exported)
 from db.store import Store, now, touch_run
 
 
@@ -30,20 +36,13 @@ class SampleFrozen(CrosscheckError, ValueError):
 # --------------------------------------------------------------------------- traces
 
 
-def _run_row(store: Store, run: str) -> dict[str, Any]:
-    return store.run(run)
-
-
 def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] | None = None) -> pd.DataFrame:
-    """The F-item traces of `run` (items with S1-S4 targets): one row per prediction with item_id, item_pk,
-    group_id, rotation, repeat, status, answer (original-order letter or None), gold, response, trace (the
-    trace field, else the raw response), tokens, question, options, stages, meta, images."""
-    r = _run_row(store, run)
-    df = pd.read_sql_query(
-        "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
-        f" p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM {PREDICTIONS_READ} p"
-        " JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.kind = 'F' AND i.stages IS NOT NULL"
-        " ORDER BY p.item_pk, p.rotation, p.repeat", store.conn, params=(r["id"],))
+    """The judged traces of `run` (its family's judged kind, items with stage targets): one row per prediction
+    with item_id, item_pk, group_id, rotation, repeat, status, answer (original-order letter or None), gold,
+    response, trace (the trace field, else the raw response), tokens, question, options, stages, meta, images."""
+    kind = stage_judging(store, run).judged_kind
+    r = store.run(run)
+    df = predictions.trace_rows(store, r["id"], kind)
     for col in ("options", "stages", "meta"):
         df[col] = [json.loads(v) if v else {} for v in df[col]]
     df["images"] = [json.loads(v) if v else [] for v in df["images"]]
@@ -62,22 +61,31 @@ def trace_records(store: Store, run: str, keys: Iterable[tuple[str, int, int]] |
 def trace_record(store: Store, run: str, key: tuple[str, int, int]) -> dict[str, Any]:
     df = trace_records(store, run, [key])
     if len(df) == 0:
-        raise NotFound(f"run {run!r} has no F trace for {key[0]!r} rotation {key[1]} repeat {key[2]}")
+        raise NotFound(f"run {run!r} has no judged trace for {key[0]!r} rotation {key[1]} repeat {key[2]}")
     return df.iloc[0].to_dict()
 
 
-def judge_inputs(frame: pd.DataFrame) -> list[JudgeInput]:
+def judge_inputs(frame: pd.DataFrame, judging: StageJudging) -> list[JudgeInput]:
     return [JudgeInput(item_id=r.item_id, rotation=int(r.rotation), repeat=int(r.repeat), trace=r.trace or "",
-                       final_answer=r.answer if isinstance(r.answer, str) else None, stages=r.stages, question=r.question or "", options=r.options,
-                       meta=r.meta) for r in frame.itertuples(index=False)]
+                       final_answer=r.answer if isinstance(r.answer, str) else None, stages=r.stages,
+                       question=r.question or "", options=r.options, meta=r.meta, judging=judging)
+                for r in frame.itertuples(index=False)]
+
+
+def judged_benchmarks(store: Store) -> list[str]:
+    """The benchmarks whose family has stage judging."""
+    return [b["name"] for b in store.benchmarks() if sj.of(str(b["family"])) is not None]
 
 
 def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any]]:
-    """Runs holding F-item traces (StemBind), with their synthetic flag; judge runs are left out."""
-    sql = ("SELECT DISTINCT r.name FROM predictions p JOIN items i ON i.id = p.item_pk JOIN runs r ON r.id = p.run_id"
-           " WHERE i.kind = 'F' AND i.stages IS NOT NULL")
-    names = {row[0] for row in store.conn.execute(sql)}
-    return [r for r in store.runs(benchmark) if r["name"] in names and r["config"].get("role") != "judge"]
+    """Runs holding judged traces (the judged kind of their family's stage judging), with their synthetic flag;
+    judge runs are left out."""
+    judged = {str(b["name"]): j for b in store.benchmarks() if (j := sj.of(str(b["family"]))) is not None}
+    names: set[str] = set()
+    for kind in {j.judged_kind for j in judged.values()}:
+        names |= predictions.runs_with_traces(store, kind)
+    return [r for r in store.runs(benchmark) if r["name"] in names and r["benchmark"] in judged
+            and r["config"].get("role") != "judge"]
 
 
 # --------------------------------------------------------------------------- judgements
@@ -169,7 +177,7 @@ def save_sample(store: Store, name: str, run: str, sample: pd.DataFrame, seed: i
     if not name:
         raise InvalidLabelValue("a calibration sample needs a name")
     if len(sample) == 0:
-        raise SampleFrozen("the drawn sample is empty: the run has no F traces")
+        raise SampleFrozen("the drawn sample is empty: the run has no judged traces")
     r = store.run(run)
     keys = store.item_keys(int(store.benchmark(r["benchmark"])["id"]))
     rows = [(name, int(s.position), r["id"], keys[s.item_id][0], int(s.rotation), int(s.repeat), s.operation,
@@ -226,6 +234,7 @@ def calibration_report(store: Store, run: str, sample: str | None = None, judge:
     from core import calibration as cal
 
     r = store.run(run)
+    judging = stage_judging(store, run)
     keys = None
     if sample:
         sf = sample_frame(store, sample)
@@ -237,7 +246,7 @@ def calibration_report(store: Store, run: str, sample: str | None = None, judge:
     labels = cal.restrict(cal.long_labels(cal.judge_labels(jud), hum), keys)
     items = store.items_frame(r["benchmark"])
     run_data = store.run_data(run)
-    strata = cal.trace_strata(items, run_data)
+    strata = judging.trace_strata(items, run_data)
     judges = judge_runs_of(store, run)
     primary = judge or (judges[0] if judges else None)
     if judge and judge not in set(labels["labeler"]):
@@ -255,7 +264,7 @@ def calibration_report(store: Store, run: str, sample: str | None = None, judge:
                 by_run[tr["name"]] = (ja, jb)
         second_arg = (second, by_run)
     out = cal.report(labels, strata, primary_judge=primary, second=second_arg, ceiling=ceiling,
-                     consensus_of=consensus_of)
+                     consensus_of=consensus_of, judging=judging)
     out = {"run": run, "benchmark": r["benchmark"], "sample": sample,
            "n_sample": None if keys is None else len(keys), **out}
     out["judges"] = judges
@@ -267,5 +276,5 @@ def calibration_report(store: Store, run: str, sample: str | None = None, judge:
             if len(lab):
                 runs[tr["name"]] = store.run_data(tr["name"])
                 labs[tr["name"]] = lab
-        out["error_audit"] = cal.error_audit_summary(items, runs, labs)
+        out["error_audit"] = cal.error_audit_summary(items, runs, labs, judging)
     return out

@@ -21,14 +21,12 @@ from typing import Any
 import pandas as pd
 
 from core.errors import CrosscheckError, NotFound
-from core.families.stembind.metrics import first_failure
+from core.families import stage_judging as sj
+from core.families.stage_judging import StageJudging
 from core.schema import STAGES
+from db import predictions
 from db.store import Store, now
 
-ERROR_CATEGORIES = (
-    "correspondence_drift", "rule_mutation", "distractor_capture", "late_answer_switching",
-    "perception_error", "rule_absent",
-)
 MAX_LABELER = 64
 MAX_NOTE = 4000
 
@@ -39,6 +37,19 @@ class LabelForbidden(CrosscheckError, PermissionError):
 
 class InvalidLabelValue(CrosscheckError, ValueError):
     """A label value from the UI is out of range (stage flag, category, note, labeler name)."""
+
+
+class NotJudged(CrosscheckError, ValueError):
+    """A run or benchmark whose family has no stage judging (no judged traces to label or judge)."""
+
+
+def stage_judging(store: Store, run: str) -> StageJudging:
+    """The stage judging of `run`'s family (core.families.stage_judging.of); NotJudged when it has none."""
+    r = store.run(run)
+    judging = sj.of(str(r["family"]))
+    if judging is None:
+        raise NotJudged(f"run {run!r} is of family {r['family']!r}, which has no stage-judged traces")
+    return judging
 
 
 LABEL_FIELDS = (*STAGES, "first_failure", "category", "note", "kind")
@@ -68,31 +79,33 @@ def save_label(store: Store, run: str, key: tuple[str, int, int], labeler: str, 
 
     Returns {"status": "saved" | "unchanged", "label_id", "first_failure"}. Raises LabelForbidden when
     `changed_by` is not `labeler` or the row belongs to a judge; NotFound for a trace the run does not have.
-    All four flags None clears the label (it then counts as unlabeled everywhere); the audit keeps it all.
+    All flags None clears the label (it then counts as unlabeled everywhere); the audit keeps it all. The
+    stages, the first-failure rule and the error-audit categories are those of the run's family
+    (`stage_judging`).
     """
+    judging = stage_judging(store, run)
     labeler = _clean_labeler(labeler)
     changed_by = _clean_labeler(changed_by if changed_by is not None else labeler)
     if changed_by != labeler:
         raise LabelForbidden(f"{changed_by!r} cannot change the labels of {labeler!r}")
-    vals = [_flag(flags.get(s)) for s in STAGES]
+    vals = [_flag(flags.get(s)) for s in judging.stages]
     category = (category or "").strip() or None
-    if category is not None and category not in ERROR_CATEGORIES:
-        raise InvalidLabelValue(f"unknown error-audit category {category!r:.40} (one of {', '.join(ERROR_CATEGORIES)})")
+    cats = judging.audit_categories
+    if category is not None and category not in cats:
+        raise InvalidLabelValue(f"unknown error-audit category {category!r:.40} (one of {', '.join(cats)})")
     note = (note or "").strip() or None
     if note is not None and len(note) > MAX_NOTE:
         raise InvalidLabelValue(f"a note is at most {MAX_NOTE} characters")
-    ff = None if all(v is None for v in vals) else first_failure(None if v is None else bool(v) for v in vals)
-    new = {**dict(zip(STAGES, vals, strict=True)), "first_failure": ff, "category": category, "note": note,
+    ff = None if all(v is None for v in vals) else judging.first_failure(None if v is None else bool(v) for v in vals)
+    new = {**dict.fromkeys(STAGES), **dict(zip(judging.stages, vals, strict=True)), "first_failure": ff, "category": category, "note": note,
            "kind": "human"}
     item_id, rotation, repeat = str(key[0]), int(key[1]), int(key[2])
     r = store.run(run)
     with store.write() as conn:
-        row = conn.execute(
-            "SELECT i.id FROM predictions p JOIN items i ON i.id = p.item_pk WHERE p.run_id = ? AND i.item_id = ?"
-            " AND p.rotation = ? AND p.repeat = ?", (r["id"], item_id, rotation, repeat)).fetchone()
-        if row is None:
+        item_pk = predictions.trace_item_pk(store, r["id"], (item_id, rotation, repeat))
+        if item_pk is None:
             raise NotFound(f"run {run!r} has no trace for {item_id!r} rotation {rotation} repeat {repeat}")
-        status, label_id = upsert(conn, LabelKey(r["id"], row[0], rotation, repeat, labeler), new, changed_by,
+        status, label_id = upsert(conn, LabelKey(r["id"], item_pk, rotation, repeat, labeler), new, changed_by,
                                   annotator=True)
     return {"status": status, "label_id": label_id, "first_failure": ff}
 

@@ -2,9 +2,9 @@
 
 An override is a layer over the predictions as imported (issue 14.3): the `predictions` row is never written
 here. Every read of a prediction's status / answer / shown goes through one SQL view, `predictions_effective`
-(db/schema.py), which applies the newest *active* override of each prediction key; scoring (db/frames.py,
-Store.predictions_frame), Browse and the audit (db/browse.py), the trace judge (db/judging.py) and export
-(db/exporters.py) all read that view, so they agree by construction. The raw response is never touched.
+(db/schema.py), which applies the newest *active* override of each prediction key; every reader of predictions
+(db/predictions.py: scoring, Browse and the audit, the trace judge, export, and this module's own preview) reads
+that view, so they agree by construction. The raw response is never touched.
 
 An override is active when it is not reverted, not marked stale, and the prediction it was made on still has
 the raw response it was made against (`response`, recorded at apply time). An import with `--replace` that
@@ -21,7 +21,7 @@ from typing import Any
 
 from core.errors import CrosscheckError, NotFound
 from core.parsing import parse_answer, rotate_options, unrotate
-from db.schema import PREDICTIONS_READ as VIEW
+from db import predictions
 from db.store import Store, now, touch_run
 
 METHODS = ("parser:letter", "parser:tag", "manual")
@@ -47,8 +47,7 @@ def preview(store: Store, run: str, item_id: str, rotation: int = 0, repeat: int
     if method not in METHODS:
         raise OverrideRefused(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     run_id, pk, letters, options = _key(store, run, item_id)
-    row = store.conn.execute(f"SELECT response, status, answer, shown FROM {VIEW} WHERE run_id = ? AND item_pk = ?"
-                             " AND rotation = ? AND repeat = ?", (run_id, pk, rotation, repeat)).fetchone()
+    row = predictions.effective_row(store, run_id, pk, rotation, repeat)
     if row is None:
         raise NotFound(f"run {run!r} has no prediction for {item_id!r} (rotation {rotation}, repeat {repeat})")
     response, old_status, old_answer, old_shown = row
@@ -137,9 +136,7 @@ def overrides(store: Store, run: str, item_ids: list[str] | None = None) -> list
     (what the prediction reads), "reverted", "stale" (its row was replaced with another raw response) or
     "superseded" (a newer active override of the same prediction)."""
     sql = ("SELECT o.id, i.item_id, o.rotation, o.repeat, o.method, o.old_status, o.old_answer, o.new_status,"
-           " o.new_answer, o.by, o.note, o.created, o.reverted, o.stale, o.stale_reason,"
-           f" (SELECT e.override_id FROM {VIEW} e WHERE e.run_id = o.run_id AND e.item_pk = o.item_pk"
-           " AND e.rotation = o.rotation AND e.repeat = o.repeat) AS live_id"
+           " o.new_answer, o.by, o.note, o.created, o.reverted, o.stale, o.stale_reason, o.run_id, o.item_pk"
            " FROM prediction_overrides o JOIN runs r ON r.id = o.run_id JOIN items i ON i.id = o.item_pk"
            " WHERE r.name = ?")
     params: list[Any] = [run]
@@ -148,12 +145,16 @@ def overrides(store: Store, run: str, item_ids: list[str] | None = None) -> list
             return []
         sql += f" AND i.item_id IN ({','.join('?' * len(item_ids))})"
         params += item_ids
-    cur = store.conn.execute(sql + " ORDER BY o.id DESC", params)
-    cols = [c[0] for c in cur.description]
+    with store.snapshot():  # the overrides and which of them each prediction reads, in one state
+        cur = store.conn.execute(sql + " ORDER BY o.id DESC", params)
+        cols = [c[0] for c in cur.description]
+        rows = [dict(zip(cols, r, strict=True)) for r in cur]
+        keys = [(d["item_pk"], d["rotation"], d["repeat"]) for d in rows]  # of one run: run names are unique
+        reads = predictions.override_in_effect(store, rows[0]["run_id"], keys) if rows else {}
     out = []
-    for r in cur:
-        d = dict(zip(cols, r, strict=True))
-        live = d.pop("live_id")
+    for d in rows:
+        del d["run_id"]
+        live = reads[(d.pop("item_pk"), d["rotation"], d["repeat"])]
         d["state"] = ("reverted" if d["reverted"] else "stale" if d["stale"] else
                       "active" if live == d["id"] else "stale" if live is None else "superseded")
         out.append(d)

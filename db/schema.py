@@ -266,6 +266,83 @@ def _m007_run_revision(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
 
 
+# Full-text search (db/search.py, issue #23): FTS5 in the standard library's SQLite, unicode61 tokens.
+# Items, label notes and group tags are external-content tables kept by triggers in the same transaction as the
+# write; predictions (most of the text: responses and traces) are indexed per run when the run's revision moved
+# (db.search.refresh), so an import pays nothing for them, and the index holds its own copy of their text.
+SEARCH_TOKENIZE = "unicode61 remove_diacritics 2"
+SEARCH_DDL = (
+    f"""CREATE VIRTUAL TABLE search_items USING fts5(question, options, meta, content='items', content_rowid='id',
+        tokenize='{SEARCH_TOKENIZE}')""",
+    """CREATE TRIGGER search_items_ai AFTER INSERT ON items BEGIN
+        INSERT INTO search_items(rowid, question, options, meta) VALUES (new.id, new.question, new.options, new.meta);
+    END""",
+    """CREATE TRIGGER search_items_ad AFTER DELETE ON items BEGIN
+        INSERT INTO search_items(search_items, rowid, question, options, meta)
+        VALUES ('delete', old.id, old.question, old.options, old.meta);
+    END""",
+    """CREATE TRIGGER search_items_au AFTER UPDATE OF question, options, meta ON items BEGIN
+        INSERT INTO search_items(search_items, rowid, question, options, meta)
+        VALUES ('delete', old.id, old.question, old.options, old.meta);
+        INSERT INTO search_items(rowid, question, options, meta) VALUES (new.id, new.question, new.options, new.meta);
+    END""",
+    f"""CREATE VIRTUAL TABLE search_notes USING fts5(note, content='labels', content_rowid='id',
+        tokenize='{SEARCH_TOKENIZE}')""",
+    """CREATE TRIGGER search_notes_ai AFTER INSERT ON labels BEGIN
+        INSERT INTO search_notes(rowid, note) VALUES (new.id, new.note);
+    END""",
+    """CREATE TRIGGER search_notes_ad AFTER DELETE ON labels BEGIN
+        INSERT INTO search_notes(search_notes, rowid, note) VALUES ('delete', old.id, old.note);
+    END""",
+    """CREATE TRIGGER search_notes_au AFTER UPDATE OF note ON labels BEGIN
+        INSERT INTO search_notes(search_notes, rowid, note) VALUES ('delete', old.id, old.note);
+        INSERT INTO search_notes(rowid, note) VALUES (new.id, new.note);
+    END""",
+    """CREATE TABLE group_tags (
+        id INTEGER PRIMARY KEY,
+        benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id),
+        group_id TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        note TEXT,
+        by TEXT NOT NULL DEFAULT '',
+        created TEXT NOT NULL,
+        UNIQUE (benchmark_id, group_id, tag)
+    )""",
+    "CREATE INDEX group_tags_tag ON group_tags (benchmark_id, tag)",
+    f"""CREATE VIRTUAL TABLE search_tags USING fts5(tag, note, content='group_tags', content_rowid='id',
+        tokenize='{SEARCH_TOKENIZE}')""",
+    """CREATE TRIGGER search_tags_ai AFTER INSERT ON group_tags BEGIN
+        INSERT INTO search_tags(rowid, tag, note) VALUES (new.id, new.tag, new.note);
+    END""",
+    """CREATE TRIGGER search_tags_ad AFTER DELETE ON group_tags BEGIN
+        INSERT INTO search_tags(search_tags, rowid, tag, note) VALUES ('delete', old.id, old.tag, old.note);
+    END""",
+    """CREATE TRIGGER search_tags_au AFTER UPDATE OF tag, note ON group_tags BEGIN
+        INSERT INTO search_tags(search_tags, rowid, tag, note) VALUES ('delete', old.id, old.tag, old.note);
+        INSERT INTO search_tags(rowid, tag, note) VALUES (new.id, new.tag, new.note);
+    END""",
+    """CREATE TABLE search_keys (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        item_pk INTEGER NOT NULL REFERENCES items(id),
+        rotation INTEGER NOT NULL,
+        repeat INTEGER NOT NULL,
+        UNIQUE (run_id, item_pk, rotation, repeat)
+    )""",
+    "CREATE TABLE search_state (run_id INTEGER PRIMARY KEY REFERENCES runs(id), revision INTEGER NOT NULL)",
+    f"CREATE VIRTUAL TABLE search_predictions USING fts5(response, trace, tokenize='{SEARCH_TOKENIZE}')",
+)
+
+
+def _m008_search(db: sqlite_utils.Database) -> None:
+    """Full-text search (issue #23): the FTS5 tables and their triggers, group tags; the items and label notes
+    of an existing store indexed now ('rebuild'), its predictions on the first search (db.search.refresh)."""
+    for ddl in SEARCH_DDL:
+        db.execute(ddl)
+    db.execute("INSERT INTO search_items(search_items) VALUES ('rebuild')")
+    db.execute("INSERT INTO search_notes(search_notes) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
@@ -274,6 +351,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("005_run_jobs", _m005_run_jobs),
     ("006_prediction_sources", _m006_prediction_sources),
     ("007_run_revision", _m007_run_revision),
+    ("008_search", _m008_search),
 ]
 
 

@@ -6,6 +6,7 @@ all of a write or none of it. Connections are per thread (the UI serves requests
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -24,13 +25,33 @@ import sqlite_utils
 
 from core.errors import CrosscheckError, NotFound
 from core.schema import Item, Prediction, RunData
-from db.schema import PREDICTIONS_READ, migrate
+from db import predictions
+from db.schema import migrate
 
 BUSY_TIMEOUT_MS = 30_000
 
 
 class RunConflict(CrosscheckError, ValueError):
     """A run name already exists with another benchmark or configuration."""
+
+
+class StoreFull(CrosscheckError, OSError):
+    """The disk holding the store is full: the write was rolled back, nothing of it kept."""
+
+
+class StoreReadOnly(CrosscheckError, PermissionError):
+    """The store's file or folder cannot be written by this process."""
+
+
+def _full(path: Path) -> StoreFull:
+    return StoreFull(f"the disk holding the store {path} is full: nothing of this write was kept; free some space "
+                     "and do it again")
+
+
+def _is_full(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def now() -> str:
@@ -117,6 +138,7 @@ class Store:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser().resolve()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_writable()
         self.images_dir = self.path.parent / f"{self.path.stem}.images"
         self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
         self._local = threading.local()
@@ -137,23 +159,47 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn = conn
+            self._local.memos = {}
         return conn
+
+    def connection_memo(self, name: str) -> dict[Any, Any]:
+        """A dict kept beside this thread's connection, for answers that hold only for that connection (SQLite's
+        data_version is per connection). It goes with the connection: when the thread ends (a thread-local) or
+        on close(); a module-level dict keyed by connection or thread would keep every finished thread's."""
+        self.conn  # noqa: B018 - opens this thread's connection (and its memos) when it has none
+        memos: dict[str, dict[Any, Any]] = self._local.memos
+        return memos.setdefault(name, {})
 
     @property
     def db(self) -> sqlite_utils.Database:
         return sqlite_utils.Database(self.conn)
 
+    def _check_writable(self) -> None:
+        """Refuse a store this process cannot write (every command may write: migrations, labels, runs), in one
+        line naming what is read-only, before SQLite fails deep inside a first write."""
+        sidecars = [self.path.with_name(self.path.name + s) for s in ("-wal", "-shm")]
+        for target in [self.path.parent, self.path, *sidecars]:
+            if target.exists() and not os.access(target, os.W_OK):
+                what = "its folder" if target == self.path.parent else target.name
+                raise StoreReadOnly(f"the store {self.path} is read-only for this user ({what} is not writable): "
+                                    "Crosscheck writes imports, runs and labels into it; serve it from a copy or "
+                                    "give this user write access")
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error."""
+        """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error. A
+        full disk (SQLite's SQLITE_FULL, which may already have rolled the transaction back) is StoreFull."""
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_full(exc):
+                raise _full(self.path) from exc
             raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -176,6 +222,7 @@ class Store:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            self._local.memos = {}
 
     def _migrate(self) -> None:
         migrate(self.conn, self.write, now)
@@ -194,7 +241,13 @@ class Store:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data)
+            try:
+                tmp.write_bytes(data)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                if _is_full(exc):
+                    raise _full(self.path) from exc
+                raise
             os.replace(tmp, target)
         return target
 
@@ -220,6 +273,15 @@ class Store:
         cur = self.conn.execute("SELECT id, name, family, source, n_items, created FROM benchmarks ORDER BY name")
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r, strict=True)) for r in cur]
+
+    def split_counts(self) -> dict[str, dict[str, int]]:
+        """{benchmark: {split: items}}, splits by name."""
+        out: dict[str, dict[str, int]] = {}
+        for name, split, n in self.conn.execute(
+                "SELECT b.name, i.split, COUNT(*) FROM items i JOIN benchmarks b ON b.id = i.benchmark_id "
+                "GROUP BY b.name, i.split ORDER BY b.name, i.split"):
+            out.setdefault(name, {})[split] = n
+        return out
 
     def benchmark(self, name: str) -> dict[str, Any]:
         cur = self.conn.execute("SELECT * FROM benchmarks WHERE name = ?", (name,))
@@ -300,10 +362,8 @@ class Store:
              with_counts: bool = True) -> list[dict[str, Any]]:
         """Runs (of one benchmark, or named ones), oldest first; `n_predictions` unless `with_counts=False`
         (counting scans the run's predictions)."""
-        count = (", (SELECT COUNT(*) FROM predictions p WHERE p.run_id = r.id) AS n_predictions"
-                 if with_counts else "")
         sql = ("SELECT r.id, r.name, b.name AS benchmark, b.family, r.runner, r.model, r.config, r.status,"
-               f" r.synthetic, r.created, r.updated{count} FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
+               " r.synthetic, r.created, r.updated FROM runs r JOIN benchmarks b ON b.id = r.benchmark_id")
         where, params = [], []
         if benchmark is not None:
             where.append("b.name = ?")
@@ -313,14 +373,19 @@ class Store:
             params.extend(names)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        cur = self.conn.execute(sql + " ORDER BY r.id", params)
-        cols = [c[0] for c in cur.description]
-        out = []
-        for r in cur:
-            d = dict(zip(cols, r, strict=True))
-            d["config"] = json.loads(d["config"])
-            d["synthetic"] = bool(d["synthetic"])
-            out.append(d)
+        with self.snapshot():  # the counts of the runs listed
+            cur = self.conn.execute(sql + " ORDER BY r.id", params)
+            cols = [c[0] for c in cur.description]
+            out = []
+            for r in cur:
+                d = dict(zip(cols, r, strict=True))
+                d["config"] = json.loads(d["config"])
+                d["synthetic"] = bool(d["synthetic"])
+                out.append(d)
+            if with_counts:
+                held = predictions.counts(self, [d["id"] for d in out])
+                for d in out:
+                    d["n_predictions"] = held[d["id"]]
         return out
 
     def run(self, name: str) -> dict[str, Any]:
@@ -372,12 +437,7 @@ class Store:
     def done_keys(self, run: str, statuses: tuple[str, ...] = ("ok", "invalid")) -> set[tuple[str, int, int]]:
         """Keys (item_id, rotation, repeat) already answered by `run` with one of `statuses`, as scoring reads
         them (through the override layer: an api_error the audit overrode is not re-sent by --retry-errors)."""
-        rid, _ = self._run_ids(run)
-        marks = ",".join("?" * len(statuses))
-        cur = self.conn.execute(
-            f"SELECT i.item_id, p.rotation, p.repeat FROM {PREDICTIONS_READ} p JOIN items i ON i.id = p.item_pk"
-            f" WHERE p.run_id = ? AND p.status IN ({marks})", (rid, *statuses))
-        return {(r[0], r[1], r[2]) for r in cur}
+        return predictions.done_keys(self, self._run_ids(run)[0], statuses)
 
     @staticmethod
     def prediction_row(run_id: int, item_pk: int, p: Prediction) -> tuple[Any, ...]:
@@ -404,12 +464,10 @@ class Store:
         return len(rows)
 
     def predictions_frame(self, run: str) -> pd.DataFrame:
-        """Every prediction column of `run`, in key order, through the override layer (db.frames, the one
-        prediction read path)."""
-        from db.frames import predictions_frame
-
+        """Every prediction column of `run`, in key order, through the override layer (db.predictions.run_frame,
+        the one prediction read)."""
         rid, bid = self._run_ids(run)
-        return predictions_frame(self, rid, {pk: item_id for item_id, (pk, _, _) in self.item_keys(bid).items()})
+        return predictions.run_frame(self, rid, {pk: item_id for item_id, (pk, _, _) in self.item_keys(bid).items()})
 
     def run_data(self, run: str) -> RunData:
         r = self.run(run)

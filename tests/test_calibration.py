@@ -19,10 +19,11 @@ from sklearn.metrics import cohen_kappa_score
 import app
 from core import calibration as cal
 from core.errors import CalibrationChoice
+from core.families.stembind import judging as sbj
+from core.families.stembind.judging import JUDGING
 from core.judge import LexicalJudge
 from core.schema import to_jsonable
 from db import judge_cli, judging
-from db import labels as dbl
 from db.importers import import_labels
 from db.store import Store
 
@@ -121,7 +122,7 @@ def test_consensus_and_first_failure_distribution():
     cons = cal.consensus(labels).set_index("item_id")
     assert cons.loc["a", "S2"] is None and cons.loc["b", "S2"] == 0 and cons.loc["c", "S4"] == 1
     strata = pd.DataFrame({"item_id": ["a", "b", "c"], "rotation": 0, "repeat": 0, "f_correct": [False, False, True]})
-    ff = cal.first_failure_distribution(labels[labels["labeler"] == "J"], cons.reset_index(), strata)
+    ff = cal.first_failure_distribution(labels[labels["labeler"] == "J"], cons.reset_index(), strata, judging=JUDGING)
     assert ff["n"] == 2 and ff["scope"].startswith("F-wrong")
     assert ff["judge"]["S3"].k == 1 and ff["judge"]["S2"].k == 1
     assert ff["human"]["undecided"].k == 1 and ff["human"]["S2"].k == 1
@@ -149,7 +150,7 @@ def _protocol_labels():
     ("A1,A3", 0.0, [["A1", "A3"]]),
 ])
 def test_human_ceiling_uses_the_chosen_pairs(ceiling, kappa, used):
-    rep = cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling))
+    rep = cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling), judging=JUDGING)
     assert rep["human_ceiling"]["S1"]["kappa"] == pytest.approx(kappa)
     assert rep["human_ceiling"]["S1"]["n_pairs"] == len(used)
     assert rep["ceiling_pairs"] == used
@@ -172,7 +173,7 @@ def test_consensus_of_the_chosen_annotators(of, s1, s2, first):
     cons = cal.consensus(labels, names).set_index("item_id")
     assert [cons.loc[f"t{i}", "S1"] for i in range(4)] == s1
     assert [cons.loc[f"t{i}", "S2"] for i in range(4)] == s2
-    rep = cal.report(labels, primary_judge="J", consensus_of=names)
+    rep = cal.report(labels, primary_judge="J", consensus_of=names, judging=JUDGING)
     assert rep["consensus_of"] == (names or ["A1", "A2", "A3"])
     human = rep["first_failure"]["human"]
     assert {k: v.k for k, v in human.items() if v.k} == {f: first.count(f) for f in set(first)}
@@ -191,16 +192,17 @@ def test_consensus_of_the_chosen_annotators(of, s1, s2, first):
 ])
 def test_calibration_choices_refused_with_a_reason(ceiling, consensus, message):
     with pytest.raises(CalibrationChoice, match=re.escape(message)):
-        cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling), consensus_of=cal.parse_names(consensus))
+        cal.report(_protocol_labels(), ceiling=cal.parse_pairs(ceiling), consensus_of=cal.parse_names(consensus),
+                   judging=JUDGING)
 
 
 def test_draw_sample_is_stratified_seeded_and_deterministic():
     rows = []
     for op in ("RI-Pos", "VP-Rot"):
         for i in range(40):
-            outcome = cal.OUTCOME_BINS[0] if i < 30 else (cal.OUTCOME_BINS[1] if i < 38 else cal.OUTCOME_BINS[2])
+            outcome = sbj.OUTCOME_BINS[0] if i < 30 else (sbj.OUTCOME_BINS[1] if i < 38 else sbj.OUTCOME_BINS[2])
             rows.append({"item_id": f"{op}-{i}", "rotation": 0, "repeat": 0, "operation": op, "outcome": outcome,
-                         "f_correct": outcome == cal.OUTCOME_BINS[0]})
+                         "f_correct": outcome == sbj.OUTCOME_BINS[0]})
     strata = pd.DataFrame(rows)
     s1 = cal.draw_sample(strata, per_operation=12, seed=7)
     s2 = cal.draw_sample(strata.sample(frac=1, random_state=1), per_operation=12, seed=7)
@@ -208,7 +210,7 @@ def test_draw_sample_is_stratified_seeded_and_deterministic():
     assert list(s1["position"]) == list(range(24))
     tab = cal.sample_summary(s1).set_index("operation")
     # 12 over bins of sizes 30 / 8 / 2: 2 from the short bin, the rest shared evenly
-    assert list(tab.loc["RI-Pos", list(cal.OUTCOME_BINS)]) == [5, 5, 2]
+    assert list(tab.loc["RI-Pos", list(sbj.OUTCOME_BINS)]) == [5, 5, 2]
     assert set(cal.draw_sample(strata, per_operation=12, seed=8)["item_id"]) != set(s1["item_id"])
     assert len(cal.draw_sample(strata, per_operation=100, seed=0)) == 80  # all there is
 
@@ -253,7 +255,7 @@ def labeled_store(demo_db, tmp_path):
             flags = {s: int(jf.loc[item, s]) if rng.random() > 0.2 else 1 - int(jf.loc[item, s])
                      for s in ("S1", "S2", "S3", "S4")}
             lines.append({"item_id": item, "annotator": ann, "kind": "human", **flags,
-                          "category": str(rng.choice(dbl.ERROR_CATEGORIES)) if rng.random() < 0.5 else None})
+                          "category": str(rng.choice(JUDGING.audit_categories)) if rng.random() < 0.5 else None})
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     import_labels(store, path, RUN)
@@ -267,7 +269,7 @@ def test_sample_is_frozen_and_reusable(labeled_store):
     with pytest.raises(judging.SampleFrozen):
         judge_cli.draw(store, RUN, "cal", per_operation=4, seed=1)
     assert list(judging.sample_frame(store, "cal")["item_id"]) == list(sample["item_id"])
-    assert set(sample["outcome"]) <= set(cal.OUTCOME_BINS)
+    assert set(sample["outcome"]) <= set(sbj.OUTCOME_BINS)
     assert (sample.groupby("operation").size() <= 4).all()
 
 

@@ -11,9 +11,9 @@ from db.frames import (
     PRED_COLUMNS,
     SCORING_COLUMNS,
     SCORING_ITEM_COLUMNS,
-    SCORING_ITEM_COLUMNS_BY_FAMILY,
     load_benchmark_runs,
     load_for_scoring,
+    scoring_item_columns,
 )
 from db.store import Store
 
@@ -35,7 +35,7 @@ def test_bulk_frames_equal_the_store_frames(demo_db, columns, item_columns):
             if item_columns == SCORING_ITEM_COLUMNS:
                 items, runs = load_for_scoring(store, b["name"])
                 # FrameEvidence also reads its image hashes (the exact-image / union bootstrap clusterings)
-                wanted = SCORING_ITEM_COLUMNS_BY_FAMILY.get(b["family"], SCORING_ITEM_COLUMNS)
+                wanted = scoring_item_columns(b["family"])
             else:
                 items, runs = load_benchmark_runs(store, b["name"], columns, item_columns=item_columns)
             assert list(items.columns) == list(wanted)
@@ -81,7 +81,8 @@ def test_bulk_frames_with_mixed_columns(store, tmp_path, columns):
     assert set(runs["mixed"].preds["status"]) == {"ok", "invalid", "api_error"}
     assert runs["mixed"].preds["tokens"].isna().any() and runs["mixed"].preds["trace"].notna().any()
     if columns == SCORING_COLUMNS:
-        from db.frames import _packed_frame, _runs
+        from db.frames import _runs
+        from db.predictions import _packed_frame
 
         run_id = next(r[0] for r in _runs(store, "fe") if r[1] == "mixed")
         pks = store.conn.execute("SELECT id FROM items ORDER BY id").fetchall()
@@ -203,7 +204,7 @@ def test_outcome_arrays_equal_the_store_frames(demo_db):
     """The Browse list's columnar read (every run of a benchmark in one query) gives, per prediction, the item,
     the rotation-0 / repeat-0 flag, the status and the answer of Store.predictions_frame, in some order."""
     from core.schema import STATUSES
-    from db.frames import outcome_arrays, pk_rows
+    from db.predictions import outcome_arrays, pk_rows
 
     store = Store(demo_db)
     try:
@@ -233,7 +234,7 @@ def test_outcome_arrays_equal_the_store_frames(demo_db):
 def test_key_rows_finds_each_key_or_says_it_is_missing():
     """The rows of traces / input modes read apart from the packed columns: each key's row by binary search,
     and None (the caller reads the run row by row) for a key written after the packed read."""
-    from db.frames import _key_rows
+    from db.predictions import _key_rows
 
     pk = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
     rotation = np.array([0, 1, 0, 0, 0, 2], dtype=np.int64)
@@ -271,7 +272,7 @@ def test_packed_read_of_values_holding_the_separator(store, tmp_path):
 def test_packed_numbers_parse_integers_and_fall_back_to_floats():
     """Token counts come back from the packed read comma-joined: parsed as integers (the fast path) and as
     floats when a stored value is not an integer; either way float64, equal to the row path's values."""
-    from db.frames import _numbers
+    from db.predictions import _numbers
 
     assert _numbers("3,0,-2,41").tolist() == [3.0, 0.0, -2.0, 41.0]
     assert _numbers("3,2.5,1e3").tolist() == [3.0, 2.5, 1000.0]

@@ -115,13 +115,13 @@ def test_paired_differences_other_families(demo):
 
 def test_group_reads_match_store(demo):
     from db import browse as dbb
-    from db import frames
+    from db import predictions
 
     g = dbb.group_items(demo, "stembind", "sb-002")
     full = demo.items_frame("stembind")
     assert list(g["item_id"]) == list(full.loc[full["group_id"] == "sb-002", "item_id"])
     recs = dbb.run_records(demo, "stembind")
-    preds = frames.group_prediction_records(demo, [r["id"] for r in recs], [int(p) for p in g["pk"]])
+    preds = predictions.group_prediction_records(demo, [r["id"] for r in recs], [int(p) for p in g["pk"]])
     rd = demo.predictions_frame(recs[0]["name"])
     assert len(preds[recs[0]["id"]]) == int(rd["item_id"].isin(set(g["item_id"])).sum())
 
@@ -129,13 +129,13 @@ def test_group_reads_match_store(demo):
 def test_overrides_reparse_manual_and_revert(demo_db, tmp_path):
     """An invalid tag parse re-read with the letter parser, and a manual letter, update the score at once,
     are recorded with their method, and revert cleanly; the raw response is untouched."""
-    from db import browse as dbb
     from db import overrides as dbo
+    from db import predictions
     from db.store import Store
 
     s = Store(copy_store(demo_db, tmp_path / "c"))
     run = "synth-sb-binder-weak"
-    bad = dbb.problem_predictions(s, run, ("invalid",))
+    bad = predictions.problem_predictions(s, run, ("invalid",))
     row = next(r for r in bad.to_dict("records") if "the answer is" in (r["response"] or "").lower())
     items = s.items_frame("stembind")
     before = score_run(items, s.run_data(run), [])["metrics"]

@@ -72,7 +72,7 @@ def test_fast_and_reference_paths_list_the_same(suffix, fe_store, tmp_path):
     """The public entry (fast path first) refuses with exactly the reference path's list."""
     from core.errors import ImportRefused
     from core.report import Report
-    from db import importers
+    from db import import_predictions as importers
 
     rows = BAD_FILE if suffix == "jsonl" else [r for r in BAD_FILE if r.get("response") is not None]
     path = tmp_path / f"p.{suffix}"

@@ -124,7 +124,7 @@ def outcome(store, fn) -> tuple:
 def reference_import(store, path: Path, run: str, **kw):
     """The same import with every line read by the full check (`check_prediction_line`)."""
     from core.report import Report
-    from db import importers
+    from db import import_predictions as importers
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(importers, "prediction_fields", lambda obj: None)

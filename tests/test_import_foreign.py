@@ -355,7 +355,8 @@ def test_export_items_and_predictions_as_vlmevalkit(mmbench_store, tmp_path):
     assert rows["1000000"]["B"] == "red" and rows["1000000"]["answer"] == "B"
     # it imports back to the same items
     s = store_at(db)
-    from db.importers import _item_signature, import_items
+    from db.import_items import _item_signature
+    from db.importers import import_items
 
     import_items(s, tsv, name="mmb-again")
     assert _item_signature(s.items("mmb-again")) == _item_signature(s.items("mmb"))

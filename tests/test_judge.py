@@ -12,15 +12,9 @@ import pytest
 from chat_server import ChatServer, request_text
 from conftest import copy_store
 
-from core.judge import (
-    JudgeInput,
-    LexicalJudge,
-    build_prompt,
-    first_failure,
-    inconsistent,
-    parse_judgement,
-    split_steps,
-)
+from core.families.stembind.judging import JUDGING
+from core.families.stembind.stages import first_failure, inconsistent
+from core.judge import JudgeInput, LexicalJudge, build_prompt, parse_judgement, split_steps
 from db import judge_cli, judging
 from db import labels as dbl
 from db.store import Store
@@ -44,7 +38,7 @@ RUN = "synth-sb-binder-weak"
     ("S1: 1\nS2: 1\nS3: 0\nS3: 1\nS4: 1", "malformed", None),                 # S3 twice, disagreeing
 ])
 def test_parse_judgement(text, status, flags):
-    j = parse_judgement(text)
+    j = parse_judgement(text, JUDGING)
     assert j.status == status
     assert j.raw == text
     if flags is None:
@@ -68,7 +62,7 @@ def test_first_failure_and_inconsistency(flags, ff, inc):
 
 
 def test_stated_first_failure_is_kept_but_the_rule_wins():
-    j = parse_judgement('{"S1": 1, "S2": 0, "S3": 1, "S4": 1, "first_failure": "S3"}')
+    j = parse_judgement('{"S1": 1, "S2": 0, "S3": 1, "S4": 1, "first_failure": "S3"}', JUDGING)
     assert j.status == "ok" and j.first_failure == "S2" and j.stated_first_failure == "S3" and j.inconsistent
 
 
@@ -86,7 +80,7 @@ STAGES_T = {"S1": "Row 1: a red circle; a blue square.", "S2": "Each row rotates
 
 def test_prompt_has_trace_targets_answer_and_metadata():
     inp = JudgeInput("x-F", "my <trace>", "C", STAGES_T, meta={"operation": "RI-Rot", "secret": "no"},
-                     options={"A": "a", "B": "b"})
+                     options={"A": "a", "B": "b"}, judging=JUDGING)
     p = build_prompt(inp)
     for part in ("my <trace>", "Model final answer: C", STAGES_T["S3"], "RI-Rot", '"S1": 0 or 1', "B. b"):
         assert part in p
@@ -96,13 +90,13 @@ def test_prompt_has_trace_targets_answer_and_metadata():
 def test_lexical_judge():
     good = ("First, the panels. Row 1: a red circle; a blue square.\nRule: each row rotates the shape by 90 degrees."
             "\nMapping: the missing cell is row 3, column 3.\nTherefore the answer is B.")
-    j = LexicalJudge().judge(JudgeInput("x", good, "B", STAGES_T))
+    j = LexicalJudge().judge(JudgeInput("x", good, "B", STAGES_T, judging=JUDGING))
     assert j.status == "ok" and j.flag_values() == [1, 1, 1, 1] and j.first_failure == "none"
     bad = "Rule: everything alternates colours.\nMapping: I use row 2.\nTherefore the answer is C."
-    j = LexicalJudge().judge(JudgeInput("x", bad, "C", STAGES_T))
+    j = LexicalJudge().judge(JudgeInput("x", bad, "C", STAGES_T, judging=JUDGING))
     assert j.flag_values() == [0, 0, 0, 0] and j.first_failure == "S1"
     assert json.loads(j.raw)["recall"]["S2"] < 0.5
-    j = LexicalJudge().judge(JudgeInput("x", good, None, {**STAGES_T, "S3": ""}))
+    j = LexicalJudge().judge(JudgeInput("x", good, None, {**STAGES_T, "S3": ""}, judging=JUDGING))
     assert j.status == "malformed" and "S3" in j.reason
 
 

@@ -36,7 +36,7 @@ def imported_row(store, run: str = "r") -> tuple:
 def reads(store, run: str = "r") -> dict[str, tuple]:
     """(status, answer) of ITEM as each reader sees it: scoring loader, export, Browse group and outcome reads."""
     from core.schema import STATUSES
-    from db import frames
+    from db import frames, predictions
     from db.exporters import prediction_records
 
     _, runs = frames.load_for_scoring(store, "fe")
@@ -44,9 +44,9 @@ def reads(store, run: str = "r") -> dict[str, tuple]:
     keys = store.item_keys(int(store.benchmark("fe")["id"]))
     pk = keys[ITEM][0]
     rid = store.run(run)["id"]
-    grp = next(p for p in frames.group_prediction_records(store, [rid], [pk])[rid] if p["item_id"] == ITEM)
+    grp = next(p for p in predictions.group_prediction_records(store, [rid], [pk])[rid] if p["item_id"] == ITEM)
     pks = [v[0] for v in keys.values()]
-    cols = frames.outcome_arrays(store, [rid], frames.pk_rows(pks))[rid]  # the Browse list's read
+    cols = predictions.outcome_arrays(store, [rid], predictions.pk_rows(pks))[rid]  # the Browse list's read
     at = int(list(cols.row).index(pks.index(pk)))
     out = {"status": STATUSES[int(cols.status[at])], "answer": cols.answer[at]}
     exp = next(r for r in prediction_records(store, run) if r["item_id"] == ITEM)

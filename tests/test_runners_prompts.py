@@ -253,7 +253,7 @@ def test_ssa_guard_count_goes_into_the_run_config(tmp_path):
             _row("f2", "g2", "test", "F", "", ["h2"], stages={**clean, "S4": "Apply: choose (B)."}, options=SB_OPTIONS)]
     items = pd.DataFrame(rows)
     record = {lv: ssa_guard_record(items, RunSettings(benchmark="b", run="r", runner="openai", model="m",
-                                                      strategy="ssa", ssa_level=lv), str)
+                                                      strategy="ssa", ssa_level=lv), str, "stembind")
               for lv in ("H0", "H2", "H3", "H4")}
     assert record == {"H0": {"items": 3, "text_removed": 0}, "H2": {"items": 3, "text_removed": 0},
                       "H3": {"items": 3, "text_removed": 1}, "H4": {"items": 3, "text_removed": 2}}

@@ -13,11 +13,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 TABLES = {"_migrations", "benchmarks", "images", "items", "runs", "predictions", "judgements", "labels",
-          "label_audit", "imports", "calibration_samples", "prediction_overrides", "run_jobs", "prediction_sources"}
+          "label_audit", "imports", "calibration_samples", "prediction_overrides", "run_jobs", "prediction_sources",
+          "group_tags", "search_keys", "search_state",
+          # FTS5 tables (migration 008) and the shadow tables FTS5 keeps for each
+          *(f"{t}{s}" for t in ("search_items", "search_notes", "search_tags") for s in ("", "_data", "_idx",
+                                                                                      "_docsize", "_config")),
+          *(f"search_predictions{s}" for s in ("", "_data", "_idx", "_docsize", "_config", "_content"))}
 VIEWS = {"predictions_effective"}
-INDEXES = {"prediction_overrides_key", "run_jobs_run"}
+INDEXES = {"prediction_overrides_key", "run_jobs_run", "group_tags_tag"}
+TRIGGERS = {f"search_{t}_{op}" for t in ("items", "notes", "tags") for op in ("ai", "ad", "au")}
 MIGRATED = ["001_initial", "002_calibration_samples", "003_prediction_overrides", "004_override_layer",
-            "005_run_jobs", "006_prediction_sources", "007_run_revision"]
+            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search"]
 
 
 def _objects(path: Path) -> dict[str, set[str]]:
@@ -26,7 +32,7 @@ def _objects(path: Path) -> dict[str, set[str]]:
         rows = conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
     finally:
         conn.close()
-    out: dict[str, set[str]] = {"table": set(), "view": set(), "index": set()}
+    out: dict[str, set[str]] = {"table": set(), "view": set(), "index": set(), "trigger": set()}
     for kind, name in rows:
         out[kind].add(name)
     return out
@@ -42,6 +48,7 @@ def test_fresh_store_has_every_table_after_open(tmp_path):
     assert found["table"] == TABLES
     assert found["view"] == VIEWS
     assert INDEXES <= found["index"]
+    assert found["trigger"] == TRIGGERS
     assert applied == MIGRATED
 
 
@@ -77,7 +84,7 @@ def test_store_with_a_lazily_created_table_still_opens(tmp_path):
 
 def _sources() -> list[Path]:
     files = [ROOT / "app.py"]
-    for folder in ("core", "db", "ui", "bench", "scripts"):
+    for folder in ("cli", "core", "db", "ui", "bench", "scripts"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 
@@ -109,3 +116,19 @@ def test_db_schema_imports_no_db_module():
     imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert "sqlite_utils" in imported
     assert [m for m in imported if m == "db" or m.startswith("db.")] == []
+
+
+def test_only_db_predictions_reads_predictions():
+    """Every SQL that reads the predictions table or the override view (issue 22.4) sits in db/predictions.py:
+    no other module of app.py, core/, db/ or ui/ names the view (PREDICTIONS_READ) or reads FROM / JOINs either;
+    db/schema.py (the view's DDL and the migrations) aside. Writes (INSERT INTO, UPDATE, DELETE FROM) are not
+    reads."""
+    reads = re.compile(r"(?<!DELETE )\b(FROM|JOIN)\s+(predictions|predictions_effective)\b|PREDICTIONS_READ")
+    allowed = {ROOT / "db" / "predictions.py", ROOT / "db" / "schema.py"}
+    files = [p for p in _sources() if p.relative_to(ROOT).parts[0] in ("app.py", "core", "db", "ui")]
+    offenders = [f"{p.relative_to(ROOT)}:{no}: {line.strip()}" for p in files if p not in allowed
+                 for no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+                 if reads.search(line)]
+    assert len(files) > 50
+    assert reads.search((ROOT / "db" / "predictions.py").read_text(encoding="utf-8"))
+    assert offenders == []

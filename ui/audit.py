@@ -12,6 +12,7 @@ from core.errors import CrosscheckError
 from db import browse as dbb
 from db import foreign as dbf
 from db import overrides as dbo
+from db import predictions as dbp
 from db.store import Store
 from ui.context import Ctx
 from ui.handlers import bind, username
@@ -57,8 +58,8 @@ def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, 
     """The audit list (escaped raw text) and the prediction keys it holds."""
     if not run:
         return '<div class="cc-muted">pick a run</div>', []
-    df = dbb.problem_predictions(store, run, _statuses(which))
-    counts = dbb.count_statuses(store, run)
+    df = dbp.problem_predictions(store, run, _statuses(which))
+    counts = dbp.count_statuses(store, run)
     head = (f'<div class="cc-summary">{sum(counts.values())} predictions: {counts.get("ok", 0)} ok, '
             f'{counts.get("invalid", 0)} invalid, {counts.get("api_error", 0)} api_error</div>')
     if df.empty:
@@ -208,9 +209,7 @@ def build_audit(ctx: Ctx) -> None:
     header = [ctx.benchmark, ctx.runs]
     ctx.benchmark.change(bind(on_bench, store), header, run, api_visibility="private")
     ctx.refresh.click(bind(on_bench, store), header, run, api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(bind(on_bench_landing, store), header, run, api_visibility="private")
+    ctx.page.load(bind(on_bench_landing, store), header, run, api_visibility="private")
     lists = [listing, key, history]
     list_btn.click(bind(do_list, store), [run, which], lists, api_name="audit_list")
     run.input(bind(do_list, store), [run, which], lists, api_visibility="private")

@@ -138,16 +138,9 @@ def is_local_request(host: str | None, headers: Mapping[str, str] | None = None)
         return False
 
 
-if __name__ == "__main__":  # python -m ui.auth USER [--stdin]
-    import argparse
+if __name__ == "__main__":  # python -m ui.auth USER [--stdin]: the same as `python app.py hash-password`
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m ui.auth", description="print a user:password-hash line")
-    parser.add_argument("user")
-    parser.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
-    ns = parser.parse_args()
-    try:
-        sys.exit(hash_password_main(ns.user, ns.stdin))
-    except CrosscheckError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    from cli import main
+
+    sys.exit(main(["hash-password", *sys.argv[1:]]))

@@ -14,6 +14,7 @@ from core import outcomes
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui.context import Ctx
+from ui.handlers import user_error
 from ui.links import View, from_request
 from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
@@ -149,7 +150,7 @@ def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v:
     try:
         res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v)
     except CrosscheckError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise user_error(str(exc)) from exc
     return (with_verdicts(res["table"]), res["summary"], gr.update(value=res["page"]),
             gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
 
@@ -290,9 +291,7 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_select(bench, runs, detail_v, boxes_v, evt: gr.SelectData):
         return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value)
 
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_name="browse_reset")
+    ctx.page.load(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
         trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "group")})
@@ -300,12 +299,13 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
         first_page, filters, list_outputs, api_visibility="private")
     for comp in (c["split"], c["kind"], c["value"], c["pattern"]):
         comp.input(first_page, filters, list_outputs, api_visibility="private")
-    c["search"].submit(first_page, filters, list_outputs, api_name="browse_list")
+    # scripts call ui.api's browse_list and open_group: these events' pickers hold the first benchmark's choices
+    c["search"].submit(first_page, filters, list_outputs, api_visibility="private")
     c["page"].submit(on_list, filters, list_outputs, api_visibility="private")
     c["prev"].click(step(-1), filters, list_outputs, api_visibility="private")
     c["next"].click(step(+1), filters, list_outputs, api_visibility="private")
     c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"]], [c["group"], c["view"]],
                       api_visibility="private")
-    c["group"].submit(on_group, group_inputs, c["view"], api_name="open_group")
+    c["group"].submit(on_group, group_inputs, c["view"], api_visibility="private")
     c["detail"].input(on_group, group_inputs, c["view"], api_visibility="private")
     c["boxes"].input(on_group, group_inputs, c["view"], api_visibility="private")

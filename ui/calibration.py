@@ -2,7 +2,9 @@
 agreement per stage for every pair of labelers, the annotator-pair kappa as the human ceiling, the
 first-failure distribution under the judge vs the human consensus, the second judge, and error-audit
 summaries. The numbers come from db.judging.calibration_report (core.calibration); this module only lays
-them out. An undefined kappa shows its reason, never 0. The handlers are module-level functions of the store
+them out; the stage keys and names come from the run's family's `StageJudging`. An undefined kappa shows its
+reason, never 0. Like the Judge tab, the tab shows a one-line note instead of its controls when no benchmark of
+the store is of a family with stage judging (ui.judge.availability). The handlers are module-level functions of the store
 and plain values (tests/ui/test_calibration_handlers.py); `build_calibration` lays out and wires them.
 """
 
@@ -16,8 +18,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.errors import CrosscheckError
-from core.judge import STAGE_NAMES
-from core.schema import STAGES, to_jsonable
+from core.families.stage_judging import StageJudging
+from core.schema import to_jsonable
 from db import judging
 from db import labels as dbl
 from db.catalog import catalog_signature
@@ -25,6 +27,7 @@ from db.judge_cli import draw
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind
+from ui.judge import availability, on_availability, run_judging
 
 STYLE = """
 <style>
@@ -55,7 +58,7 @@ def _kappa_cell(p: dict[str, Any]) -> str:
             f"<div class='cb-sub'>{agree}n={p['n']}</div></td>")
 
 
-def pairs_table(rep: dict[str, Any]) -> str:
+def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:
     pairs = rep.get("pairs") or []
     if not pairs:
         return ("<div class='cb-na'>No pair of labelers on these traces yet: run a judge (`python app.py judge`) and "
@@ -66,16 +69,17 @@ def pairs_table(rep: dict[str, Any]) -> str:
     order = sorted(rows, key=lambda ab: (["judge-human", "human-human", "judge-judge"].index(rows[ab]["kind"])
                                          if rows[ab]["kind"] in ("judge-human", "human-human", "judge-judge") else 9,
                                          ab))
-    head = "".join(f"<th>{s} {STAGE_NAMES[s]}</th>" for s in STAGES)
+    stages = jd.stages
+    head = "".join(f"<th>{s} {jd.stage_names[s]}</th>" for s in stages)
     body = []
     for ab in order:
         r = rows[ab]
         body.append(f"<tr><td>{html.escape(ab[0])} <span class='cb-kind'>vs</span> {html.escape(ab[1])}"
                     f"<div class='cb-kind'>{html.escape(r['kind'])}</div></td>"
-                    + "".join(_kappa_cell(r[s]) for s in STAGES) + "</tr>")
+                    + "".join(_kappa_cell(r[s]) for s in stages) + "</tr>")
     ceil = rep.get("human_ceiling") or {}
     cells = []
-    for s in STAGES:
+    for s in stages:
         c = ceil.get(s) or {}
         cells.append(_kappa_cell({"kappa": c.get("kappa"), "reason": c.get("reason"), "agreement": None,
                                   "n": f"{c.get('n_pairs', 0)} pair(s)"}))
@@ -85,7 +89,7 @@ def pairs_table(rep: dict[str, Any]) -> str:
                 f"({rule})</div></td>" + "".join(cells) + "</tr>")
     for judge, row in (rep.get("judge_vs_ceiling") or {}).items():
         tds = []
-        for s in STAGES:
+        for s in stages:
             g = row[s]
             tds.append("<td class='num cb-na'>n/a</td>" if g["gap"] is None else
                        f"<td class='num'>{g['gap']:+.3f}<div class='cb-sub'>vs humans {g['kappa_vs_humans']:.3f}"
@@ -96,11 +100,11 @@ def pairs_table(rep: dict[str, Any]) -> str:
             "</table>")
 
 
-def summary_md(rep: dict[str, Any]) -> str:
+def summary_md(rep: dict[str, Any], jd: StageJudging) -> str:
     labs = rep.get("labelers") or []
     who = ", ".join(f"{html.escape(x['name'])} ({x['kind']}, {x['n']})" for x in labs) or "none yet"
     scope = (f"calibration sample **{html.escape(str(rep['sample']))}** ({rep['n_sample']} traces)" if rep.get("sample")
-             else "all F traces of the run")
+             else f"all {jd.judged_kind} traces of the run")
     inc = rep.get("inconsistent") or {}
     inc_txt = ", ".join(f"{html.escape(n)} {100 * r['value']:.0f}% ({r['k']}/{r['n']})" for n, r in inc.items()
                         if r.get("value") is not None)
@@ -112,7 +116,7 @@ def summary_md(rep: dict[str, Any]) -> str:
             + (f"**Inconsistent flag patterns** (a correct stage after a failed one): {inc_txt}" if inc_txt else ""))
 
 
-def ff_figure(rep: dict[str, Any]) -> go.Figure:
+def ff_figure(rep: dict[str, Any], jd: StageJudging) -> go.Figure:
     ff = rep.get("first_failure") or {}
     fig = go.Figure()
     if "reason" in ff or not ff.get("n"):
@@ -121,7 +125,7 @@ def ff_figure(rep: dict[str, Any]) -> go.Figure:
         fig.update_layout(height=260, xaxis={"visible": False}, yaxis={"visible": False},
                           margin={"l": 20, "r": 20, "t": 30, "b": 20})
         return fig
-    cats = [*STAGES, "none", "undecided"]
+    cats = [*jd.stages, jd.no_failure, jd.undecided]
     for who, key, color in ((f"judge {ff['judge_name']}", "judge", "#6366f1"), ("human consensus", "human", "#f59e0b")):
         vals = [ff[key].get(c, {}).get("value") for c in cats]
         ks = [ff[key].get(c, {}).get("k") for c in cats]
@@ -138,16 +142,17 @@ def second_html(rep: dict[str, Any]) -> str:
     sj = rep.get("second_judge") or {}
     if "reason" in sj:
         return f"<div class='cb-na'>{html.escape(sj['reason'])}</div>"
+    stages = list(sj["spearman"])  # the stages in order, as core.calibration.second_judge lists them
     esc = html.escape
     pairs = {p["stage"]: p for p in sj.get("pairs", [])}
-    head = "".join(f"<th>{s}</th>" for s in STAGES)
-    kap = "".join(_kappa_cell(pairs[s]) if s in pairs else "<td class='cb-na'>n/a</td>" for s in STAGES)
+    head = "".join(f"<th>{s}</th>" for s in stages)
+    kap = "".join(_kappa_cell(pairs[s]) if s in pairs else "<td class='cb-na'>n/a</td>" for s in stages)
     rho = "".join(
         f"<td class='num'>{r['rho']:.3f}<div class='cb-sub'>{r['n_runs']} runs</div></td>" if r["rho"] is not None
         else f"<td class='num cb-na'>n/a<div class='cb-sub'>{esc(r['reason'] or '')}</div></td>"
-        for r in (sj["spearman"][s] for s in STAGES))
+        for r in (sj["spearman"][s] for s in stages))
     shift = "".join("<td class='num cb-na'>n/a</td>" if sj["mean_shift"][s] is None
-                    else f"<td class='num'>{100 * sj['mean_shift'][s]:+.1f} pp</td>" for s in STAGES)
+                    else f"<td class='num'>{100 * sj['mean_shift'][s]:+.1f} pp</td>" for s in stages)
     wp = sj["weakest_preserved"]
     wp_txt = (f"{wp['k']} of {wp['n']} runs" if wp.get("value") is not None else f"n/a ({esc(wp.get('reason') or '')})")
     def pct(rate: dict[str, Any]) -> str:
@@ -155,7 +160,7 @@ def second_html(rep: dict[str, Any]) -> str:
 
     rows = []
     for run_name, r in sj["runs"].items():
-        cells = "".join(f"<td class='num'>{pct(r['first'][s])} / {pct(r['second'][s])}</td>" for s in STAGES)
+        cells = "".join(f"<td class='num'>{pct(r['first'][s])} / {pct(r['second'][s])}</td>" for s in stages)
         mark = ("<span class='cc-correct'>✓</span>" if r["weakest_preserved"]
                 else "<span class='cc-wrong'>✗</span>")  # green / red as in every view (assets/views.css)
         rows.append(f"<tr><td>{esc(run_name)}</td>{cells}<td>{esc(str(r['weakest_first']))} / "
@@ -202,7 +207,8 @@ def run_choices(store: Store) -> list[tuple[str, str]]:
 
 
 def sample_choices(store: Store, run: str | None) -> list[tuple[str, str]]:
-    return [("all F traces", "")] + ([(f"{s['name']} ({s['n']} traces, seed {s['seed']})", s["name"])
+    jd = run_judging(store, run)
+    return [(f"all {jd.judged_kind + ' ' if jd else ''}traces", "")] + ([(f"{s['name']} ({s['n']} traces, seed {s['seed']})", s["name"])
                                      for s in judging.samples(store, run)] if run else [])
 
 
@@ -234,13 +240,15 @@ def on_compute(store: Store, r: str | None, s: str | None, j: str | None, j2: st
     """The report (db.judging.calibration_report) laid out: summary, kappa table, first-failure chart, second
     judge, error audit, and the JSON `calibration --json` prints."""
     if not r:
-        return ["No traces run in this store (StemBind F items with S1-S4 targets).", "", go.Figure(), "", "", None]
+        return ["No traces run in this store (the judged items of a family with stage judging).", "", go.Figure(),
+                "", "", None]
     from core import calibration as cal
 
+    jd = judging.stage_judging(store, r)
     rep = to_jsonable(judging.calibration_report(
         store, r, sample=s or None, judge=j or None, second=j2 or None,
         ceiling=cal.parse_pairs(";".join(c)) if c else None, consensus_of=list(cs) if cs else None))
-    return [summary_md(rep), pairs_table(rep), ff_figure(rep), second_html(rep), audit_html(rep), rep]
+    return [summary_md(rep, jd), pairs_table(rep, jd), ff_figure(rep, jd), second_html(rep), audit_html(rep), rep]
 
 
 def on_draw(store: Store, r: str | None, n: str, k: float | None, sd: float | None) -> tuple[str, Any, Any, str]:
@@ -268,8 +276,14 @@ def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j
 
 def build_calibration(ctx: Ctx) -> None:
     gr.HTML(STYLE)
-    c = _layout(ctx.store)
+    shown, note = availability(ctx.store, ctx.benchmark.value)
+    avail = gr.Markdown(note, visible=bool(note), elem_id="cb-availability")
+    with gr.Column(visible=shown, elem_id="cb-controls") as controls:
+        c = _layout(ctx.store)
     _wire(ctx, c)
+    ctx.on_refresh(bind(on_availability, ctx.store), [ctx.benchmark], [avail, controls])
+    ctx.benchmark.change(bind(on_availability, ctx.store), ctx.benchmark, [avail, controls], api_visibility="private",
+                         show_progress="hidden", queue=False)
 
 
 def _layout(store: Store) -> dict[str, Any]:
@@ -320,6 +334,5 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["draw"].click(bind(on_draw, store), [c["run"], c["name"], c["per_op"], c["seed"]],
                     [c["draw_out"], c["draw_table"], c["sample"], ctx.changed], api_visibility="private")
     ctx.on_refresh(bind(refresh_pickers, store), picks[:4], picks[:4])
-    tab = gr.context.Context.block
-    if isinstance(tab, gr.Tab):  # compute when the tab is opened (not on every page load)
-        tab.select(bind(on_compute, store), picks, outs, api_visibility="private")
+    if ctx.tab is not None:  # compute when the tab is opened (not on every page load)
+        ctx.tab.select(bind(on_compute, store), picks, outs, api_visibility="private")

@@ -1,6 +1,7 @@
 """Generic plotly figure builders for the Metrics tab (bars, grouped bars, paired differences, an empty
-chart with its reason) and the registry of the families' charts: each family's own builders, its sections and
-its Metrics settings are `CHARTS` at the end of ui/views/<name>.py (`family_charts`). They read the same
+chart with its reason) and the lookup of the families' charts: each family's own builders, its sections and
+its Metrics settings are `CHARTS` at the end of its view module (`Family.view`, e.g. ui/views/<name>.py;
+`family_charts`). They read the same
 `core.report_tables.Table` objects the tables show (no metric math here), so every bar carries the k / n and
 interval of its cell on hover."""
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core import families
 from core.report_tables import Cell, RunScore, Table, reason_of, tooltip, value_of
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
@@ -143,15 +145,16 @@ class FamilyCharts:
     # runs of this runner (config `runner`) are scored beside the picked runs as control rows (FrameEvidence:
     # the baseline runs of "Metadata controls")
     control_runner: str | None = None
-    # the tab shows the bootstrap-cluster pickers (FrameEvidence Table 13, 000 App. A, D.6)
-    cluster_pickers: bool = False
 
 
 def family_charts(family: str) -> FamilyCharts:
-    """The family's `CHARTS` (ui/views/<name>.py; a family without a view of its own uses the generic one)."""
-    from ui.views import VIEW_MODULES
-
-    return importlib.import_module(f"ui.views.{VIEW_MODULES.get(family, 'generic')}").CHARTS  # type: ignore[no-any-return]
+    """The `CHARTS` of the family's view module (`Family.view`). Whether the tab shows the bootstrap-cluster
+    pickers is the family's own capability (`Family.capabilities.clusterings`), not a chart setting."""
+    view = families.get(family).view
+    found = getattr(importlib.import_module(view), "CHARTS", None)
+    if not isinstance(found, FamilyCharts):
+        raise TypeError(f"{view}.CHARTS must be a ui.charts.FamilyCharts (the view of family {family!r})")
+    return found
 
 
 def charts_for(family: str, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:

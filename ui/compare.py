@@ -15,6 +15,7 @@ from core.errors import CrosscheckError, NotFound
 from core.schema import Rate
 from db import browse as dbb
 from ui.context import Ctx
+from ui.handlers import user_error
 from ui.links import View, from_request, landed
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
@@ -76,7 +77,7 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     split_v = split or None
     items = full if split_v is None else full[full["split"] == split_v]
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
-    clustered = clustering if families.get(bd.family).CLUSTERINGS else None
+    clustered = clustering if families.get(bd.family).capabilities.clusterings else None
     result = comparison.compare(full, rdb, rda, split=split_v, draws=draws, clustering=clustered)
     return {
         "family": bd.family,
@@ -175,7 +176,7 @@ def bench_choices(store: Any, bench: str | None, runs: list[str] | None) -> tupl
 
 def cluster_controls(store: Any, bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
     """The bootstrap-cluster row, shown for a family whose intervals may resample other clusters."""
-    shown = bool(bench and families.get(cache.bench(store, bench).family).CLUSTERINGS)
+    shown = bool(bench and families.get(cache.bench(store, bench).family).capabilities.clusterings)
     choices = union_field_choices(store, bench) if bench and shown else []
     kept = [f for f in (chosen or []) if f in choices] or [f for f in stats.DEFAULT_UNION_FIELDS if f in choices]
     return gr.update(visible=shown), gr.update(choices=choices, value=kept)
@@ -186,14 +187,14 @@ def run_compare(store: Any, bench: str | None, a: str | None, b: str | None, spl
                 ) -> tuple[str, pd.DataFrame, dict[str, Any], str]:
     """The Compare button: summary HTML, changed-groups table, the state the table's clicks read, an empty view."""
     if not bench or not a or not b:
-        raise gr.Error("pick a benchmark and two runs")
+        raise user_error("pick a benchmark and two runs")
     if a == b:
-        raise gr.Error("pick two different runs")
+        raise user_error("pick two different runs")
     try:
         picked = clusterings_of([cluster_v] if cluster_v else [], fields_v)
         res = compare_runs(store, bench, a, b, split_v, clustering=picked[0] if picked else None)
     except CrosscheckError as exc:
-        raise gr.Error(str(exc)) from exc
+        raise user_error(str(exc)) from exc
     return (summary_html(store, bench, a, b, res, stats.DEFAULT_DRAWS),
             with_verdicts(changed_table(res["transitions"], which_v)),
             {"bench": bench, "a": a, "b": b, "transitions": res["transitions"]}, "")
@@ -279,12 +280,10 @@ def build_compare(ctx: Ctx) -> None:
         trig(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
     for trig in (ctx.benchmark.change, ctx.refresh.click):
         trig(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
-        root.load(on_clusters_landing, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+    ctx.page.load(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
+    ctx.page.load(on_clusters_landing, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
-             api_name="compare")
+             api_visibility="private")  # scripts call ui.api's `compare`
     which.input(filter_changed, [state, which], table, api_visibility="private")
     ctx.parts.update({"compare.a": run_a, "compare.b": run_b,
                       "compare.show": (linked_compare, [which, cluster, fields], [out, table, state, view])})

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 class Ctx:
     """The store, the header's benchmark and run pickers, and how pickers stay fresh.
 
+    `page` is the whole gr.Blocks (its `load` is the page-load trigger), `tabs` the shell's tab strip and `tab`
+    the tab the builder being called fills (the shell sets both before each builder; None outside a strip).
     A picker that lists store contents registers its refresh with `ctx.on_refresh(fn, inputs, outputs)`; the
     shell runs every registered refresh on page load, on the header's Refresh button, and whenever
     `ctx.changed` (a gr.State holding db.catalog.catalog_signature) takes a new value. A handler that adds a
@@ -27,7 +29,10 @@ class Ctx:
     runs: gr.Dropdown
     refresh: gr.Button
     changed: gr.State
+    page: gr.Blocks
     auth_enabled: bool = False
+    tabs: gr.Tabs | None = None
+    tab: gr.Tab | None = None
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
     # the view a link opened (ui.links: a gr.State of View.as_dict(), None without one) and the components a
     # link sets or the address bar follows, registered by the tabs by name ("browse.group", "compare.a", ...)

@@ -5,13 +5,15 @@ A tab's handlers are module-level functions: the store (and, where it matters, w
 included). Tests call them directly on a real store, as datasette tests its filters. `bind` fixes those first
 arguments for the layout: the bound function shows Gradio the rest of the signature (so a trailing
 `request: gr.Request` is still filled in), and it translates the small named errors raised below it
-(core.errors.CrosscheckError) into `gr.Error` once, here.
+(core.errors.CrosscheckError) into `gr.Error` once, here (`user_error`: one line in the server log, the message
+in the page; no traceback, since the user's input, not the server, is at fault).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,15 @@ from typing import Any
 import gradio as gr
 
 from core.errors import CrosscheckError
+
+log = logging.getLogger("crosscheck.ui")
+
+
+def user_error(message: str) -> gr.Error:
+    """The `gr.Error` for a user's mistake (a named CrosscheckError, a missing pick): logged as one line, shown
+    in the page, and no traceback in the server log (Gradio prints one for every gr.Error unless told not to)."""
+    log.warning("user error: %s", message)
+    return gr.Error(message, print_exception=False)
 
 
 def bind(fn: Callable[..., Any], *first: Any) -> Callable[..., Any]:
@@ -29,7 +40,7 @@ def bind(fn: Callable[..., Any], *first: Any) -> Callable[..., Any]:
         try:
             return fn(*first, *args, **kwargs)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
 
     sig = inspect.signature(fn)
     rest = list(sig.parameters.values())[len(first):]

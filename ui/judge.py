@@ -1,4 +1,9 @@
-"""The Judge tab: annotators label F-item traces stage by stage (SPEC §7, issue 8).
+"""The Judge tab: annotators label judged traces (StemBind: F items) stage by stage (SPEC §7, issue 8).
+
+The stages, their names, the first-failure rule and the error-audit categories are those of the traces run's
+family (`StageJudging`, core.families.stage_judging). When the header's benchmark is of a family without stage
+judging and no benchmark of the store has any, the tab shows a one-line note instead of its controls
+(`availability`).
 
 - Identity: the signed-in user (`gr.Request.username`) when the app runs with --auth; otherwise the annotator
   types a name once (kept in the browser's localStorage) and the tab says it runs in unauthenticated mode.
@@ -20,14 +25,14 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
 from core.errors import CrosscheckError
-from core.families.stembind.metrics import NO_FAILURE, first_failure
-from core.judge import STAGE_NAMES
+from core.families import stage_judging as sj
+from core.families.stage_judging import StageJudging
 from core.schema import STAGES
 from db import judging
 from db import labels as dbl
@@ -35,143 +40,68 @@ from db.store import Store
 from ui import trace_view
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
+from ui.judge_keys import KEYS_HELP, KEYS_JS, STYLE
 
-CATEGORY_CHOICES = [("— no decisive error / not audited", "")] + [
-    (c.replace("_", " "), c) for c in dbl.ERROR_CATEGORIES]
-
-KEYS_JS = r"""
-if (!window.__ccJudge) {
-  // One keystroke queue per page (docs/JUDGE.md, "Keyboard"). Every key is applied in the order typed; a key
-  // typed while an earlier one is still on its way to the server is held and applied once that answer is on
-  // screen, so a label or skip always goes to the trace shown when the key is applied and carries the flags
-  // shown then. Saves, skips and undos carry the trace id and a sequence number; the server refuses a save
-  // for a trace that is not the one it has on screen, and echoes the number in #jd-cur when done.
-  var J = window.__ccJudge = {inflight: 0, claimed: false, held: [], seq: 0, wait: 0, action: null};
-  var $ = function (sel) { return document.querySelector(sel); };
-  J.shown = function () { var el = $('#jd-cur'); return el ? el.getAttribute('data-key') || '' : ''; };
-  J.echo = function () { var el = $('#jd-cur'); return el ? +(el.getAttribute('data-seq') || 0) : 0; };
-  J.flags = function () {
-    return [1, 2, 3, 4].map(function (i) {
-      var b = $('#jd-s' + i + ' input[type=checkbox]'); return b ? !!b.checked : true; });
-  };
-  J.note = function (text) { var el = $('#jd-keynote'); if (el) el.textContent = text; };
-  J.busy = function () { return J.inflight > 0 || J.wait > 0; };
-  J.apply = function (k) {
-    if (k === '1' || k === '2' || k === '3' || k === '4') {
-      var box = $('#jd-s' + k + ' input[type=checkbox]');
-      if (!box) return;
-      J.inflight += 1; J.claimed = true;      // the toggle's round trip (its pre-js sees `claimed`)
-      box.click(); J.watch();
-      return;
-    }
-    var op = (k === 'Enter') ? 'save' : (k === 's' || k === 'S') ? 'skip' : 'undo';
-    var btn = document.getElementById('jd-' + op);
-    if (!btn || (op !== 'undo' && !J.shown())) return;   // no trace on screen: nothing to save or skip
-    J.action = J.make(op);
-    J.inflight += 1; J.claimed = true;
-    btn.click(); J.watch();
-  };
-  // a click that started no event (a disabled control) must not hold the queue forever
-  J.watch = function () {
-    setTimeout(function () {
-      if (J.claimed) { J.claimed = false; J.action = null; J.inflight = Math.max(0, J.inflight - 1); J.drain(); }
-    }, 1500);
-  };
-  J.make = function (op) { J.seq += 1; return {op: op, key: J.shown(), flags: J.flags(), seq: J.seq}; };
-  // pre-js of the toggle, save, skip and undo events: count the round trip once, and hand the action over
-  J.begin = function () { if (J.claimed) J.claimed = false; else J.inflight += 1; };
-  J.take = function (op) {
-    J.begin();
-    var a = J.action; J.action = null;
-    if (!a || a.op !== op) a = J.make(op);  // a mouse click: what is on screen now
-    J.wait = a.seq;
-    return JSON.stringify(a);
-  };
-  J.end = function () {                       // the .then() of every one of those events
-    J.inflight = Math.max(0, J.inflight - 1);
-    if (J.wait) {
-      var want = J.wait, t0 = Date.now();
-      var poll = function () {
-        if (J.echo() >= want) {
-          J.wait = 0;
-          var cur = $('#jd-cur');
-          if (cur && cur.getAttribute('data-ok') === '0' && J.held.length) {  // refused: keep nothing typed after it
-            J.note(J.held.length + ' key(s) typed after the refused action were not applied');
-            J.held = [];
-          }
-          J.drain();
-        }
-        else if (Date.now() - t0 > 5000) {    // the server never answered with the new trace
-          J.wait = 0;
-          if (J.held.length) J.note(J.held.length + ' key(s) not applied: the server did not answer');
-          J.held = []; J.drain();
-        } else setTimeout(poll, 15);
-      };
-      poll();
-    } else setTimeout(J.drain, 0);
-  };
-  J.drain = function () { while (!J.busy() && J.held.length) J.apply(J.held.shift()); };
-  J.reset = function () { J.held = []; J.action = null; J.wait = 0; J.note(''); };
-  document.addEventListener('keydown', function (e) {
-    var root = document.getElementById('jd-root');
-    if (!root || root.offsetParent === null) return;            // the Judge tab is not on screen
-    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
-    var t = e.target, tag = ((t && t.tagName) || '').toLowerCase();
-    var typing = tag === 'textarea' || tag === 'select' || (t && t.isContentEditable) ||
-      (tag === 'input' && ['checkbox', 'radio', 'button', 'submit'].indexOf((t.type || '').toLowerCase()) < 0);
-    if (typing) { if (e.key === 'Escape') t.blur(); return; }
-    var k = e.key;
-    if (['1', '2', '3', '4', 'Enter', 's', 'S', 'u', 'U'].indexOf(k) < 0) return;
-    if (e.repeat && k === 'Enter') { e.preventDefault(); return; }  // a held-down Enter saves once
-    e.preventDefault(); e.stopPropagation();
-    J.note('');
-    if (J.busy() || J.held.length) J.held.push(k); else J.apply(k);
-  }, true);
-}
-"""
-
-STYLE = """
-<style>
-#jd-root .jd-mode{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px}
-#jd-root .jd-unauth{background:#fde68a;color:#713f12}
-#jd-root .jd-auth{background:#dcfce7;color:#14532d}
-#jd-progress{font-size:15px}
-#jd-progress .jd-bar{height:6px;background:var(--background-fill-secondary);border-radius:3px;margin-top:4px}
-#jd-progress .jd-bar>div{height:6px;background:#3b82f6;border-radius:3px}
-#jd-ff .jd-ffbox{padding:6px 8px;border-radius:6px;font-weight:600}
-#jd-ff .jd-ffbad{background:rgba(239,68,68,.14);color:#991b1b}
-#jd-ff .jd-ffok{background:rgba(34,197,94,.14);color:#14532d}
-#jd-view{container-type:inline-size}
-@container (max-width: 820px){
- #jd-view .jt-wrap{grid-template-columns:1fr}
- #jd-view .jt-side{display:grid;grid-template-columns:minmax(180px,280px) 1fr;gap:12px;align-items:start}
- #jd-view .jt-side>a{grid-row:span 6}
-}
-#jd-keys{font-size:12px;color:#6b7280}
-#jd-keys kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
- background:#f9fafb;color:#111}
-</style>
-"""
-
-KEYS_HELP = ("<div id='jd-keys'><kbd>1</kbd>–<kbd>4</kbd> toggle S1–S4 · <kbd>Enter</kbd> save &amp; next · "
-             "<kbd>S</kbd> skip · <kbd>U</kbd> undo · <kbd>Esc</kbd> leave the note field"
-             "<div id='jd-keynote' style='color:#b45309'></div></div>")
+NO_CATEGORY = ("— no decisive error / not audited", "")
 
 
-def _flags_of(values: list[Any]) -> dict[str, int | None]:
-    return {s: (None if v is None else int(bool(v))) for s, v in zip(STAGES, values, strict=True)}
+def category_choices(jd: StageJudging | None) -> list[tuple[str, str]]:
+    """The error-audit categories of a family's stage judging, after the empty choice."""
+    return [NO_CATEGORY] + [(c.replace("_", " "), c) for c in (jd.audit_categories if jd else ())]
 
 
-def ff_html(values: list[Any]) -> str:
-    ff = first_failure(bool(v) for v in values)
-    if ff == NO_FAILURE:
+
+def run_judging(store: Store, run: str | None) -> StageJudging | None:
+    """The stage judging of `run`'s family; None without a run or for a family without it."""
+    return sj.of(str(store.run(run)["family"])) if run else None
+
+
+def availability(store: Store, bench: str | None) -> tuple[bool, str]:
+    """Whether the Judge and Calibration controls show, and the one-line note above them: hidden when no
+    benchmark of the store has a family with stage judging; shown with a note when the header's benchmark
+    is of a family without it (the traces runs listed are then of the benchmarks that have it)."""
+    judged = judging.judged_benchmarks(store)
+    if not judged:
+        return False, ("No benchmark in this store is of a family with stage-judged traces, so there is nothing to "
+                       "judge or calibrate here.")
+    if not bench or bench in judged:
+        return True, ""
+    fam = store.benchmark_family(bench)
+    return True, (f"Benchmark {html.escape(bench)} ({html.escape(fam)}) has no stage-judged traces; the traces runs "
+                  f"below are of {html.escape(', '.join(judged))}.")
+
+
+def layout_judging(store: Store, run: str | None) -> StageJudging | None:
+    """The stage judging the tab is laid out with (its stage names, its categories): the first traces run's
+    family's, else the first judged benchmark's."""
+    jd = run_judging(store, run)
+    for bench in ([] if jd else judging.judged_benchmarks(store)[:1]):
+        jd = sj.of(store.benchmark_family(bench))
+    return jd
+
+
+def on_availability(store: Store, bench: str | None) -> tuple[Any, Any]:
+    """The note and the controls' visibility for the header's benchmark (`availability`)."""
+    shown, note = availability(store, bench)
+    return gr.update(value=note, visible=bool(note)), gr.update(visible=shown)
+
+
+def _flags_of(values: list[Any], jd: StageJudging) -> dict[str, int | None]:
+    return {s: (None if v is None else int(bool(v))) for s, v in zip(jd.stages, values, strict=False)}
+
+
+def ff_html(values: list[Any], jd: StageJudging | None) -> str:
+    if jd is None:
+        return "<div class='jd-ffbox'>First failure: —</div>"
+    ff = jd.first_failure(bool(v) for v in values)
+    if ff == jd.no_failure:
         return "<div class='jd-ffbox jd-ffok'>First failure: none (every stage correct)</div>"
-    return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {STAGE_NAMES[ff]}</div>"
+    return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {jd.stage_names[ff]}</div>"
 
 
 def parse_action(text: str | None) -> dict[str, Any]:
-    """The keyboard queue's action: op (save / skip / undo), key (the trace on screen), flags (S1..S4 as
-    shown), seq (its number, echoed back). Anything malformed reads as op "unknown" or an action for no
+    """The keyboard queue's action: op (save / skip / undo), key (the trace on screen), flags (the four stage
+    boxes as shown), seq (its number, echoed back). Anything malformed reads as op "unknown" or an action for no
     trace, which on_action refuses."""
     try:
         raw = json.loads(text or "{}")
@@ -222,7 +152,7 @@ def identity(auth: bool, typed: str | None, user: str | None) -> str:
 
 
 def run_choices(store: Store, bench: str | None = None) -> list[tuple[str, str]]:
-    """Trace runs of every benchmark (only families with S1-S4 targets have them); the header's first."""
+    """Trace runs of every benchmark (only families with stage judging have them); the header's first."""
     runs = judging.trace_runs(store)
     runs.sort(key=lambda r: (r["benchmark"] != bench, r["benchmark"], r["id"]))
     several = len({r["benchmark"] for r in runs}) > 1
@@ -232,16 +162,18 @@ def run_choices(store: Store, bench: str | None = None) -> list[tuple[str, str]]
 
 def source_choices(store: Store, run: str | None) -> list[tuple[str, str]]:
     out = []
+    jd = run_judging(store, run)
+    kind = f"{jd.judged_kind} " if jd else ""
     if run:
         out += [(f"calibration sample {s['name']} ({s['n']} traces)", f"sample:{s['name']}")
                 for s in judging.samples(store, run)]
-    out += [("all F traces", "filter:all"), ("F traces answered wrong", "filter:wrong"),
-            ("F traces I have not labeled", "filter:unlabeled")]
+    out += [(f"all {kind}traces", "filter:all"), (f"{kind}traces answered wrong", "filter:wrong"),
+            (f"{kind}traces I have not labeled", "filter:unlabeled")]
     return out
 
 
 def queue_keys(store: Store, run_name: str, src: str, me: str) -> list[tuple[str, int, int]]:
-    """The traces of a queue: a frozen sample in its order, or a filter over the run's F traces."""
+    """The traces of a queue: a frozen sample in its order, or a filter over the run's judged traces."""
     if src.startswith("sample:"):
         sf = judging.sample_frame(store, src.split(":", 1)[1])
         return [(i, int(r), int(p)) for i, r, p in zip(sf["item_id"], sf["rotation"], sf["repeat"], strict=True)]
@@ -260,11 +192,12 @@ def queue_keys(store: Store, run_name: str, src: str, me: str) -> list[tuple[str
 
 def others_of(store: Store, run_name: str, key: tuple[str, int, int], me: str) -> tuple[dict, dict]:
     """The judges' flags and the other annotators' labels of one trace (hidden in blind mode)."""
+    stages = judging.stage_judging(store, run_name).stages
     judges: dict[str, dict[str, Any]] = {}
     jf = judging.judgements_frame(store, run_name)
     jf = jf[(jf["item_id"] == key[0]) & (jf["rotation"] == key[1]) & (jf["repeat"] == key[2])]
     for r in jf.itertuples(index=False):
-        judges[str(r.judge)] = {"status": r.status, **{s: getattr(r, s) for s in STAGES}}
+        judges[str(r.judge)] = {"status": r.status, **{s: getattr(r, s) for s in stages}}
     humans: dict[str, dict[str, Any]] = {}
     lf = dbl.labels_frame(store, run_name)
     lf = lf[(lf["item_id"] == key[0]) & (lf["rotation"] == key[1]) & (lf["repeat"] == key[2])]
@@ -272,7 +205,7 @@ def others_of(store: Store, run_name: str, key: tuple[str, int, int], me: str) -
         if r.labeler == me:
             continue
         target = judges if r.kind == "judge" else humans
-        target[str(r.labeler)] = {s: getattr(r, s) for s in STAGES}
+        target[str(r.labeler)] = {s: getattr(r, s) for s in stages}
     return judges, humans
 
 
@@ -291,8 +224,9 @@ def render_view(store: Store, st: dict[str, Any], me: str, blind_on: bool, value
             image = None
     judges, humans = others_of(store, st["run"], key, me)
     synthetic = bool(store.run(st["run"])["synthetic"])
-    return trace_view.render(rec, own=_flags_of(values), own_name=me or "you", judges=judges, humans=humans,
-                             blind=blind_on, image=image, synthetic=synthetic)
+    jd = judging.stage_judging(store, st["run"])
+    return trace_view.render(rec, own=_flags_of(values, jd), own_name=me or "you", judges=judges, humans=humans,
+                             blind=blind_on, image=image, synthetic=synthetic, judging=jd)
 
 
 def progress_html(store: Store, st: dict[str, Any], me: str, saved: dict[str, Any] | None = None, seq: int = 0,
@@ -321,19 +255,20 @@ def progress_html(store: Store, st: dict[str, Any], me: str, saved: dict[str, An
 
 def show(store: Store, st: dict[str, Any], me: str, blind_on: bool, msg: str = "", seq: int = 0,
          ok: bool = True) -> list[Any]:
-    """Outputs: state, view, progress, S1..S4, ff, category, note, item, rotation, repeat, status."""
+    """Outputs: state, view, progress, the four stage boxes, ff, category, note, item, rotation, repeat, status."""
     queue = st.get("queue") or []
     pos = st.get("pos", 0)
-    if not queue or pos >= len(queue):
+    jd = run_judging(store, st.get("run"))
+    if not queue or pos >= len(queue) or jd is None:
         return [st, render_view(store, st, me, blind_on, [True] * 4), progress_html(store, st, me, seq=seq, ok=ok),
-                *[gr.update(value=True)] * 4, ff_html([True] * 4), "", "", "", 0, 0, msg]
+                *[gr.update(value=True)] * 4, ff_html([True] * 4, jd), "", "", "", 0, 0, msg]
     key = (str(queue[pos][0]), int(queue[pos][1]), int(queue[pos][2]))
     saved = dbl.label_of(store, st["run"], key, me) if me else None
-    if saved is not None and all(saved[s] is None for s in STAGES):
+    if saved is not None and all(saved[s] is None for s in jd.stages):
         saved = None  # a cleared label counts as unlabeled
-    values = [True] * 4 if saved is None else [bool(saved[s]) if saved[s] is not None else True for s in STAGES]
+    values = [True] * 4 if saved is None else [bool(saved[s]) if saved[s] is not None else True for s in jd.stages]
     return [st, render_view(store, st, me, blind_on, values), progress_html(store, st, me, saved, seq=seq, ok=ok),
-            *values, ff_html(values), (saved or {}).get("category") or "", (saved or {}).get("note") or "", key[0],
+            *values, ff_html(values, jd), (saved or {}).get("category") or "", (saved or {}).get("note") or "", key[0],
             key[1], key[2], msg]
 
 
@@ -371,7 +306,8 @@ def save_label_api(store: Store, auth: bool, annotator: str, run: str, item_id: 
     me = identity(auth, annotator, username(request))
     if not run or not item_id:
         raise IdentityRefused("name the run and the trace (item_id, rotation, repeat)")
-    res = dbl.save_label(store, run, (item_id, int(rotation or 0), int(repeat or 0)), me, _flags_of([S1, S2, S3, S4]),
+    res = dbl.save_label(store, run, (item_id, int(rotation or 0), int(repeat or 0)), me,
+                         _flags_of([S1, S2, S3, S4], judging.stage_judging(store, run)),
                          category=category or None, note=note, changed_by=me)
     word = "Saved" if res["status"] == "saved" else "Unchanged"
     return f"{word}: {html.escape(item_id)} (first failure {res['first_failure']})."
@@ -407,7 +343,8 @@ def on_action(store: Store, auth: bool, st: dict[str, Any], typed: str | None, b
         st = {**st, "pos": pos + 1, "history": [*st.get("history", []), {"action": "skip", "pos": pos}]}
         return show(store, st, me, blind_on, f"Skipped {html.escape(str(current[0]))}.", seq=seq)
     try:
-        res = dbl.save_label(store, st["run"], act["key"], me, _flags_of(act["flags"]), category=cat or None,
+        flags = _flags_of(act["flags"], judging.stage_judging(store, st["run"]))
+        res = dbl.save_label(store, st["run"], act["key"], me, flags, category=cat or None,
                              note=note_text, changed_by=me)
     except CrosscheckError as exc:
         return show(store, st, me, blind_on, f"**Not saved:** {html.escape(str(exc))}", seq=seq, ok=False)
@@ -449,7 +386,7 @@ def on_toggle(store: Store, auth: bool, st: dict[str, Any], typed: str | None, b
         me = identity(auth, typed, username(request))
     except IdentityRefused:
         me = ""
-    return render_view(store, st, me, blind_on, values), ff_html(values)
+    return render_view(store, st, me, blind_on, values), ff_html(values, run_judging(store, st.get("run")))
 
 
 def refresh_pickers(store: Store, bench: str | None, current: str | None, src: str | None) -> tuple[Any, Any]:
@@ -478,6 +415,7 @@ class _Parts:
     buttons: dict[str, Any]
     outputs: list[Any]
     action_inputs: list[Any]
+    availability: list[Any] = field(default_factory=list)  # the note and the controls' column
 
 
 def build_judge(ctx: Ctx) -> None:
@@ -488,12 +426,22 @@ def build_judge(ctx: Ctx) -> None:
 
 def _layout(ctx: Ctx) -> _Parts:
     gr.HTML(STYLE, js_on_load=KEYS_JS, elem_id="jd-js")
+    shown, note = availability(ctx.store, ctx.benchmark.value)
+    avail = gr.Markdown(note, visible=bool(note), elem_id="jd-availability")
+    with gr.Column(visible=shown, elem_id="jd-controls") as controls:
+        parts = _controls(ctx)
+    parts.availability = [avail, controls]
+    return parts
+
+
+def _controls(ctx: Ctx) -> _Parts:
     with gr.Row(equal_height=True):
         who = gr.Textbox(label="Annotator", placeholder="type your name once", scale=2, elem_id="jd-who",
                          interactive=not ctx.auth_enabled, max_lines=1)
         runs0 = run_choices(ctx.store)
-        run = gr.Dropdown(runs0, value=runs0[0][1] if runs0 else None, label="Traces run (F items)", scale=3,
-                          elem_id="jd-run")
+        jd0 = layout_judging(ctx.store, runs0[0][1] if runs0 else None)
+        run = gr.Dropdown(runs0, value=runs0[0][1] if runs0 else None, scale=3, elem_id="jd-run",
+                          label=f"Traces run ({jd0.judged_kind} items)" if jd0 else "Traces run")
         src0 = source_choices(ctx.store, runs0[0][1] if runs0 else None)
         source = gr.Dropdown(src0, value=_first_source(src0), label="Queue", scale=3, elem_id="jd-source")
         start = gr.Button("Start queue", variant="primary", scale=1, elem_id="jd-start")
@@ -512,10 +460,11 @@ def _layout(ctx: Ctx) -> _Parts:
         with gr.Column(scale=4):
             view = gr.HTML(trace_view.render(None), elem_id="jd-view")
         with gr.Column(scale=1, min_width=260, elem_id="jd-panel"):
-            boxes = [gr.Checkbox(value=True, label=f"{s} {STAGE_NAMES[s]} correct  [{i + 1}]",
-                                 elem_id=f"jd-s{i + 1}") for i, s in enumerate(STAGES)]
-            ff = gr.HTML(ff_html([True] * 4), elem_id="jd-ff")
-            category = gr.Dropdown(CATEGORY_CHOICES, value="", label="Error-audit category (002 D.4)",
+            names = dict(jd0.stage_names) if jd0 else {s: "stage" for s in STAGES}
+            boxes = [gr.Checkbox(value=True, label=f"{s} {names[s]} correct  [{i + 1}]", elem_id=f"jd-s{i + 1}")
+                     for i, s in enumerate(jd0.stages if jd0 else STAGES)]
+            ff = gr.HTML(ff_html([True] * 4, jd0), elem_id="jd-ff")
+            category = gr.Dropdown(category_choices(jd0), value="", label="Error-audit category (002 D.4)",
                                    elem_id="jd-category")
             note = gr.Textbox(label="Note", lines=2, max_lines=6, elem_id="jd-note")
             with gr.Row():
@@ -539,6 +488,9 @@ def _wire(ctx: Ctx, p: _Parts) -> None:
     store, auth = ctx.store, ctx.auth_enabled
     view, ff = p.outputs[1], p.outputs[7]
     ctx.on_refresh(bind(refresh_pickers, store), [ctx.benchmark, p.run, p.source], [p.run, p.source])
+    ctx.on_refresh(bind(on_availability, store), [ctx.benchmark], p.availability)
+    ctx.benchmark.change(bind(on_availability, store), ctx.benchmark, p.availability, api_visibility="private",
+                         show_progress="hidden", queue=False)
     p.run.change(bind(on_run, store), p.run, p.source, api_visibility="private")
     p.start.click(bind(on_start, store, auth), [p.run, p.source, p.who, p.blind], p.outputs).then(
         None, js="() => window.__ccJudge.reset()")
@@ -557,9 +509,7 @@ def _wire(ctx: Ctx, p: _Parts) -> None:
                   concurrency_limit=None).then(None, js=end_js)
     p.blind.change(bind(on_toggle, store, auth), toggle_inputs, [view, ff], api_visibility="private",
                    show_progress="hidden")
-    root = gr.context.Context.root_block
-    if root is None:
-        return
+    root = ctx.page
     if auth:
         root.load(fill_user, None, p.who, api_visibility="private")
     else:

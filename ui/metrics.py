@@ -20,15 +20,18 @@ from typing import Any
 
 import gradio as gr
 
-from core.errors import CrosscheckError, NotFound
+from core import families
+from core.errors import CrosscheckError
 from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, Clustering
+from db.catalog import runs_named
 from db.store import Store
 from ui import charts
 from ui import shortcut as sc
 from ui.context import Ctx
+from ui.handlers import user_error
 from ui.links import View, landed
 from ui.metrics_page import Page, metrics_page
 from ui.scores import CACHE, ScoreCache, run_scores, run_state
@@ -139,16 +142,13 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     SPUR shortcut table's text-only model ("pooled": all of them; empty: one row per model). A run the
     benchmark lacks, or an option it cannot take, is an error naming it; nothing is silently left out."""
     family = store.benchmark_family(benchmark)  # an unknown benchmark: NotFound naming the known ones
-    known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
     if not runs:
+        known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
         raise BadMetricsRequest(f"name one or more runs of benchmark {benchmark!r} (runs: {', '.join(known) or 'none'})")
-    missing = [n for n in runs if n not in known]
-    if missing:
-        raise NotFound(f"no run named {', '.join(map(repr, missing))} in benchmark {benchmark!r} "
-                       f"(runs: {', '.join(known) or 'none'})")
-    fc = charts.family_charts(family)
-    clusterings = _clusterings_arg(fc.cluster_pickers, clusters, cluster_fields)
-    if shortcut_model and not any(t == "spur_shortcut" for _, keys, _ in fc.sections for t in keys):
+    runs_named(store, benchmark, runs)  # a name the benchmark lacks: NotFound naming it
+    caps = families.get(family).capabilities
+    clusterings = _clusterings_arg(caps.clusterings, clusters, cluster_fields)
+    if shortcut_model and caps.shortcut_table is None:
         raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
     tag = ("metrics_json", tuple(runs), split, clusterings, shortcut_model)
     return cache.derive(store, benchmark, tag, lambda: _metrics_tables(store, benchmark, list(runs), split,
@@ -166,8 +166,8 @@ def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | 
     tables = tables_for(family, scored, controls)
     choice = _shortcut_choice(scored, shortcut_model)
     if choice is not None:
-        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == "spur_shortcut" else t
-                  for t in tables]
+        key = families.get(family).capabilities.shortcut_table
+        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == key else t for t in tables]
     return {"benchmark": benchmark, "family": family, "split": scored[0].split if scored else None,
             "runs": [r.name for r in scored], "controls": [r.name for r in controls],
             "tables": [table_json(t) for t in tables]}
@@ -189,7 +189,7 @@ class MetricsHandlers:
 
     def cluster_controls(self, benchmark: str | None, fields: list[str] | None) -> tuple[Any, Any]:
         """The cluster pickers' row (shown for a family that takes them) and the union-field choices."""
-        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
         choices = union_field_choices(self.store, benchmark) if pickers else []
         kept = [f for f in (fields or []) if f in choices] or [f for f in DEFAULT_UNION_FIELDS if f in choices]
         return gr.update(visible=pickers), gr.update(choices=choices, value=kept)
@@ -206,7 +206,7 @@ class MetricsHandlers:
             names = {r["name"] for r in self.store.runs(benchmark, with_counts=False)}
             if not set(selected) & names:
                 return gr.skip(), gr.skip()
-        pickers = bool(benchmark and charts.family_charts(self.store.benchmark_family(benchmark)).cluster_pickers)
+        pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
         extra = (tuple(clusters or ()), tuple(fields or ())) if pickers else ()  # the Table 13 clusterings
         key = gate(self.store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
         if key is None:
@@ -233,7 +233,7 @@ class MetricsHandlers:
             return metrics_page(self.store, key[0], list(key[1]), clusterings_of(list(key[-2]), list(key[-1])),
                                 cache=self.cache)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
 
     def api(self, benchmark: str, runs: list[str], split: str = "", clusters: list[str] | None = None,
             cluster_fields: list[str] | None = None, shortcut_model: str = "") -> dict[str, Any]:
@@ -244,7 +244,7 @@ class MetricsHandlers:
             return metrics_json(self.store, benchmark, list(runs or []), split, clusters, cluster_fields,
                                 shortcut_model, cache=self.cache)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- layout
@@ -353,7 +353,7 @@ def _section(store: Store, page: Page, present: list[str], plots: list[str], dl:
     elif plots:
         _chart_block(page.figs[plots[0]], prefix, plots[0], dl)
     for key in present:
-        if key == "spur_shortcut":  # with its filter-model picker (001 §2.3)
+        if key == families.get(page.family).capabilities.shortcut_table:  # with its filter-model picker (001 §2.3)
             shortcut_block(store, page.benchmark, page.runs, page.tables[key], prefix)
         else:
             _table_block(page.tables[key], prefix, dl)
@@ -374,13 +374,12 @@ def build_metrics(ctx: Ctx) -> None:
     """The tab's layout: the cluster pickers, the render, and the `metrics` endpoint; handlers in MetricsHandlers."""
     gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css", js_on_load=FIT_JS)
     dl = gr.DownloadButton("download", visible="hidden", elem_id=DL_ID)
-    root = gr.context.Context.root_block  # page load is a trigger too (explicit triggers drop it)
-    assert root is not None, "build_metrics runs inside a gr.Blocks"
-    tab = gr.context.Context.block
-    strip = tab.parent if isinstance(tab, gr.Tab) else None
-    in_tabs = isinstance(tab, gr.Tab) and isinstance(strip, gr.Tabs)
-    h = MetricsHandlers(ctx.store, str(tab.label) if isinstance(tab, gr.Tab) and in_tabs else None)
+    root = ctx.page  # page load is a trigger too (explicit triggers drop it)
+    tab, strip = ctx.tab, ctx.tabs
+    in_tabs = tab is not None and strip is not None
+    h = MetricsHandlers(ctx.store, str(tab.label) if tab is not None and in_tabs else None)
     cluster_row, cluster_pick, field_pick = _cluster_pickers()
+
     def controls_landing(benchmark: str | None, fields: list[str] | None, request: gr.Request) -> tuple[Any, Any]:
         return h.cluster_controls(landed(ctx.store, benchmark, None, request)[0], fields)  # ui.links.landed
 

@@ -21,7 +21,6 @@ import gradio as gr
 
 from core import prompts
 from core.errors import CrosscheckError
-from core.runners.baselines import BASELINES
 from core.runners.engine import DEFAULT_SEED, RunSettings
 from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
@@ -30,6 +29,7 @@ from db.catalog import catalog_signature
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
+from ui.runnable import baseline_choices, check_runnable
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
@@ -401,26 +401,35 @@ def on_start(store: Store, jobs: Jobs, bench_v: str, name_v: str, runner_v: str,
                            key_env_v, strategy_v, ssa_v, shots_v, input_v, rotations_v, repeats_v, split_v,
                            max_tokens_v, temperature_v, limit_v, concurrency_v, seed_v)
     check_name(store, s)
+    check_runnable(store, s)
     jobs.start(store, s, username(request))
-    return follow_choices(jobs, s.run), gr.Timer(active=True)
+    return follow_choices(jobs, s.run), gr.Timer(active=True), cancel_button(jobs, s.run)
+
+
+def cancel_button(jobs: Jobs, run: str | None) -> Any:
+    """Cancel is enabled only while the followed job runs (and has not been asked to stop)."""
+    job = jobs.get(run)
+    return gr.update(interactive=job is not None and job.live and not job.cancel.is_set())
 
 
 def on_cancel(store: Store, jobs: Jobs, run: str | None, bench_v: str | None) -> Any:
     """Ask the followed job to stop; it is offered for resume at once (Resume waits for the requests still in
-    flight)."""
+    flight). The poll is started again: this answer may reach the page after the poll's last one, and the next
+    tick then shows how the job ended."""
     job = jobs.get(run)
     if job is None or not job.live:
         raise CrosscheckError("no running job selected under Follow run")
     job.cancel.set()
     choices = resumable(store, job.settings.benchmark, jobs)
     pick = gr.update(choices=choices, value=job.settings.run) if job.settings.benchmark == bench_v else gr.update()
-    return progress_html(job), pick
+    return progress_html(job), pick, gr.Timer(active=True), cancel_button(jobs, run)
 
 
 def on_tick(store: Store, jobs: Jobs, run: str | None) -> Any:
-    """The poll: progress, job history, whether to keep polling, and the catalog signature (a run that appears,
-    gets its first predictions or ends changes what every picker lists)."""
-    return progress_html(jobs.get(run)), jobs_html(store), gr.Timer(active=jobs.any_live()), catalog_signature(store)
+    """The poll: progress, job history, whether to keep polling, the catalog signature (a run that appears,
+    gets its first predictions or ends changes what every picker lists) and the Cancel button's state."""
+    return (progress_html(jobs.get(run)), jobs_html(store), gr.Timer(active=jobs.any_live()),
+            catalog_signature(store), cancel_button(jobs, run))
 
 
 def on_resume(store: Store, jobs: Jobs, run: str | None, key_env_v: str, base_url_v: str, concurrency_v: float,
@@ -439,14 +448,15 @@ def on_resume(store: Store, jobs: Jobs, run: str | None, key_env_v: str, base_ur
                            f["max_tokens"], f["temperature"], limit_v, concurrency_v, f["seed"])
     jobs.start(store, s, username(request))
     return (follow_choices(jobs, run), gr.Timer(active=True),
-            gr.update(choices=resumable(store, r["benchmark"], jobs), value=None))
+            gr.update(choices=resumable(store, r["benchmark"], jobs), value=None), cancel_button(jobs, run))
 
 
 def on_load(store: Store, jobs: Jobs, header_bench: str | None, selected: str | None) -> Any:
     names = [x["name"] for x in store.benchmarks()]
     b = header_bench if header_bench in names else None
-    return (gr.update(choices=names, value=b) if b else gr.update(), follow_choices(jobs, selected),
-            gr.Timer(active=jobs.any_live()), jobs_html(store))
+    follow = follow_choices(jobs, selected)
+    return (gr.update(choices=names, value=b) if b else gr.update(), follow, gr.Timer(active=jobs.any_live()),
+            jobs_html(store), cancel_button(jobs, follow["value"]))
 
 
 def follow_header(store: Store, b: str | None) -> Any:
@@ -488,6 +498,7 @@ FORM_FIELDS = ("bench", "name", "runner", "baseline", "model_path", "base_url", 
 
 def _form(store: Store) -> dict[str, Any]:
     benches = [b["name"] for b in store.benchmarks()]
+    first = baseline_choices(store, benches[0] if benches else None, "random")
     f: dict[str, Any] = {}
     with gr.Row():
         f["bench"] = gr.Dropdown(benches, value=benches[0] if benches else None, label="Benchmark",
@@ -497,8 +508,7 @@ def _form(store: Store) -> dict[str, Any]:
         f["split"] = gr.Textbox(value="test", label="Split", elem_id="cc-run-split", scale=1)
     f["runner"] = gr.Radio(RUNNER_LABELS, value="baseline", label="Runner", elem_id="cc-run-runner")
     with gr.Group(visible=True) as f["g_base"]:
-        f["baseline"] = gr.Dropdown(list(BASELINES), value="random", label="Baseline",
-                                    info="random is seeded; the others are fitted on the train split",
+        f["baseline"] = gr.Dropdown(first["choices"], value="random", label="Baseline", info=first["info"],
                                     elem_id="cc-run-baseline")
     with gr.Group(visible=False) as f["g_tf"]:
         f["model_path"] = gr.Textbox(label="Checkpoint folder", placeholder="/models/Qwen2.5-VL-7B-Instruct",
@@ -510,14 +520,15 @@ def _form(store: Store) -> dict[str, Any]:
                                        elem_id="cc-run-base-url")
             f["api_model"] = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-7B-Instruct",
                                         elem_id="cc-run-api-model")
-            f["key_env"] = gr.Textbox(value="OPENAI_API_KEY", label="API key variable",
-                                      info="name of the server's environment variable; the key is never "
-                                           "stored (leave empty for a local vLLM without a key)",
+            f["key_env"] = gr.Textbox(value="", label="API key variable", placeholder="OPENAI_API_KEY",
+                                      info="empty: no key (a vLLM or SGLang started without --api-key); else "
+                                           "the name of the server's environment variable holding the key, "
+                                           "never the key itself",
                                       elem_id="cc-run-key-env")
     _settings(f)
     with gr.Row():
         f["start"] = gr.Button("Start", variant="primary", elem_id="cc-run-start")
-        f["cancel"] = gr.Button("Cancel", variant="stop", elem_id="cc-run-cancel")
+        f["cancel"] = gr.Button("Cancel", variant="stop", elem_id="cc-run-cancel", interactive=False)
     return f
 
 
@@ -546,8 +557,10 @@ def _settings(f: dict[str, Any]) -> None:
 
 def _side(store: Store) -> dict[str, Any]:
     s: dict[str, Any] = {}
+    # a custom value passes: a script follows a job by its run's name (/on_tick, /on_cancel) without this
+    # page's choices; a run with no job here shows the idle panel
     s["follow"] = gr.Dropdown([], value=None, label="Follow run", elem_id="cc-run-follow",
-                              info="runs started from the GUI on this server")
+                              info="runs started from the GUI on this server", allow_custom_value=True)
     s["progress"] = gr.HTML(progress_html(None), elem_id="cc-run-progress-box")
     with gr.Row():
         # custom values allowed: the poll and Resume may carry a pick that a finished job just took off the
@@ -563,21 +576,20 @@ def _wire(ctx: Ctx, f: dict[str, Any], s: dict[str, Any], timer: gr.Timer) -> No
     f["runner"].change(on_runner, f["runner"], [f["g_base"], f["g_tf"], f["g_api"], f["strategy"], f["shots"]],
                        queue=False)
     f["strategy"].change(on_strategy, f["strategy"], f["ssa_level"], queue=False)
-    f["start"].click(bind(on_start, store, jobs), [f[k] for k in FORM_FIELDS], [s["follow"], timer],
+    f["start"].click(bind(on_start, store, jobs), [f[k] for k in FORM_FIELDS], [s["follow"], timer, f["cancel"]],
                      concurrency_id="run-control", concurrency_limit=4)
-    f["cancel"].click(bind(on_cancel, store, jobs), [s["follow"], f["bench"]], [s["progress"], s["resume_pick"]],
-                      concurrency_id="run-control")
-    poll = [s["progress"], s["jobs"], timer, ctx.changed]
+    f["cancel"].click(bind(on_cancel, store, jobs), [s["follow"], f["bench"]],
+                      [s["progress"], s["resume_pick"], timer, f["cancel"]], concurrency_id="run-control")
+    poll = [s["progress"], s["jobs"], timer, ctx.changed, f["cancel"]]
     for event in (timer.tick, s["follow"].change):
         event(bind(on_tick, store, jobs), [s["follow"]], poll, concurrency_id="run-poll", concurrency_limit=None,
               show_progress="hidden")
     s["resume"].click(bind(on_resume, store, jobs), [s["resume_pick"], f["key_env"], f["base_url"],
                                                      f["concurrency"], f["limit"]],
-                      [s["follow"], timer, s["resume_pick"]], concurrency_id="run-control")
-    blocks = gr.context.get_blocks_context()
-    if blocks is not None:
-        blocks.root_block.load(bind(on_load, store, jobs), [ctx.benchmark, s["follow"]],
-                               [f["bench"], s["follow"], timer, s["jobs"]], queue=False)
+                      [s["follow"], timer, s["resume_pick"], f["cancel"]], concurrency_id="run-control")
+    ctx.page.load(bind(on_load, store, jobs), [ctx.benchmark, s["follow"]],
+                  [f["bench"], s["follow"], timer, s["jobs"], f["cancel"]], queue=False)
     ctx.benchmark.change(bind(follow_header, store), ctx.benchmark, f["bench"], queue=False)
     f["bench"].change(bind(on_bench, store, jobs), f["bench"], s["resume_pick"])
+    f["bench"].change(bind(baseline_choices, store), [f["bench"], f["baseline"]], f["baseline"], queue=False)
     ctx.on_refresh(bind(refresh_pickers, store, jobs), [f["bench"], s["resume_pick"]], [f["bench"], s["resume_pick"]])

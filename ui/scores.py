@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from core import families
 from core.report_tables import RunScore
 from core.scoring import DEFAULT_SPLIT
 from core.stats import Clustering
@@ -149,11 +150,12 @@ def run_scores(store: Store, benchmark: str, names: Sequence[str], clusterings: 
 
     family = store.benchmark_family(benchmark)
     fc = family_charts(family)
+    clusters = families.get(family).capabilities.clusterings
     runner = control_runner if control_runner is not None else fc.control_runner
     meta = {r["name"]: r for r in store.runs(benchmark, with_counts=False)}
     names = [n for n in names if n in meta]
     controls = [n for n, r in meta.items() if runner and r["runner"] == runner]
-    options = ScoreOptions(split, clusterings if fc.cluster_pickers else ())
+    options = ScoreOptions(split, clusterings if clusters else ())
     scores = cache.scores(store, benchmark, list(dict.fromkeys([*names, *controls])), options)
 
     def rs(name: str) -> RunScore:

@@ -15,6 +15,7 @@ import gradio as gr
 from db.catalog import catalog_signature
 from db.store import Store
 from ui import links
+from ui.api import build_api
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
 from ui.serving import cache_pruning, make_app, run
@@ -95,7 +96,7 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
         address = gr.Textbox(visible=False, elem_id="cc-address")  # the view's query string (ui.links)
         changed = gr.State(catalog_signature(store))
         ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled,
-                  changed=changed, link=gr.State(None))
+                  changed=changed, page=demo, link=gr.State(None))
 
         def on_benchmark(name: str | None, link: dict[str, Any] | None) -> Any:
             choices = run_choices(store, name)
@@ -127,11 +128,13 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
             return request_header(store, request)
 
         demo.load(on_load_header, None, whoami, api_visibility="private", queue=False)
-        with gr.Tabs(elem_id="cc-tabs") as tabs:
+        with gr.Tabs(elem_id="cc-tabs") as ctx.tabs:
             for label, module, builder in TABS:
-                with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}"):
+                with gr.Tab(label, id=module, elem_id=f"cc-tab-{module}") as ctx.tab:
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
-        links.wire(demo, ctx, tabs, note, address, copy, [module for _, module, _ in TABS])
+            ctx.tab = None
+        build_api(store)  # browse_list, open_group, compare: checked against the store, not the pickers
+        links.wire(demo, ctx, ctx.tabs, note, address, copy, [module for _, module, _ in TABS])
         # every picker of the store's contents: fresh on page load, on Refresh, and after any change
         for fn, inputs, outputs in ctx.refreshers:
             gr.on([demo.load, refresh.click, changed.change], fn, inputs, outputs, api_visibility="private",

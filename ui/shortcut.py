@@ -19,6 +19,7 @@ from core.families.spur.tables import spur_shortcut
 from core.report_tables import RunScore, Table, get
 from core.schema import to_jsonable
 from db.store import Store
+from ui.handlers import user_error
 from ui.tables import SORT_JS, table_files, table_html, table_html_file
 
 EVERY = ""
@@ -63,7 +64,7 @@ def shortcut_block(store: Store, benchmark: str, runs: list[RunScore], table: Ta
         try:
             t = shortcut_table(store, benchmark, runs, choice)
         except CrosscheckError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise user_error(str(exc)) from exc
         name = prefix + ("_pooled" if choice == POOL else f"_{choice}" if choice else "")
         c, x = table_files(t, name)
         return table_html(t), str(c), str(x), str(table_html_file(t, name))

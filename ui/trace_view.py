@@ -1,9 +1,10 @@
-"""The trace view (SPEC §8): S1-S4 targets beside the trace, the trace split into steps, judge and human flags
+"""The trace view (SPEC §8): the stage targets (StemBind: S1-S4) beside the trace, the trace split into steps, judge and human flags
 per stage, the first failure highlighted, the stem image and the final answer.
 
 `render(...)` returns HTML. Every text that comes from a model, a benchmark file or an annotator is escaped
 with html.escape before it enters the HTML; images are the store's thumbnails served by content hash
-(ui.views.common.file_url; full size on click).
+(ui.views.common.file_url; full size on click). The stages, their names and the first-failure rule come from
+the trace's family's `StageJudging` (core.families.stage_judging).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from core.families.stembind.metrics import NO_FAILURE, first_failure
-from core.judge import STAGE_NAMES, split_steps
-from core.schema import STAGES
+from core.families.stage_judging import StageJudging
+from core.judge import split_steps
 from ui.views.common import file_url
 
 CSS = """
@@ -57,12 +57,10 @@ def _flag_html(v: Any) -> str:
             "<span class='jt-flag f' title='incorrect'>✗</span>")
 
 
-def _ff(flags: Mapping[str, Any] | None) -> str | None:
-    if not flags or all(flags.get(s) is None for s in STAGES):
+def _ff(flags: Mapping[str, Any] | None, judging: StageJudging) -> str | None:
+    if not flags or all(flags.get(s) is None for s in judging.stages):
         return None
-    return first_failure(None if flags.get(s) is None else bool(flags.get(s)) for s in STAGES)
-
-
+    return judging.first_failure(None if flags.get(s) is None else bool(flags.get(s)) for s in judging.stages)
 
 
 def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool) -> str:
@@ -100,15 +98,16 @@ def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool
 _Column = tuple[str, "Mapping[str, Any] | None", str]
 
 
-def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | None, blind: bool) -> str:
-    """S1..S4 with their targets and one column of flags per annotator (only the own one when `blind`)."""
+def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | None, blind: bool,
+                 judging: StageJudging) -> str:
+    """The stages (S1..S4) with their targets and one column of flags per annotator (only the own one when `blind`)."""
     esc = html.escape
     head = "".join(
         f"<th class='jt-col'>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
     if blind:
         head += "<th class='jt-col jt-hidden' style='width:90px'>judge / others</th>"
     rows = []
-    for s in STAGES:
+    for s in judging.stages:
         cells = []
         for _label, flags, kind in cols:
             if blind and kind != "own":
@@ -120,28 +119,28 @@ def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | N
         if blind:
             cells.append("<td class='jt-hidden'>hidden</td>")
         cls = " class='jt-ff'" if own_ff == s else ""
-        rows.append(f"<tr{cls} data-stage='{s}'><td><b>{s}</b> {STAGE_NAMES[s]}</td>"
+        rows.append(f"<tr{cls} data-stage='{s}'><td><b>{s}</b> {judging.stage_names[s]}</td>"
                     f"<td class='jt-target'>{esc(str(stages.get(s, '—')))}</td>{''.join(cells)}</tr>")
     return (f"<table class='jt-stages'><thead><tr><th class='jt-stage'>Stage</th><th>Target</th>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: bool) -> str:
+def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: bool, judging: StageJudging) -> str:
     """The right column: the stage table, the first failure (own, and the others' unless `blind`), the trace."""
     esc = html.escape
-    own_ff = _ff(cols[0][1])
-    ff_text = ("not labeled yet" if own_ff is None else
-               ("none (every stage correct)" if own_ff == NO_FAILURE else f"{own_ff} {STAGE_NAMES[own_ff]}"))
+    own_ff = _ff(cols[0][1], judging)
+    ff_text = ("not labeled yet" if own_ff is None else ("none (every stage correct)" if own_ff == judging.no_failure
+                                                        else f"{own_ff} {judging.stage_names[own_ff]}"))
     others = []
     if not blind:
         for label, flags, _kind in cols[1:]:
             if flags is not None and flags.get("status") in (None, "ok"):
-                f = _ff(flags)
+                f = _ff(flags, judging)
                 if f is not None:
                     others.append(f"{esc(label)}: {esc(f)}")
     steps = split_steps(rec.get("trace"))
     step_html = "".join(f"<li>{esc(s)}</li>" for s in steps) or "<li class='jt-hidden'>(empty trace)</li>"
-    return (_stage_table(rec.get("stages") or {}, cols, own_ff, blind)
+    return (_stage_table(rec.get("stages") or {}, cols, own_ff, blind, judging)
             + f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
             + (f" <span style='font-weight:400;color:#6b7280'>· {'; '.join(others)}</span>" if others else "")
             + "</div>"
@@ -151,11 +150,11 @@ def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: boo
 def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = None, own_name: str = "you",
            judges: Mapping[str, Mapping[str, Any]] | None = None, humans: Mapping[str, Mapping[str, Any]] | None = None,
            blind: bool = True, image: tuple[Any, Any] | None = None, synthetic: bool = False,
-           header: str | None = None) -> str:
-    """One trace. `rec`: a trace record (db.judging.trace_record); `own`: the current annotator's flags
-    (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
+           header: str | None = None, judging: StageJudging | None = None) -> str:
+    """One trace. `rec`: a trace record (db.judging.trace_record) of a family with stage judging `judging`;
+    `own`: the current annotator's flags (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
     judges and other annotators; `image`: (thumbnail path, full-size path) of the stem image."""
-    if rec is None:
+    if rec is None or judging is None:
         return CSS + "<div class='jt-hidden'>No trace selected.</div>"
     cols: list[_Column] = [(own_name, own, "own")]
     for name, flags in (judges or {}).items():
@@ -164,4 +163,4 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
         cols.append((name, flags, "human"))
     top = f"<div class='jt-h'>{html.escape(header)}</div>" if header else ""
     return (CSS + top + f"<div class='jt-wrap'><div class='jt-side'>{_side(rec, image, synthetic)}</div>"
-            f"<div>{_main(rec, cols, own_name, blind)}</div></div>")
+            f"<div>{_main(rec, cols, own_name, blind, judging)}</div></div>")

@@ -295,7 +295,7 @@ def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) ->
     from core.runners.engine import RunSettings, ssa_guard_record
 
     s = RunSettings(benchmark="stembind", run=name, runner="synthetic", strategy="ssa", ssa_level=level, seed=seed)
-    return ssa_guard_record(pd.DataFrame(items), s, str)
+    return ssa_guard_record(pd.DataFrame(items), s, str, "stembind")
 
 
 # ---------------------------------------------------------------- SPUR

@@ -1,45 +1,66 @@
 """The benchmark families, one package each (core/families/<name>/), collected by a small registry.
 
-`get(name)` returns the family's package; generic code (core.scoring, core.groups, core.comparison,
-core.report_tables, the importers, the runners) reads a family only through the members below, never by
-testing its name. docs/ARCHITECTURE.md ("Adding a family") walks through them with the generic family.
-
-Every family package defines:
-
-- `NAME`, `PARSER` ("letter" or "tag": how a response's answer is read), `KINDS` (its item kinds), `STAGE_OF`
-  (kind -> the stage it belongs to, for a family whose kinds form stages like SPUR's; {} otherwise);
-- capabilities (bool): `OPTIONAL_GROUPS` (an item may leave `group_id` / `kind` out: each item is its own
-  group), `CLUSTERINGS` (its paired intervals may resample exact-image or union components, 000 App. A /
-  D.6), `SSA` (its runs may use the SSA strategy, 002 §3.3), `JUDGED_TRACES` (its metrics read stored trace
-  judgements);
-- `validate(items, file, report)`: the family's group rules at import;
-- `score(items, run, others, **kw) -> dict`: the metric set of one run (in `<name>/metrics.py`);
-- item outcomes and group layout (`<name>/groups.py`): `EVERY_PREDICTION` (an item is correct only when every
-  one of its predictions is, else its rotation-0 / repeat-0 prediction decides), `UNANSWERED_IS_WRONG`
-  (turnover counts every item of the split, an unanswered one as wrong, else the items both runs answered),
-  `PATTERNS` ([(key, label)]: the Browse failure patterns), `outcomes(items, run)` (a frame with `item_id`,
-  `correct` and, where some items may be unanswered, `answered`: the outcome the group marks use, equal to
-  the metrics' own) and `group_patterns(items, outcomes, summary) -> {key: bool Series per group}`;
-- paired comparison (`<name>/compare.py`): `paired_arrays(items, this, other)` -> per-cluster
-  (k_this, n_this, k_other, n_other) arrays per metric (the engine, core.comparison, adds the intervals), or
-  instead `paired_differences(items, this, other, split, draws, seed, clustering)` when a metric is not a ratio of sums
-  (FrameEvidence's macro-F1);
-- `tables(runs, controls=())` (`<name>/tables.py`): the Metrics tab's and the exports' tables.
-
-Optional: `prefetch(items, runs, seed)`, work `core.scoring.score_all` hands the family once for many runs.
+`get(name)` returns the family's typed `Family` object (core/families/protocol.py), which its package builds
+once as `FAMILY`; generic code reads a family only through its fields, never by testing its name. Every
+package under core/families/ is a family (found by listing the folder, imported on first use); `register(family)`
+adds one defined anywhere else (tests/fifth_family/ does); `names()` lists every family the importers accept.
+docs/ARCHITECTURE.md ("Adding a family") walks through the fields.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from types import ModuleType
+import pkgutil
+from typing import TypeGuard
 
 from core.errors import UnknownFamily
-from core.schema import FAMILIES
+from core.families.protocol import Capabilities, Family
+
+__all__ = ["DEFAULT", "Capabilities", "Family", "builtin", "get", "known", "names", "register"]
+
+# The order messages list the paper families and generic in; another package under core/families/ follows them.
+_FIRST = ("frameevidence", "stembind", "spur", "generic")
+# The family of a file that names none (VLMEvalKit / Hugging Face imports without --family).
+DEFAULT = "generic"
+_REGISTERED: dict[str, Family] = {}
 
 
-def get(name: str) -> ModuleType:
-    """The family package for `name`; raises UnknownFamily naming the known ones."""
-    if name not in FAMILIES:
-        raise UnknownFamily(f"unknown family {name!r}; expected one of {', '.join(FAMILIES)}")
-    return importlib.import_module(f"core.families.{name}")
+@functools.cache
+def builtin() -> tuple[str, ...]:
+    """The names of the packages under core/families/ (not imported here: a CLI command that never scores
+    imports none)."""
+    found = {m.name for m in pkgutil.iter_modules(__path__) if m.ispkg}
+    return (*(n for n in _FIRST if n in found), *sorted(found - set(_FIRST)))
+
+
+def names() -> tuple[str, ...]:
+    """Every known family name: the packages under core/families/, then the registered ones."""
+    return (*builtin(), *(n for n in _REGISTERED if n not in builtin()))
+
+
+def known(name: object) -> TypeGuard[str]:
+    """`name` is a known family's name."""
+    return isinstance(name, str) and name in names()
+
+
+def get(name: str) -> Family:
+    """The family called `name`; raises UnknownFamily naming the known ones."""
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name not in builtin():
+        raise UnknownFamily(f"unknown family {name!r}; expected one of {', '.join(names())}")
+    family = importlib.import_module(f"core.families.{name}").FAMILY
+    if not isinstance(family, Family) or family.name != name:
+        raise TypeError(f"core.families.{name}.FAMILY must be the Family named {name!r}")
+    _REGISTERED[name] = family
+    return family
+
+
+def register(family: Family) -> Family:
+    """Add a family defined outside core/families/ (the importers accept its name from then on); registering
+    another family under a known name is an error."""
+    if family.name in builtin() or (family.name in _REGISTERED and _REGISTERED[family.name] is not family):
+        raise ValueError(f"a family named {family.name!r} is already registered")
+    _REGISTERED[family.name] = family
+    return family

@@ -2,5 +2,5 @@
 
 Heavy backends (torch, transformers, openai) load inside the runner that needs them (STYLE 6).
 Entry points: `core.runners.engine.run(sink, settings)` and `run_from_args(store, args)`;
-`core.runners.cli.add_arguments(parser)` for the `run` subcommand.
+the `run` subcommand's options are cli/arguments.py's `run`.
 """

@@ -9,19 +9,26 @@ receives each reply's text. Runners only answer requests:
 - baselines implement `answer(task) -> shown letter` and never see a prompt.
 
 The engine (core/runners/engine.py) drives dialogs, parses the final text with the family's parser and
-commits each `core.schema.Prediction` as soon as it exists.
+commits each `core.schema.Prediction` as soon as it exists into a `PredictionSink` (db.store.Store in the
+product). The three runner kinds and the sink are `typing.Protocol`s below; the engine and the judge type
+against them. What a runner may add (`identity()`, `warnings()`, `prepare()`, `aclose()`, `requires_images`,
+`letter_token_strings()`) is read with hasattr / getattr where it is used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core.errors import RunnerError
 
-__all__ = ["Request", "Reply", "ItemView", "Task", "Dialog", "RunnerError", "text_part", "image_part"]
+if TYPE_CHECKING:
+    from core.schema import Prediction
+
+__all__ = ["Request", "Reply", "ItemView", "Task", "Dialog", "RunnerError", "text_part", "image_part",
+           "AnswerRunner", "BatchRunner", "AsyncRunner", "Runner", "ModelRunner", "PredictionSink"]
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -125,6 +132,49 @@ class Dialog:
         if len(self.replies) <= 1:
             return None
         return "\n\n".join(f"[{stage}]\n{r.text}" for stage, r in zip(self.stages, self.replies, strict=True))
+
+
+@runtime_checkable
+class AnswerRunner(Protocol):
+    """A baseline: the shown letter of a task, without a prompt (core/runners/baselines.py)."""
+
+    def answer(self, task: Task) -> str: ...
+
+
+@runtime_checkable
+class BatchRunner(Protocol):
+    """A batched runner: one reply per request, in order (core/runners/transformers_runner.py)."""
+
+    def generate(self, requests: list[Request]) -> list[Reply]: ...
+
+
+@runtime_checkable
+class AsyncRunner(Protocol):
+    """A concurrent runner: one awaited reply per request (core/runners/openai_runner.py)."""
+
+    async def acall(self, request: Request) -> Reply: ...
+
+
+ModelRunner = BatchRunner | AsyncRunner  # a runner that answers prompts (a run's model, or the judge's)
+Runner = AnswerRunner | BatchRunner | AsyncRunner
+
+
+class PredictionSink(Protocol):
+    """Where a run's predictions go (db.store.Store in the product; tests use a small in-memory one)."""
+
+    def benchmark_family(self, name: str) -> str: ...
+
+    def items_frame(self, benchmark: str) -> Any: ...  # a pandas DataFrame, one row per item
+
+    def image_path(self, digest: str) -> Path: ...
+
+    def ensure_run(self, name: str, benchmark: str, config: dict[str, Any]) -> int: ...
+
+    def set_run_status(self, run: str, status: str) -> None: ...
+
+    def done_keys(self, run: str, statuses: tuple[str, ...] = ...) -> set[tuple[str, int, int]]: ...
+
+    def add_predictions(self, run: str, predictions: Iterable[Prediction]) -> int: ...
 
 
 def run_coroutine(coro: Any) -> Any:

@@ -1,8 +1,9 @@
-"""The run engine: settings -> tasks -> predictions committed one by one into a duck-typed sink.
+"""The run engine: settings -> tasks -> predictions committed one by one into a sink.
 
-The sink is db.store.Store in the product (core/ never imports it); any object with `ensure_run`,
-`done_keys(run, statuses)`, `add_predictions`, `set_run_status`, `items_frame`, `image_path` and
-`benchmark_family` works (tests use a small in-memory one).
+The sink is a core.runners.base.PredictionSink: db.store.Store in the product (core/ never imports it); any
+object with `ensure_run`, `done_keys(run, statuses)`, `add_predictions`, `set_run_status`, `items_frame`,
+`image_path` and `benchmark_family` works (tests use a small in-memory one). The runner is one of the
+Protocols of core.runners.base (AnswerRunner for baselines, BatchRunner, AsyncRunner).
 
 Resumability (SPEC §6): a task is keyed by (item, rotation, repeat); every prediction is committed as soon as
 it exists (batched runners commit after each batch, concurrent runners commit each answer before their
@@ -25,7 +26,18 @@ from typing import Any
 from core import families, prompts
 from core.errors import RunnerError
 from core.parsing import parse_answer, rotate_options, unrotate
-from core.runners.base import Dialog, ItemView, Reply, Task, run_coroutine
+from core.runners.base import (
+    AnswerRunner,
+    AsyncRunner,
+    BatchRunner,
+    Dialog,
+    ItemView,
+    PredictionSink,
+    Reply,
+    Runner,
+    Task,
+    run_coroutine,
+)
 from core.schema import INPUT_MODES, STAGES, Prediction
 
 RUNNERS = ("baseline", "transformers", "openai")
@@ -139,13 +151,14 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
 
 def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
     rows = items[items["split"] == s.split]
+    ssa_kind = families.get(family).capabilities.ssa_kind if s.strategy == "ssa" else None
     if s.strategy == "ssa":
-        if not families.get(family).SSA:
+        if ssa_kind is None:
             raise RunnerError("SSA interventions apply to StemBind benchmarks (F items with S1..S4 stages)")
-        rows = rows[rows["kind"] == "F"]
+        rows = rows[rows["kind"] == ssa_kind]
     if rows.empty:
         raise RunnerError(f"benchmark {s.benchmark!r} has no items in split {s.split!r}"
-                          + (" of kind F" if s.strategy == "ssa" else ""))
+                          + (f" of kind {ssa_kind}" if s.strategy == "ssa" else ""))
     if s.limit:
         rows = rows.head(int(s.limit))
     tasks = []
@@ -220,7 +233,7 @@ class _Progress:
             self.bar.close()
 
 
-def make_runner(s: RunSettings, items: Any) -> Any:
+def make_runner(s: RunSettings, items: Any) -> Runner:
     if s.runner == "baseline":
         from core.runners.baselines import Baseline
 
@@ -235,7 +248,8 @@ def make_runner(s: RunSettings, items: Any) -> Any:
                         timeout=s.timeout, max_retries=s.max_retries, backoff=s.backoff)
 
 
-def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, int], None] | None = None,
+def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
+        progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Execute run `s` into `sink`; returns the summary dict (with `line`, the one-line summary).
 
@@ -265,7 +279,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
         if notify is not None:
             notify(w)
     if s.strategy == "ssa":
-        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path)
+        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path, family)
     sink.ensure_run(s.run, s.benchmark, config)
     pending = _pending(sink, s, tasks)
     sink.set_run_status(s.run, "running")
@@ -276,15 +290,19 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     t_send = time.perf_counter()
     try:
         if s.runner == "baseline":
+            if not isinstance(runner, AnswerRunner):
+                raise RunnerError(f"{type(runner).__name__} is not a baseline (it has no answer(task))")
             _run_baseline(sink, s, runner, pending, bar, cancel)
         else:
             make_dialog = _dialog_factory(items, s, family, sink.image_path)
             style = prompts.final_style(s.strategy, family)
             keep = s.strategy in prompts.TRACE_STRATEGIES
-            if hasattr(runner, "acall"):
+            if isinstance(runner, AsyncRunner):
                 run_coroutine(_run_async(sink, s, runner, pending, make_dialog, style, keep, bar, cancel))
-            else:
+            elif isinstance(runner, BatchRunner):
                 _run_batched(sink, s, runner, pending, make_dialog, style, keep, bar, cancel)
+            else:
+                raise RunnerError(f"{type(runner).__name__} answers no prompts (neither acall nor generate)")
         if cancel is not None and cancel.is_set():
             status = "cancelled"
     except KeyboardInterrupt:
@@ -301,7 +319,7 @@ def run(sink: Any, s: RunSettings, runner: Any = None, progress: Callable[[int, 
     return _summary(s, model_id, status, len(tasks), len(pending), bar, len(left), t0, send_seconds, warnings)
 
 
-def _pending(sink: Any, s: RunSettings, tasks: list[Task]) -> list[Task]:
+def _pending(sink: PredictionSink, s: RunSettings, tasks: list[Task]) -> list[Task]:
     """The tasks still to send: those without a prediction, or with `retry_errors` those stored as api_error."""
     if s.retry_errors:
         todo_keys = sink.done_keys(s.run, statuses=("api_error",))
@@ -337,10 +355,11 @@ def _all_letters(tasks: list[Task]) -> str:
     return "".join(seen)
 
 
-def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any]) -> dict[str, int]:
-    """The leakage guard's count for an SSA run, over every F item of the split (not only the first --limit
-    ones, so a resumed run keeps its config): {"items", "text_removed"} (002 C.5; prompts.ssa_guard_count)."""
-    rows = items[(items["split"] == s.split) & (items["kind"] == "F")]
+def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any], family: str) -> dict[str, int]:
+    """The leakage guard's count for an SSA run, over every item of the split of the family's SSA kind (StemBind's
+    F items; not only the first --limit ones, so a resumed run keeps its config): {"items", "text_removed"}
+    (002 C.5; prompts.ssa_guard_count)."""
+    rows = items[(items["split"] == s.split) & (items["kind"] == families.get(family).capabilities.ssa_kind)]
     views = [make_view(row, image_path) for _, row in rows.iterrows()]
     level = s.ssa_level or "H0"
     needed = () if level == prompts.SSA_CONTROL else STAGES[: int(level[1])]
@@ -373,8 +392,8 @@ def _dialog_factory(items: Any, s: RunSettings, family: str, image_path: Callabl
     return make
 
 
-def _run_baseline(sink: Any, s: RunSettings, runner: Any, pending: list[Task], bar: _Progress,
-                  cancel: threading.Event | None) -> None:
+def _run_baseline(sink: PredictionSink, s: RunSettings, runner: AnswerRunner, pending: list[Task],
+                  bar: _Progress, cancel: threading.Event | None) -> None:
     chunk = max(1, s.batch_size) * 32
     for i in range(0, len(pending), chunk):
         if cancel is not None and cancel.is_set():
@@ -389,8 +408,9 @@ def _run_baseline(sink: Any, s: RunSettings, runner: Any, pending: list[Task], b
         bar.add(preds)
 
 
-def _run_batched(sink: Any, s: RunSettings, runner: Any, pending: list[Task], make_dialog: Callable[[Task], Dialog],
-                 style: str, keep: bool, bar: _Progress, cancel: threading.Event | None) -> None:
+def _run_batched(sink: PredictionSink, s: RunSettings, runner: BatchRunner, pending: list[Task],
+                 make_dialog: Callable[[Task], Dialog], style: str, keep: bool, bar: _Progress,
+                 cancel: threading.Event | None) -> None:
     """Batches of `batch_size` tasks advance stage by stage; each batch is committed when it completes."""
     size = max(1, s.batch_size)
     for i in range(0, len(pending), size):
@@ -402,7 +422,7 @@ def _run_batched(sink: Any, s: RunSettings, runner: Any, pending: list[Task], ma
             if not live:
                 break
             try:
-                replies = runner.generate([d.request for d in live])
+                replies = runner.generate([d.request for d in live if d.request is not None])  # all (not done)
             except (RuntimeError, ValueError) as exc:  # a batch the model cannot run: record, never guess
                 replies = [Reply(error=f"{type(exc).__name__}: {exc}"[:2000]) for _ in live]
             for d, r in zip(live, replies, strict=True):
@@ -419,7 +439,7 @@ class _Committer:
     A worker awaits its commit before taking the next task, so sent-but-uncommitted keys never exceed the
     concurrency bound."""
 
-    def __init__(self, sink: Any, run: str, bar: _Progress, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, sink: PredictionSink, run: str, bar: _Progress, loop: asyncio.AbstractEventLoop) -> None:
         self.sink, self.run, self.bar, self.loop = sink, run, bar, loop
         self.pending: list[tuple[Prediction, asyncio.Future[None]]] = []
 
@@ -450,7 +470,7 @@ class _Committer:
         self._flush()
 
 
-async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task],
+async def _run_async(sink: PredictionSink, s: RunSettings, runner: AsyncRunner, pending: list[Task],
                      make_dialog: Callable[[Task], Dialog], style: str, keep: bool, bar: _Progress,
                      cancel: threading.Event | None) -> None:
     committer = _Committer(sink, s.run, bar, asyncio.get_running_loop())
@@ -474,8 +494,8 @@ async def _run_async(sink: Any, s: RunSettings, runner: Any, pending: list[Task]
             await runner.aclose()
 
 
-def run_from_args(store: Any, args: Any, progress: Callable[[int, int], None] | None = None,
+def run_from_args(store: PredictionSink, args: Any, progress: Callable[[int, int], None] | None = None,
                   cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None
                   ) -> dict[str, Any]:
-    """The CLI / GUI entry: argparse namespace (see core.runners.cli) -> summary dict (`line`, `status`, counts)."""
+    """The CLI / GUI entry: argparse namespace (see cli/arguments.py, `run`) -> summary dict (`line`, `status`, counts)."""
     return run(store, settings_from_args(args), progress=progress, cancel=cancel, notify=notify)

@@ -144,11 +144,11 @@ def test_open_group_and_select_row(store):
 def test_list_follows_an_extraction_audit_override(store):
     """A manual answer applied in the audit changes the run's cell on the next list call (the cache is keyed
     by the run's version and the read goes through the override layer)."""
-    from db import browse as dbb
     from db import overrides as dbo
+    from db import predictions
 
     run = "synth-sb-binder-weak"
-    bad = next(dbb.problem_predictions(store, run).itertuples())
+    bad = next(predictions.problem_predictions(store, run).itertuples())
     gid, item = bad.group_id, bad.item_id
     before = browse.list_groups(store, "stembind", [run], None, None, None, None, None, gid, 1)
     cell = before["table"].set_index("group").loc[gid, browse.run_header(store.run(run))]

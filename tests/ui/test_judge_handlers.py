@@ -132,3 +132,31 @@ def test_save_label_api_and_sources(sb):
     assert upd["value"] == "sample:cal" and ("all F traces", "filter:all") in upd["choices"]
     n = len(judging.sample_frame(sb, "cal"))
     assert len(_out(uj.on_start(sb, False, RUN, "sample:cal", "ann", True))["state"]["queue"]) == n
+
+
+def test_judge_controls_only_for_a_family_with_stage_judging(sb, store, fe_bench):
+    """A family without judged traces shows no Judge / Calibration controls: a one-line note instead."""
+    from core.families import stage_judging
+    from core.families.stembind.judging import JUDGING
+    from db.importers import import_items
+
+    assert stage_judging.of("stembind") is JUDGING and stage_judging.of("frameevidence") is None
+    import_items(store, fe_bench)  # a store of one FrameEvidence benchmark: nothing to judge anywhere
+    bench = store.benchmarks()[0]["name"]
+    shown, note = uj.availability(store, bench)
+    assert shown is False and "nothing to judge" in note
+    note_up, controls = uj.on_availability(store, bench)
+    assert controls["visible"] is False and note_up["visible"] is True and note_up["value"] == note
+    assert uj.run_choices(store) == [] and judging.judged_benchmarks(store) == []
+    # the demo store: StemBind has stage judging (no note), FrameEvidence has not (a note naming both)
+    assert uj.availability(sb, "stembind") == (True, "")
+    shown, note = uj.availability(sb, "frameevidence")
+    assert shown is True and "frameevidence (frameevidence) has no stage-judged traces" in note and "stembind" in note
+    note_up, controls = uj.on_availability(sb, "stembind")
+    assert controls["visible"] is True and note_up["visible"] is False
+    fe_run = next(r["name"] for r in sb.runs("frameevidence"))
+    assert fe_run not in [v for _, v in uj.run_choices(sb)]
+    with pytest.raises(judging.NotJudged, match="no stage-judged traces"):
+        judging.trace_records(sb, fe_run)
+    with pytest.raises(judging.NotJudged):
+        dbl.save_label(sb, fe_run, ("x", 0, 0), "ann", {"S1": 1})

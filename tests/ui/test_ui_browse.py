@@ -261,11 +261,11 @@ def test_audit_manual_answer_recorded(env):
     page.locator("#cc-audit").get_by_text("Extraction audit").first.click()
     choose(page, "cc-audit-run", re.compile(r"^synth-sb-binder-weak"))
     page.wait_for_selector("#cc-audit-list .cc-audit-table", timeout=30000)
-    from db import browse as dbb
+    from db import predictions
 
-    n_invalid = dbb.count_statuses(store, "synth-sb-binder-weak")["invalid"]
+    n_invalid = predictions.count_statuses(store, "synth-sb-binder-weak")["invalid"]
     assert page.locator("#cc-audit-list .cc-audit-table tbody tr").count() == n_invalid
-    first = dbb.problem_predictions(store, "synth-sb-binder-weak").iloc[0]
+    first = predictions.problem_predictions(store, "synth-sb-binder-weak").iloc[0]
     choose(page, "cc-audit-method", "Manual letter")
     page.locator("#cc-audit-letter textarea, #cc-audit-letter input").first.fill(first["gold"])
     page.locator("#cc-audit-apply").click()

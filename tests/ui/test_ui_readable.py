@@ -14,6 +14,7 @@ import core.prompts
 import core.schema
 import ui.views.common
 from core import groups as core_groups
+from core.families.stembind.judging import JUDGING
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GREEN, RED = "rgb(26, 127, 55)", "rgb(207, 34, 46)"
@@ -22,10 +23,12 @@ VIEW = "#cc-group-view"
 
 def test_one_set_of_stage_names():
     assert core.schema.STAGE_NAMES == {"S1": "Encode", "S2": "Infer", "S3": "Map", "S4": "Apply"}  # 002 §3.1
-    for module in (core.prompts, core.judge, ui.views.common):
+    for module in (core.prompts, ui.views.common):
         assert module.STAGE_NAMES is core.schema.STAGE_NAMES, module.__name__
+    assert JUDGING.stage_names is core.schema.STAGE_NAMES  # the judge reads them from StemBind's stage judging
     prompt = core.judge.build_prompt(core.judge.JudgeInput(
-        item_id="x", trace="t", final_answer="A", stages={s: f"target {s}" for s in core.schema.STAGES}))
+        item_id="x", trace="t", final_answer="A", stages={s: f"target {s}" for s in core.schema.STAGES},
+        judging=JUDGING))
     for s, name in core.schema.STAGE_NAMES.items():
         assert f"{s} ({name})" in prompt and f"{s} {name}:" in prompt  # targets and rubric
     assert not re.search(r"\b(See|Select)\b", prompt)

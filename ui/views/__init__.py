@@ -3,9 +3,10 @@
 `render_group(store, benchmark, group_id, selected, detail, boxes)` is the one entry point the tabs call;
 it reads only the group's rows (db.browse), so it stays fast on large stores.
 
-A family's view module (VIEW_MODULES, keyed by family name; generic for any other family) has
-`render(store, group, boxes)` and may have `run_summary(records, outcomes) -> dict`, the per-run facts its
-view shows beside the marks (StemBind: the stem's category); `view_module(family)` is the registry's one lookup.
+A family's view module (its dotted name is the family's `Family.view`, e.g. "ui.views.stembind") has
+`render(store, group, boxes)` and `CHARTS` (ui/charts.py) and may have `run_summary(records, outcomes) -> dict`,
+the per-run facts its view shows beside the marks (StemBind: the stem's category); `view_module(family)` is
+the one lookup.
 """
 
 from __future__ import annotations
@@ -17,18 +18,17 @@ from typing import Any
 
 import pandas as pd
 
+from core import families
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
-from db import frames
+from db import predictions
 from ui.views.common import RunView, esc, message
-
-VIEW_MODULES = {"frameevidence": "frameevidence", "stembind": "stembind", "spur": "spur", "generic": "generic"}
 
 
 def view_module(family: str) -> ModuleType:
-    """The view module of `family` (ui.views.generic for a family without its own)."""
-    return importlib.import_module(f"ui.views.{VIEW_MODULES.get(family, 'generic')}")
+    """The view module of `family` (`Family.view`; ui.views.generic unless the family names its own)."""
+    return importlib.import_module(families.get(family).view)
 
 
 @dataclass
@@ -59,7 +59,7 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     pks = [int(p) for p in items["pk"]]
     scoped = items.drop(columns="pk")
     recs = scoped.to_dict("records")
-    preds = frames.group_prediction_records(store, [r["id"] for r in records], pks)
+    preds = predictions.group_prediction_records(store, [r["id"] for r in records], pks)
     summarise = getattr(view_module(family), "run_summary", None)
     views = []
     for rec in records:

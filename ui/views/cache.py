@@ -15,7 +15,7 @@ from core import groups as core_groups
 from core import outcomes
 from core.schema import RunData
 from db import browse as dbb
-from db import frames
+from db import predictions
 
 _LOCK = threading.RLock()
 _BENCH: dict[tuple[str, str], BenchData] = {}
@@ -37,7 +37,7 @@ class BenchData:
     kinds: list[str]
     pk_ids: dict[int, str]
     layout: outcomes.Layout   # the items as arrays (core.outcomes), for the runs' summaries
-    pk_rows: np.ndarray       # item pk -> row of `items` (db.frames.pk_rows)
+    pk_rows: np.ndarray       # item pk -> row of `items` (db.predictions.pk_rows)
 
 
 def bench(store: Any, name: str) -> BenchData:
@@ -54,7 +54,7 @@ def bench(store: Any, name: str) -> BenchData:
                      splits=core_groups.ordered(items["split"].unique(), ["test", "dev", "train"]),
                      kinds=core_groups.ordered(items["kind"].unique(), []),
                      pk_ids=dict(zip(items["pk"].tolist(), items["item_id"].tolist(), strict=True)),
-                     layout=outcomes.layout(str(b["family"]), items), pk_rows=frames.pk_rows(items["pk"].tolist()))
+                     layout=outcomes.layout(str(b["family"]), items), pk_rows=predictions.pk_rows(items["pk"].tolist()))
     with _LOCK:
         _BENCH[key] = data
     return data
@@ -100,7 +100,7 @@ def summaries(store: Any, bd: BenchData, runs: list[dict[str, Any]]) -> list[tup
                 got[n] = hit[1]
     todo = [r for r in runs if r["name"] not in got and r["name"] in versions]
     if todo:
-        read = frames.outcome_arrays(store, [r["id"] for r in todo], bd.pk_rows)
+        read = predictions.outcome_arrays(store, [r["id"] for r in todo], bd.pk_rows)
         made = {r["name"]: outcomes.summarise(bd.layout, read[r["id"]]) for r in todo}
         got.update(made)
         with _LOCK:

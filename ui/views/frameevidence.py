@@ -240,4 +240,4 @@ def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.F
     return out
 
 
-CHARTS = FamilyCharts(SECTIONS, charts, control_runner="baseline", cluster_pickers=True)
+CHARTS = FamilyCharts(SECTIONS, charts, control_runner="baseline")

@@ -4,27 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.families.frameevidence.compare import paired_differences  # noqa: F401
-from core.families.frameevidence.groups import (  # noqa: F401 (the family protocol)
-    EVERY_PREDICTION,
-    PATTERNS,
-    UNANSWERED_IS_WRONG,
-    outcomes,
-    summary_patterns,
-)
-from core.families.frameevidence.metrics import score  # noqa: F401
-from core.families.frameevidence.tables import tables  # noqa: F401
+from core.families.frameevidence import compare, groups, metrics
+from core.families.frameevidence.tables import tables
 from core.families.frameevidence.vocab import FQ1_VARIANTS, VARIANTS
+from core.families.protocol import Capabilities, Family
 from core.report import Report
 from core.schema import Item
 
-NAME = "frameevidence"
-PARSER = "letter"
-STAGE_OF: dict[str, str] = {}
-OPTIONAL_GROUPS = False
-CLUSTERINGS = True  # exact-image / union components (000 App. A, D.6)
-SSA = False
-JUDGED_TRACES = False
 KINDS = VARIANTS  # kind -> its variants
 # 000 §3 "Each item ... contains one to five images"; §4.1 "FQ1 reuses two to four ordered images", "FQ2 starts
 # from two to four MSS images, then changes the set size by one" (so a deletion shows 1-3, an addition 3-5).
@@ -200,3 +186,19 @@ def _check_positions(gid: str, mss: Item, dele: Item, add: Item, positions: dict
             report.error(file, add.line, "meta.original_positions", f"FQ2 group {gid!r}: expected the MSS's view "
                          f"numbers {base} (line {mss.line}) in order plus a new one for the added image "
                          f"(position {new + 1}), got {add_pos}")
+
+
+FAMILY = Family(
+    name="frameevidence",
+    parser="letter",
+    kinds=tuple(KINDS),
+    validate=validate,
+    score=metrics.score,
+    groups=groups.RULES,
+    tables=tables,
+    paired_differences=compare.paired_differences,  # macro-F1 is not a ratio of sums
+    capabilities=Capabilities(clusterings=True),  # exact-image / union components (000 App. A, D.6)
+    scoring_item_columns=("images",),  # the image hashes those clusterings link groups by
+    units_by_model=True,
+    view="ui.views.frameevidence",
+)

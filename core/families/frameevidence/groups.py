@@ -12,6 +12,7 @@ import pandas as pd
 from core import outcomes as core_outcomes
 from core.families.frameevidence import metrics as fe
 from core.families.frameevidence.vocab import FQ2_VARIANTS
+from core.families.protocol import GroupRules
 from core.schema import RunData
 
 # The item outcome is the metrics' (000 App. A): the rotation-0 / repeat-0 prediction; an item the run did not
@@ -147,3 +148,6 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
         wrong = ~np.where(has, s.correct[np.maximum(at, 0)], False)
         got = np.where(has, s.answered[np.maximum(at, 0)], False)
         s.patterns[key] = in_fq2 & mss_right & wrong & got
+
+
+RULES = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

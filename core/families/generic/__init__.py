@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from core.families.generic.compare import paired_arrays  # noqa: F401
-from core.families.generic.groups import (  # noqa: F401 (the family protocol)
-    EVERY_PREDICTION,
-    PATTERNS,
-    UNANSWERED_IS_WRONG,
-    outcomes,
-    summary_patterns,
-)
-from core.families.generic.metrics import score  # noqa: F401
-from core.families.generic.tables import tables  # noqa: F401
+from core.families.generic import compare, groups, metrics
+from core.families.generic.tables import tables
+from core.families.protocol import Capabilities, Family
 from core.report import Report
 from core.schema import Item
-
-NAME = "generic"
-PARSER = "letter"
-KINDS: tuple[str, ...] = ()  # any kind
-STAGE_OF: dict[str, str] = {}
-OPTIONAL_GROUPS = True  # group_id and kind may be left out: each item is its own group
-CLUSTERINGS = False
-SSA = False
-JUDGED_TRACES = False
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
     """Only the basic item rules (core/formats.py) apply."""
+
+
+FAMILY = Family(
+    name="generic",
+    parser="letter",
+    kinds=(),  # any kind
+    validate=validate,
+    score=metrics.score,
+    groups=groups.RULES,
+    tables=tables,
+    paired_arrays=compare.paired_arrays,
+    capabilities=Capabilities(optional_groups=True),  # group_id and kind may be left out: each item its own group
+    view="ui.views.generic",
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core import outcomes as core_outcomes
+from core.families.protocol import GroupRules
 from core.metrics import common
 from core.schema import RunData
 
@@ -28,3 +29,6 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
     answered = s.n_answered > 0
     s.patterns["some_wrong"] = answered & (s.n_correct < lay.n_items)
     s.patterns["all_wrong"] = answered & (s.n_correct == 0)
+
+
+RULES = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

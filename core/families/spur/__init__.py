@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from core.families.spur.compare import paired_arrays  # noqa: F401
-from core.families.spur.groups import (  # noqa: F401 (the family protocol)
-    EVERY_PREDICTION,
-    PATTERNS,
-    UNANSWERED_IS_WRONG,
-    outcomes,
-    summary_patterns,
-)
-from core.families.spur.metrics import score  # noqa: F401
-from core.families.spur.tables import tables  # noqa: F401
-from core.families.spur.vocab import STAGE_OF
+from core.families.protocol import Capabilities, Family
+from core.families.spur import compare, groups, metrics
+from core.families.spur.tables import SHORTCUT_TABLE, tables
+from core.families.spur.vocab import STAGE_OF, TASKS
 from core.report import Report
 from core.schema import Item
-
-NAME = "spur"
-PARSER = "letter"
-OPTIONAL_GROUPS = False
-CLUSTERINGS = False
-SSA = False
-JUDGED_TRACES = False
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -29,3 +15,18 @@ def validate(items: list[Item], file: str, report: Report) -> None:
     for it in items:
         if it.kind not in STAGE_OF:
             report.error(file, it.line, "kind", f"expected one of {', '.join(STAGE_OF)}, got {it.kind!r}")
+
+
+FAMILY = Family(
+    name="spur",
+    parser="letter",
+    kinds=TASKS,
+    validate=validate,
+    score=metrics.score,
+    groups=groups.RULES,
+    tables=tables,
+    paired_arrays=compare.paired_arrays,
+    stage_of=STAGE_OF,
+    capabilities=Capabilities(shortcut_table=SHORTCUT_TABLE),  # the text-only shortcut filter (001 §2.3)
+    view="ui.views.spur",
+)

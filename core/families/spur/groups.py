@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from core import outcomes as core_outcomes
+from core.families.protocol import GroupRules
 from core.families.spur import metrics as sp
 from core.families.spur.vocab import STAGE_OF
 
@@ -40,3 +41,6 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
     perc_ok = (n_perc > 0) & (core_outcomes.per_group(lay, s.correct & s.answered, perc) == n_perc)
     reas_bad = core_outcomes.per_group(lay, s.answered & ~s.correct, stage == "reasoning") > 0
     s.patterns["perc_ok_reason_wrong"] = perc_ok & reas_bad
+
+
+RULES = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

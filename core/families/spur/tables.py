@@ -23,6 +23,9 @@ from core.report_tables import (
 SPUR_MAIN = [*[(t, ("tasks", t)) for t in TASKS], ("Perception", ("perception",)),
              ("Understanding", ("understanding",)), ("Reasoning", ("reasoning",)), ("Overall", ("overall",))]
 
+# the table the text-only shortcut filter redraws per filter model (Capabilities.shortcut_table)
+SHORTCUT_TABLE = "spur_shortcut"
+
 
 def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
     """Every table of the family over the selected runs (`controls`: FrameEvidence's baselines; unused)."""
@@ -90,7 +93,7 @@ def spur_shortcut(runs: Sequence[RunScore], choice: str | None = None) -> Table:
                 Cell(len(b.get("runs") or []), None, r.name, "count"), Cell(span, None, r.name, "text"),
                 Cell(b.get("flagged"), (*path, "flagged"), r.name), Cell(b.get("k"), (*path, "k"), r.name, "text")],
                 r.name, r.synthetic, reference=bool(b.get("pooled"))))
-    return Table("spur_shortcut", "Text-only shortcut filter per model (001 §2.3)", ["Filter model"], cols, rows,
+    return Table(SHORTCUT_TABLE, "Text-only shortcut filter per model (001 §2.3)", ["Filter model"], cols, rows,
                  note="Counted per text-only model: an item is flagged when at least half of that model's "
                       "randomized text-only trials (5 of 10 in the paper) answer it correctly. A pooled row "
                       "appears only when asked for (score --shortcut-pool, or the picker) and is labelled so.")

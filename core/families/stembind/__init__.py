@@ -4,27 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.families.stembind.compare import paired_arrays  # noqa: F401
-from core.families.stembind.groups import (  # noqa: F401 (the family protocol)
-    EVERY_PREDICTION,
-    PATTERNS,
-    UNANSWERED_IS_WRONG,
-    outcomes,
-    summary_patterns,
-)
-from core.families.stembind.metrics import prefetch, score  # noqa: F401
-from core.families.stembind.tables import tables  # noqa: F401
+from core.families.protocol import Capabilities, Family
+from core.families.stembind import compare, groups, metrics
+from core.families.stembind.judging import JUDGING
+from core.families.stembind.tables import tables
 from core.families.stembind.vocab import KINDS, OPERATIONS
 from core.report import Report
 from core.schema import Item
-
-NAME = "stembind"
-PARSER = "tag"
-STAGE_OF: dict[str, str] = {}  # its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
-OPTIONAL_GROUPS = False
-CLUSTERINGS = False
-SSA = True  # 002 §3.3, App. C.5
-JUDGED_TRACES = True  # L2 StepAcc, L3 AttrTag (002 §3.3)
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -55,3 +41,21 @@ def validate(items: list[Item], file: str, report: Report) -> None:
         if not ops:
             report.warn(file, first, "meta.operation", f"stem {gid!r} names no operation; per-operation tables "
                         "will list it as unknown")
+
+
+FAMILY = Family(
+    name="stembind",
+    parser="tag",
+    kinds=KINDS,
+    validate=validate,
+    score=metrics.score,
+    prefetch=metrics.prefetch,
+    groups=groups.RULES,
+    tables=tables,
+    paired_arrays=compare.paired_arrays,
+    # stage_of stays {}: its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
+    capabilities=Capabilities(ssa_kind="F"),  # SSA runs ask the F items (002 §3.3, App. C.5)
+    judging=JUDGING,  # L2 StepAcc, L3 AttrTag read the stored trace judgements (002 §3.3)
+    units_by_model=True,
+    view="ui.views.stembind",
+)

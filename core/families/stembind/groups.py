@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from core import outcomes as core_outcomes
+from core.families.protocol import GroupRules
 from core.families.stembind import metrics as sb
 from core.families.stembind.vocab import KINDS
 
@@ -81,3 +82,6 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
     s.category[complete] = cats[complete]
     for cat in sb.DECOMPOSITION:
         s.patterns[f"cat_{cat}"] = s.category == cat
+
+
+RULES = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

@@ -1,0 +1,420 @@
+"""The handlers of `python app.py COMMAND`: open the store, call db/ and core/, print.
+
+Every import of db/, core/ or ui/ sits inside the handler that uses it, so parsing the command line imports
+none of them (#27). A handler raises the product's named errors; cli.main turns them into one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core.errors import CrosscheckError
+
+# the commands that may create a store where none is; every other one refuses a missing store (and creates nothing)
+CREATES_STORE = ("import", "demo", "serve")
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    """The store file: --db, else $CROSSCHECK_DB, else the user's data folder (db.store.default_db_path)."""
+    from db.store import default_db_path
+
+    return Path(args.db or default_db_path()).expanduser()
+
+
+def _store(args: argparse.Namespace):  # noqa: ANN202 - db.store.Store, imported lazily
+    """The store of --db. Only `import`, `demo` and `serve` create one; any other command refuses a missing
+    store in one line and creates nothing (not even its folder)."""
+    path = store_path(args)
+    if args.command not in CREATES_STORE and not path.is_file():
+        raise CrosscheckError(f"no store at {path} (create one with `python app.py import ITEMS` or "
+                              "`python app.py demo`, or pass --db PATH)")
+    from db.store import Store
+
+    return Store(path)
+
+
+def _print_report(result: Any, verbose: bool) -> None:
+    for issue in result.report.warnings[: None if verbose else 5]:
+        print(f"warning: {issue}", file=sys.stderr)
+    hidden = len(result.report.warnings) - 5
+    if not verbose and hidden > 0:
+        print(f"warning: ... and {hidden} more warnings (use -v to list them)", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from db.importers import import_items
+
+    result = import_items(_store(args), args.path, name=args.name, fmt=args.format, family=args.family,
+                          mapping=args.map, preset=args.preset)
+    _print_report(result, args.verbose)
+    if result.unchanged:
+        print(f"benchmark {result.target!r}: unchanged (already imported from identical items)")
+    else:
+        c = result.report.counts
+        print(f"benchmark {result.target!r}: imported {c['items']} items in {c['groups']} groups, {c['images']} images")
+    return 0
+
+
+def cmd_import_predictions(args: argparse.Namespace) -> int:
+    from db.importers import import_predictions
+
+    config = json.loads(args.config) if args.config else None
+    result = import_predictions(_store(args), args.path, args.run, model=args.model, config=config,
+                                benchmark=args.benchmark, replace=args.replace, fmt=args.format, key=args.key)
+    _print_report(result, args.verbose)
+    c = result.report.counts
+    print(f"run {args.run!r}: {c['predictions']} predictions written ({c['ok']} ok, {c['invalid']} invalid, "
+          f"{c['api_error']} api_error), {c['unchanged']} unchanged")
+    return 0
+
+
+def cmd_import_labels(args: argparse.Namespace) -> int:
+    from db.importers import import_labels
+
+    result = import_labels(_store(args), args.path, args.run)
+    _print_report(result, args.verbose)
+    c = result.report.counts
+    print(f"run {args.run!r}: {c['labels']} labels written, {c['unchanged']} unchanged")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from core.scoring import score_all, split_arg
+    from db.frames import load_for_scoring, score_extras
+
+    store = _store(args)
+    if args.all:
+        return _score_all(store, args)
+    if not args.run:
+        raise CrosscheckError("score needs --run NAME (or --all)")
+    row = store.run(args.run)
+    items, runs = load_for_scoring(store, row["benchmark"])
+    if (args.split or "").strip() == "test" and not (items["split"] == "test").any():  # asked for, not defaulted
+        known = ", ".join(sorted(map(str, items["split"].unique()))) or "none"
+        raise CrosscheckError(f"benchmark {row['benchmark']!r} has no items in split 'test' (splits: {known})")
+    compare = None
+    if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
+        compare = runs.get(args.compare) or store.run_data(args.compare)
+    extras = score_extras(store, args.run, row["family"], judge=args.judge)
+    if args.shortcut_model or args.shortcut_pool:
+        from core import families
+
+        if families.get(row["family"]).capabilities.shortcut_table is None:
+            raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
+        extras.update(shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
+    clusterings = _clusterings(args, row["family"])
+    if clusterings:
+        extras["clusterings"] = clusterings
+    result = score_all(items, runs, names=[args.run], compare=compare, split=split_arg(args.split),
+                       **extras)[args.run]
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
+    else:
+        _print_metrics(result["metrics"])
+    return 0
+
+
+def cmd_slices(args: argparse.Namespace) -> int:
+    """Where a run fails: every stratum's value against the rest of the split (core.slices)."""
+    from core.scoring import split_arg
+    from core.slices import slices_of_run
+    from db.frames import load_for_scoring
+    from db.tags import tag_fields
+
+    store = _store(args)
+    row = store.run(args.run)
+    if args.benchmark and args.benchmark != row["benchmark"]:
+        raise CrosscheckError(f"run {args.run!r} is a run of {row['benchmark']!r}, not of {args.benchmark!r}")
+    names = [args.run] + ([args.compare] if args.compare else [])
+    items, runs = load_for_scoring(store, row["benchmark"], names=names)
+    other = None
+    if args.compare:
+        other = runs.get(args.compare) or store.run_data(args.compare)
+    by = [f.strip() for f in args.by.split(",") if f.strip()] if args.by else None
+    extra = tag_fields(store, row["benchmark"], items["group_id"])
+    label, found = slices_of_run(items, runs[args.run], other=other, split=split_arg(args.split), by=by,
+                                 depth=args.depth, min_groups=args.min_groups, draws=args.draws, extra=extra)
+    if args.json:
+        print(json.dumps({"benchmark": row["benchmark"], "run": args.run, "compare": args.compare, "split": label,
+                          "slices": [s.to_json() for s in found]}, ensure_ascii=False))
+        return 0
+    _print_slices(found, args.run, args.compare, label)
+    return 0
+
+
+def _print_slices(found: list[Any], run: str, other: str | None, split: str) -> None:
+    def pct(x: float | None) -> str:
+        return "    -" if x is None else f"{100 * x:5.1f}"
+
+    def signed(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:+.1f}"
+
+    vs = f"{run} - {other}" if other else "slice - rest"
+    print(f"{len(found)} slices of {run!r} on split {split!r} ({vs}, 95% cluster-bootstrap CI, BH q), worst first")
+    print(f"{'field = value':<40} {'groups':>6} {'items':>6} {'acc %':>6} {'vs %':>6} {'diff':>7} "
+          f"{'95% CI':>17} {'q':>7}")
+    for s in found:
+        vs_rate = s.other if s.other is not None else s.rest
+        ci = f"[{signed(s.ci[0])}, {signed(s.ci[1])}]" if s.ci else "-"
+        q = "-" if s.q is None else f"{s.q:.3g}"
+        print(f"{(s.field + ' = ' + s.value)[:40]:<40} {s.n_groups:>6} {s.n_items:>6} {pct(s.accuracy.value):>6} "
+              f"{pct(vs_rate.value):>6} {signed(s.diff):>7} {ci:>17} {q:>7}")
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Full-text search of responses, traces, item texts and notes (db/search.py); one line per hit."""
+    from db.search import parse_fields, search
+
+    store = _store(args)
+    runs = [r.strip() for part in (args.run or []) for r in part.split(",") if r.strip()] or None
+    hits = search(store, args.query, benchmark=args.benchmark, runs=runs, fields=parse_fields(args.fields),
+                  limit=args.limit or None)
+    for h in hits:
+        if args.json:
+            print(json.dumps(h.to_json(), ensure_ascii=False))
+        else:
+            where = f"{h.benchmark} {h.group_id}" + (f" {h.item_id}" if h.item_id else "") + (f" [{h.run}]" if h.run else "")
+            print(f"{where} {h.field}: {' '.join(h.snippet.split())}")
+    if args.limit and len(hits) == args.limit:
+        print(f"(the first {args.limit} hits; --limit 0 lists all)", file=sys.stderr)
+    return 0
+
+
+def cmd_tag(args: argparse.Namespace) -> int:
+    """Tag a group (or take a tag off, or list the benchmark's tags)."""
+    from db.tags import remove_tag, set_tag, tags_frame
+
+    store = _store(args)
+    if args.list:
+        frame = tags_frame(store, args.benchmark)
+        for r in frame.itertuples(index=False):
+            print(f"{r.group_id}\t{r.tag}\t{r.note or ''}\t{r.by}\t{r.created}")
+        return 0
+    if not args.group or not args.tag:
+        raise CrosscheckError("tag needs --group G and a TAG (or --list)")
+    if args.remove:
+        if not remove_tag(store, args.benchmark, args.group, args.tag):
+            raise CrosscheckError(f"group {args.group!r} has no tag {args.tag!r}")
+        print(f"group {args.group!r}: tag {args.tag!r} removed")
+    else:
+        set_tag(store, args.benchmark, args.group, args.tag, note=args.note, by=args.by or "cli")
+        print(f"group {args.group!r}: tagged {args.tag!r}")
+    return 0
+
+
+def _clusterings(args: argparse.Namespace, family: str) -> tuple[Any, ...]:
+    """The --cluster / --cluster-field choice as core.stats.Clustering objects (empty: the defaults)."""
+    from core import families
+    from core.stats import Clustering
+
+    if not args.cluster and not args.cluster_field:
+        return ()
+    if not families.get(family).capabilities.clusterings:
+        raise CrosscheckError(f"--cluster / --cluster-field apply to FrameEvidence runs (000 App. A, D.6); a "
+                              f"{family} run's intervals cluster by group")
+    names = [n.strip() for n in (args.cluster or "group,union").split(",") if n.strip()]
+    if not names:
+        raise CrosscheckError("--cluster needs one or more of group, image, union (comma-separated)")
+    if args.cluster_field and "union" not in names:
+        raise CrosscheckError("--cluster-field names the fields of the union clustering: add union to --cluster")
+    chosen = tuple(Clustering.parse(n, args.cluster_field) for n in names)
+    if len({c.name for c in chosen}) < len(chosen):
+        raise CrosscheckError(f"--cluster {args.cluster!r} names a clustering twice")
+    return chosen
+
+
+def _score_all(store: Any, args: argparse.Namespace) -> int:
+    """score --all: every run (of --benchmark, or of every benchmark), one result per run."""
+    from core.scoring import split_arg
+    from db.bulk import score_benchmarks
+
+    if args.compare or args.judge or args.shortcut_model or args.shortcut_pool:
+        raise CrosscheckError("score --all takes neither --compare, --judge nor --shortcut-model / --shortcut-pool "
+                              "(each run uses its latest judge run and the default shortcut filter)")
+    if args.cluster or args.cluster_field:
+        raise CrosscheckError("score --all uses the default clusterings (groups and union components by "
+                              "meta.scene); pass --cluster with --run NAME")
+    benchmarks = [args.benchmark] if args.benchmark else None
+    results = score_benchmarks(store, benchmarks, jobs=args.jobs, split=split_arg(args.split))
+    for per_run in results.values():
+        for result in per_run.values():
+            if args.json:  # JSON lines: one result per line
+                print(json.dumps(result, ensure_ascii=False))
+            else:
+                print(f"== {result['benchmark']} / {result['run']}")
+                _print_metrics(result["metrics"])
+    return 0
+
+
+def _print_metrics(metrics: dict[str, Any], prefix: str = "") -> None:
+    for key, val in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(val, dict) and "value" in val:
+            if val["value"] is None:
+                print(f"{name:<40} n/a  ({val.get('reason', 'undefined')})")
+            else:
+                kn = f"  ({val['k']}/{val['n']})" if "k" in val and "n" in val else ""
+                ci = f"  [{val['ci'][0]:.4f}, {val['ci'][1]:.4f}]" if val.get("ci") else ""
+                print(f"{name:<40} {val['value']:.4f}{kn}{ci}")
+        elif isinstance(val, dict):
+            _print_metrics(val, prefix=f"{name}.")
+        else:
+            print(f"{name:<40} {val}")
+
+
+def export_format(args: argparse.Namespace) -> str:
+    """export's --format, whose default depends on what is exported: csv for a leaderboard, else jsonl."""
+    if args.what == "leaderboard":
+        return str(args.format or "csv")
+    if args.format == "xlsx":
+        raise CrosscheckError(f"export {args.what} writes jsonl, csv or vlmevalkit; xlsx is for export leaderboard")
+    return str(args.format or "jsonl")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
+
+    fmt = export_format(args)
+    store = _store(args)
+    if args.what == "leaderboard":
+        return _export_leaderboard(store, args, fmt)
+    if args.what == "items":
+        bench = args.benchmark or (store.run(args.run)["benchmark"] if args.run else None)
+        if bench is None:
+            raise CrosscheckError("export items needs --benchmark NAME (or --run NAME)")
+        if fmt == "vlmevalkit":
+            from db.foreign_export import write_vlmevalkit_items
+
+            write_vlmevalkit_items(store, bench, sys.stdout)
+        else:
+            write_records(item_records(store, bench), sys.stdout, fmt)
+    else:
+        if not args.run:
+            raise CrosscheckError("export predictions needs --run NAME")
+        if fmt == "vlmevalkit":
+            from db.foreign_export import write_vlmevalkit_predictions
+
+            write_vlmevalkit_predictions(store, args.run, sys.stdout)
+        else:
+            write_records(prediction_records(store, args.run), sys.stdout, fmt, PRED_EXPORT_FIELDS)
+    return 0
+
+
+def _export_leaderboard(store: Any, args: argparse.Namespace, fmt: str) -> int:
+    from db.exporters import LEADERBOARD_FORMATS, leaderboard_frame, write_leaderboard
+
+    if not args.benchmark or fmt not in LEADERBOARD_FORMATS:
+        raise CrosscheckError("export leaderboard needs --benchmark NAME and --format csv or xlsx")
+    if fmt == "xlsx" and sys.stdout.isatty():
+        raise CrosscheckError("export leaderboard --format xlsx writes a binary workbook: redirect it to a file")
+    write_leaderboard(leaderboard_frame(store, args.benchmark, args.split), sys.stdout.buffer, fmt, args.benchmark)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`report`: the one-file HTML report (ui.report.write_report), written through a temporary file."""
+    from ui.report import write_report
+    from ui.report.collect import BadReportRequest
+
+    t0 = time.perf_counter()
+    names = [n.strip() for n in (args.runs or "").split(",") if n.strip()] or None
+    if args.output.suffix.lower() not in (".html", ".htm"):
+        raise BadReportRequest(f"-o {args.output}: the report is one HTML file; name it FILE.html")
+    command = shlex.join(["python", "app.py", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else "app.py report"
+    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command)
+    size = out.stat().st_size / 1e6
+    print(f"report of {args.benchmark!r} written to {out} ({size:.1f} MB, {time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from db.demo import build_demo_store
+
+    summary = build_demo_store(_store(args), seed=args.seed, progress=lambda m: print(m, flush=True))
+    print(f"demo store ready at {_store(args).path} in {summary.get('seconds', 0):.1f} s")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from core.runners.engine import run_from_args
+
+    summary = run_from_args(_store(args), args, notify=lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
+    print(summary.get("line", json.dumps(summary, default=str)))
+    return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
+
+
+def cmd_hash_password(args: argparse.Namespace) -> int:
+    from ui.auth import hash_password_main
+
+    return int(hash_password_main(args.user, from_stdin=args.stdin) or 0)
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from db.judge_cli import run_judge
+
+    return int(run_judge(_store(args), args) or 0)
+
+
+def cmd_calibration(args: argparse.Namespace) -> int:
+    from db.judge_cli import run_calibration
+
+    return int(run_calibration(_store(args), args) or 0)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no usage statistics sent
+    from ui.auth import load_auth
+
+    auth = load_auth(args.auth) if args.auth else None  # a missing or bad file stops here: one line, exit 2
+    from ui.serving import cache_pruning
+    from ui.shell import launch
+
+    cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
+
+    store = _store(args)
+    if store.counts()["benchmarks"] == 0 and not getattr(args, "no_demo", False):
+        try:
+            from db.demo import build_demo_store
+        except ImportError:
+            print("the store is empty; import a benchmark with `python app.py import ITEMS.jsonl`")
+        else:
+            print(f"empty store at {store.path}: building the embedded demo (synthetic data) ...", flush=True)
+            build_demo_store(store, progress=lambda m: print(m, flush=True))
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.auth:
+        print(f"WARNING: serving on {args.host} without --auth: anyone who can reach this port can read the store. "
+              "Pass --auth FILE (see README, 'Host it for your lab').", file=sys.stderr)
+    launch(store, host=args.host, port=args.port, auth=auth)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """The store's benchmarks (family, splits with item counts) and runs (benchmark, model, status,
+    predictions); --json: one object {"store", "benchmarks": [...], "runs": [...]}."""
+    store = _store(args)
+    splits = store.split_counts()
+    benchmarks = [{"name": b["name"], "family": b["family"], "items": b["n_items"],
+                   "splits": splits.get(b["name"], {})} for b in store.benchmarks()]
+    runs = [{"name": r["name"], "benchmark": r["benchmark"], "model": r["model"], "runner": r["runner"],
+             "status": r["status"], "predictions": r["n_predictions"]} for r in store.runs()]
+    if args.json:
+        print(json.dumps({"store": str(store.path), "benchmarks": benchmarks, "runs": runs}, ensure_ascii=False))
+        return 0
+    print(f"store {store.path}: {len(benchmarks)} benchmarks, {len(runs)} runs")
+    print(f"\n{'benchmark':<32} {'family':<14} {'items':>7}  splits")
+    for b in benchmarks:
+        split_text = ", ".join(f"{k} {v}" for k, v in b["splits"].items()) or "-"
+        print(f"{b['name']:<32} {b['family']:<14} {b['items']:>7}  {split_text}")
+    print(f"\n{'run':<32} {'benchmark':<32} {'model':<28} {'status':<10} {'predictions':>11}")
+    for r in runs:
+        print(f"{r['name']:<32} {r['benchmark']:<32} {str(r['model'] or '-'):<28} {r['status']:<10} "
+              f"{r['predictions']:>11}")
+    return 0

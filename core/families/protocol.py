@@ -1,0 +1,142 @@
+"""The family protocol: one typed `Family` object per benchmark family, built once by its package.
+
+Each package's `__init__.py` ends in `FAMILY = Family(...)`; `core.families.get(name)` returns it, and generic
+code (core.scoring, core.groups, core.outcomes, core.comparison, core.report_tables, the importers, the runners,
+db.frames, db.bulk, the UI) reads a family only through these fields, never by testing its name. mypy checks
+every call: the function members are typing.Protocols (a family's `score` may take more keywords than the three
+positional arguments every caller passes). docs/ARCHITECTURE.md ("Adding a family") walks through them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.comparison import Arrays
+    from core.families.stage_judging import StageJudging
+    from core.outcomes import Layout, RunSummary
+    from core.report import Report
+    from core.report_tables import RunScore, Table
+    from core.schema import Item, RunData
+    from core.stats import Clustering
+
+
+class Validate(Protocol):
+    """The family's group rules at import: errors and warnings go to `report`, naming `file` and the line."""
+
+    def __call__(self, items: list[Item], file: str, report: Report, /) -> None: ...
+
+
+class Score(Protocol):
+    """The metric set of one run against the other runs of its benchmark (`<name>/metrics.py`); keywords such
+    as `seed`, `split`, `clusterings`, `judgements` or `shortcut_model` are the family's own."""
+
+    def __call__(self, items: pd.DataFrame, run: RunData, others: list[RunData], /, *args: Any,
+                 **kw: Any) -> dict[str, Any]: ...
+
+
+class Prefetch(Protocol):
+    """Work core.scoring.score_all hands the family once for many runs (inside their scoring context)."""
+
+    def __call__(self, items: pd.DataFrame, runs: Iterable[RunData], seed: int | None, /) -> None: ...
+
+
+class Outcomes(Protocol):
+    """A frame with `item_id`, `correct` and, where some items may be unanswered, `answered`: the item outcome
+    the group marks and the turnover use, equal to the metrics' own."""
+
+    def __call__(self, items: pd.DataFrame, run: RunData, /) -> pd.DataFrame: ...
+
+
+class SummaryPatterns(Protocol):
+    """Sets the family's failure patterns (and categories) of one run's group summary in place."""
+
+    def __call__(self, lay: Layout, summary: RunSummary, /) -> None: ...
+
+
+class PairedArrays(Protocol):
+    """Per-cluster (k_this, n_this, k_other, n_other) arrays per metric, or the reason there is nothing to
+    compare; the engine (core.comparison) adds the intervals."""
+
+    def __call__(self, items: pd.DataFrame, this: RunData, other: RunData, /) -> dict[str, Arrays] | str: ...
+
+
+class PairedDifferences(Protocol):
+    """The paired comparison computed by the family itself (a metric that is not a ratio of sums)."""
+
+    def __call__(self, items: pd.DataFrame, this: RunData, other: RunData, split: str | None, draws: int,
+                 seed: int | None, clustering: Clustering | None = None, /) -> dict[str, Any]: ...
+
+
+class Tables(Protocol):
+    """The Metrics tab's and the exports' tables over the selected runs (and control rows)."""
+
+    def __call__(self, runs: Sequence[RunScore], controls: Sequence[RunScore] = (), /) -> list[Table]: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a family's runs and benchmarks may do beyond the common ones (each declared here, once)."""
+
+    # an item may leave `group_id` / `kind` out: each item is its own group (generic)
+    optional_groups: bool = False
+    # paired intervals may resample exact-image or union components (FrameEvidence, 000 App. A / D.6); the
+    # Metrics and Compare tabs show their cluster pickers, `score --cluster` accepts them
+    clusterings: bool = False
+    # the item kind an SSA run asks (StemBind "F", 002 §3.3, App. C.5); None: the family takes no SSA runs
+    ssa_kind: str | None = None
+    # the key of the table the text-only shortcut filter redraws (SPUR, 001 §2.3: `score --shortcut-model`,
+    # the Metrics tab's filter-model picker); None: no shortcut filter
+    shortcut_table: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupRules:
+    """A family's item outcome rule and failure patterns, from its groups.py (Browse marks, Compare turnover)."""
+
+    outcomes: Outcomes
+    summary_patterns: SummaryPatterns
+    patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
+    every_prediction: bool                    # an item is correct only when every one of its predictions is,
+    #                                           else its rotation-0 / repeat-0 prediction decides
+    unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
+    #                                           wrong, else the items both runs answered
+
+
+@dataclass(frozen=True)
+class Family:
+    """Everything generic code knows about one benchmark family."""
+
+    name: str
+    parser: Literal["letter", "tag"]          # how a response's answer is read (core.parsing)
+    kinds: tuple[str, ...]                    # its item kinds; () for any kind
+    validate: Validate
+    score: Score
+    groups: GroupRules                        # item outcomes and failure patterns (its groups.py)
+    tables: Tables
+    paired_arrays: PairedArrays | None = None           # exactly one of the two
+    paired_differences: PairedDifferences | None = None
+    prefetch: Prefetch | None = None
+    stage_of: Mapping[str, str] = field(default_factory=dict)  # kind -> stage (SPUR's tasks); {} otherwise
+    capabilities: Capabilities = Capabilities()
+    judging: StageJudging | None = None       # free traces judged stage by stage (StemBind S1-S4)
+    # item columns its metrics read beyond db.frames.SCORING_ITEM_COLUMNS (FrameEvidence: the image hashes
+    # its exact-image / union clusterings link groups by)
+    scoring_item_columns: tuple[str, ...] = ()
+    # `score --all` may score its runs apart per config `model` (its partner metrics pair runs of one model)
+    units_by_model: bool = False
+    # the dotted name of its UI view module (render, CHARTS); core stays free of ui imports
+    view: str = "ui.views.generic"
+
+    def __post_init__(self) -> None:
+        if (self.paired_arrays is None) == (self.paired_differences is None):
+            raise TypeError(f"family {self.name!r}: give exactly one of paired_arrays and paired_differences")
+
+    @property
+    def judged_traces(self) -> bool:
+        """Its metrics read stored trace judgements (StemBind L2 StepAcc, L3 AttrTag)."""
+        return self.judging is not None

@@ -1,0 +1,348 @@
+"""The predictions import (SPEC §3, docs/FORMATS.md): every format (JSONL, CSV, other tools' files read by
+db/foreign.py) takes one path, `import_prediction_lines`, which reads each line by the one line schema,
+core/formats.PREDICTION_LINE, checks every line's item, key and letter, and writes a file without any problem in
+one `BEGIN IMMEDIATE` transaction, or refuses it with every problem (file, line, field). Re-importing the same
+file changes nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from core import families
+from core.formats import PredictionFields, check_prediction_line, prediction_fields, prediction_key
+from core.gcpause import gc_paused
+from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
+from core.report import Report
+from db import predictions
+from db.import_common import ImportResult, json_lines, read_text, refuse, resolve_benchmark
+from db.overrides import settle_replaced
+from db.store import Store, config_hash, now, touch_run
+
+
+def _read_prediction_objects(path: Path, report: Report) -> list[tuple[int, Any]]:
+    text = read_text(path, report)
+    if text is None:
+        return []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if not reader.fieldnames or "item_id" not in reader.fieldnames:
+            report.error(path.name, 1, "(header)", "expected a CSV header naming at least item_id and response")
+            return []
+        out = []
+        for row in reader:
+            obj = {k: v for k, v in row.items() if k is not None and v != ""}
+            if "response" in reader.fieldnames and "response" not in obj:
+                obj["response"] = ""
+            out.append((reader.line_num, obj))
+        return out
+    return json_lines(text, path.name, report)
+
+
+def _decide(f: PredictionFields, letters: str, parser: str, name: str, no: int, report: Report,
+            options: Callable[[], dict[str, str] | None]) -> tuple[str, str | None, str | None] | None:
+    """(status, letter as shown, answer letter) of one line's fields: the given letter, or the family's parser,
+    then unrotated; None with the error in `report`. `options()` (the item's option texts) is only called when
+    the response needs the full parsing rules (option-text answers); clean answers are decided without it."""
+    response, given, shown, rotation = f[1], f[2] or None, f[3], f[4]
+    if rotation >= len(letters):
+        report.error(name, no, "rotation", f"rotation {rotation} needs more than the item's {len(letters)} options")
+        return None
+    if given == "invalid" or given == "api_error":
+        if shown is not None:
+            report.error(name, no, "answer", f"status {given} cannot carry an answer letter")
+            return None
+        return given, None, None
+    if shown is not None:
+        if shown not in letters:
+            report.error(name, no, "answer", f"{shown!r} is not an option letter of this item (expected one of "
+                         f"{letters})")
+            return None
+        status: str = OK
+        letter: str | None = shown
+    else:
+        decided = fast_parse(response, letters, parser)
+        if decided is None:
+            opts = options()
+            if opts and rotation:  # rotation 0 shows the options as they are (the parser only reads them)
+                opts = rotate_options(opts, rotation)
+            decided = full_parse(response, letters, parser, opts or None)
+        status, letter = decided[0], decided[1]
+        if given == "ok" and status != OK:
+            report.error(name, no, "status", f"says ok but the response has no readable answer ({status}); "
+                         "give the letter in `answer` or drop `status`")
+            return None
+    return status, letter, (letter if letter is None or rotation == 0 else unrotate(letter, letters, rotation))
+
+
+_PredRow = tuple[Any, ...]  # (run id, item pk, rotation, repeat, response, shown, answer, status, error, input_mode,
+#                             trace, tokens, latency, probs): one predictions row, in the column order of PRED_INSERT
+_Line = tuple[int, str, int, int]  # (file line, item_id, rotation, repeat) of each row, for the messages
+_After = Callable[[sqlite3.Connection, int], None]  # (write connection, run id) inside the import's transaction
+
+
+def import_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
+                       config: dict[str, Any] | None = None, benchmark: str | None = None,
+                       replace: bool = False, fmt: str = "auto", key: str | None = None) -> ImportResult:
+    """Import predictions (JSONL or CSV) into run `run` in one transaction; see docs/FORMATS.md.
+
+    `fmt` vlmevalkit / lmms-eval (or auto, by extension and columns) reads another tool's predictions through
+    db/foreign.py, which turns each row into a predictions line; `key` picks lmms-eval's item key. Every line of
+    every format then goes through `import_prediction_lines`.
+    """
+    path = Path(path)
+    from db import foreign  # other tools' readers, imported when a file needs them
+
+    kind = foreign.prediction_format(path, fmt)
+    with gc_paused():  # rows are acyclic tuples, dicts and strings
+        if kind in foreign.PREDICTION_FORMATS:
+            got = foreign.read_predictions(store, path, kind, run, config=config, benchmark=benchmark, key=key)
+            return import_prediction_lines(store, path, got.objs, got.report, run, model, got.config, got.benchmark,
+                                           replace, after=got.after)
+        report = Report()
+        objs = _read_prediction_objects(path, report)
+        return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace)
+
+
+def _line_fields(objs: list[tuple[int, Any]], name: str, report: Report
+                 ) -> list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]]:
+    """(line, fields or None, key or None) of each line by the line schema (core/formats.PREDICTION_LINE): its
+    plain type tests first, the full check (which reports each problem) where they do not decide. The key is
+    read as far as it can be on a line with other errors, so its unknown item or duplicate is reported too."""
+    out: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]] = []
+    append = out.append
+    for no, obj in objs:
+        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
+        append((no, f, (f[0], f[4], f[5]) if f is not None else prediction_key(obj)))
+    return out
+
+
+def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
+                            model: str | None, config: dict[str, Any] | None, benchmark: str | None,
+                            replace: bool, after: _After | None = None) -> ImportResult:
+    """The one import path of predictions lines (`objs`: (line, object) of a JSONL or CSV file, or of another
+    tool's rows, db/foreign.py). Every problem is reported (file, line, field) before anything is written: a
+    line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
+    (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
+    name = path.name
+    lines = _line_fields(objs, name, report)
+    if not objs and report.ok:
+        report.error(name, 0, "(file)", "no predictions in the file")
+    first = next((key[0] for _, _, key in lines if key is not None), None)
+    bench = resolve_benchmark(store, run, benchmark, first, report, name)
+    if bench is None:  # nothing to check items against
+        if report.ok:
+            report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
+        refuse(report)
+    assert bench is not None
+    b = store.benchmark(bench)
+    cfg, digest = _run_config(model, config)
+    existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
+    # a new run's id: the one SQLite gives it (the largest plus one), checked again inside the write transaction
+    run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
+    parser = (config or {}).get("parser") or families.get(b["family"]).parser
+    rows, where = _rows(store, int(b["id"]), bench, parser, run_id, lines, name, report)
+    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
+        report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
+                     "choose another --run name")
+        refuse(report)
+    # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, where, replace, report,
+                              after=after)
+
+
+def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int,
+          lines: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]], name: str, report: Report
+          ) -> tuple[list[_PredRow], list[_Line]]:
+    """The predictions rows of the lines without any problem (in file order) and where each came from; every
+    unknown item, duplicate key and letter problem in `report`."""
+    keys = store.item_keys(bid)
+    option_cache: dict[int, dict[str, str]] = {}
+
+    def options_of(pk: int) -> Callable[[], dict[str, str] | None]:
+        def load() -> dict[str, str] | None:
+            if not option_cache:
+                option_cache.update(store.item_options(bid))
+            return option_cache.get(pk)
+        return load
+
+    seen: dict[tuple[str, int, int], int] = {}
+    rows: list[_PredRow] = []
+    where: list[_Line] = []
+    keys_get, seen_get, add_row, add_where = keys.get, seen.get, rows.append, where.append
+    for no, f, key in lines:
+        if f is not None and f[2] == "" and f[3] is None and f[4] == 0:  # the usual line: the parser decides
+            item = keys_get(f[0])
+            if item is not None and item[1] and key not in seen:
+                parsed = fast_parse(f[1], item[1], parser) or full_parse(f[1], item[1], parser,
+                                                                           options_of(item[0])() or None)
+                seen[(f[0], 0, f[5])] = no
+                add_row((run_id, item[0], 0, f[5], f[1], parsed[1], parsed[1], parsed[0], f[9], f[6], f[7], f[8],
+                         None, None))
+                add_where((no, f[0], 0, f[5]))
+                continue
+        if key is None:
+            continue
+        info = keys_get(key[0])
+        if info is None:
+            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
+            continue
+        first = seen_get(key)
+        if first is not None:
+            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                         f"repeat {key[2]} (first on line {first})")
+            continue
+        seen[key] = no
+        if f is None:
+            continue
+        decided = _decide(f, info[1], parser, name, no, report, options_of(info[0]))
+        if decided is not None:
+            add_row((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7], f[8],
+                     None, None))
+            add_where((no, key[0], key[1], key[2]))
+    return rows, where
+
+
+def _run_config(model: str | None, config: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    cfg = {"runner": "import", "model": model, **(config or {})}
+    return cfg, config_hash(cfg)
+
+
+def _insert_run(conn: sqlite3.Connection, run: str, b: dict[str, Any], model: str | None,
+                cfg: dict[str, Any], digest: str) -> int:
+    cur = conn.execute(
+        "INSERT INTO runs (name, benchmark_id, runner, model, config, config_hash, status, synthetic, created,"
+        " updated) VALUES (?, ?, 'import', ?, ?, ?, 'imported', ?, ?, ?)",
+        (run, b["id"], model or "", json.dumps(cfg, sort_keys=True, ensure_ascii=False), digest,
+         int(bool(cfg.get("synthetic"))), now(), now()))
+    return int(cur.lastrowid or 0)
+
+
+def _counts(n_lines: int, n_rows: int, statuses: Counter[str]) -> dict[str, int]:
+    return {"predictions": n_rows, "unchanged": n_lines - n_rows,
+            **{s: statuses[s] for s in ("ok", "invalid", "api_error")}}
+
+
+def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], where: list[_Line], replace: bool,
+                    name: str, report: Report) -> tuple[list[_PredRow], dict[tuple[int, int, int], str | None],
+                                                        dict[tuple[int, int, int], int]]:
+    """The rows of an existing run's import that are new or (with `replace`) changed, the replaced keys with their
+    new raw response, and each replaced key's file line; a changed row without `replace` is an error."""
+    old = predictions.stored_rows(store, run_id)
+    fresh = []
+    replaced: dict[tuple[int, int, int], str | None] = {}  # key -> the new raw response
+    lines_of: dict[tuple[int, int, int], int] = {}
+    for row, (no, item_id, rotation, repeat) in zip(rows, where, strict=True):
+        k = (row[1], row[2], row[3])
+        prev = old.get(k)
+        if prev is None:
+            fresh.append(row)
+        elif tuple(prev) != row[4:12]:  # response, shown, answer, status, error, input_mode, trace, tokens
+            if not replace:
+                report.error(name, no, "response", f"run {run!r} already has a different prediction for "
+                             f"{item_id!r} rotation {rotation} repeat {repeat}; use --replace to overwrite")
+            else:
+                fresh.append(row)
+                replaced[k] = row[4]
+                lines_of[k] = no
+    return fresh, replaced, lines_of
+
+
+def _plain_insert(run_id: int) -> str:
+    """The INSERT of plain rows (see `_plain_rows`) into run `run_id`, the constant columns written into it (fewer
+    values to bind per row)."""
+    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+            " input_mode, trace, tokens, latency, probs) VALUES"
+            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
+
+
+def _plain_rows(rows: list[_PredRow]) -> tuple[list[tuple[Any, ...]], list[_PredRow]]:
+    """(item pk, response, letter, status, tokens) of the rows with rotation and repeat 0, input mode all and no
+    error, trace, latency or probs (most of an import), and the other rows as they are."""
+    plain: list[tuple[Any, ...]] = []
+    other: list[_PredRow] = []
+    add_plain, add_other = plain.append, other.append
+    for r in rows:
+        if r[2] == 0 and r[3] == 0 and r[9] == "all" and r[8] is None and r[10] is None and r[12] is None \
+                and r[13] is None:
+            add_plain((r[1], r[4], r[5], r[7], r[11]))
+        else:
+            add_other(r)
+    return plain, other
+
+
+def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
+                       cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
+                       where: list[_Line], replace: bool, report: Report, after: _After | None = None
+                       ) -> ImportResult:
+    """Write validated rows (one per good file line, in order; `where` their lines) in one transaction; with an
+    existing run only the new or (with `replace`) changed ones, refusing other changes."""
+    name = path.name
+    n_lines = len(rows)
+    replaced: dict[tuple[int, int, int], str | None] = {}
+    lines_of: dict[tuple[int, int, int], int] = {}
+    if existing is not None:
+        rows, replaced, lines_of = _against_stored(store, existing[0], run, rows, where, replace, name, report)
+    refuse(report)  # every problem of the file (from the line checks, or conflicts found here)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    with store.write() as conn:
+        if existing is None:
+            run_id = _insert_run(conn, run, b, model, cfg, digest)
+            if rows and rows[0][0] != run_id:  # another writer took the expected id meanwhile
+                rows = [(run_id, *row[1:]) for row in rows]
+        else:
+            run_id = existing[0]
+        # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
+        # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
+        if not predictions.has_rows(store, run_id):
+            plain, other = _plain_rows(rows)
+            conn.executemany(_plain_insert(run_id), plain)
+            conn.executemany(store.PRED_INSERT, other)
+        else:
+            if existing is not None and replace:
+                settled = settle_replaced(conn, run_id, replaced, f"import of {name}")
+                ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
+                _report_settled(report, name, run, settled, lines_of, ids)
+            # what another tool kept beside a replaced response no longer goes with it (the new file's own
+            # extras, if any, are written by `after` below)
+            conn.executemany("DELETE FROM prediction_sources WHERE run_id = ? AND item_pk = ? AND rotation = ?"
+                             " AND repeat = ?", [(run_id, *k) for k in replaced])
+            conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
+        n_rows = len(rows)
+        if n_rows and existing is not None:  # caches keyed on the run's revision see the added or replaced rows
+            touch_run(conn, run_id)
+        if n_rows and after is not None:
+            after(conn, run_id)
+        if n_rows:
+            conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
+                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
+    report.counts = {**_counts(n_lines, n_rows, Counter(map(itemgetter(7), rows))), **report.counts}
+    return ImportResult(run, n_rows, not n_rows, report)
+
+
+def _report_settled(report: Report, name: str, run: str, settled: list[dict[str, Any]],
+                    lines_of: dict[tuple[int, int, int], int], item_ids: dict[int, str]) -> None:
+    """One warning per extraction-audit override a --replace import met, saying what became of it."""
+    for o in settled:
+        key = (o["item_pk"], o["rotation"], o["repeat"])
+        what = f"{item_ids.get(o['item_pk'], o['item_pk'])!r} rotation {o['rotation']} repeat {o['repeat']}"
+        made = f"override #{o['id']} ({o['method']}: {o['new_status']} {o['new_answer'] or ''})".replace(" )", ")")
+        if o["outcome"] == "kept":
+            msg = f"{made} of {what} kept: the replaced row has the same raw response, so it still reads the override"
+        else:
+            msg = (f"{made} of {what} is now stale and inactive: the replaced row has another raw response, so it "
+                   f"reads as imported; audit it again in run {run!r} if needed")
+        report.warn(name, lines_of.get(key, 0), "response", msg)
+    if settled:
+        report.counts["overrides_kept"] = sum(o["outcome"] == "kept" for o in settled)
+        report.counts["overrides_stale"] = sum(o["outcome"] == "stale" for o in settled)

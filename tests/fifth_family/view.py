@@ -1,0 +1,14 @@
+"""The parity family's view: the generic group view in a frame of its own (so a test sees this module drew it),
+and the generic Metrics charts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui.views import generic
+
+CHARTS = generic.CHARTS
+
+
+def render(store: Any, g: Any, boxes: bool = True) -> str:
+    return f'<div class="cc-parity">{generic.render(store, g, boxes)}</div>'

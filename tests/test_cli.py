@@ -1,0 +1,142 @@
+"""The command line itself (#26 point 7), each case the real `python app.py` in a subprocess on a real store:
+--db before or after the command, --version, `list [--json]`, a missing store refused without creating one,
+serve's defaults in its help, a user's error in the server as one log line."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, fe_lines, run_cli, write_benchmark
+from uiharness import running_app
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """A small store: one FrameEvidence benchmark (test and dev splits), a baseline run and an imported run."""
+    folder = tmp_path_factory.mktemp("cli")
+    lines = fe_lines(n_fq1=2, n_fq2=1) + fe_lines(n_fq1=1, n_fq2=1, split="dev", prefix="d")
+    items = write_benchmark(folder / "bench", lines)
+    db = folder / "store.db"
+    run_cli("import", str(items), "--name", "fe", db=db, check=True)
+    run_cli("run", "--benchmark", "fe", "--runner", "baseline", "--model", "random", "--run", "rand",
+            "--no-progress", db=db, check=True)
+    preds = folder / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"item_id": ln["item_id"], "response": "A"}) + "\n" for ln in lines[:5]),
+                     encoding="utf-8")
+    run_cli("import-predictions", str(preds), "--run", "imported", "--model", "m-1", db=db, check=True)
+    return db
+
+
+def test_db_before_or_after_the_command(store):
+    after = run_cli("score", "--run", "rand", "--json", "--db", str(store), check=True)
+    before = run_cli("--db", str(store), "score", "--run", "rand", "--json", check=True)
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    assert json.loads(after.stdout)["run"] == "rand"
+    # -v is taken before the command too; after it, the command's own --db wins
+    listed = run_cli("-v", "--db", str(store.parent / "absent.db"), "list", "--json", "--db", str(store), check=True)
+    assert json.loads(listed.stdout)["store"] == str(store.resolve())
+
+
+def test_version_names_the_version_and_commit():
+    out = run_cli("--version", check=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert out.startswith("crosscheck 0.1.0 (git " + head), out
+    assert len(out.splitlines()) == 1
+
+
+def test_list_json_matches_the_store(store):
+    out = json.loads(run_cli("list", "--json", db=store, check=True).stdout)
+    con = sqlite3.connect(store)
+    try:
+        splits = dict(con.execute("SELECT split, COUNT(*) FROM items GROUP BY split").fetchall())
+        counts = dict(con.execute("SELECT r.name, COUNT(p.run_id) FROM runs r LEFT JOIN predictions p "
+                                  "ON p.run_id = r.id GROUP BY r.name").fetchall())
+    finally:
+        con.close()
+    assert out["benchmarks"] == [{"name": "fe", "family": "frameevidence", "items": sum(splits.values()),
+                                  "splits": splits}]
+    assert splits == {"dev": 6, "test": 9}
+    runs = {r["name"]: r for r in out["runs"]}
+    assert set(runs) == {"rand", "imported"}
+    assert runs["imported"]["model"] == "m-1" and runs["imported"]["predictions"] == counts["imported"] == 5
+    assert runs["rand"]["runner"] == "baseline" and runs["rand"]["status"] == "done"
+    assert runs["rand"]["predictions"] == counts["rand"] == 9  # the test split
+    assert all(r["benchmark"] == "fe" for r in out["runs"])
+
+
+def test_list_text(store):
+    out = run_cli("list", db=store, check=True).stdout
+    assert out.splitlines()[0] == f"store {store.resolve()}: 1 benchmarks, 2 runs"
+    bench = next(ln for ln in out.splitlines() if ln.startswith("fe "))
+    assert "frameevidence" in bench and bench.split()[2] == "15" and bench.endswith("dev 6, test 9")
+    imported = next(ln for ln in out.splitlines() if ln.startswith("imported "))
+    assert imported.split()[1:] == ["fe", "m-1", "imported", "5"]  # an imported run's status
+
+
+@pytest.mark.parametrize("args", [
+    ["list"], ["score", "--run", "r"], ["score", "--all"], ["export", "items", "--benchmark", "b"],
+    ["import-predictions", "p.jsonl", "--run", "r"], ["import-labels", "l.jsonl", "--run", "r"],
+    ["judge", "--run", "r", "--judge-runner", "lexical", "--judge-run", "j"], ["calibration", "--run", "r"],
+    ["run", "--benchmark", "b", "--runner", "baseline", "--model", "random", "--run", "r"],
+])
+def test_a_missing_store_is_refused_and_not_created(tmp_path, args):
+    db = tmp_path / "nowhere" / "store.db"
+    proc = run_cli(*args, db=db)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"error: no store at {db} (create one with `python app.py import ITEMS` "
+                                        "or `python app.py demo`, or pass --db PATH)"]
+    assert proc.stdout == ""
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_missing_default_store_is_refused_too(tmp_path):
+    env_db = tmp_path / "data" / "crosscheck.db"
+    proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "list"], capture_output=True, text=True, cwd=ROOT,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CROSSCHECK_DB": str(env_db)})
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: no store at {env_db} ")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_import_creates_a_store(tmp_path):
+    items = write_benchmark(tmp_path / "b", fe_lines(n_fq1=1, n_fq2=0))
+    db = tmp_path / "new" / "store.db"
+    run_cli("import", str(items), "--name", "fe", db=db, check=True)
+    assert json.loads(run_cli("list", "--json", db=db, check=True).stdout)["benchmarks"][0]["items"] == 3
+
+
+def test_serve_help_shows_host_and_port_defaults():
+    out = run_cli("serve", "--help", check=True).stdout
+    assert "(default: 127.0.0.1" in out and "(default: 7860)" in out
+
+
+def test_a_users_error_is_one_line_in_the_server_log(store):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    with running_app(store) as url:
+        port = url.rsplit(":", 1)[1]
+        with pytest.raises(AppError, match="no run named 'gone'"):
+            Client(url, verbose=False).predict("fe", ["gone"], api_name="/metrics")
+        log = (store.parent / f"app-{port}.log").read_text(encoding="utf-8")
+    lines = [ln for ln in log.splitlines() if "gone" in ln]
+    assert len(lines) == 1 and lines[0].startswith("user error: no run named 'gone'"), log
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["score", "--run", "r"], ["list", "--json"], ["judge", "--help"],
+                                  ["import", "x.jsonl"], ["serve", "--help"]])
+def test_parsing_imports_no_heavy_module(argv):
+    """#27: the command line is parsed (or its help printed) without pandas, numpy, Gradio, the store or the
+    judge CLI: they are imported by the handler that uses them."""
+    code = ("import sys\nimport app\nfrom cli import build_parser\ntry:\n    build_parser().parse_args(sys.argv[1:])\n"
+            "except SystemExit:\n    pass\n"
+            "heavy = {'pandas', 'numpy', 'gradio', 'scipy', 'db', 'ui', 'torch', 'openai'}\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
