@@ -92,7 +92,9 @@ def test_link_to_metrics_and_a_missing_run(app):
         selected = page.locator("#cc-metrics-sections [role=tab][aria-selected=true]").first.inner_text()
         second = page.locator("#cc-metrics-sections [role=tab]").nth(1).inner_text()
         assert selected == second
-        page.wait_for_function("location.search.includes('tab=metrics')", timeout=30000)
+        # the address names the link's view as the page opens, and is replaced once the view has landed
+        page.wait_for_function("location.search.includes('tab=metrics') && !location.search.includes('nope')",
+                               timeout=30000)
         assert params(page.url)["runs"] == "synth-spur-generalist" and params(page.url)["section"] == "spur-1"
         page.locator("#cc-tabs [role=tab]", has_text="Browse").first.click()
         page.wait_for_function("!location.search.includes('tab=metrics')", timeout=30000)
