@@ -77,11 +77,26 @@ def score(p: argparse.ArgumentParser) -> None:
 
 
 def export(p: argparse.ArgumentParser) -> None:
-    p.add_argument("what", choices=("items", "predictions"))
+    p.add_argument("what", choices=("items", "predictions", "leaderboard"))
     p.add_argument("--run")
     p.add_argument("--benchmark")
-    p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit"), default="jsonl",
-                   help="vlmevalkit: a dataset TSV (items) or a prediction TSV (predictions) VLMEvalKit loads")
+    # no default here: it depends on what is exported (cli.commands.export_format)
+    p.add_argument("--format", choices=("jsonl", "csv", "vlmevalkit", "xlsx"),
+                   help="items / predictions: jsonl (default), csv, or vlmevalkit (a dataset TSV or a prediction "
+                   "TSV VLMEvalKit loads); leaderboard: csv (default) or xlsx")
+    p.add_argument("--split", help="leaderboard: the split to score, as score --split (default: test)")
+
+
+def report(p: argparse.ArgumentParser) -> None:
+    # a constant: ui.report imports nothing heavy until a report is written
+    from ui.report import GROUP_CHOICES
+
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--runs", help="RUN1,RUN2,... (default: every run of the benchmark)")
+    p.add_argument("--split", help="the split to score, as score --split (default: test; 'all': every split)")
+    p.add_argument("--groups", default="failing", help=f"the groups the file holds: {GROUP_CHOICES} "
+                   "(failing ones first; default: failing)")
+    p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
 
 
 def demo(p: argparse.ArgumentParser) -> None:

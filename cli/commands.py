@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -267,29 +269,69 @@ def _print_metrics(metrics: dict[str, Any], prefix: str = "") -> None:
             print(f"{name:<40} {val}")
 
 
+def export_format(args: argparse.Namespace) -> str:
+    """export's --format, whose default depends on what is exported: csv for a leaderboard, else jsonl."""
+    if args.what == "leaderboard":
+        return str(args.format or "csv")
+    if args.format == "xlsx":
+        raise CrosscheckError(f"export {args.what} writes jsonl, csv or vlmevalkit; xlsx is for export leaderboard")
+    return str(args.format or "jsonl")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 
+    fmt = export_format(args)
     store = _store(args)
+    if args.what == "leaderboard":
+        return _export_leaderboard(store, args, fmt)
     if args.what == "items":
         bench = args.benchmark or (store.run(args.run)["benchmark"] if args.run else None)
         if bench is None:
             raise CrosscheckError("export items needs --benchmark NAME (or --run NAME)")
-        if args.format == "vlmevalkit":
+        if fmt == "vlmevalkit":
             from db.foreign_export import write_vlmevalkit_items
 
             write_vlmevalkit_items(store, bench, sys.stdout)
         else:
-            write_records(item_records(store, bench), sys.stdout, args.format)
+            write_records(item_records(store, bench), sys.stdout, fmt)
     else:
         if not args.run:
             raise CrosscheckError("export predictions needs --run NAME")
-        if args.format == "vlmevalkit":
+        if fmt == "vlmevalkit":
             from db.foreign_export import write_vlmevalkit_predictions
 
             write_vlmevalkit_predictions(store, args.run, sys.stdout)
         else:
-            write_records(prediction_records(store, args.run), sys.stdout, args.format, PRED_EXPORT_FIELDS)
+            write_records(prediction_records(store, args.run), sys.stdout, fmt, PRED_EXPORT_FIELDS)
+    return 0
+
+
+def _export_leaderboard(store: Any, args: argparse.Namespace, fmt: str) -> int:
+    from db.exporters import LEADERBOARD_FORMATS, leaderboard_frame, write_leaderboard
+
+    if not args.benchmark or fmt not in LEADERBOARD_FORMATS:
+        raise CrosscheckError("export leaderboard needs --benchmark NAME and --format csv or xlsx")
+    if fmt == "xlsx" and sys.stdout.isatty():
+        raise CrosscheckError("export leaderboard --format xlsx writes a binary workbook: redirect it to a file")
+    write_leaderboard(leaderboard_frame(store, args.benchmark, args.split), sys.stdout.buffer, fmt, args.benchmark)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """`report`: the one-file HTML report (ui.report.write_report), written through a temporary file."""
+    from ui.report import write_report
+    from ui.report.collect import BadReportRequest
+
+    t0 = time.perf_counter()
+    names = [n.strip() for n in (args.runs or "").split(",") if n.strip()] or None
+    if args.output.suffix.lower() not in (".html", ".htm"):
+        raise BadReportRequest(f"-o {args.output}: the report is one HTML file; name it FILE.html")
+    command = shlex.join(["python", "app.py", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else "app.py report"
+    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command)
+    size = out.stat().st_size / 1e6
+    print(f"report of {args.benchmark!r} written to {out} ({size:.1f} MB, {time.perf_counter() - t0:.1f} s)")
     return 0
 
 

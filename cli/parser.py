@@ -80,7 +80,10 @@ COMMANDS: tuple[tuple[str, Callable[[argparse.Namespace], int], str, Callable[[a
      "(FTS5 syntax: words, \"a phrase\", prefix*, NOT, OR)", arguments.search),
     ("tag", commands.cmd_tag, "tag a group with a name and an optional note (Browse filters by tag; slices count "
      "it)", arguments.tag),
-    ("export", commands.cmd_export, "export items or predictions to standard output", arguments.export),
+    ("export", commands.cmd_export, "export items, predictions or a benchmark's leaderboard to standard output",
+     arguments.export),
+    ("report", commands.cmd_report, "write the one-file HTML report of a benchmark's runs (opens offline)",
+     arguments.report),
     ("demo", commands.cmd_demo, "build the embedded demo store (synthetic benchmarks and runs)", arguments.demo),
     ("judge", commands.cmd_judge, "judge a run's F traces stage by stage (lexical, openai or transformers judge)",
      arguments.judge),

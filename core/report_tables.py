@@ -6,7 +6,8 @@ from (a rate {"value", "k", "n", "ci", "reason"} or a plain number / string) and
 metrics, so a test can check the screen against `python app.py score --run NAME --json`.
 
 Conventions (docs: Metrics tab):
-- rates are fractions in the data and in CSV; the screen and LaTeX show percentages with one decimal;
+- rates are fractions in the data; the screen and LaTeX show percentages with one decimal, CSV percentages at
+  full precision with the unit in the header (`Acc (%)`; differences `(points)`);
 - differences (a rate without k) show as signed percentage points;
 - a cell that cannot be computed keeps its reason (shown as "n/a" with the reason beside the table, "--"
   in LaTeX with the reasons in the table note, empty value plus a `_reason` column in CSV).
@@ -217,35 +218,61 @@ def reasons(table: Table) -> list[str]:
 # --------------------------------------------------------------------------- CSV and LaTeX
 
 
+SCALED_KINDS = {"rate": "%", "mean_sd": "%", "interval": "%", "diff": "points", "interval_diff": "points"}
+
+
+def column_unit(table: Table, j: int) -> str:
+    """The unit column `j` shows on the screen: "%" for rates, "points" for differences, "" otherwise."""
+    units = {SCALED_KINDS.get(_kind(r.cells[j]), "") for r in table.rows if reason_of(r.cells[j].node) is None}
+    return "points" if "points" in units else "%" if "%" in units else ""
+
+
+def _scaled(value: Any, unit: str) -> Any:
+    """A fraction on the screen's scale (percent or percentage points); anything else as it is."""
+    if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return round(100 * float(value), 10)
+    return value
+
+
 def to_frame(table: Table) -> pd.DataFrame:
-    """One row per table row: label columns, then per column its value (fractions for rates) and, where any
-    cell has them, `<col>_k`, `<col>_n`, `<col>_ci_low`, `<col>_ci_high`, `<col>_reason`."""
+    """One row per table row: label columns, then per column its value on the screen's scale and, where any
+    cell has them, `<col>_k`, `<col>_n`, `<col>_ci_low`, `<col>_ci_high`, `<col>_sd`, `<col>_reason`. A rate
+    column's values, interval ends and SD are percentages and its headers say so (`Acc (%)`,
+    `Acc_ci_low (%)`), a difference column's are percentage points (`Δ (points)`); counts and text stay as
+    they are."""
+    units = [column_unit(table, j) for j in range(len(table.columns))]
+
+    def head(col: str, suffix: str, unit: str) -> str:
+        return f"{col}{suffix} ({unit})" if unit else f"{col}{suffix}"
+
     records = []
     for row in table.rows:
         rec: dict[str, Any] = dict(zip(table.index, row.labels, strict=True))
         rec["synthetic"] = row.synthetic
-        for col, cell in zip(table.columns, row.cells, strict=True):
+        for col, cell, unit in zip(table.columns, row.cells, units, strict=True):
             node = cell.node
-            rec[col] = None if reason_of(node) is not None else value_of(node)
+            rec[head(col, "", unit)] = None if reason_of(node) is not None else _scaled(value_of(node), unit)
             if is_rate(node):
                 if "k" in node:
                     rec[f"{col}_k"] = node["k"]
                 if "n" in node:
                     rec[f"{col}_n"] = node["n"]
                 if node.get("ci"):
-                    rec[f"{col}_ci_low"], rec[f"{col}_ci_high"] = node["ci"]
+                    lo, hi = node["ci"]
+                    rec[head(col, "_ci_low", unit)], rec[head(col, "_ci_high", unit)] = (_scaled(lo, unit),
+                                                                                          _scaled(hi, unit))
                 if node.get("sd") is not None:
-                    rec[f"{col}_sd"] = node["sd"]
+                    rec[head(col, "_sd", unit)] = _scaled(node["sd"], unit)
             why = reason_of(node)
             if why is not None:
                 rec[f"{col}_reason"] = why
         records.append(rec)
     ordered: list[str] = [*table.index, "synthetic"]
-    for col in table.columns:
+    for col, unit in zip(table.columns, units, strict=True):
         for suffix in ("", "_k", "_n", "_sd", "_ci_low", "_ci_high", "_reason"):
-            name = f"{col}{suffix}"
-            if any(name in r for r in records) and name not in ordered:
-                ordered.append(name)
+            for name in (head(col, suffix, unit), f"{col}{suffix}"):
+                if any(name in r for r in records) and name not in ordered:
+                    ordered.append(name)
     frame = pd.DataFrame.from_records(records, columns=ordered)
     for name in ordered:
         if name.endswith(("_k", "_n")) and name not in table.index:

@@ -89,13 +89,30 @@ def test_fe_table4_has_reference_row_and_reasons():
     assert display(tables["fe_delta_first"].rows[0].cells[1]) == "+12.5"
 
 
-def test_csv_round_trip_keeps_fractions_counts_and_reasons():
+def test_csv_round_trip_keeps_percent_counts_and_reasons():
     t4 = tables_for("frameevidence", [RunScore("m", FE)], [])[0]
     df = pd.read_csv(io.StringIO(to_csv(t4)))
     assert list(df["Run"]) == ["m", "Uniform random (exact)"]
-    assert df.loc[0, "Acc"] == pytest.approx(0.5) and df.loc[0, "Acc_k"] == 144 and df.loc[0, "Acc_n"] == 288
-    assert pd.isna(df.loc[0, "NTS"]) and df.loc[0, "NTS_reason"] == "no FQ2 groups to count"
+    # the screen's scale (#24): percent, with the unit in the header; k and n as counts
+    assert df.loc[0, "Acc (%)"] == pytest.approx(50.0) and df.loc[0, "Acc_k"] == 144 and df.loc[0, "Acc_n"] == 288
+    assert pd.isna(df.loc[0, "NTS (%)"]) and df.loc[0, "NTS_reason"] == "no FQ2 groups to count"
     assert to_frame(t4)["Acc_k"].dtype == "Int64"
+
+
+def test_csv_headers_name_the_unit_and_values_follow_the_screen():
+    from core.report_tables import Cell, Row, Table
+
+    cells = [Cell({"value": 0.25, "k": 1, "n": 4, "ci": [0.1, 0.5]}), Cell({"value": -0.05, "n": 10, "ci": [-0.1, 0.02]},
+             kind="diff"), Cell(7), Cell("direct")]
+    t = Table("t", "T", ["Run"], ["Acc", "Δ", "Items", "Strategy"], [Row(["r"], cells, "r")])
+    df = pd.read_csv(io.StringIO(to_csv(t)))
+    assert list(df.columns) == ["Run", "synthetic", "Acc (%)", "Acc_k", "Acc_n", "Acc_ci_low (%)", "Acc_ci_high (%)",
+                                "Δ (points)", "Δ_n", "Δ_ci_low (points)", "Δ_ci_high (points)", "Items", "Strategy"]
+    row = df.iloc[0]
+    assert (row["Acc (%)"], row["Acc_ci_low (%)"], row["Acc_ci_high (%)"]) == (25.0, 10.0, 50.0)
+    assert (row["Δ (points)"], row["Δ_ci_low (points)"], row["Δ_ci_high (points)"]) == (-5.0, -10.0, 2.0)
+    assert row["Items"] == 7 and row["Strategy"] == "direct"
+    assert [display(c) for c in cells[:2]] == ["25.0", "-5.0"]  # the screen shows the same numbers
 
 
 def test_latex_is_booktabs_and_parses():

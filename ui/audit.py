@@ -16,6 +16,7 @@ from db import predictions as dbp
 from db.store import Store
 from ui.context import Ctx
 from ui.handlers import bind, username
+from ui.links import landed
 from ui.views.common import esc, mark, synthetic_badge
 
 METHOD_CHOICES = [("Letter parser (FrameEvidence style)", "parser:letter"),
@@ -124,6 +125,11 @@ def _listing(store: Store, run: str | None, which: str | None) -> tuple[str, dic
     return html, gr.update(choices=keys, value=keys[0] if keys else None), history_html(store, run)
 
 
+def on_bench_landing(store: Store, bench: str | None, runs: list[str] | None, request: gr.Request) -> dict[str, Any]:
+    """on_bench at page load: for the benchmark of the page's link, if any (ui.links.landed)."""
+    return on_bench(store, *landed(store, bench, runs, request))
+
+
 def on_bench(store: Store, bench: str | None, runs: list[str] | None) -> dict[str, Any]:
     """The audit's run picker for the header's benchmark; the first header run of it is picked."""
     recs = dbb.run_records(store, bench) if bench else []
@@ -203,7 +209,7 @@ def build_audit(ctx: Ctx) -> None:
     header = [ctx.benchmark, ctx.runs]
     ctx.benchmark.change(bind(on_bench, store), header, run, api_visibility="private")
     ctx.refresh.click(bind(on_bench, store), header, run, api_visibility="private")
-    ctx.page.load(bind(on_bench, store), header, run, api_visibility="private")
+    ctx.page.load(bind(on_bench_landing, store), header, run, api_visibility="private")
     lists = [listing, key, history]
     list_btn.click(bind(do_list, store), [run, which], lists, api_name="audit_list")
     run.input(bind(do_list, store), [run, which], lists, api_visibility="private")

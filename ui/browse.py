@@ -16,6 +16,7 @@ from db import browse as dbb
 from ui import browse_review, browse_search, slices_panel
 from ui.context import Ctx
 from ui.handlers import user_error
+from ui.links import View, from_request
 from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group, view_module
 from ui.views.common import ZOOM_JS, esc
@@ -159,10 +160,18 @@ def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v:
             gr.update(choices=pattern_choices(store, bench, res["counts"]), value=pattern_v or ALL))
 
 
-def reset(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, ...]:
+def _linked(link: View | None, bench: str | None, runs: list[str] | None) -> View | None:
+    """`link` when it names this benchmark and these runs (ui.links), else None."""
+    return link if link is not None and link.benchmark == bench and set(link.runs) == set(runs or []) else None
+
+
+def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | None = None) -> tuple[Any, ...]:
     """New benchmark or runs: fresh filter choices (split, kind, stratum, value, run in detail), page 1, the
-    first page of groups."""
-    res = refresh_list(store, bench, runs, ALL, ALL, ALL, ALL, ALL, "", 1)
+    first page of groups. A `link` (ui.links) of this benchmark and these runs sets the filters and search it
+    names instead of none."""
+    on = _linked(link, bench, runs)
+    split_v, kind_v, pattern_v, q = (on.split, on.kind, on.pattern, on.q) if on else (ALL, ALL, ALL, "")
+    res = refresh_list(store, bench, runs, split_v, kind_v, ALL, ALL, pattern_v, q, 1)
     if not bench:
         empty = gr.update(choices=[("All", ALL)], value=ALL)
         return (empty, empty, gr.update(choices=[("None", ALL)], value=ALL), empty,
@@ -170,11 +179,20 @@ def reset(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, .
     bd = cache.bench(store, bench)
     names = _runs_of(store, bench, runs)
     det_choices = [(run_header(r), r["name"]) for r in dbb.run_records(store, bench)]
-    return (gr.update(choices=[("All", ALL)] + [(s, s) for s in bd.splits], value=ALL),
-            gr.update(choices=[("All", ALL)] + [(k, k) for k in bd.kinds], value=ALL),
+    return (gr.update(choices=[("All", ALL)] + [(s, s) for s in bd.splits], value=split_v),
+            gr.update(choices=[("All", ALL)] + [(k, k) for k in bd.kinds], value=kind_v),
             gr.update(choices=[("None", ALL)] + [(k, k) for k in bd.strata], value=ALL),
             gr.update(choices=[("All", ALL)], value=ALL),
             gr.update(choices=det_choices, value=names[0] if names else None), *res)
+
+
+def linked_group(store: Any, bench: str | None, runs: list[str] | None, link: View | None) -> tuple[Any, Any, Any]:
+    """(search, group, view) as a link of this benchmark and these runs names them; unchanged otherwise."""
+    on = _linked(link, bench, runs)
+    if on is None:
+        return gr.update(), gr.update(), gr.update()
+    view = open_group(store, bench, runs, on.group, None, True) if on.group else gr.update()
+    return gr.update(value=on.q), gr.update(value=on.group) if on.group else gr.update(), view
 
 
 def field_values(store: Any, bench: str | None, field_v: str | None) -> Any:
@@ -263,11 +281,15 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     filters = [ctx.benchmark, ctx.runs, c["split"], c["kind"], c["field"], c["value"], c["pattern"], c["search"],
                c["page"], c["tag"]]  # the tag filter last (ui.browse_review)
     list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
-    reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs]
+    reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs, c["search"],
+                     c["group"], c["view"]]
     group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
 
-    def on_reset(bench, runs):
-        return reset(store, bench, runs)
+    def on_reset(bench, runs, link, request: gr.Request):
+        view = View.of(link) or from_request(store, request)
+        if view is not None and link is None:  # page load: the link's benchmark and runs, not the defaults
+            bench, runs = view.benchmark, view.runs
+        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
 
     def on_list(*args):
         return refresh_list(store, *args)
@@ -289,9 +311,10 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
         return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
 
-    ctx.page.load(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
+    ctx.page.load(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
-        trigger(on_reset, [ctx.benchmark, ctx.runs], reset_outputs, api_visibility="private")
+        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
+    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "group")})
 
     def on_boxes_shown(bench: str | None) -> Any:
         return gr.update(visible=panel_boxes_shown(store, bench))

@@ -19,6 +19,7 @@ from ui import compare_diff
 from ui.context import Ctx
 from ui.glossary import header_tip
 from ui.handlers import user_error
+from ui.links import View, from_request, landed
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
@@ -267,11 +268,32 @@ def build_compare(ctx: Ctx) -> None:
     view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
     state = gr.State(None)
 
-    def on_bench(bench: str | None, runs: list[str] | None) -> tuple[Any, Any, Any]:
-        return bench_choices(store, bench, runs)
+    def on_bench(bench: str | None, runs: list[str] | None, link: dict[str, Any] | None,
+                 request: gr.Request) -> tuple[Any, Any, Any]:
+        if link is None:  # the page load: the benchmark of the page's link, if any (ui.links.landed)
+            bench, runs = landed(store, bench, runs, request)
+            link = (from_request(store, request) or View()).as_dict()
+        a, b, splits = bench_choices(store, bench, runs)
+        view = View.of(link)
+        if view is not None and view.benchmark == bench and view.a and view.b:  # the pair a link names
+            a, b = {**a, "value": view.a}, {**b, "value": view.b}
+        return a, b, splits
+
+    def linked_compare(link: dict[str, Any] | None, which_v: str | None, cluster_v: str | None,
+                       fields_v: list[str] | None) -> Any:
+        """A link to Compare with a pair (ui.links): the comparison, as the Compare button makes it."""
+        view = View.of(link)
+        if view is None or not view.benchmark or view.tab != "compare" or not (view.a and view.b):
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        splits = cache.bench(store, view.benchmark).splits
+        return run_compare(store, view.benchmark, view.a, view.b, "test" if "test" in splits else "", which_v,
+                           cluster_v, fields_v)
 
     def on_clusters(bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
         return cluster_controls(store, bench, chosen)
+
+    def on_clusters_landing(bench: str | None, chosen: list[str] | None, request: gr.Request) -> tuple[Any, Any]:
+        return cluster_controls(store, landed(store, bench, None, request)[0], chosen)
 
     def do_compare(bench, a, b, split_v, which_v, cluster_v=None, fields_v=None):  # type: ignore[no-untyped-def]
         return run_compare(store, bench, a, b, split_v, which_v, cluster_v, fields_v)
@@ -281,12 +303,14 @@ def build_compare(ctx: Ctx) -> None:
 
     pickers = [run_a, run_b, split]
     for trig in (ctx.benchmark.change, ctx.refresh.click, ctx.runs.change):
-        trig(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
+        trig(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
     for trig in (ctx.benchmark.change, ctx.refresh.click):
         trig(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
-    ctx.page.load(on_bench, [ctx.benchmark, ctx.runs], pickers, api_visibility="private")
-    ctx.page.load(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+    ctx.page.load(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
+    ctx.page.load(on_clusters_landing, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
     go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
              api_visibility="private")  # scripts call ui.api's `compare`
     which.input(filter_changed, [state, which], table, api_visibility="private")
+    ctx.parts.update({"compare.a": run_a, "compare.b": run_b,
+                      "compare.show": (linked_compare, [which, cluster, fields], [out, table, state, view])})
     table.select(on_select, state, view, api_visibility="private")

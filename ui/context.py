@@ -34,6 +34,10 @@ class Ctx:
     tabs: gr.Tabs | None = None
     tab: gr.Tab | None = None
     refreshers: list[tuple[Callable[..., Any], list[Any], list[Any]]] = field(default_factory=list)
+    # the view a link opened (ui.links: a gr.State of View.as_dict(), None without one) and the components a
+    # link sets or the address bar follows, registered by the tabs by name ("browse.group", "compare.a", ...)
+    link: Any = None
+    parts: dict[str, Any] = field(default_factory=dict)
 
     def on_refresh(self, fn: Callable[..., Any], inputs: list[Any], outputs: list[Any]) -> None:
         self.refreshers.append((fn, inputs, outputs))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import html
 import itertools
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -33,9 +32,11 @@ from ui import charts
 from ui import shortcut as sc
 from ui.context import Ctx
 from ui.handlers import user_error
+from ui.links import View, landed
+from ui.metrics_page import Page, metrics_page
 from ui.scores import CACHE, ScoreCache, run_scores, run_state
 from ui.shortcut import shortcut_block
-from ui.tables import CSS, SORT_JS, chart_file, table_files, table_html
+from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
 
 __all__ = ["CLUSTER_CHOICES", "MetricsHandlers", "build_metrics", "clusterings_of", "gate", "metrics_json",
            "run_scores", "union_field_choices"]
@@ -174,58 +175,6 @@ def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | 
             "tables": [table_json(t) for t in tables]}
 
 
-# --------------------------------------------------------------------------- what a drawing shows
-
-
-@dataclass
-class Page:
-    """What one drawing of the tab shows: a message, or the scored runs with their tables and figures."""
-
-    message: str = ""
-    message_id: str | None = None
-    benchmark: str = ""
-    family: str = ""
-    runs: list[RunScore] = field(default_factory=list)
-    tables: dict[str, Table] = field(default_factory=dict)
-    figs: dict[str, Any] = field(default_factory=dict)
-    chart_error: str | None = None
-
-    def sections(self) -> list[tuple[int, str, list[str], list[str]]]:
-        """(index, title, table keys, chart keys) of each section with something to show."""
-        spec = charts.family_charts(self.family).sections if self.family else []
-        out = [(i, title, [k for k in tk if k in self.tables], [k for k in ck if k in self.figs])
-               for i, (title, tk, ck) in enumerate(spec)]
-        return [s for s in out if s[2] or s[3]]
-
-    def summary(self) -> str:
-        n_synth = sum(r.synthetic for r in self.runs)
-        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(self.runs)} runs are generated demo "
-                 "data" if n_synth else "")
-        return (f"**{self.benchmark}** ({self.family}) · {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · "
-                f"split *{html.escape(self.runs[0].split)}*{synth}  \nRates in %. Hover a value for k / n and its 95% "
-                "interval; click a column header to sort; n/a cells list their reason under the table.")
-
-
-def metrics_page(store: Store, benchmark: str | None, selected: list[str], clusterings: tuple[Clustering, ...] = (),
-                 cache: ScoreCache = CACHE) -> Page:
-    """The page for one drawing (scores through the cache; a CrosscheckError is left to the caller)."""
-    if not benchmark:
-        return Page("No benchmark in the store yet: import one in the **Data** tab.")
-    if not selected:
-        return Page("Pick one or more runs in the **Runs** box above to see their metrics.", "cc-metrics-empty")
-    family, runs, controls = run_scores(store, benchmark, selected, clusterings, cache=cache)
-    if not runs:
-        return Page("None of the picked runs exists any more: press **Refresh**.")
-    page = Page(benchmark=benchmark, family=family, runs=runs,
-                tables={t.key: t for t in tables_for(family, runs, controls)})
-    try:
-        page.figs = charts.charts_for(family, runs, page.tables)
-    except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
-        log.exception("charts failed for %s", benchmark)
-        page.chart_error = type(exc).__name__
-    return page
-
-
 # --------------------------------------------------------------------------- handlers
 
 
@@ -341,11 +290,22 @@ def _download(label: str, write: Any, dl: gr.DownloadButton, css_class: str, wid
         None, js=CLICK_DL)
 
 
+def report_download(store: Store, page: Page) -> Any:
+    """The one-file report (ui/report) of the runs on the page, written when the button is pressed."""
+    from ui.report import report_html
+
+    names = [r.name for r in page.runs]
+    text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})",
+                       cache_=CACHE)
+    return report_file(text, page.benchmark)
+
+
 def _table_block(table: Table, prefix: str, dl: gr.DownloadButton) -> None:
     gr.HTML(table_html(table), js_on_load=SORT_JS, elem_classes=["cc-metric-table"])
     with gr.Row(elem_classes=["cc-exports"]):
         _download("CSV", lambda: table_files(table, prefix)[0], dl, "cc-dl-csv")
         _download("LaTeX", lambda: table_files(table, prefix)[1], dl, "cc-dl-tex")
+        _download("HTML", lambda: table_html_file(table, prefix), dl, "cc-dl-html")
 
 
 def _chart_block(fig: Any, prefix: str, key: str, dl: gr.DownloadButton) -> None:
@@ -369,6 +329,8 @@ def draw(store: Store, page: Page | None, dl: gr.DownloadButton, opened: gr.Stat
     drawing = next(_RENDERS)
     gr.Markdown(page.summary(), elem_id="cc-metrics-summary",
                 elem_classes=[f"cc-drawing-{drawing}"])  # which drawing this is (tests wait on it)
+    with gr.Row(elem_classes=["cc-exports"]):
+        _download("Download report", lambda: report_download(store, page), dl, "cc-dl-report", 150)
     sections = page.sections()
     ids = [f"{page.family}-{i}" for i, _, _, _ in sections]
     # a fresh Tabs on every render (unique key), opened on the section last shown when this drawing has it,
@@ -419,8 +381,12 @@ def build_metrics(ctx: Ctx) -> None:
     in_tabs = tab is not None and strip is not None
     h = MetricsHandlers(ctx.store, str(tab.label) if tab is not None and in_tabs else None)
     cluster_row, cluster_pick, field_pick = _cluster_pickers()
-    for trigger in (root.load, ctx.benchmark.change):
-        trigger(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+
+    def controls_landing(benchmark: str | None, fields: list[str] | None, request: gr.Request) -> tuple[Any, Any]:
+        return h.cluster_controls(landed(ctx.store, benchmark, None, request)[0], fields)  # ui.links.landed
+
+    root.load(controls_landing, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
+    ctx.benchmark.change(h.cluster_controls, inputs=[ctx.benchmark, field_pick], outputs=[cluster_row, field_pick])
 
     shown = gr.State(not in_tabs)  # built outside a tab strip (a test page): always visible
     drawn = gr.State(None)
@@ -435,6 +401,16 @@ def build_metrics(ctx: Ctx) -> None:
     ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
     opened = gr.State(None)  # the id of the sub-tab last shown (draw): a later drawing opens it again
+
+    def linked(link: dict[str, Any] | None, clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+        """A link to the Metrics tab (ui.links): shown, and drawn for the link's benchmark and runs."""
+        view = View.of(link)
+        if view is None or view.tab != "metrics":
+            return gr.skip(), gr.skip(), gr.skip()
+        return (True, *h.request(True, view.benchmark, view.runs, clusters, fields, last))
+
+    ctx.parts.update({"metrics.opened": opened,
+                      "metrics.show": (linked, [cluster_pick, field_pick, drawn], [shown, drawn, want])})
 
     @gr.render(inputs=[want, opened], triggers=[want.change], concurrency_limit=4, concurrency_id="metrics")
     def render(wanted: list[Any] | None, last: str | None) -> None:

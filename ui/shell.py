@@ -14,6 +14,7 @@ import gradio as gr
 
 from db.catalog import catalog_signature
 from db.store import Store
+from ui import links
 from ui.api import build_api
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
@@ -85,18 +86,27 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
                 whoami = gr.HTML("", elem_id="cc-whoami-box")
             bench = gr.Dropdown(benches, value=first, label="Benchmark", scale=2, min_width=360, elem_id="cc-benchmark")
             runs0 = run_choices(store, first)
+            # a custom value passes: handlers of the page load read the runs as the page opened, and a link may
+            # have switched the header to another benchmark's runs by the time they are answered (ui.links)
             runs = gr.Dropdown(runs0, value=[v for _, v in runs0[:2]], multiselect=True, label="Runs", scale=4,
+                               allow_custom_value=True,
                                elem_id="cc-runs")
-            refresh = gr.Button("Refresh", scale=0, size="sm", elem_id="cc-refresh")
+            with gr.Column(scale=0, min_width=110):
+                refresh = gr.Button("Refresh", size="sm", elem_id="cc-refresh")
+                copy = gr.Button("Copy link", size="sm", elem_id="cc-copy-link")
+        note = gr.HTML("", elem_id="cc-link-note")  # what a link named that the store lacks (ui.links)
+        address = gr.Textbox(visible=False, elem_id="cc-address")  # the view's query string (ui.links)
         changed = gr.State(catalog_signature(store))
         ctx = Ctx(store=store, benchmark=bench, runs=runs, refresh=refresh, auth_enabled=auth_enabled,
-                  changed=changed, page=demo)
+                  changed=changed, page=demo, link=gr.State(None))
 
-        def on_benchmark(name: str | None) -> Any:
+        def on_benchmark(name: str | None, link: dict[str, Any] | None) -> Any:
             choices = run_choices(store, name)
-            return gr.update(choices=choices, value=[v for _, v in choices[:2]])
+            view = links.View.of(link)
+            picked = view.runs if view is not None and view.benchmark == name else [v for _, v in choices[:2]]
+            return gr.update(choices=choices, value=picked)
 
-        bench.change(on_benchmark, bench, runs)
+        bench.change(on_benchmark, [bench, ctx.link], runs)
 
         def on_refresh(name: str | None, selected: list[str] | None) -> Any:
             benches = benchmark_choices(store)
@@ -109,7 +119,12 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
                        else gr.update(choices=choices, value=still))
             return refreshed(shown, benches, name), runs_up
 
-        ctx.on_refresh(on_refresh, [bench, runs], [bench, runs])
+        def on_refresh_landing(name: str | None, selected: list[str] | None, request: gr.Request) -> Any:
+            return on_refresh(*links.landed(store, name, selected, request))  # a page opened on a link: its view
+
+        refresh.click(on_refresh, [bench, runs], [bench, runs], api_visibility="private", queue=False)
+        changed.change(on_refresh, [bench, runs], [bench, runs], api_visibility="private", queue=False)
+        demo.load(on_refresh_landing, [bench, runs], [bench, runs], api_visibility="private", queue=False)
 
         def on_load_header(request: gr.Request) -> str:
             return request_header(store, request)
@@ -121,6 +136,7 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
                     getattr(importlib.import_module(f"ui.{module}"), builder)(ctx)
             ctx.tab = None
         build_api(store)  # browse_list, open_group, compare: checked against the store, not the pickers
+        links.wire(demo, ctx, ctx.tabs, note, address, copy, [module for _, module, _ in TABS])
         with gr.Accordion("Glossary: abbreviations and paper sections (000 FrameEvidence, 001 SPUR, 002 StemBind)",
                           open=False, elem_id="cc-glossary"):
             gr.HTML(glossary_html())

@@ -20,7 +20,7 @@ from core.report_tables import RunScore, Table, get
 from core.schema import to_jsonable
 from db.store import Store
 from ui.handlers import user_error
-from ui.tables import SORT_JS, table_files, table_html
+from ui.tables import SORT_JS, table_files, table_html, table_html_file
 
 EVERY = ""
 POOL = "__pooled__"
@@ -46,23 +46,27 @@ def shortcut_table(store: Store, benchmark: str, runs: list[RunScore], choice: s
 
 
 def shortcut_block(store: Store, benchmark: str, runs: list[RunScore], table: Table, prefix: str) -> None:
-    """Picker, table and its CSV / LaTeX downloads (inside the Metrics tab's render)."""
+    """Picker, table and its CSV / LaTeX / HTML downloads (inside the Metrics tab's render)."""
     picker = gr.Dropdown(choices(runs), value=EVERY, label="Shortcut filter model (001 §2.3: one model's "
                          "randomized text-only trials)", elem_id="cc-shortcut-model", interactive=True)
     out = gr.HTML(table_html(table), js_on_load=SORT_JS, elem_classes=["cc-metric-table"], elem_id="cc-shortcut")
     csv_path, tex_path = table_files(table, prefix)
+    html_path = table_html_file(table, prefix)
     with gr.Row(elem_classes=["cc-exports"]):
         csv = gr.DownloadButton("CSV", value=str(csv_path), size="sm", scale=0, min_width=70,
                                 elem_classes=["cc-dl-csv"])
         tex = gr.DownloadButton("LaTeX", value=str(tex_path), size="sm", scale=0, min_width=70,
                                 elem_classes=["cc-dl-tex"])
+        page = gr.DownloadButton("HTML", value=str(html_path), size="sm", scale=0, min_width=70,
+                                 elem_classes=["cc-dl-html"])
 
-    def on_pick(choice: str | None) -> tuple[Any, Any, Any]:
+    def on_pick(choice: str | None) -> tuple[Any, Any, Any, Any]:
         try:
             t = shortcut_table(store, benchmark, runs, choice)
         except CrosscheckError as exc:
             raise user_error(str(exc)) from exc
-        c, x = table_files(t, prefix + ("_pooled" if choice == POOL else f"_{choice}" if choice else ""))
-        return table_html(t), str(c), str(x)
+        name = prefix + ("_pooled" if choice == POOL else f"_{choice}" if choice else "")
+        c, x = table_files(t, name)
+        return table_html(t), str(c), str(x), str(table_html_file(t, name))
 
-    picker.change(on_pick, picker, [out, csv, tex], api_visibility="private")
+    picker.change(on_pick, picker, [out, csv, tex, page], api_visibility="private")

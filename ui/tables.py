@@ -1,4 +1,4 @@
-"""Metric tables as sortable HTML (k / n and intervals on hover) and their CSV / LaTeX / chart export files.
+"""Metric tables as sortable HTML (k / n and intervals on hover) and their CSV / LaTeX / HTML / chart export files.
 
 Pure formatting lives in core.report_tables; this module only turns it into HTML and files. Every label and
 value is escaped (run names are user input)."""
@@ -160,8 +160,27 @@ def table_files(table: Table, prefix: str) -> tuple[Path, Path]:
     return _write(f"{base}.csv", to_csv(table)), _write(f"{base}.tex", to_latex(table))
 
 
+def table_page(table: Table) -> str:
+    """One table as a standalone HTML page (its styles inside, no script): opens anywhere, pastes into a
+    document or a spreadsheet with its title, notes and n/a reasons."""
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(table.title)}</title>"
+            f"<style>body {{ font-family: system-ui, sans-serif; margin: 16px; }}{CSS}</style></head><body>"
+            f"{table_html(table)}<p class='cc-note'>Rates in %, differences in percentage points; hover a value for "
+            "k / n and its 95% interval.</p></body></html>\n")
+
+
+def table_html_file(table: Table, prefix: str) -> Path:
+    """The HTML download of one table (table_page)."""
+    return _write(f"{safe_name(f'{prefix}_{table.key}')}.html", table_page(table))
+
+
 def chart_file(html_text: str, prefix: str, key: str) -> Path:
     return _write(f"{safe_name(prefix + '_' + key)}.html", html_text)
+
+
+def report_file(html_text: str, benchmark: str) -> Path:
+    """The one-file report (ui/report) as a download."""
+    return _write(f"{safe_name(benchmark)}_report.html", html_text)
 
 
 CSS = """

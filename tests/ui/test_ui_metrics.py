@@ -83,7 +83,7 @@ def test_csv_and_latex_downloads_parse(page):
     with page.expect_download(timeout=30_000) as d:
         csv_btn.click()
     df = pd.read_csv(io.StringIO(open(d.value.path(), encoding="utf-8").read()))
-    assert "Acc" in df.columns and "Acc_k" in df.columns
+    assert "Acc (%)" in df.columns and "Acc_k" in df.columns  # #24: on the screen's scale, the unit in the header
     assert df["Run"].iloc[-1] == "Uniform random (exact)"
     with page.expect_download(timeout=30_000) as d:
         tex_btn.click()

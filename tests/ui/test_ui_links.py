@@ -1,0 +1,129 @@
+"""Every view is a link (ui/links.py): a query string opens its benchmark, runs, tab, Browse filters and group,
+or Metrics sub-tab; the address follows the user; a reload keeps the view; Back returns to the previous view;
+a link naming what the store lacks opens the nearest view with a one-line note. Also `resolve` without a
+browser."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from test_ui_browse import shared_app
+
+RUNS = "synth-sb-binder-weak,synth-sb-balanced-direct"
+
+
+def params(url: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+
+
+def test_resolve_keeps_what_exists_and_names_the_rest(demo_db):
+    from db.store import Store
+    from ui.links import query, resolve
+
+    store = Store(demo_db)
+    try:
+        view, note = resolve(store, {"benchmark": "stembind", "runs": RUNS, "tab": "browse", "group": "sb-007",
+                                     "pattern": "cat_cant_bind"})
+        assert note == "" and view is not None
+        assert (view.benchmark, view.runs, view.group, view.pattern) == ("stembind", RUNS.split(","), "sb-007",
+                                                                        "cat_cant_bind")
+        assert params("?" + query(view.as_dict())) == {"benchmark": "stembind", "runs": RUNS, "group": "sb-007",
+                                                       "pattern": "cat_cant_bind"}
+        view, note = resolve(store, {"benchmark": "nope", "runs": "ghost", "tab": "x", "group": "g-9"})
+        assert view is not None and view.benchmark == store.benchmarks()[0]["name"] and view.tab == "browse"
+        assert view.group == "" and len(view.runs) == 2
+        for part in ("benchmark 'nope'", "run 'ghost'", "tab 'x'", "group 'g-9'"):
+            assert part in note
+        assert resolve(store, {}) == (None, "")
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def app(request, demo_db, tmp_path_factory):
+    return shared_app(request, demo_db, tmp_path_factory)
+
+
+def open_page(app, query: str):  # type: ignore[no-untyped-def]
+    page = app["browser"].new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(app["url"] + "/?" + query)
+    return page, errors
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_link_opens_its_view_survives_reload_and_back(app):
+    link = f"benchmark=stembind&runs={RUNS}&tab=browse&group=sb-007&pattern=cat_cant_bind"
+    page, errors = open_page(app, link)
+    try:
+        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        assert page.locator("#cc-benchmark input").first.input_value().startswith("stembind")
+        page.wait_for_function("document.querySelector('#cc-browse-summary').innerText.includes('matching')",
+                               timeout=30000)
+        got = params(page.url)
+        assert got["group"] == "sb-007" and got["runs"] == RUNS and got["pattern"] == "cat_cant_bind"
+        page.reload()
+        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        # the user opens another group: the address follows, and Back returns to sb-007
+        box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
+        box.fill("sb-010")
+        box.press("Enter")
+        page.wait_for_selector("#cc-group-view [data-group='sb-010']", timeout=30000)
+        page.wait_for_function("location.search.includes('group=sb-010')", timeout=30000)
+        page.go_back()
+        page.wait_for_function("location.search.includes('group=sb-007')", timeout=30000)
+        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        assert errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_link_to_metrics_and_a_missing_run(app):
+    page, errors = open_page(app, "benchmark=spur&runs=nope,synth-spur-generalist&tab=metrics&section=spur-1")
+    try:
+        page.wait_for_selector("#cc-metrics-summary", timeout=60000)
+        assert re.search(r"run 'nope'.*nearest view", page.locator("#cc-link-note").inner_text())
+        selected = page.locator("#cc-metrics-sections [role=tab][aria-selected=true]").first.inner_text()
+        second = page.locator("#cc-metrics-sections [role=tab]").nth(1).inner_text()
+        assert selected == second
+        # the address names the link's view as the page opens, and is replaced once the view has landed
+        page.wait_for_function("location.search.includes('tab=metrics') && !location.search.includes('nope')",
+                               timeout=30000)
+        assert params(page.url)["runs"] == "synth-spur-generalist" and params(page.url)["section"] == "spur-1"
+        page.locator("#cc-tabs [role=tab]", has_text="Browse").first.click()
+        page.wait_for_function("!location.search.includes('tab=metrics')", timeout=30000)
+        page.go_back()
+        page.wait_for_selector("#cc-metrics-summary", timeout=60000)
+        assert "tab=metrics" in page.url and errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_link_lands_on_its_view_after_login(demo_db, tmp_path, ui_browser):
+    from conftest import copy_store
+    from uiharness import running_app
+
+    from ui.auth import hash_password
+
+    db = copy_store(demo_db, tmp_path / "store")
+    users = tmp_path / "users.txt"
+    users.write_text(f"ann:{hash_password('s3cret-pass')}\n", encoding="utf-8")
+    with running_app(db, "--auth", str(users)) as url:
+        page = ui_browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{url}/?benchmark=stembind&runs={RUNS}&group=sb-007")
+            page.locator("input[type=text]").first.fill("ann")
+            page.locator("input[type=password]").fill("s3cret-pass")
+            page.get_by_role("button", name="Login").click()
+            page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+            assert params(page.url)["group"] == "sb-007"
+        finally:
+            page.close()

@@ -1,0 +1,260 @@
+"""Every view is a link (docs/UI.md, "Links"): the query string carries the view, `?benchmark=B&runs=R1,R2&tab=
+browse&group=G` opens exactly that, the address bar follows the user, Back returns to the previous view.
+
+- `resolve(store, params)`: the view a query string names, as the nearest valid view (a benchmark, run, group,
+  pattern or sub-tab the store lacks is left out or replaced by the default) and a one-line note saying what was
+  left out; never an error.
+- `query(view)`: the query string of a view (keys in `KEYS` order, empty values left out).
+- `wire(demo, ctx, tabs)`: on page load the view of the request's query string (gr.Request.query_params) is
+  kept in a State that the header, Browse, Compare and Metrics read when they fill themselves in; every change
+  of the view writes its query string into a hidden textbox whose change runs `ADDRESS_JS` in the browser
+  (history.pushState; replaceState while the page lands on a link). Back reloads the page on the previous
+  address, which opens that view. Only public Gradio API: `js=` on events, `demo.load`, gr.Request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import gradio as gr  # at module level: Gradio reads the handlers' `request: gr.Request` annotations by name
+
+if TYPE_CHECKING:
+    from db.store import Store
+
+# query keys in the order a link writes them
+KEYS = ("benchmark", "runs", "tab", "split", "kind", "pattern", "q", "group", "a", "b", "section")
+BROWSE_KEYS = ("split", "kind", "pattern", "q", "group")
+TABS = ("browse", "compare", "metrics", "run", "judge", "calibration", "data")  # ui.shell.TABS ids
+
+
+@dataclass
+class View:
+    """What a link opens. `runs` are the header's picks; Browse's filters and open group, Compare's pair and
+    the Metrics sub-tab (`section`: its id, "<family>-<n>") are empty when the link does not name them."""
+
+    benchmark: str | None = None
+    runs: list[str] = field(default_factory=list)
+    tab: str = "browse"
+    split: str = ""
+    kind: str = ""
+    pattern: str = ""
+    q: str = ""
+    group: str = ""
+    a: str = ""
+    b: str = ""
+    section: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in KEYS}
+
+    @classmethod
+    def of(cls, value: Mapping[str, Any] | None) -> View | None:
+        return cls(**{k: value[k] for k in KEYS if k in value}) if value else None
+
+
+def query(view: Mapping[str, Any]) -> str:
+    """The query string of a view (no leading "?"): empty values and the default tab left out."""
+    pairs = []
+    for key in KEYS:
+        value = view.get(key)
+        if key == "runs":
+            value = ",".join(value or [])
+        if key == "tab" and value == "browse":
+            continue
+        if value:
+            pairs.append((key, str(value)))
+    return urlencode(pairs)
+
+
+def _default_runs(store: Store, benchmark: str) -> list[str]:
+    return [r["name"] for r in store.runs(benchmark, with_counts=False)][:2]  # the header's default (ui.shell)
+
+
+def resolve(store: Store, params: Mapping[str, str]) -> tuple[View | None, str]:
+    """(the nearest valid view the parameters name, a note of what was left out: "" when nothing was). None
+    when the query string names no view (a plain visit keeps the app's defaults)."""
+    from core import groups as core_groups
+    from ui.views import cache
+
+    if not any(params.get(k) for k in KEYS):
+        return None, ""
+    missing: list[str] = []
+    names = [b["name"] for b in store.benchmarks()]
+    if not names:
+        return None, "the store holds no benchmark yet"
+    bench = params.get("benchmark") or names[0]
+    if bench not in names:
+        missing.append(f"benchmark {bench!r}")
+        bench = names[0]
+    known = [r["name"] for r in store.runs(bench, with_counts=False)]
+    asked = [r.strip() for r in (params.get("runs") or "").split(",") if r.strip()]
+    runs = [r for r in dict.fromkeys(asked) if r in known]
+    missing += [f"run {r!r}" for r in asked if r not in known]
+    if not asked or not runs:
+        runs = _default_runs(store, bench)
+    view = View(benchmark=bench, runs=runs)
+    tab = params.get("tab") or "browse"
+    view.tab = tab if tab in TABS else "browse"
+    if tab not in TABS:
+        missing.append(f"tab {tab!r}")
+    bd = cache.bench(store, bench)
+    checks = {"split": bd.splits, "kind": bd.kinds, "pattern": [k for k, _ in core_groups.patterns(bd.family)]}
+    for key, allowed in checks.items():
+        value = params.get(key) or ""
+        if value and value not in allowed:
+            missing.append(f"{key} {value!r}")
+            value = ""
+        setattr(view, key, value)
+    view.q = (params.get("q") or "").strip()[:200]
+    group = (params.get("group") or "").strip()
+    if group and group not in set(bd.index.frame.index):
+        missing.append(f"group {group!r}")
+        group = ""
+    view.group = group
+    for key in ("a", "b"):
+        value = params.get(key) or ""
+        if value and value not in known:
+            missing.append(f"run {value!r}")
+            value = ""
+        setattr(view, key, value)
+    section = params.get("section") or ""
+    if section and not section.startswith(f"{bd.family}-"):
+        missing.append(f"Metrics section {section!r}")
+        section = ""
+    view.section = section
+    note = f"This link names {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not in the " \
+           f"store: showing the nearest view." if missing else ""
+    return view, note
+
+
+def from_request(store: Store, request: Any) -> View | None:
+    """The view of the page's query string (gr.Request.query_params), or None without one."""
+    params = dict(getattr(request, "query_params", None) or {}) if request is not None else {}
+    return resolve(store, params)[0] if params else None
+
+
+def landed(store: Store, bench: str | None, runs: list[str] | None, request: Any) -> tuple[str | None, list[str]]:
+    """(benchmark, runs) a page-load handler fills its tab in for: the link's when the page was opened on one
+    (the header is about to switch to them: a handler answering for the default benchmark after that switch
+    would leave its pickers on the wrong benchmark), else the header's."""
+    view = from_request(store, request)
+    return (view.benchmark, view.runs) if view is not None else (bench, list(runs or []))
+
+
+# The address bar follows the view. The server sends "push:QUERY" after a user's change (a new history entry:
+# Back returns to the previous view) and "replace:QUERY" after a change the app made itself (the runs a new
+# benchmark picks, the landing on a link); Back (a popstate) reloads the page on that address, which opens its
+# view.
+ADDRESS_JS = """
+(value) => {
+  if (!value) return;
+  const cut = value.indexOf(':');
+  const mode = value.slice(0, cut), q = value.slice(cut + 1);
+  const url = location.pathname + (q ? '?' + q : '');
+  if (url === location.pathname + location.search) return;
+  if (mode === 'push') history.pushState(null, '', url);
+  else history.replaceState(null, '', url);
+}
+"""
+BACK_JS = """
+() => {
+  if (window.__ccBack) return;
+  window.__ccBack = true;
+  window.addEventListener('popstate', () => location.reload());
+}
+"""
+COPY_JS = """
+() => {
+  const url = location.href;
+  const done = () => { const b = document.querySelector('#cc-copy-link'); if (b) { b.dataset.copied = url; } };
+  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(url).then(done, () => { done(); window.prompt('Copy this link', url); });
+  else { done(); window.prompt('Copy this link', url); }
+}
+"""
+
+
+def note_html(note: str) -> str:
+    from html import escape
+
+    return f"<div class='cc-link-note'>{escape(note)}</div>" if note else ""
+
+
+def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab_ids: list[str]) -> Any:
+    """Connect the link machinery (module docstring) once every tab has registered its parts; returns the page
+    load's landing event, after which the pickers of the store's contents fill themselves in (ui.shell)."""
+    from ui.shell import run_choices
+
+    store = ctx.store
+    tab_state = gr.State("browse")
+    parts = ctx.parts
+
+    def on_load(bench: str | None, request: gr.Request) -> tuple[Any, ...]:
+        view, why = resolve(store, dict(request.query_params or {}))
+        if view is None:
+            return None, note_html(why), gr.update(), gr.update(), gr.update(), gr.update(), "browse"
+        # another benchmark: the header's own switch (ui.shell on_benchmark) picks the link's runs; one update
+        # of the runs at a time, or the browser may keep the older one
+        runs = (gr.update(choices=run_choices(store, view.benchmark), value=view.runs) if bench == view.benchmark
+                else gr.update())
+        return (view.as_dict(), note_html(why), gr.update(value=view.benchmark), runs, gr.update(selected=view.tab),
+                view.section or gr.update(), view.tab)
+
+    landing = demo.load(on_load, ctx.benchmark, [ctx.link, note, ctx.benchmark, ctx.runs, tabs, parts["metrics.opened"],
+                                        tab_state], api_visibility="private", queue=False, js=BACK_JS)
+    for name in ("metrics.show", "compare.show"):
+        fn, inputs, outputs = parts[name]
+        landing.then(fn, [ctx.link, *inputs], outputs, api_visibility="private")
+
+    def on_tab(evt: gr.SelectData) -> str:
+        return tab_ids[evt.index] if isinstance(evt.index, int) and evt.index < len(tab_ids) else "browse"
+
+    keys = ["browse.split", "browse.kind", "browse.pattern", "browse.search", "browse.group", "compare.a",
+            "compare.b", "metrics.opened"]
+    inputs = [ctx.link, tab_state, ctx.benchmark, ctx.runs, *(parts[k] for k in keys)]
+
+    def view_of(tab: str | None, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
+                pattern: str | None, q: str | None, group: str | None, a: str | None, b: str | None,
+                section: str | None) -> View:
+        tab = tab or "browse"
+        return View(bench, list(runs or []), tab, split or "", kind or "", pattern or "", (q or "").strip(),
+                    (group or "").strip(), a or "" if tab == "compare" else "", b or "" if tab == "compare" else "",
+                    section or "" if tab == "metrics" else "")
+
+    def by_user(link: Any, *values: Any) -> tuple[str, Any]:
+        """A user's change: a new history entry; a link being landed on counts as landed."""
+        landed = {**link, "landed": True} if link and not link.get("landed") else gr.skip()
+        return "push:" + query(view_of(*values).as_dict()), landed
+
+    def by_app(link: Any, *values: Any, mode: str = "replace") -> tuple[Any, Any]:
+        """A change the app made: the address is replaced (`mode`), once the page shows everything its link
+        names."""
+        view = view_of(*values)
+        if link and not link.get("landed"):
+            wanted = View.of(link)
+            assert wanted is not None
+            shown = view.as_dict()
+            if any(v and shown.get(k) != v for k, v in wanted.as_dict().items() if k != "runs") or \
+                    set(view.runs) != set(wanted.runs):
+                return gr.skip(), gr.skip()  # still landing: the link's address stays
+            return "replace:" + query(shown), {**link, "landed": True}
+        return f"{mode}:" + query(view.as_dict()), gr.skip()
+
+    def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:  # a group opened: a new entry once landed
+        return by_app(link, *values, mode="push")
+
+    tabs.select(on_tab, None, tab_state, api_visibility="private", queue=False).then(
+        by_user, inputs, [address, ctx.link], api_visibility="private", queue=False, show_progress="hidden")
+    user = [ctx.benchmark.input, ctx.runs.input, parts["browse.search"].submit,
+            parts["browse.group"].submit, *(parts[k].input for k in ("browse.split", "browse.kind", "browse.pattern",
+                                                                     "compare.a", "compare.b"))]
+    gr.on(user, by_user, inputs, [address, ctx.link], api_visibility="private", queue=False, show_progress="hidden")
+    gr.on([ctx.runs.change, parts["metrics.opened"].change], by_app, inputs, [address, ctx.link],
+          api_visibility="private", queue=False, show_progress="hidden")
+    parts["browse.group"].change(group_opened, inputs, [address, ctx.link], api_visibility="private", queue=False,
+                                 show_progress="hidden")
+    address.change(None, address, None, js=ADDRESS_JS, api_visibility="private", queue=False)
+    copy.click(None, None, None, js=COPY_JS, api_visibility="private", queue=False)
+    return landing

@@ -1,0 +1,68 @@
+"""What one drawing of the Metrics tab shows (`Page`: the scored runs, their tables and figures, by section),
+made without Gradio, so the one-file report (ui/report) builds the same page from the command line."""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.report_tables import RunScore, Table, tables_for
+from core.scoring import DEFAULT_SPLIT
+from core.stats import Clustering
+from db.store import Store
+from ui import charts
+from ui.scores import CACHE, ScoreCache, run_scores
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Page:
+    """What one drawing of the tab shows: a message, or the scored runs with their tables and figures."""
+
+    message: str = ""
+    message_id: str | None = None
+    benchmark: str = ""
+    family: str = ""
+    runs: list[RunScore] = field(default_factory=list)
+    tables: dict[str, Table] = field(default_factory=dict)
+    figs: dict[str, Any] = field(default_factory=dict)
+    chart_error: str | None = None
+
+    def sections(self) -> list[tuple[int, str, list[str], list[str]]]:
+        """(index, title, table keys, chart keys) of each section with something to show."""
+        spec = charts.family_charts(self.family).sections if self.family else []
+        out = [(i, title, [k for k in tk if k in self.tables], [k for k in ck if k in self.figs])
+               for i, (title, tk, ck) in enumerate(spec)]
+        return [s for s in out if s[2] or s[3]]
+
+    def summary(self) -> str:
+        n_synth = sum(r.synthetic for r in self.runs)
+        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(self.runs)} runs are generated demo "
+                 "data" if n_synth else "")
+        return (f"**{self.benchmark}** ({self.family}) · {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · "
+                f"split *{html.escape(self.runs[0].split)}*{synth}  \nRates in %. Hover a value for k / n and its 95% "
+                "interval; click a column header to sort; n/a cells list their reason under the table.")
+
+
+def metrics_page(store: Store, benchmark: str | None, selected: list[str], clusterings: tuple[Clustering, ...] = (),
+                 cache: ScoreCache = CACHE, split: str | None = DEFAULT_SPLIT) -> Page:
+    """The page for one drawing (scores through the cache; a CrosscheckError is left to the caller). `split`:
+    the tab's is the default (test); the one-file report (ui/report) passes `--split`'s."""
+    if not benchmark:
+        return Page("No benchmark in the store yet: import one in the **Data** tab.")
+    if not selected:
+        return Page("Pick one or more runs in the **Runs** box above to see their metrics.", "cc-metrics-empty")
+    family, runs, controls = run_scores(store, benchmark, selected, clusterings, split, cache=cache)
+    if not runs:
+        return Page("None of the picked runs exists any more: press **Refresh**.")
+    page = Page(benchmark=benchmark, family=family, runs=runs,
+                tables={t.key: t for t in tables_for(family, runs, controls)})
+    try:
+        page.figs = charts.charts_for(family, runs, page.tables)
+    except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
+        log.exception("charts failed for %s", benchmark)
+        page.chart_error = type(exc).__name__
+    return page
