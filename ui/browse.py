@@ -285,10 +285,16 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
                      c["group"], c["view"]]
     group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
 
-    def on_reset(bench, runs, link, request: gr.Request):
+    def on_load(bench, runs, link, request: gr.Request):
         view = View.of(link) or from_request(store, request)
         if view is not None and link is None:  # page load: the link's benchmark and runs, not the defaults
             bench, runs = view.benchmark, view.runs
+        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
+
+    def on_reset(bench, runs, link):
+        # a change of the header's benchmark or runs: the header's choice stands (the address bar may still show
+        # the previous view when this runs, so the page's query string is not read here)
+        view = View.of(link)
         return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
 
     def on_list(*args):
@@ -311,7 +317,7 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
         return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
 
-    ctx.page.load(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
+    ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
         trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "group")})
