@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchkit import synthetic_response  # noqa: E402 - puts the root on sys.path
 
 from core.families.stembind.vocab import OPERATIONS  # noqa: E402
 from db.importers import import_items, import_predictions  # noqa: E402
@@ -61,14 +61,7 @@ def write_runs(folder: Path, ids: list[tuple[str, str]]) -> list[Path]:
             for iid, letters in ids:
                 u = rng.random()
                 letter = rng.choice(letters)
-                if u < 0.80:
-                    resp = f"The rule shifts one cell per row, so the missing cell holds it. <ANSWER>{letter}</ANSWER>"
-                elif u < 0.90:
-                    resp = f"Step 1: inspect the rows.\nFinal answer: {letter}"
-                elif u < 0.97:
-                    resp = "It could be A or B."
-                else:
-                    resp = ""
+                resp = synthetic_response(u, letter)
                 rec = {"item_id": iid, "response": resp, "tokens": rng.randint(20, 900)}
                 if resp == "":
                     rec["status"] = "api_error"

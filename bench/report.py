@@ -16,7 +16,6 @@ Ends with one JSON line {"bench": "report", "demo_mb", "full_mb", "full_write_s"
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -24,23 +23,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from benchkit import ROOT, bench_ui  # noqa: E402, F401 - first: the root and tests/ on sys.path
 
 DEMO_MB, FULL_MB, WRITE_S, USABLE_S = 30.0, 60.0, 20.0, 3.0
 OPENINGS = 3
-
-
-def bench_ui() -> Any:
-    """bench/ui.py as a module (its name would clash with the ui package)."""
-    spec = importlib.util.spec_from_file_location("bench_ui", ROOT / "bench" / "ui.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write(db: Path, out: Path) -> float:

@@ -28,10 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from benchkit import ROOT, synthetic_response  # noqa: F401 - first: puts the root on sys.path
 
 from core.families.stembind.vocab import OPERATIONS  # noqa: E402
 from db.importers import import_items, import_predictions  # noqa: E402
@@ -110,15 +107,7 @@ def stembind_runs(folder: Path, ids: list[tuple[str, str, str, str, int]], seed:
                     letter = gold
                 else:
                     letter = letters[(letters.index(gold) + 1 + int(u[i] * 7)) % len(letters)]
-                v = u[i]
-                if v < 0.80:
-                    resp = f"The rule shifts one cell per row, so the missing cell holds it. <ANSWER>{letter}</ANSWER>"
-                elif v < 0.90:
-                    resp = f"Step 1: inspect the rows.\nFinal answer: {letter}"
-                elif v < 0.97:
-                    resp = "It could be A or B."
-                else:
-                    resp = ""
+                resp = synthetic_response(u[i], letter)
                 rec = {"item_id": iid, "response": resp, "tokens": int(tokens[i])}
                 if suffix == "thinking" and kind == "F":
                     rec["trace"] = "S1: the grid. S2: shift right. S3: the cell maps to the option. S4: answer."

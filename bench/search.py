@@ -28,11 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
+from benchkit import ROOT  # noqa: F401 - first: puts the root on sys.path
 from score import _write_jsonl, stembind_items  # noqa: E402
 
 from db.importers import import_items, import_predictions  # noqa: E402

@@ -24,7 +24,6 @@ acknowledged write stored, group view p95 <= 1 s.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -40,23 +39,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from benchkit import ROOT, bench_ui  # noqa: E402, F401 - first: the root and tests/ on sys.path
 
 GROUP_VIEW_P95_MS = 1000.0
 PASSWORD = "soak-pw"
 LIVE_RUN = "soak-live"
 LABELLED_RUN = "bench-run-00"
-
-
-def _bench_ui() -> Any:
-    """bench/ui.py as a module (its name clashes with the `ui` package)."""
-    spec = importlib.util.spec_from_file_location("bench_ui", ROOT / "bench" / "ui.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 class Stats:
@@ -179,7 +167,7 @@ def build(folder: Path, small: bool) -> tuple[Path, Path, dict[str, Any]]:
     stems, runs = (200, 6) if small else (2298, 24)
     t0 = time.perf_counter()
     if not db.exists():
-        _bench_ui().build_store(db, runs=runs, stems=stems)
+        bench_ui().build_store(db, runs=runs, stems=stems)
     built = time.perf_counter() - t0
     n = 20 if small else 150
     other = write_benchmark(folder / "other", fe_lines(n_fq1=n, n_fq2=n, prefix="o"))

@@ -42,9 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from benchkit import ROOT  # noqa: E402, F401 - first: the root and tests/ on sys.path
 
 from core.families.stembind.vocab import OPERATIONS  # noqa: E402
 
