@@ -71,6 +71,8 @@ STYLE = """
 .cc-keyhelp{font-size:12px;color:#6b7280}
 .cc-keyhelp kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
+.dark .cc-keyhelp{color:#9da7b3}
+.dark .cc-keyhelp kbd{background:#2d333b;border-color:#545d68;color:#e6edf3}
 .cc-hidden-btn{display:none !important}
 .cc-search-error{color:#b91c1c;font-weight:600;margin-bottom:2px}
 #cc-group-view mark{background:#fde68a;color:inherit;padding:0 1px;border-radius:2px}

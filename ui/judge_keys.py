@@ -106,6 +106,8 @@ STYLE = """
 #jd-ff .jd-ffbox{padding:6px 8px;border-radius:6px;font-weight:600}
 #jd-ff .jd-ffbad{background:rgba(239,68,68,.14);color:#991b1b}
 #jd-ff .jd-ffok{background:rgba(34,197,94,.14);color:#14532d}
+.dark #jd-ff .jd-ffbad{color:#ffa198}
+.dark #jd-ff .jd-ffok{color:#7ee787}
 #jd-view{container-type:inline-size}
 @container (max-width: 820px){
  #jd-view .jt-wrap{grid-template-columns:1fr}
@@ -115,6 +117,8 @@ STYLE = """
 #jd-keys{font-size:12px;color:#6b7280}
 #jd-keys kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
+.dark #jd-keys{color:#9da7b3}
+.dark #jd-keys kbd{background:#2d333b;border-color:#545d68;color:#e6edf3}
 </style>
 """
 

@@ -25,6 +25,18 @@ log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
+
+def theme() -> Any:
+    """Gradio's default theme with every text at least 3:1 against its background (tests/ui/test_ui_themes.py):
+    the default's white-on-orange primary buttons and orange selected tabs (2.8:1) take the darker orange, and
+    its grey help texts (1.9:1 on white) a darker grey."""
+    return gr.themes.Default().set(
+        color_accent="*primary_700",
+        button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
+        button_primary_background_fill_dark="*primary_700", button_primary_background_fill_hover_dark="*primary_800",
+        body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_400",
+        block_info_text_color="*neutral_600", block_info_text_color_dark="*neutral_400")
+
 # (tab label, module under ui/, builder function); each builder takes the Ctx.
 TABS = [
     ("Browse", "browse", "build_browse"),
@@ -171,6 +183,6 @@ def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
     demo.queue(default_concurrency_limit=8)
     threading.Thread(target=start_scoring_workers, args=(store,), name="crosscheck-scoring-workers",
                      daemon=True).start()
-    app = make_app(store, demo, auth=auth, css=css, max_file_size="200mb", footer_links=[], show_error=False,
+    app = make_app(store, demo, auth=auth, css=css, theme=theme(), max_file_size="200mb", footer_links=[], show_error=False,
                    server_name=host, server_port=port)
     return run(app, host, port, prevent_thread_lock=prevent_thread_lock)
