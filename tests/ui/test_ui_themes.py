@@ -20,6 +20,8 @@ TABS = [
     ("Calibration", "calibration", "#cb-controls"),
     ("Data", "data", "#cc-data-import"),
 ]
+# the other families' group views, read in Browse after the tabs
+GROUPS = [("frameevidence", "fe-test-fq2-001"), ("spur", "spur-001")]
 MIN_CONTRAST = 3.0
 # the visible texts of a tab with their contrast against the first opaque background behind them
 LOW_CONTRAST = """([root, floor]) => {
@@ -90,6 +92,10 @@ def test_every_tab_readable_in_both_themes(demo_app, ui_browser, tmp_path, width
                 page.locator("#cc-tab-metrics .cc-chart .main-svg").first.wait_for(timeout=90_000)
                 assert page.locator("#cc-tab-metrics .cc-chart .xtick text").count() > 0
                 found["charts"] = page.evaluate(CHART_TEXTS, [MIN_CONTRAST, scheme == "dark"])
+        for bench, gid in GROUPS:
+            page.goto(f"{demo_app}/?benchmark={bench}&tab=browse&group={gid}")
+            page.locator(f"#cc-group-view [data-group='{gid}']").wait_for(timeout=90_000)
+            found[bench] = page.evaluate(LOW_CONTRAST, ["#cc-tab-browse", MIN_CONTRAST])
         found = {tab: lines for tab, lines in found.items() if lines}
         assert not found, "\n".join(f"{tab}: {line}" for tab, lines in found.items() for line in lines)
     finally:
