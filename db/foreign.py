@@ -403,7 +403,8 @@ def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, An
     warned about (the table may belong to another version of the dataset)."""
     if not golds:
         return
-    gold = {it.item_id: it.answer for it in store.items(benchmark)}
+    b = store.benchmark(benchmark)
+    gold = dict(store.conn.execute("SELECT item_id, answer FROM items WHERE benchmark_id = ?", (b["id"],)).fetchall())
     for no, obj in objs:
         mine, theirs = gold.get(obj["item_id"]), golds.get(no)
         if mine is not None and theirs is not None and theirs != mine:
