@@ -147,8 +147,10 @@ def read_xlsx(path: Path, report: Report) -> tuple[list[str], list[tuple[int, di
     row's line is its row number in the sheet. Read by python-calamine (a Rust reader: a 43,290-row prediction
     table in a tenth of the time openpyxl's read-only mode takes, docs/FORMATS.md), its cells given as openpyxl
     gives them (`_xlsx_cell`)."""
-    from python_calamine import CalamineWorkbook
-
+    try:
+        from python_calamine import CalamineWorkbook
+    except ImportError as exc:
+        raise CrosscheckError("reading an .xlsx needs python-calamine (pip install -r requirements.txt)") from exc
     try:
         cells = CalamineWorkbook.from_path(str(path)).get_sheet_by_index(0).to_python(skip_empty_area=False)
     except Exception as exc:  # the reader raises its own types, and OS or zip errors, for an unreadable file
