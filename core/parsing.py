@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 from core import parse_evidence as _ev
 from core.errors import InvalidPrediction
@@ -233,7 +233,7 @@ def parse_answer(response: str | None, letters: str = "ABCD", style: str = "lett
     fast = fast_parse(response, letters, style)
     if fast is not None:
         return fast
-    return _parse_slow(response, letters, style, options)
+    return _parse_kept(response, letters, style, options)
 
 
 
@@ -268,7 +268,62 @@ def fast_parse(response: str | None, letters: str = "ABCD", style: str = "letter
 def full_parse(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:
     """`parse_answer` for a response `fast_parse` returned None for: the full rule cascade, without repeating
     the checks `fast_parse` already made."""
-    return _parse_slow(response, letters, style, options)
+    return _parse_kept(response, letters, style, options)
+
+
+class _WatchedOptions(Mapping[str, str]):
+    """An item's option texts that note whether the rules read them at all (their truthiness included)."""
+
+    __slots__ = ("_options", "read")
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self._options = options
+        self.read = False
+
+    def __getitem__(self, key: str) -> str:
+        self.read = True
+        return self._options[key]
+
+    def __iter__(self) -> Iterator[str]:
+        self.read = True
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        self.read = True
+        return len(self._options)
+
+    def __contains__(self, key: object) -> bool:
+        self.read = True
+        return key in self._options
+
+    def items(self):  # type: ignore[override]  # the dict's own view: one call, not an iteration
+        self.read = True
+        return self._options.items()
+
+
+# Decisions of the full rules that never read the item's option texts, by (response, letters, style): such a
+# decision is the same for any options, so a formulaic response ("The answer is (B).") met again under another
+# item is decided at once. Short responses only (long ones rarely recur), and a bounded number of them.
+_OPTION_FREE: dict[tuple[str, str, str], tuple[str, str | None]] = {}
+_OPTION_FREE_MAX, _OPTION_FREE_CHARS = 65_536, 256
+
+
+def _parse_kept(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:
+    """The full rules (`_parse_slow`), their decision kept when it did not read `options` (_OPTION_FREE)."""
+    response = str(response)
+    if not options or len(response) > _OPTION_FREE_CHARS:
+        return _parse_slow(response, letters, style, options)
+    key = (response, letters, style)
+    known = _OPTION_FREE.get(key)
+    if known is not None:
+        return known
+    watched = _WatchedOptions(options)
+    result = _parse_slow(response, letters, style, watched)  # type: ignore[arg-type]  # read as a Mapping
+    if not watched.read:
+        if len(_OPTION_FREE) >= _OPTION_FREE_MAX:
+            _OPTION_FREE.clear()
+        _OPTION_FREE[key] = result
+    return result
 
 
 def _parse_slow(response: str, letters: str, style: str, options: dict[str, str] | None) -> tuple[str, str | None]:

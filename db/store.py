@@ -84,8 +84,11 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # json.dumps' own, made once
+
+
 def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return None if value is None else _ENCODE(value)
 
 
 def _objects(col: pd.Series) -> pd.Series:

@@ -540,3 +540,32 @@ RULE_ROWS = [
                          ids=[row[0] for row in RULE_ROWS])
 def test_rule_rows(rule, response, style, options, expected):
     assert parse_answer(response, "ABCD", style, options) == expected, rule
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(SHORTCUT_TOKENS, max_size=8).map("".join), st.sampled_from(["ABCD", "ABCDEFGH"]),
+       st.sampled_from(["letter", "tag"]),
+       st.lists(st.sampled_from([FE_OPTIONS, EN_OPTIONS, {c: f"opt {c}" for c in "ABCDEFGH"},
+                                 {"A": "inal answer: b", "B": "x"}, {"A": "cat", "B": "A cat"}]),
+                min_size=2, max_size=4))
+def test_option_free_decisions_agree_under_other_options(text, letters, style, option_sets):
+    """A decision kept because the rules never read the option texts (core.parsing._OPTION_FREE) is the one the
+    full rules give under any other options, whichever item's options came first."""
+    from core import parsing
+
+    if not text.strip():
+        return
+    parsing._OPTION_FREE.clear()
+    for options in option_sets:
+        assert parse_answer(text, letters, style, options) == _full_rules(text, letters, style, options, True)
+
+
+def test_option_free_decision_is_kept_only_when_options_were_not_read():
+    from core import parsing
+
+    parsing._OPTION_FREE.clear()
+    assert parse_answer("The answer is (B).", "ABCD", "letter", EN_OPTIONS) == (OK, "B")
+    assert ("The answer is (B).", "ABCD", "letter") in parsing._OPTION_FREE
+    assert parse_answer("left", "ABCD", "letter", EN_OPTIONS) == (OK, "A")  # an option text: read, not kept
+    assert ("left", "ABCD", "letter") not in parsing._OPTION_FREE
+    assert parse_answer("left", "ABCD", "letter", FE_OPTIONS) == (INV, None)

@@ -41,7 +41,7 @@ def names() -> tuple[str, ...]:
 
 def known(name: object) -> TypeGuard[str]:
     """`name` is a known family's name."""
-    return isinstance(name, str) and name in names()
+    return isinstance(name, str) and (name in builtin() or name in _REGISTERED)
 
 
 def get(name: str) -> Family:
