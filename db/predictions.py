@@ -20,8 +20,8 @@ calls it and nothing imports back.
 - the smaller reads: `done_keys` (the runners), `counts` / `count` / `runs_holding` (run lists, the Run tab's
   jobs, the pickers' fingerprint), `problem_predictions` / `count_statuses` (the audit), `trace_rows` /
   `runs_with_traces` (the trace judge), `trace_item_pk` (labels), `effective_row` / `override_in_effect`
-  (overrides), and the imports' `stored_rows`, `has_rows` and `keys`; `search_rows_stale` / `index_new_rows` feed
-  the search index (db/search.py).
+  (overrides), and the imports' `stored_rows`, `has_rows` and `keys`; `index_new_rows` feeds the search index
+  (db/search.py).
 """
 
 from __future__ import annotations
@@ -540,16 +540,6 @@ def keys(store: Source, run_id: int) -> set[tuple[int, int, int]]:
 # --------------------------------------------------------------------------- the search index's feed (db/search.py)
 
 _SEARCH_KEY = "k.item_pk = p.item_pk AND k.rotation = p.rotation AND k.repeat = p.repeat"
-
-
-def search_rows_stale(conn: sqlite3.Connection, run_id: int) -> list[int]:
-    """Ids of run `run_id`'s indexed rows (search_keys) whose prediction is gone or whose response or trace changed
-    since it was indexed: the raw text of the table, which is what a search finds (overrides change letters)."""
-    return [int(r[0]) for r in conn.execute(
-        "SELECT k.id FROM search_keys k CROSS JOIN search_predictions f ON f.rowid = k.id"
-        f" LEFT JOIN {_TABLE} p ON p.run_id = k.run_id AND {_SEARCH_KEY}"
-        " WHERE k.run_id = ? AND (p.run_id IS NULL OR f.response IS NOT p.response OR f.trace IS NOT p.trace)",
-        (run_id,))]
 
 
 def index_new_rows(conn: sqlite3.Connection, run_id: int) -> int:

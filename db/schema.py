@@ -269,7 +269,8 @@ def _m007_run_revision(db: sqlite_utils.Database) -> None:
 # Full-text search (db/search.py, issue #23): FTS5 in the standard library's SQLite, unicode61 tokens.
 # Items, label notes and group tags are external-content tables kept by triggers in the same transaction as the
 # write; predictions (most of the text: responses and traces) are indexed per run when the run's revision moved
-# (db.search.refresh), so an import pays nothing for them, and the index holds its own copy of their text.
+# (db.search.refresh), so an import pays nothing for them, and the index holds its own copy of their text (until
+# migration 009, below).
 SEARCH_TOKENIZE = "unicode61 remove_diacritics 2"
 SEARCH_DDL = (
     f"""CREATE VIRTUAL TABLE search_items USING fts5(question, options, meta, content='items', content_rowid='id',
@@ -343,6 +344,52 @@ def _m008_search(db: sqlite_utils.Database) -> None:
     db.execute("INSERT INTO search_notes(search_notes) VALUES ('rebuild')")
 
 
+# Migration 009 (issue #23, the cost of keeping the index): `search_predictions` without its own copy of the text.
+# It reads responses and traces through the view `search_prediction_texts` (search_keys joined to predictions), so
+# snippets still come from the predictions table; no per-row sizes (columnsize=0: no ranking uses them, a snippet
+# counts its row's tokens); a 64 MiB in-memory hash, so a run's refresh writes one segment, and no incremental
+# merging (automerge 0): segments are merged 16 at a time (crisismerge, FTS5's default 16), each merge paid by the
+# refresh that makes the 16th (bench/search.py's 24 runs pay one). An external-content row is deleted with
+# the text it was indexed from: the triggers below do it when a prediction's text is replaced (INSERT OR REPLACE
+# fires the delete trigger because every Store connection sets recursive_triggers) or updated.
+SEARCH_PREDICTIONS_HASH = 64 << 20
+SEARCH_PREDICTIONS_DDL = (
+    """CREATE VIEW search_prediction_texts AS SELECT k.id AS id, p.response AS response, p.trace AS trace
+        FROM search_keys k JOIN predictions p ON p.run_id = k.run_id AND p.item_pk = k.item_pk
+        AND p.rotation = k.rotation AND p.repeat = k.repeat""",
+    f"""CREATE VIRTUAL TABLE search_predictions USING fts5(response, trace, content='search_prediction_texts',
+        content_rowid='id', columnsize=0, tokenize='{SEARCH_TOKENIZE}')""",
+    f"INSERT INTO search_predictions(search_predictions, rank) VALUES ('hashsize', {SEARCH_PREDICTIONS_HASH})",
+    "INSERT INTO search_predictions(search_predictions, rank) VALUES ('automerge', 0)",
+    """CREATE TRIGGER search_predictions_ad AFTER DELETE ON predictions BEGIN
+        INSERT INTO search_predictions(search_predictions, rowid, response, trace) SELECT 'delete', k.id,
+            old.response, old.trace FROM search_keys k WHERE k.run_id = old.run_id AND k.item_pk = old.item_pk
+            AND k.rotation = old.rotation AND k.repeat = old.repeat;
+        DELETE FROM search_keys WHERE run_id = old.run_id AND item_pk = old.item_pk AND rotation = old.rotation
+            AND repeat = old.repeat;
+    END""",
+    """CREATE TRIGGER search_predictions_au AFTER UPDATE OF response, trace ON predictions
+        WHEN old.response IS NOT new.response OR old.trace IS NOT new.trace BEGIN
+        INSERT INTO search_predictions(search_predictions, rowid, response, trace) SELECT 'delete', k.id,
+            old.response, old.trace FROM search_keys k WHERE k.run_id = old.run_id AND k.item_pk = old.item_pk
+            AND k.rotation = old.rotation AND k.repeat = old.repeat;
+        DELETE FROM search_keys WHERE run_id = old.run_id AND item_pk = old.item_pk AND rotation = old.rotation
+            AND repeat = old.repeat;
+    END""",
+)
+
+
+def _m009_search_external(db: sqlite_utils.Database) -> None:
+    """`search_predictions` as an external-content table over the predictions (issue #23: the index cost 1.04x
+    the import; the copy of the text and the incremental merges were half of it). The old table and its copy are
+    dropped and every run is indexed again by the first search that covers it (db.search.refresh)."""
+    db.execute("DROP TABLE search_predictions")
+    db.execute("DELETE FROM search_keys")
+    db.execute("DELETE FROM search_state")
+    for ddl in SEARCH_PREDICTIONS_DDL:
+        db.execute(ddl)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
@@ -352,6 +399,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("006_prediction_sources", _m006_prediction_sources),
     ("007_run_revision", _m007_run_revision),
     ("008_search", _m008_search),
+    ("009_search_external", _m009_search_external),
 ]
 
 

@@ -5,11 +5,12 @@ JSON text, so values and field names both match), `notes` (a label's note and a 
 query is FTS5's syntax (docs/UI.md, "Search"): words (all must match), "a phrase", prefix*, NOT, OR, parentheses.
 A query FTS5 cannot parse (an unbalanced quote) raises BadQuery, naming what is wrong.
 
-The index (tables in db/schema.py, migration 008): items, label notes and tags are indexed by triggers in the
-transaction that writes them; predictions per run by `refresh`, which indexes what changed in every run whose
-revision moved since (db.store.touch_run moves it on every write of a run's predictions: imports, `--replace`,
-live runs). `search` refreshes the runs it searches first, so a search always sees every committed prediction;
-an import pays nothing for the index (docs/ARCHITECTURE.md, "Search").
+The index (tables in db/schema.py, migrations 008 and 009): items, label notes and tags are indexed by triggers in
+the transaction that writes them; predictions per run by `refresh`, which indexes the rows not indexed in every
+run whose revision moved since (db.store.touch_run moves it on every write of a run's predictions: imports,
+`--replace`, live runs); a replaced or changed prediction leaves the index by a trigger as it is written.
+`search` refreshes the runs it searches first, so a search always sees every committed prediction; a new run's
+import pays nothing for the index (docs/ARCHITECTURE.md, "Search and tags").
 """
 
 from __future__ import annotations
@@ -87,21 +88,17 @@ def refresh(store: Store, run_ids: Iterable[int] | None = None) -> int:
 
 
 def _refresh_run(store: Store, run_id: int) -> int:
-    """One run, in one write transaction: drop the indexed rows whose prediction is gone or whose text changed,
-    add the rows not indexed (db.predictions, the one reader of predictions), record the revision read inside
-    the transaction."""
+    """One run, in one write transaction: add the rows not indexed (db.predictions, the one reader of
+    predictions), record the revision read inside the transaction. A replaced or changed prediction left the
+    index when it was written (the triggers of migration 009), so it is one of the rows not indexed."""
     with store.write() as conn:
         revision = conn.execute("SELECT revision FROM runs WHERE id = ?", (run_id,)).fetchone()
         if revision is None:
             return 0
-        gone = predictions.search_rows_stale(conn, run_id)
-        if gone:
-            conn.executemany("DELETE FROM search_predictions WHERE rowid = ?", [(g,) for g in gone])
-            conn.executemany("DELETE FROM search_keys WHERE id = ?", [(g,) for g in gone])
         added = predictions.index_new_rows(conn, run_id)
         conn.execute("INSERT INTO search_state (run_id, revision) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE"
                      " SET revision = excluded.revision", (run_id, revision[0]))
-    return len(gone) + added
+    return added
 
 
 # --------------------------------------------------------------------------- searching

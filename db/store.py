@@ -161,6 +161,8 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # INSERT OR REPLACE then fires delete triggers: the search index drops a replaced prediction (schema 009)
+            conn.execute("PRAGMA recursive_triggers = ON")
             self._local.conn = conn
             self._local.memos = {}
         return conn

@@ -4,6 +4,7 @@ product's own write paths: items import, predictions import and --replace, the l
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from conftest import fe_lines, run_cli, write_benchmark
@@ -63,14 +64,40 @@ def test_phrases_prefixes_and_not(planted):
 
 def test_the_index_follows_replace_and_the_live_sink(planted, tmp_path):
     store, ids = planted
+    assert len(search(store, "zebrafish")) == 2  # both runs indexed before their rows are replaced
     a = [{"item_id": ids[1], "response": "The answer is C: an octopus."}]
     import_predictions(store, _preds(tmp_path / "a2.jsonl", a), "run-a", replace=True)
     assert _where(search(store, "zebrafish")) == {(ids[4], "run-b", "trace")}
     assert _where(search(store, "octopus")) == {(ids[1], "run-a", "response")}
-    store.add_predictions("run-b", [Prediction(item_id=ids[0], response="Answer: D", trace="a narwhal", status="ok",
-                                               answer="D", shown="D")])
+    # the live sink writes from a runner's thread: a connection of its own (Store.conn is per thread)
+    sink = threading.Thread(target=store.add_predictions, args=("run-b", [Prediction(
+        item_id=ids[0], response="Answer: D", trace="a narwhal", status="ok", answer="D", shown="D")]))
+    sink.start()
+    sink.join()
     assert _where(search(store, "narwhal")) == {(ids[0], "run-b", "trace")}
+    assert len(search(store, '"nothing moves"', limit=None)) == len(ids) - 2  # ids[0]'s old trace is gone
+    assert search(store, "nothing moves", fields=("trace",), limit=None)  # run-b's other traces are still there
     assert refresh(store) == 0  # nothing left to index
+    _index_is_whole(store)
+
+
+def _index_is_whole(store):
+    """Every (token, row, column, offset) search_predictions holds is one a fresh index of the predictions' text
+    holds, and the reverse: a replaced text left nothing behind (an external-content row deleted with other text
+    than it was indexed from would leave its tokens; FTS5's integrity-check here does not read the content)."""
+    conn = store.conn
+    conn.execute("INSERT INTO search_predictions(search_predictions) VALUES ('integrity-check')")
+    conn.execute("CREATE VIRTUAL TABLE temp.live USING fts5vocab(main, search_predictions, instance)")
+    conn.execute("CREATE VIRTUAL TABLE temp.fresh USING fts5(response, trace, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO temp.fresh(rowid, response, trace) SELECT id, response, trace FROM search_prediction_texts")
+    conn.execute("CREATE VIRTUAL TABLE temp.fresh_vocab USING fts5vocab(temp, fresh, instance)")
+    try:
+        live = conn.execute("SELECT term, doc, col, offset FROM temp.live").fetchall()
+        fresh = conn.execute("SELECT term, doc, col, offset FROM temp.fresh_vocab").fetchall()
+        assert live and sorted(live) == sorted(fresh)
+    finally:
+        for name in ("live", "fresh_vocab", "fresh"):
+            conn.execute(f"DROP TABLE temp.{name}")
 
 
 def test_notes_and_tags_are_searched_and_tags_kept_with_who_and_when(tmp_path, store):
@@ -119,13 +146,49 @@ def test_a_store_from_before_the_index_is_indexed_by_its_migration(tmp_path):
                 conn.execute(f"DROP TRIGGER {name}")
         for name in ("search_items", "search_notes", "search_tags", "search_predictions"):
             conn.execute(f"DROP TABLE {name}")
+        conn.execute("DROP VIEW search_prediction_texts")
         for name in ("search_keys", "search_state", "group_tags"):
             conn.execute(f"DROP TABLE {name}")
-        conn.execute("DELETE FROM _migrations WHERE name = '008_search'")
+        conn.execute("DELETE FROM _migrations WHERE name IN ('008_search', '009_search_external')")
     store.close()
     store = Store(path)
     try:
         assert {h.item_id for h in search(store, "证据问题", limit=None)} == {"g2_0-mss", "g2_0-del", "g2_0-add"}
+    finally:
+        store.close()
+
+
+def test_a_store_indexed_by_migration_008_moves_to_the_external_index(tmp_path, monkeypatch):
+    """A store whose predictions were indexed with their own copy of the text (migration 008): 009 drops that
+    table, the first search indexes every run again, and --replace keeps the new index whole."""
+    from db import schema
+
+    path = tmp_path / "old.db"
+    lines = fe_lines(1, 1)
+    ids = [line["item_id"] for line in lines]
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", [x for x in schema.MIGRATIONS if x[0] <= "008_search"])
+        store = Store(path)
+        import_items(store, write_benchmark(tmp_path / "fe", lines), name="fe")
+        rows = [{"item_id": i, "response": f"答案是 B，镜子 {'walrus' if n == 0 else 'seal'}",
+                 "trace": "the mirror turns"} for n, i in enumerate(ids)]
+        import_predictions(store, _preds(tmp_path / "a.jsonl", rows), "run-a")
+        assert _where(search(store, "walrus")) == {(ids[0], "run-a", "response")}
+        assert store.conn.execute("SELECT COUNT(*) FROM search_predictions_content").fetchone()[0] == len(ids)
+        store.close()
+    store = Store(path)
+    try:
+        names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
+        assert "search_predictions_content" not in names and "search_prediction_texts" in names
+        assert store.conn.execute("SELECT COUNT(*) FROM search_keys").fetchone()[0] == 0  # indexed again below
+        hits = search(store, "walrus")
+        assert _where(hits) == {(ids[0], "run-a", "response")} and "«walrus»" in hits[0].snippet
+        assert len(search(store, "镜子", limit=None)) == len(ids)  # a CJK token (unicode61 splits at spaces and CJK punctuation)
+        assert len(search(store, '"mirror turns"', fields=("trace",), limit=None)) == len(ids)
+        rows[0]["response"] = "答案是 C，海象"
+        import_predictions(store, _preds(tmp_path / "a2.jsonl", rows[:1]), "run-a", replace=True)
+        assert search(store, "walrus") == [] and _where(search(store, "海象")) == {(ids[0], "run-a", "response")}
+        _index_is_whole(store)
     finally:
         store.close()
 
