@@ -337,10 +337,10 @@ def _layout(store: Store) -> dict[str, Any]:
     c: dict[str, Any] = {}
     with gr.Row(equal_height=True):
         c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
-        c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=3, elem_id="cb-sample")
-        c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=2, elem_id="cb-judge")
+        c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=2, elem_id="cb-sample")
+        c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=3, elem_id="cb-judge")
         c["second"] = gr.Dropdown([("(none)", "")] + judge_choices(store, run0)[1:], value="", label="Second judge",
-                                  scale=2, elem_id="cb-second")
+                                  scale=3, elem_id="cb-second")
         c["compute"] = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
     with gr.Row(equal_height=True):
         c["ceiling"] = gr.Dropdown(pair_choices(store, run0), value=[], multiselect=True, scale=3,

@@ -255,6 +255,7 @@ def progress_html(job: Job | None, elem_id: str = "cc-run-progress", idle: str =
         f"<span>ETA {clock(s['eta']) if s['status'] in ('running', 'starting') else '—'}</span></div>{msg}</div>")
 
 
+# the status colours carry `html .gradio-container` to outrank Gradio's `.prose *` colour (assets/views.css)
 PROGRESS_CSS = """
 .cc-progress { border: 1px solid #d8d8d8; border-radius: 8px; padding: 10px 12px; font-size: 0.9rem; }
 .cc-progress.cc-idle { color: #666; }
@@ -267,13 +268,15 @@ progress.cc-bar::-moz-progress-bar { background: #2f6db5; }
 progress.cc-bar-done::-webkit-progress-value { background: #3a9a5b; }
 progress.cc-bar-cancelled::-webkit-progress-value { background: #a07a1f; }
 progress.cc-bar-failed::-webkit-progress-value { background: #b8423a; }
-.cc-st-running, .cc-st-starting { color: #2f6db5; } .cc-st-done { color: #3a9a5b; }
-.cc-st-cancelled { color: #a07a1f; } .cc-st-failed { color: #b8423a; }
+html .gradio-container .cc-st-running, html .gradio-container .cc-st-starting { color: #2f6db5; }
+html .gradio-container .cc-st-done { color: #2f7d4a; } html .gradio-container .cc-st-cancelled { color: #8a6a1a; }
+html .gradio-container .cc-st-failed { color: #b8423a; }
 .cc-run-stats { display: flex; gap: 18px; margin-top: 6px; flex-wrap: wrap; font-variant-numeric: tabular-nums; }
 .cc-run-msg { margin-top: 6px; color: #555; font-size: 0.82rem; }
 .dark .cc-progress { border-color: #545d68; }
 .dark .cc-progress.cc-idle, .dark .cc-run-msg { color: #adbac7; }
 .dark progress.cc-bar, .dark progress.cc-bar::-webkit-progress-bar { background: #373e47; }
-.dark .cc-st-running, .dark .cc-st-starting { color: #6cb6ff; } .dark .cc-st-done { color: #57ab5a; }
-.dark .cc-st-cancelled { color: #daaa3f; } .dark .cc-st-failed { color: #f47067; }
+.dark .gradio-container .cc-st-running, .dark .gradio-container .cc-st-starting { color: #6cb6ff; }
+.dark .gradio-container .cc-st-done { color: #57ab5a; } .dark .gradio-container .cc-st-cancelled { color: #daaa3f; }
+.dark .gradio-container .cc-st-failed { color: #f47067; }
 """

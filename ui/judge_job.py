@@ -41,8 +41,8 @@ IDLE = ("No judge started from this page yet. Pick the traces run and scope abov
         "<b>Start judge</b>; when it ends, the tables below show its agreement with the annotators.")
 STYLE = """
 .cj-msg { min-height: 1.3em; font-size: 0.9rem; }
-.cj-refused { color: #b8423a; } .dark .cj-refused { color: #f47067; }
-.cj-started { color: #3a9a5b; } .dark .cj-started { color: #57ab5a; }
+html .gradio-container .cj-refused, html .gradio-container .cj-refused * { color: #b8423a; }
+.dark .gradio-container .cj-refused, .dark .gradio-container .cj-refused * { color: #f47067; }
 """
 
 
@@ -293,23 +293,26 @@ def layout(store: Store, c: dict[str, Any], run0: str | None) -> None:
                                          info="a stage is correct when a step recalls this share of its target")
             c["j_limit"] = gr.Number(0, label="Limit (first N traces; 0 = all)", minimum=0, precision=0, scale=1,
                                      elem_id="cj-limit")
-        with gr.Row(equal_height=True, visible=False, elem_id="cj-endpoint") as c["j_endpoint"]:
-            c["j_base_url"] = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1", scale=3,
-                                         max_lines=1, elem_id="cj-base-url")
-            c["j_model"] = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-72B-Instruct", scale=3,
-                                      max_lines=1, elem_id="cj-model")
-            c["j_key_env"] = gr.Textbox(value="", label="API key variable", placeholder="OPENAI_API_KEY", scale=3,
-                                        max_lines=1, elem_id="cj-key-env",
-                                        info="empty: no key (a vLLM or SGLang started without --api-key); else the "
-                                             "name of the server's environment variable holding the key, never "
-                                             "the key itself")
-            c["j_concurrency"] = gr.Number(8, label="Requests in flight", minimum=1, precision=0, scale=1,
-                                           elem_id="cj-concurrency")
-            c["j_max_tokens"] = gr.Number(512, label="Max tokens", minimum=1, precision=0, scale=1,
-                                          elem_id="cj-max-tokens")
+        with gr.Column(visible=False, elem_id="cj-endpoint") as c["j_endpoint"], gr.Group():
+            with gr.Row(equal_height=True):
+                c["j_base_url"] = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1", max_lines=1,
+                                             elem_id="cj-base-url", info="the server's /v1 address")
+                c["j_model"] = gr.Textbox(label="Model", placeholder="Qwen/Qwen2.5-VL-72B-Instruct", max_lines=1,
+                                          elem_id="cj-model", info="the model id the server serves")
+            with gr.Row(equal_height=True):
+                c["j_key_env"] = gr.Textbox(value="", label="API key variable", placeholder="OPENAI_API_KEY",
+                                            scale=2, max_lines=1, elem_id="cj-key-env",
+                                            info="empty: no key (a vLLM or SGLang started without --api-key); else "
+                                                 "the name of the server's environment variable holding the key, "
+                                                 "never the key itself")
+                c["j_concurrency"] = gr.Number(8, label="Requests in flight", minimum=1, precision=0, scale=1,
+                                               elem_id="cj-concurrency")
+                c["j_max_tokens"] = gr.Number(512, label="Max tokens", minimum=1, precision=0, scale=1,
+                                              elem_id="cj-max-tokens")
         with gr.Row(equal_height=True):
-            c["j_start"] = gr.Button("Start judge", variant="primary", scale=1, elem_id="cj-start")
-            c["j_cancel"] = gr.Button("Cancel", variant="stop", scale=1, interactive=False, elem_id="cj-cancel")
+            c["j_start"] = gr.Button("Start judge", variant="primary", scale=0, min_width=180, elem_id="cj-start")
+            c["j_cancel"] = gr.Button("Cancel", variant="stop", scale=0, min_width=140, interactive=False,
+                                      elem_id="cj-cancel")
             c["j_msg"] = gr.HTML(line(""), scale=4, elem_id="cj-msg-box")
         c["j_panel"] = gr.HTML(panel(JOBS, None), elem_id="cj-progress-box")
     c["j_follow"] = gr.State(None)
