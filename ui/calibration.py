@@ -336,7 +336,7 @@ def _layout(store: Store) -> dict[str, Any]:
     run0 = runs0[0][1] if runs0 else None
     c: dict[str, Any] = {}
     with gr.Row(equal_height=True):
-        c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
+        c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=4, elem_id="cb-run")
         c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=2, elem_id="cb-sample")
         c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=3, elem_id="cb-judge")
         c["second"] = gr.Dropdown([("(none)", "")] + judge_choices(store, run0)[1:], value="", label="Second judge",

@@ -84,7 +84,7 @@ def default_name(store: Store, traces_run: str | None, kind: str | None, thresho
     except NotFound:
         bench = ""
     if kind == "openai":
-        who = (model or "").strip().replace("/", "-") or "endpoint"
+        who = (model or "").strip().rstrip("/").rsplit("/", 1)[-1] or "endpoint"  # Qwen/Qwen2.5-VL -> Qwen2.5-VL
     else:
         t = 0.5 if threshold is None else float(threshold)
         who = "lexical" if t == 0.5 else f"lexical-{t:g}"
@@ -158,8 +158,8 @@ def check_labels(store: Store, js: JudgeSettings, frame: Any) -> None:
     if not any(k in scope for k in zip(labels["item_id"], labels["rotation"].astype(int),
                                        labels["repeat"].astype(int), strict=True)):
         where = f"calibration sample {js.sample!r}" if js.sample else f"run {js.traces_run!r}"
-        raise CrosscheckError(f"no annotator has labeled a trace of {where} yet, so the judge would have no labels "
-                              "to be compared with: label traces in the Judge tab (or import labels) first")
+        raise CrosscheckError(f"no annotator has labeled a trace of {where} yet, so there is nothing to compare a "
+                              "judge with: label traces in the Judge tab (or import labels) first")
 
 
 def judge_work(js: JudgeSettings, judge: Any) -> Work:
@@ -309,7 +309,7 @@ def layout(store: Store, c: dict[str, Any], run0: str | None) -> None:
                                                elem_id="cj-concurrency")
                 c["j_max_tokens"] = gr.Number(512, label="Max tokens", minimum=1, precision=0, scale=1,
                                               elem_id="cj-max-tokens")
-        with gr.Row(equal_height=True):
+        with gr.Row(equal_height=False):
             c["j_start"] = gr.Button("Start judge", variant="primary", scale=0, min_width=180, elem_id="cj-start")
             c["j_cancel"] = gr.Button("Cancel", variant="stop", scale=0, min_width=140, interactive=False,
                                       elem_id="cj-cancel")

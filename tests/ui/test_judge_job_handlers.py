@@ -180,3 +180,18 @@ def test_endpoint_judge_with_an_empty_key_is_cancelled_and_continued(labeled):
     config = labeled.run("ep")["config"]
     assert config["runner"] == "judge:openai" and config["model"] == "judge-m" and "EMPTY" not in json.dumps(config)
     assert [r["status"] for r in dbjobs.recent_jobs(labeled)] == ["done", "cancelled"]
+
+
+@pytest.mark.parametrize("run, kind, threshold, model, name", [
+    (RUN, "lexical", 0.5, "", "stembind-judge-lexical"),
+    (RUN, "lexical", 0.7, "", "stembind-judge-lexical-0.7"),
+    (RUN, "lexical", None, "", "stembind-judge-lexical"),
+    (RUN, "openai", 0.5, "Qwen/Qwen2.5-VL-72B-Instruct", "stembind-judge-Qwen2.5-VL-72B-Instruct"),
+    (RUN, "openai", 0.5, "gpt-4o", "stembind-judge-gpt-4o"),
+    (RUN, "openai", 0.5, "  ", "stembind-judge-endpoint"),
+    (None, "lexical", 0.5, "", "judge-lexical"),
+    ("no-such-run", "lexical", 0.5, "", "judge-lexical"),
+])
+def test_default_name(sb, run, kind, threshold, model, name):
+    assert jj.default_name(sb, run, kind, threshold, model) == name
+    assert jj.on_name_inputs(sb, run, kind, threshold, model)["value"] == name
