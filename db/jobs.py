@@ -1,9 +1,11 @@
-"""The Run tab's job history (issue 14.8): one row per job started from the GUI, never overwritten.
+"""The job history (issue 14.8): one row per job started from the GUI, never overwritten: a model run (the Run
+tab) or a trace judge (the Calibration tab; its runner reads `judge:lexical` / `judge:openai`).
 
 A job is one execution of a run: the first start, each resume, each restart after a cancel or a failure. Its
-row records who started it, when, what kind it was ("new": the run held no prediction yet; "resume": it held
-some), how many predictions the run held when it began, and, when it ends, its status and what it sent. The
-history outlives the server process; a row left unfinished by a server that stopped reads "interrupted".
+row records who started it, when, what kind it was ("new": the run held no result yet; "resume": it held
+some), how many results (predictions; for a judge, judged traces of its scope) the run held when it began,
+and, when it ends, its status and what it sent. The history outlives the server process; a row left
+unfinished by a server that stopped reads "interrupted".
 """
 
 from __future__ import annotations
@@ -17,15 +19,11 @@ COLUMNS = ("id", "run", "benchmark", "runner", "model", "kind", "started_by", "s
            "status", "total", "sent", "ok", "invalid", "api_error", "message")
 
 
-def held(store: Store, run: str) -> int:
-    """Predictions run `run` holds now (0 for a run not created yet)."""
-    return predictions.count(store, run)
-
-
-def open_job(store: Store, run: str, benchmark: str, runner: str, model: str | None, started_by: str | None
-             ) -> tuple[int, int]:
-    """Record a job starting; returns (job id, predictions the run held before it)."""
-    before = held(store, run)
+def open_job(store: Store, run: str, benchmark: str, runner: str, model: str | None, started_by: str | None,
+             held: int | None = None) -> tuple[int, int]:
+    """Record a job starting; returns (job id, results the run held before it): `held` when given (a judge
+    job: the traces of its scope already judged), else the run's predictions."""
+    before = predictions.count(store, run) if held is None else int(held)
     with store.write() as conn:
         cur = conn.execute(
             "INSERT INTO run_jobs (run, benchmark, runner, model, kind, started_by, started, held_before)"

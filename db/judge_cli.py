@@ -14,13 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.errors import CrosscheckError
+from core.errors import CrosscheckError, NotFound
 from core.schema import to_jsonable
 from db import judging
 from db.store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def make_judge(args: argparse.Namespace) -> Any:
@@ -42,11 +46,9 @@ def make_judge(args: argparse.Namespace) -> Any:
     return ModelJudge(local, max_tokens=args.max_tokens, batch_size=args.batch_size)
 
 
-def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sample: str | None = None,
-              limit: int | None = None, progress: Any = None) -> dict[str, Any]:
-    """Judge every not-yet-judged trace of `traces_run`; returns counts (see core.judge.summarize)."""
-    from core.judge import summarize
-
+def scope_frame(store: Store, traces_run: str, sample: str | None = None) -> pd.DataFrame:
+    """The traces of `traces_run` a judge would judge: all of them, or those of calibration sample `sample`;
+    refuses a sample of another run and an empty scope."""
     stage_judging = judging.stage_judging(store, traces_run)
     frame = judging.trace_records(store, traces_run)
     if sample:
@@ -58,11 +60,34 @@ def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sa
         stages = stage_judging.stages
         raise CrosscheckError(f"run {traces_run!r} has no {stage_judging.judged_kind}-item traces with "
                               f"{stages[0]}-{stages[-1]} targets to judge")
+    return frame
+
+
+def pending(store: Store, frame: pd.DataFrame, traces_run: str, judge_run_name: str) -> pd.DataFrame:
+    """The traces of `frame` judge run `judge_run_name` has not judged yet (ok and malformed judgements are
+    kept; api errors are asked again); all of them for a judge run not created yet."""
+    try:
+        done = judging.judged_keys(store, judge_run_name, traces_run)
+    except NotFound:
+        done = set()
+    keep = [(i, int(r), int(p)) not in done for i, r, p in zip(frame["item_id"], frame["rotation"], frame["repeat"],
+                                                                 strict=True)]
+    return frame[keep]
+
+
+def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sample: str | None = None,
+              limit: int | None = None, progress: Any = None, cancel: threading.Event | None = None
+              ) -> dict[str, Any]:
+    """Judge every not-yet-judged trace of `traces_run` (of `sample`; the first `limit`); returns counts (see
+    core.judge.summarize) and "status": done, or cancelled when `cancel` was set before every trace was judged.
+    `progress(judged, to_judge, status)` is called after each judgement is stored."""
+    from core.judge import summarize
+
+    stage_judging = judging.stage_judging(store, traces_run)
+    frame = scope_frame(store, traces_run, sample)
     jid = judging.ensure_judge_run(store, judge_run_name, traces_run, judge.identity(stage_judging))
     rid = store.run(traces_run)["id"]
-    done = judging.judged_keys(store, judge_run_name, traces_run)
-    todo = frame[[(i, int(r), int(p)) not in done for i, r, p in zip(frame["item_id"], frame["rotation"],
-                                                                        frame["repeat"], strict=True)]]
+    todo = pending(store, frame, traces_run, judge_run_name)
     already = len(frame) - len(todo)
     if limit is not None:
         todo = todo.head(max(0, limit))
@@ -74,14 +99,18 @@ def judge_run(store: Store, traces_run: str, judge_run_name: str, judge: Any, sa
         judging.write_judgement(store, jid, rid, pks[inp.key], inp.rotation, inp.repeat, j)
         results.append(j)
         if progress is not None:
-            progress(len(results), len(todo))
+            progress(len(results), len(todo), j.status)
 
+    status = "failed"
     try:
-        judge.judge_many(judging.judge_inputs(todo, stage_judging), on_result)
+        judge.judge_many(judging.judge_inputs(todo, stage_judging), on_result,
+                         should_stop=None if cancel is None else cancel.is_set)
+        status = "done" if len(results) == len(todo) else "cancelled" if cancel and cancel.is_set() else "failed"
     finally:
-        store.set_run_status(judge_run_name, "done" if len(results) == len(todo) else "failed")
+        store.set_run_status(judge_run_name, status)
     summary = summarize(results, stage_judging)
-    summary.update({"judge_run": judge_run_name, "run": traces_run, "skipped_already_judged": already})
+    summary.update({"judge_run": judge_run_name, "run": traces_run, "skipped_already_judged": already,
+                    "status": status, "to_judge": len(todo)})
     return summary
 
 

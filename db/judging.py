@@ -93,14 +93,19 @@ def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any
 # --------------------------------------------------------------------------- judgements
 
 
+def judge_run_config(identity: dict[str, Any]) -> dict[str, Any]:
+    """The stored config of a judge run with the judge identity `identity` (core.judge: LexicalJudge.identity,
+    ModelJudge.identity)."""
+    config = {"role": "judge", **identity, "runner": f"judge:{identity.get('judge_runner', 'model')}"}
+    config.setdefault("model", identity.get("judge_runner", "judge"))
+    return config
+
+
 def ensure_judge_run(store: Store, judge_run: str, traces_run: str, identity: dict[str, Any]) -> int:
     """The judge's own run (same benchmark as the traces it judges); the config is the judge's identity, so
     another judge model or setting under the same name is refused (store.RunConflict)."""
     bench = store.run(traces_run)["benchmark"]
-    config = {"role": "judge", **identity, "runner": f"judge:{identity.get('judge_runner', 'model')}"}
-    config.setdefault("model", identity.get("judge_runner", "judge"))
-    rid = store.ensure_run(judge_run, bench, config)
-    return rid
+    return store.ensure_run(judge_run, bench, judge_run_config(identity))
 
 
 def judged_keys(store: Store, judge_run: str, traces_run: str,

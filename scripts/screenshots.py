@@ -290,6 +290,38 @@ def take_calibration(c: Shots, p: Path) -> None:
     page.screenshot(path=str(p), full_page=True)
 
 
+def take_calibration_judge_running(c: Shots, p: Path) -> None:
+    """An endpoint judge started from the Calibration tab, mid-run, after two annotators labeled eight traces."""
+    page = c.page
+    from chat_server import ChatServer
+
+    from db import judging
+    from db import labels as dbl
+    from db.store import Store
+
+    run = "synth-sb-binder-weak"
+    store = Store(c.db)
+    for i, k in enumerate(judging.trace_records(store, run).iloc[:8].itertuples(index=False)):
+        for who, flip in (("ann-a", 0), ("ann-b", 1)):
+            flags = dict(zip(("S1", "S2", "S3", "S4"), [1, 1, (i + flip) % 2, (i // 2) % 2], strict=True))
+            dbl.save_label(store, run, (k.item_id, int(k.rotation), int(k.repeat)), who, flags)
+    store.close()
+    reply = '{"S1": 1, "S2": 1, "S3": 0, "S4": 1, "first_failure": "S3"}'
+    with ChatServer(latency=0.15, responder=lambda body: reply) as chat:
+        tab(page, "Calibration")
+        page.locator("#cj-kind").get_by_text("OpenAI-compatible endpoint").click()
+        fill(page, "cj-base-url", chat.base_url)
+        fill(page, "cj-model", "Qwen/Qwen2.5-VL-72B-Instruct")
+        fill(page, "cj-concurrency", "2")
+        page.locator("#cj-start").click()
+        page.wait_for_function("() => Number((document.querySelector('#cj-progress') || {dataset: {}}).dataset.done"
+                               " || 0) >= 30", timeout=60_000)
+        page.screenshot(path=str(p), clip={"x": 0, "y": 0, "width": WIDTH, "height": 1250}, full_page=True)
+        page.locator("#cj-cancel").click()
+        page.wait_for_function("() => document.querySelector('#cj-progress').dataset.status === 'cancelled'",
+                               timeout=60_000)
+
+
 def take_run_midrun(c: Shots, p: Path) -> None:
     page = c.page
     from chat_server import ChatServer
@@ -342,6 +374,7 @@ SHOTS: tuple[tuple[str, Callable[[Shots, Path], None]], ...] = (
     ("judge_tab", take_judge_tab),
     ("judge_trace_unblind", take_judge_trace_unblind),
     ("calibration", take_calibration),
+    ("calibration_judge_running", take_calibration_judge_running),
     ("run_midrun", take_run_midrun),
 )
 

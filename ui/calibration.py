@@ -4,8 +4,10 @@ first-failure distribution under the judge vs the human consensus, the second ju
 summaries. The numbers come from db.judging.calibration_report (core.calibration); this module only lays
 them out; the stage keys and names come from the run's family's `StageJudging`. An undefined kappa shows its
 reason, never 0. Like the Judge tab, the tab shows a one-line note instead of its controls when no benchmark of
-the store is of a family with stage judging (ui.judge.availability). The handlers are module-level functions of the store
-and plain values (tests/ui/test_calibration_handlers.py); `build_calibration` lays out and wires them.
+the store is of a family with stage judging (ui.judge.availability). *Run a judge* (ui/judge_job.py) starts the
+lexical or an endpoint judge on the picked traces run and scope as a background job with progress, and shows its
+agreement here when it ends. The handlers are module-level functions of the store and plain values
+(tests/ui/test_calibration_handlers.py); `build_calibration` lays out and wires them.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from db import labels as dbl
 from db.catalog import catalog_signature
 from db.judge_cli import draw
 from db.store import Store
+from ui import judge_job
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind
+from ui.jobs import JOBS, Jobs
 from ui.judge import availability, on_availability, run_judging
 
 STYLE = """
@@ -81,8 +85,8 @@ def _kappa_extra(p: dict[str, Any]) -> str:
 def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:
     pairs = rep.get("pairs") or []
     if not pairs:
-        return ("<div class='cb-na'>No pair of labelers on these traces yet: run a judge (`python app.py judge`) and "
-                "label traces in the Judge tab, or import labels (`python app.py import-labels`).</div>")
+        return ("<div class='cb-na'>No pair of labelers on these traces yet: label traces in the Judge tab (or import "
+                "labels: <code>python app.py import-labels</code>) and run a judge above.</div>")
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for p in pairs:
         rows.setdefault((p["a"], p["b"]), {"kind": p["pair_kind"]})[p["stage"]] = p
@@ -282,6 +286,27 @@ def on_draw(store: Store, r: str | None, n: str, k: float | None, sd: float | No
             gr.update(choices=sample_choices(store, r), value=res["name"]), catalog_signature(store))
 
 
+def on_judge_tick(store: Store, jobs: Jobs, name: str | None, r: str | None, s: str | None, j2: str | None,
+                  c: list[str] | None, cs: list[str] | None) -> list[Any]:
+    """The poll of a judge started here (ui.judge_job): its panel, whether to keep polling and Cancel; once it has
+    ended, the catalog signature (the pickers read the new judge run), the Judge picker set to it, a line, and
+    the report computed again with it (when the traces run picked is still the one it judged)."""
+    head = judge_job.poll(jobs, name)
+    end = judge_job.ended(jobs, name)
+    if end is None:
+        return head + [gr.update()] * 9
+    js, status = end
+    if js.traces_run != r:
+        return head + [catalog_signature(store)] + [gr.update()] * 8
+    picker = gr.update(choices=judge_choices(store, r), value=js.run)
+    try:
+        report = on_compute(store, r, s, js.run, j2, c, cs)
+    except CrosscheckError as exc:
+        return head + [catalog_signature(store), picker, judge_job.line(html.escape(str(exc)), refused=True)] + [
+            gr.update()] * 6
+    return head + [catalog_signature(store), picker, judge_job.ended_line(js, status), *report]
+
+
 def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j2: str | None) -> tuple[Any, ...]:
     runs = run_choices(store)
     current, r = r, keep(r, runs, runs[0][1] if runs else None)
@@ -311,11 +336,11 @@ def _layout(store: Store) -> dict[str, Any]:
     run0 = runs0[0][1] if runs0 else None
     c: dict[str, Any] = {}
     with gr.Row(equal_height=True):
-        c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=3, elem_id="cb-run")
-        c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=3, elem_id="cb-sample")
-        c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=2, elem_id="cb-judge")
+        c["run"] = gr.Dropdown(runs0, value=run0, label="Traces run", scale=4, elem_id="cb-run")
+        c["sample"] = gr.Dropdown(sample_choices(store, run0), value="", label="Scope", scale=2, elem_id="cb-sample")
+        c["judge"] = gr.Dropdown(judge_choices(store, run0), value="", label="Judge", scale=3, elem_id="cb-judge")
         c["second"] = gr.Dropdown([("(none)", "")] + judge_choices(store, run0)[1:], value="", label="Second judge",
-                                  scale=2, elem_id="cb-second")
+                                  scale=3, elem_id="cb-second")
         c["compute"] = gr.Button("Compute", variant="primary", scale=1, elem_id="cb-compute")
     with gr.Row(equal_height=True):
         c["ceiling"] = gr.Dropdown(pair_choices(store, run0), value=[], multiselect=True, scale=3,
@@ -324,6 +349,7 @@ def _layout(store: Store) -> dict[str, Any]:
         c["consensus"] = gr.Dropdown(annotator_names(store, run0), value=[], multiselect=True, scale=3,
                                      elem_id="cb-consensus",
                                      label="Human consensus of (002 C.3: A2, A3; none chosen = every annotator)")
+    judge_job.layout(store, c, run0)
     with gr.Accordion("Draw a calibration sample (frozen, seeded, stratified by operation x outcome bin)",
                       open=False):
         with gr.Row(equal_height=True):
@@ -354,5 +380,10 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["draw"].click(bind(on_draw, store), [c["run"], c["name"], c["per_op"], c["seed"]],
                     [c["draw_out"], c["draw_table"], c["sample"], ctx.changed], api_visibility="private")
     ctx.on_refresh(bind(refresh_pickers, store), picks[:4], picks[:4])
+    judge_job.wire(ctx, c)
+    c["j_timer"].tick(bind(on_judge_tick, store, JOBS), [c["j_follow"], *picks[:2], *picks[3:]],
+                      [c["j_panel"], c["j_timer"], c["j_cancel"], ctx.changed, c["judge"], c["j_msg"], *outs],
+                      api_visibility="private", concurrency_id="run-poll", concurrency_limit=None,
+                      show_progress="hidden")
     if ctx.tab is not None:  # compute when the tab is opened (not on every page load)
         ctx.tab.select(bind(on_compute, store), picks, outs, api_visibility="private")

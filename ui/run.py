@@ -1,20 +1,18 @@
 """The Run tab: pick a runner and settings, start, watch a live progress bar, cancel, resume (SPEC §6, §8).
 
-Runs execute in a worker thread owned by this server process (`JOBS`), not by the browser request: closing
-the tab leaves the run going, another browser sees it in the jobs table, and every prediction is committed as
-it is made (core.runners.engine), so a cancelled or killed run resumes where it stopped. Every job (a start, a
-resume, a restart) is its own row of the job history (db/jobs.py), which outlives the server; progress counts
-the predictions the run holds (those from earlier jobs included) against all of its tasks. The start / cancel
-handlers return at once and the progress display is a cheap poll of in-memory counters on its own queue
-(concurrency_id "run-poll"), so a long run never blocks anyone's browsing.
+Runs execute as jobs of this server process (ui/jobs.py: `JOBS`, one machinery with the Calibration tab's
+judge), not of the browser request: closing the tab leaves the run going, another browser sees it in the jobs
+table, and every prediction is committed as it is made (core.runners.engine), so a cancelled or killed run
+resumes where it stopped. Every job (a start, a resume, a restart) is its own row of the job history
+(db/jobs.py), which outlives the server; progress counts the predictions the run holds (those from earlier jobs
+included) against all of its tasks. The start / cancel handlers return at once and the progress display is a
+cheap poll of in-memory counters on its own queue (concurrency_id "run-poll"), so a long run never blocks
+anyone's browsing.
 """
 
 from __future__ import annotations
 
 import html
-import threading
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -22,199 +20,20 @@ import gradio as gr
 from core import prompts
 from core.errors import CrosscheckError
 from core.runners.engine import DEFAULT_SEED, RunSettings
-from core.runners.engine import run as engine_run
 from core.schema import INPUT_MODES
 from db import jobs as dbjobs
 from db.catalog import catalog_signature
 from db.store import Store
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
+from ui.jobs import JOBS, PROGRESS_CSS, Jobs, cancel_button, clock, progress_html
 from ui.runnable import baseline_choices, check_runnable
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
 
 
-class _CountingSink:
-    """The store as the engine's sink, counting the statuses of committed predictions for the progress bar."""
-
-    def __init__(self, store: Store, job: Job) -> None:
-        self._store, self._job = store, job
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def add_predictions(self, run: str, predictions: Any) -> int:
-        preds = list(predictions)
-        n = self._store.add_predictions(run, preds)
-        with self._job.lock:
-            for p in preds:
-                self._job.counts[p.status] = self._job.counts.get(p.status, 0) + 1
-        return n
-
-
-@dataclass
-class Job:
-    """One live run in this server process."""
-
-    settings: RunSettings
-    user: str | None
-    id: int = 0  # its row in run_jobs
-    kind: str = "new"  # new | resume (the run held predictions when it started)
-    held_before: int = 0  # predictions the run held when this job started
-    started: float = field(default_factory=time.time)
-    done: int = 0
-    total: int | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    status: str = "starting"  # starting | running | done | cancelled | failed
-    message: str = ""
-    finished: float | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    thread: threading.Thread | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.status in ("starting", "running")
-
-    def snapshot(self) -> dict[str, Any]:
-        with self.lock:
-            end = self.finished or time.time()
-            elapsed = end - self.started
-            eta = None
-            if self.live and self.total and self.done:
-                eta = elapsed / self.done * (self.total - self.done)
-            return {"run": self.settings.run, "benchmark": self.settings.benchmark, "status": self.status,
-                    "done": self.done, "total": self.total, "held": self.held_before + self.done,
-                    "held_total": None if self.total is None else self.held_before + self.total,
-                    "id": self.id, "kind": self.kind, "started": self.started,
-                    "errors": self.counts.get("api_error", 0),
-                    "invalid": self.counts.get("invalid", 0), "elapsed": elapsed, "eta": eta,
-                    "message": self.message, "user": self.user, "runner": self.settings.runner,
-                    "model": self.settings.model}
-
-
-class Jobs:
-    """The jobs started from the GUI in this process: the latest of each run (`jobs`, for Follow run) and every
-    one by its id (`by_id`); the history of all jobs, of this process and earlier ones, is db/jobs.py."""
-
-    STOP_WAIT = 60.0  # seconds a resume waits for a cancelled job of the same run to finish its last requests
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.jobs: dict[str, Job] = {}
-        self.by_id: dict[int, Job] = {}
-
-    def start(self, store: Store, s: RunSettings, user: str | None) -> Job:
-        with self.lock:
-            old = self.jobs.get(s.run)
-        if old is not None and old.live:
-            if not old.cancel.is_set():
-                raise CrosscheckError(f"run {s.run!r} is already running (started by {old.user or 'someone'})")
-            if old.thread is not None:  # cancelled, finishing its requests in flight: resume right after it
-                old.thread.join(self.STOP_WAIT)
-            if old.live:
-                raise CrosscheckError(f"run {s.run!r} is still stopping; try again in a moment")
-        with self.lock:
-            old = self.jobs.get(s.run)
-            if old is not None and old.live:
-                raise CrosscheckError(f"run {s.run!r} is already running (started by {old.user or 'someone'})")
-            job_id, before = dbjobs.open_job(store, s.run, s.benchmark, s.runner, s.model, user)
-            job = Job(settings=s, user=user, id=job_id, kind="resume" if before else "new", held_before=before)
-            self.jobs[s.run] = job
-            self.by_id[job_id] = job
-        job.thread = threading.Thread(target=self._work, args=(store, job), name=f"crosscheck-run-{s.run}",
-                                      daemon=True)
-        job.thread.start()
-        return job
-
-    @staticmethod
-    def _work(store: Store, job: Job) -> None:
-        def progress(done: int, total: int) -> None:
-            with job.lock:
-                job.done, job.total, job.status = done, total, "running"
-
-        def notify(message: str) -> None:  # a warning about the prompts, shown while the run goes on
-            with job.lock:
-                job.message = f"warning: {message}"
-
-        try:
-            summary = engine_run(_CountingSink(store, job), job.settings, progress=progress, cancel=job.cancel,
-                                 notify=notify)
-        except Exception as exc:  # noqa: BLE001 - shown in the progress panel; the engine marked the run failed
-            with job.lock:
-                job.status, job.message = "failed", f"{type(exc).__name__}: {exc}"
-        else:
-            with job.lock:
-                job.status = summary.get("status", "done")
-                job.message = str(summary.get("line", ""))
-                if job.total is None:
-                    job.total = summary.get("tasks", 0) - summary.get("skipped", 0)
-                    job.done = summary.get("sent", 0)
-        finally:
-            with job.lock:
-                job.finished = time.time()
-                if job.status in ("starting", "running"):  # interrupted (KeyboardInterrupt, SystemExit)
-                    job.status = "failed"
-                end = (job.status, job.total, job.done, dict(job.counts), job.message)
-            try:
-                dbjobs.close_job(store, job.id, *end)
-            except Exception:  # noqa: BLE001 - the history row stays open ("interrupted"); the run itself is safe
-                pass
-            store.close()  # this thread's connection
-
-    def get(self, run: str | None) -> Job | None:
-        with self.lock:
-            return self.jobs.get(run) if run else None
-
-    def all(self) -> list[Job]:
-        with self.lock:
-            return sorted(self.jobs.values(), key=lambda j: j.started, reverse=True)
-
-    def any_live(self) -> bool:
-        return any(j.live for j in self.all())
-
-
-JOBS = Jobs()
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    s = int(round(seconds))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-def progress_html(job: Job | None) -> str:
-    if job is None:
-        return ("<div class='cc-progress cc-idle' id='cc-run-progress' data-status='idle'>No run started from this "
-                "page yet. Pick settings and press <b>Start</b>; a run in the jobs table below can be followed by "
-                "choosing it in <i>Follow run</i>.</div>")
-    s = job.snapshot()
-    held, total = s["held"], s["held_total"]  # what the run holds, of all its tasks (earlier jobs included)
-    pct = 100.0 * held / total if total else (100.0 if s["status"] == "done" else 0.0)
-    esc = html.escape
-    msg = f"<div class='cc-run-msg'>{esc(s['message'])}</div>" if s["message"] else ""
-    total_text = "…" if total is None else str(total)
-    earlier = f" ({s['held'] - s['done']} from earlier jobs)" if s["kind"] == "resume" else ""
-    return (
-        f"<div class='cc-progress' id='cc-run-progress' data-status='{esc(s['status'])}' data-done='{held}' "
-        f"data-total='{'' if total is None else total}' data-sent='{s['done']}' data-errors='{s['errors']}' "
-        f"data-job='{s['id']}' data-run='{esc(s['run'])}'>"
-        f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · job #{s['id']} ({esc(s['kind'])}) · "
-        f"{esc(s['benchmark'])} · {esc(s['runner'])} "
-        f"{esc(str(s['model'] or ''))} · <span class='cc-run-status cc-st-{esc(s['status'])}'>{esc(s['status'])}</span>"
-        f" · started by <b class='cc-run-user'>{esc(s['user'] or '— (no sign-in)')}</b></div>"
-        f"<progress class='cc-bar cc-bar-{esc(s['status'])}' max='{total or 1}' "
-        f"value='{held if total else (1 if s['status'] == 'done' else 0)}'>{pct:.0f}%</progress>"
-        f"<div class='cc-run-stats'><span>done <b class='cc-done'>{held}</b> / <b class='cc-total'>"
-        f"{total_text}</b> ({pct:.0f}%){esc(earlier)}</span><span>this job sent {s['done']}</span>"
-        f"<span>errors <b class='cc-errors'>{s['errors']}</b></span>"
-        f"<span>invalid {s['invalid']}</span><span>elapsed {_clock(s['elapsed'])}</span>"
-        f"<span>ETA {_clock(s['eta']) if s['status'] in ('running', 'starting') else '—'}</span></div>{msg}</div>")
+# --------------------------------------------------------------------------- the job history
 
 
 def job_rows(store: Store, limit: int = 50) -> list[dict[str, Any]]:
@@ -264,7 +83,7 @@ def jobs_html(store: Store) -> str:
                    f"<td class='cc-st-{esc(r['status'])}'>{esc(r['status'])}</td>"
                    f"<td class='cc-job-held'>{held} / {held_total}</td><td>{int(r['sent'] or 0)}</td>"
                    f"<td>{int(r['api_error'] or 0)}</td><td>{esc(_when(r['started']))}</td>"
-                   f"<td>{_clock(r['elapsed'])}</td><td>{esc(r['benchmark'])}</td></tr>")
+                   f"<td>{clock(r['elapsed'])}</td><td>{esc(r['benchmark'])}</td></tr>")
     return ("<div class='cc-jobs-wrap'><table class='cc-jobs'><thead><tr><th>Job</th><th>Run</th>"
             "<th>Started by</th><th>Kind</th><th>Status</th><th title='predictions the run held at the end of the job,"
             " of all its tasks'>Run holds</th><th>Sent</th><th>Errors</th><th>Started (UTC)</th><th>Elapsed</th>"
@@ -272,21 +91,6 @@ def jobs_html(store: Store) -> str:
 
 
 CSS = """
-.cc-progress { border: 1px solid #d8d8d8; border-radius: 8px; padding: 10px 12px; font-size: 0.9rem; }
-.cc-progress.cc-idle { color: #666; }
-.cc-run-head { margin-bottom: 6px; }
-progress.cc-bar { width: 100%; height: 14px; border: none; border-radius: 7px; overflow: hidden;
-  background: #eceff3; appearance: none; -webkit-appearance: none; }
-progress.cc-bar::-webkit-progress-bar { background: #eceff3; border-radius: 7px; }
-progress.cc-bar::-webkit-progress-value { background: #2f6db5; border-radius: 7px; transition: width 0.4s ease; }
-progress.cc-bar::-moz-progress-bar { background: #2f6db5; }
-progress.cc-bar-done::-webkit-progress-value { background: #3a9a5b; }
-progress.cc-bar-cancelled::-webkit-progress-value { background: #a07a1f; }
-progress.cc-bar-failed::-webkit-progress-value { background: #b8423a; }
-.cc-st-running, .cc-st-starting { color: #2f6db5; } .cc-st-done { color: #3a9a5b; }
-.cc-st-cancelled { color: #a07a1f; } .cc-st-failed { color: #b8423a; }
-.cc-run-stats { display: flex; gap: 18px; margin-top: 6px; flex-wrap: wrap; font-variant-numeric: tabular-nums; }
-.cc-run-msg { margin-top: 6px; color: #555; font-size: 0.82rem; }
 .cc-jobs-wrap { overflow-x: auto; }
 table.cc-jobs { border-collapse: collapse; font-size: 0.82rem; }
 table.cc-jobs td { white-space: nowrap; }
@@ -406,12 +210,6 @@ def on_start(store: Store, jobs: Jobs, bench_v: str, name_v: str, runner_v: str,
     return follow_choices(jobs, s.run), gr.Timer(active=True), cancel_button(jobs, s.run)
 
 
-def cancel_button(jobs: Jobs, run: str | None) -> Any:
-    """Cancel is enabled only while the followed job runs (and has not been asked to stop)."""
-    job = jobs.get(run)
-    return gr.update(interactive=job is not None and job.live and not job.cancel.is_set())
-
-
 def on_cancel(store: Store, jobs: Jobs, run: str | None, bench_v: str | None) -> Any:
     """Ask the followed job to stop; it is offered for resume at once (Resume waits for the requests still in
     flight). The poll is started again: this answer may reach the page after the poll's last one, and the next
@@ -479,7 +277,7 @@ def refresh_pickers(store: Store, jobs: Jobs, b: str | None, current: str | None
 
 
 def build_run(ctx: Ctx) -> None:
-    gr.HTML(f"<style>{CSS}</style>")
+    gr.HTML(f"<style>{PROGRESS_CSS}{CSS}</style>")
     with gr.Row():
         with gr.Column(scale=3):
             form = _form(ctx.store)

@@ -139,3 +139,42 @@ def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_pa
         assert page.locator("#cc-glossary th", has_text="(before; the other run)").count() == 1
     finally:
         page.close()
+
+
+FITS_IN_BOX = """(sel) => { const box = document.querySelector(sel); const r = box.getBoundingClientRect();
+  const shown = [...box.querySelectorAll('input, textarea, button, label, progress')].filter(e => e.offsetParent);
+  return shown.length > 0 && box.scrollWidth <= box.clientWidth + 1
+    && shown.every(e => { const q = e.getBoundingClientRect(); return q.left >= r.left - 1 && q.right <= r.right + 1; }); }"""
+
+
+@pytest.mark.parametrize(("width", "scheme"), VIEWS)
+def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path, width, scheme):
+    """The Calibration tab's *Run a judge* (issue 25 point 6): every field inside its box, the endpoint's key field
+    empty with its hint, Cancel disabled while nothing runs, and a refusal (the demo store holds no labels) in one
+    legible line; nothing starts."""
+    page = _page(ui_browser, demo_app, width, scheme)
+    try:
+        page.locator("#cc-tab-calibration-button").click()
+        start = page.locator("#cj-start")
+        start.wait_for(timeout=60_000)
+        assert page.locator("#cj-cancel").is_disabled()
+        panel = page.locator("#cj-progress")
+        assert panel.get_attribute("data-status") == "idle" and panel.evaluate(CONTRAST) >= 3.0
+        assert page.evaluate(FITS_IN_BOX, "#cj-box")
+        page.locator("#cj-kind").get_by_text("OpenAI-compatible endpoint").click()
+        key = page.locator("#cj-key-env input, #cj-key-env textarea").first
+        key.wait_for(state="visible", timeout=20_000)
+        assert key.input_value() == "" and "empty: no key" in page.locator("#cj-key-env").inner_text()
+        assert page.evaluate(FITS_IN_BOX, "#cj-box")
+        page.screenshot(path=tmp_path / f"judge_form_{width}_{scheme}.png", full_page=True)
+        page.locator("#cj-kind").get_by_text("Lexical").click()
+        page.locator("#cj-key-env").wait_for(state="hidden", timeout=20_000)
+        start.click()
+        refusal = page.locator("#cj-msg-box .cj-refused")
+        refusal.wait_for(timeout=30_000)
+        assert refusal.inner_text().startswith("Not started: no annotator has labeled a trace of run")
+        assert refusal.evaluate(CONTRAST) >= 3.0
+        assert panel.get_attribute("data-status") == "idle" and page.locator(".toast-body").count() == 0
+        page.screenshot(path=tmp_path / f"judge_refused_{width}_{scheme}.png", full_page=True)
+    finally:
+        page.close()
