@@ -73,6 +73,9 @@ def open_group(store: Store, benchmark: str, runs: list[str], group: str, detail
     return render_group(store, benchmark, group, names, detail or (names[0] if names else None), bool(boxes))
 
 
+_CHANGED = ("n_items", "k_a", "k_b", "newly_correct", "newly_incorrect", "transition")  # the columns a row lists
+
+
 def compare_runs(store: Store, benchmark: str, run_a: str, run_b: str, split: str = "", cluster: str = "",
                  cluster_fields: list[str] | None = None) -> dict[str, Any]:
     """The Compare tab as data, B = `run_b` against A = `run_a` (B − A = `score --run B --compare A`):
@@ -99,9 +102,10 @@ def compare_runs(store: Store, benchmark: str, run_a: str, run_b: str, split: st
             "clusters": res["clusters"], "turnover": to_jsonable(res["turnover"]),
             "group_transitions": to_jsonable(res["counts"]), "differences": to_jsonable(res["differences"]),
             "reason": res["comparison"].get("reason"),
-            "changed": [{"group": str(g), "n_items": int(r.n_items), "k_a": int(r.k_a), "k_b": int(r.k_b),
-                         "newly_correct": int(r.newly_correct), "newly_incorrect": int(r.newly_incorrect),
-                         "transition": str(r.transition)} for g, r in changed.iterrows()]}
+            "changed": [{"group": str(g), "n_items": int(n), "k_a": int(ka), "k_b": int(kb), "newly_correct": int(up),
+                         "newly_incorrect": int(down), "transition": str(tr)}
+                        for g, n, ka, kb, up, down, tr in zip(changed.index, *(changed[c].tolist() for c in _CHANGED),
+                                                              strict=True)]}
 
 
 _STATUSES = [value for _, value in audit.STATUS_CHOICES]
