@@ -235,10 +235,6 @@ def _pool_ready() -> int:
     return os.getpid()
 
 
-def _pool_held() -> tuple[int, int]:
-    return len(_WORKER_ITEMS), len(_WORKER_WEIGHTS)
-
-
 def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], split: str | None,
                 kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from core.stats import DrawCache, ScoringContext
@@ -306,32 +302,10 @@ class ScoringPool:
             executors = list(self._executor or [])
         return [e.submit(_pool_ready).result() for e in executors]
 
-    def held(self) -> list[tuple[int, int]]:
-        """(items frames, resample count matrices) each worker holds, in worker order (none before they start);
-        it waits for the work sent to each worker before (a warm-up)."""
-        with self._lock:
-            executors = list(self._executor or [])
-        return [e.submit(_pool_held).result() for e in executors]
-
     def start(self) -> None:
         """Start the workers now (a server starting on a large store), so the first request does not wait."""
         if self.jobs > 1 and "forkserver" in multiprocessing.get_all_start_methods():
             self._workers()
-
-    def warm(self, store: Store, benchmark: str) -> None:
-        """Have every worker score the first scoring unit of `benchmark` in the background (nothing waits for it):
-        each then holds the benchmark's items frame and its resample count matrices, so a server's first Metrics
-        request reads and scores only its runs. A request arriving meanwhile queues behind the warm-up on each
-        worker and finds its work done."""
-        work = units(store, [benchmark])[:1]
-        if not work or self._executor is None:
-            return
-        _, load, _ = work[0]
-        with self._lock:
-            executors = list(self._executor or [])
-        path = str(Path(store.path))
-        for e in executors:
-            e.submit(_pool_score, path, benchmark, load, load[:1], DEFAULT_SPLIT, {}).add_done_callback(_warmed)
 
     def wants(self, store: Store, benchmark: str) -> bool:
         """Whether scoring every run of `benchmark` is heavy enough for the workers."""
@@ -396,11 +370,6 @@ class ScoringPool:
             executor, self._executor = self._executor, None
         if executor is not None:
             _shutdown(executor, wait)
-
-
-def _warmed(future: Any) -> None:
-    if not future.cancelled() and future.exception() is not None:  # the first request then does the work itself
-        log.warning("warming a scoring worker failed: %s", future.exception())
 
 
 def _shutdown(executors: list[Any], wait: bool = False) -> None:

@@ -89,21 +89,6 @@ def test_a_killed_worker_costs_speed_never_the_answer(store):
         p.close()
 
 
-def test_warmed_workers_hold_the_items_and_draws_and_give_the_same_results(store):
-    """warm (a server's start) has each worker read the benchmark's items and draw its resample counts before
-    any request; the results after it are the in-process ones."""
-    p = ScoringPool(jobs=2, min_weight=0)
-    try:
-        p.start()
-        assert p.held() == [(0, 0), (0, 0)]
-        p.warm(store, BENCH)
-        assert all(items == 1 and weights >= 1 for items, weights in p.held())
-        names = _names(store)
-        assert json.dumps(p.score(store, BENCH, names), sort_keys=True) == _here(store, names)
-    finally:
-        p.close()
-
-
 def test_light_work_stays_in_the_calling_thread(store):
     p = ScoringPool(jobs=2)  # the default threshold: the demo store is light
     try:
