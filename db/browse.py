@@ -77,9 +77,37 @@ def trace_flags(store: Store, run: str, item_pks: list[int]) -> list[dict[str, A
     return out
 
 
-def run_records(store: Store, benchmark: str) -> list[dict[str, Any]]:
-    """The runs of `benchmark` like Store.runs() but without the prediction counts (cheap on large stores)."""
+def run_records(store: Store, benchmark: str, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The runs of `benchmark` (only those named in `names` when given) like Store.runs() but without the
+    prediction counts (cheap on large stores), oldest first. A view reads the runs it shows by name, so its work
+    does not grow with the runs of the benchmark it does not show."""
+    if names is not None:
+        return store.runs(benchmark, names=list(dict.fromkeys(names)), with_counts=False) if names else []
     return store.runs(benchmark, with_counts=False)
+
+
+def other_runs(store: Store, benchmark: str, shown: list[str], limit: int) -> tuple[list[dict[str, Any]], int]:
+    """(records, left out): the runs of `benchmark` besides `shown`, all of them when there are at most `limit`
+    (none left out), else none (and their number): a group view draws every run of a small benchmark, and on a large one only the
+    runs picked, so what it reads is bounded by `limit` whatever the store holds."""
+    b = store.benchmark(benchmark)
+    shown = list(dict.fromkeys(shown))
+    besides = f" AND name NOT IN ({','.join('?' * len(shown))})" if shown else ""
+    names = [str(n) for (n,) in store.conn.execute(
+        f"SELECT name FROM runs WHERE benchmark_id = ?{besides} ORDER BY id LIMIT ?", (b["id"], *shown, limit + 1))]
+    if len(names) <= limit:
+        return run_records(store, benchmark, names), 0
+    n = store.conn.execute(f"SELECT COUNT(*) FROM runs WHERE benchmark_id = ?{besides}", (b["id"], *shown))
+    return [], int(n.fetchone()[0])
+
+
+def runs_of_runner(store: Store, benchmark: str, runner: str) -> list[str]:
+    """The names of `benchmark`'s runs made by `runner` (config `runner`, e.g. the Metrics tab's control rows),
+    oldest first: read by SQLite, not by listing every run."""
+    b = store.benchmark(benchmark)
+    cur = store.conn.execute("SELECT name FROM runs WHERE benchmark_id = ? AND runner = ? ORDER BY id",
+                             (b["id"], runner))
+    return [str(n) for (n,) in cur]
 
 
 def run_versions(store: Store, runs: list[str]) -> dict[str, str]:

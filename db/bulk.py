@@ -13,6 +13,7 @@ db.frames and scores them with core.scoring.score_all, so every result equals `s
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing
 import os
@@ -53,9 +54,31 @@ def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[s
 
 
 def units_holding(store: Store, benchmark: str, names: Iterable[str]) -> list[tuple[str, list[str], int]]:
-    """The units of `benchmark` that hold one of `names`: every run whose metrics theirs can depend on."""
+    """The units of `benchmark` that hold one of `names`: every run whose metrics theirs can depend on, as
+    `units` gives them. Where units are by model, only the named runs and the runs of their models are read
+    (SQLite picks them by the config's model), so the Metrics tab's work does not grow with the other runs of
+    the store."""
     wanted = set(names)
-    return [u for u in units(store, [benchmark]) if wanted & set(u[1])]
+    b = store.benchmark(benchmark)
+    picked = store.runs(benchmark, names=list(wanted), with_counts=False) if wanted else []
+    models = [r["config"].get("model") for r in picked]
+    plain = all(m is None or (isinstance(m, (str, int, float)) and not isinstance(m, bool)) for m in models)
+    if not families.get(b["family"]).units_by_model or not plain:
+        return [u for u in units(store, [benchmark]) if wanted & set(u[1])]
+    given = [m for m in models if m is not None]
+    model_sql = "json_extract(r.config, '$.model')"
+    where = " OR ".join([f"{model_sql} IN ({','.join('?' * len(given))})"] * bool(given)
+                        + [f"{model_sql} IS NULL"] * (None in models))
+    n_items = store.conn.execute("SELECT COUNT(*) FROM items WHERE benchmark_id = ?", (b["id"],)).fetchone()[0]
+    keys = {repr(m) for m in models}
+    groups: dict[str, list[str]] = {}
+    for name, config in store.conn.execute(  # a superset of the units' runs (1 and True match alike): keyed below
+            f"SELECT r.name, r.config FROM runs r WHERE r.benchmark_id = ? AND ({where}) ORDER BY r.id",
+            (b["id"], *given)) if picked else []:
+        key = repr(json.loads(config).get("model"))
+        if key in keys:
+            groups.setdefault(key, []).append(str(name))
+    return [(benchmark, group, len(group) * (int(n_items) + RUN_WEIGHT)) for group in groups.values()]
 
 
 def _bins(work: list[tuple[str, list[str], int]], n: int) -> list[list[tuple[str, list[str], int]]]:

@@ -69,12 +69,16 @@ def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLU
     return pd.DataFrame(data), dict(zip(cols["id"], cols["item_id"], strict=True))
 
 
-def _runs(store: Store, benchmark: str) -> list[tuple[int, str, str, str, dict[str, Any], bool, tuple[int, str]]]:
-    """(id, name, benchmark, family, config, synthetic, version) of each run of `benchmark`, oldest first; the
-    version (revision, updated) moves on at every write of the run (db.store.touch_run)."""
+def _runs(store: Store, benchmark: str, names: set[str] | None = None
+          ) -> list[tuple[int, str, str, str, dict[str, Any], bool, tuple[int, str]]]:
+    """(id, name, benchmark, family, config, synthetic, version) of each run of `benchmark` (of those in `names`
+    when given: only they are read), oldest first; the version (revision, updated) moves on at every write of the
+    run (db.store.touch_run)."""
+    only = f" AND r.name IN ({','.join('?' * len(names))})" if names is not None else ""
     cur = store.conn.execute(
         "SELECT r.id, r.name, b.name, b.family, r.config, r.synthetic, r.revision, r.updated FROM runs r JOIN"
-        " benchmarks b ON b.id = r.benchmark_id WHERE b.name = ? ORDER BY r.id", (benchmark,))
+        f" benchmarks b ON b.id = r.benchmark_id WHERE b.name = ?{only} ORDER BY r.id",
+        (benchmark, *sorted(names or ())))
     return [(int(r[0]), r[1], r[2], r[3], orjson.loads(r[4]), bool(r[5]), (int(r[6]), r[7])) for r in cur]
 
 
@@ -134,7 +138,7 @@ def _load(store: Store, benchmark: str, columns: Sequence[str], names: set[str] 
     lookup = (pk_rows(np.fromiter(item_ids, dtype=np.int64, count=len(item_ids))),
               items["item_id"].to_numpy(dtype=object))
     runs: dict[str, RunData] = {}
-    chosen = [r for r in _runs(store, benchmark) if names is None or r[1] in names]
+    chosen = _runs(store, benchmark, names)
     for run_id, name, bench, family, config, synthetic, version in chosen:
         key = (str(store.path), run_id, tuple(columns))
         hit = runs_cache.get(key) if runs_cache is not None else None

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from conftest import run_cli, write_benchmark
-from serverstores import generic_lines, prediction_lines, two_benchmarks, write_jsonl
+from serverstores import add_traced_run, generic_lines, prediction_lines, two_benchmarks, write_jsonl
 from uiharness import running_app
 
 pytestmark = [pytest.mark.slow]
@@ -89,6 +89,53 @@ def test_a_benchmark_imported_while_serving(served):
     ("/metrics", ("gen", ["fe-a"]), "no run named 'fe-a' in benchmark 'gen'"),
 ])
 def test_a_name_the_store_lacks_is_one_clear_error(served, endpoint, args, message):
+    from gradio_client.exceptions import AppError
+
+    client, _, _ = served
+    with pytest.raises(AppError) as err:
+        client.predict(*args, api_name=endpoint)
+    assert message in str(err.value)
+    assert "is not in the list of choices" not in str(err.value)
+
+
+def test_audit_of_a_run_imported_while_serving(served):
+    """/audit_list and /audit_apply take a run of any benchmark, one imported after the server started included
+    (the Browse tab's audit picker holds the first benchmark's runs); an applied override is listed no more."""
+    client, db, folder = served
+    items = generic_lines(2, prefix="aud")
+    run_cli("import", str(write_benchmark(folder / "aud", items)), "--name", "aud", db=db, check=True)
+    lines = [{"item_id": it["item_id"], "response": "I cannot tell." if i == 0 else "The answer is A."}
+             for i, it in enumerate(items)]
+    run_cli("import-predictions", str(write_jsonl(folder / "aud-a.jsonl", lines)), "--run", "aud-a", "--model", "m",
+            db=db, check=True)
+    listed = client.predict("aud", "aud-a", api_name="/audit_list")
+    assert (listed["run"], listed["status"]) == ("aud-a", "invalid")
+    assert listed["keys"] == [f"{items[0]['item_id']} · r0/rep0"] and items[0]["item_id"] in listed["listing"]
+    done = client.predict("aud", "aud-a", listed["keys"][0], "manual", "B", api_name="/audit_apply")
+    assert done["result"].startswith('<div class="cc-callout">Applied') and done["keys"] == []
+    assert "manual" in done["history"]
+
+
+def test_calibration_of_a_traces_run_imported_while_serving(served):
+    """/calibration takes a traces run of a benchmark imported after the server started (the tab's picker was
+    built without it) and answers `calibration --json`'s report."""
+    client, db, folder = served
+    run, _ = add_traced_run(db, folder)
+    out = client.predict("sb", run, api_name="/calibration")
+    cli = json.loads(run_cli("calibration", "--run", run, "--json", db=db, check=True).stdout)
+    assert out == json.loads(json.dumps(cli)) and out
+
+
+@pytest.mark.parametrize("endpoint,args,message", [
+    ("/audit_list", ("gen", "fe-a"), "'fe-a' is a run of benchmark 'fe'"),
+    ("/audit_list", ("nope", "gen-a"), "no benchmark named 'nope'"),
+    ("/audit_list", ("gen", "gen-a", "broken"), "no status 'broken' in benchmark 'gen'"),
+    ("/audit_apply", ("gen", "ghost", "gen-0-0 · r0/rep0"), "no run named 'ghost' in benchmark 'gen'"),
+    ("/audit_apply", ("gen", "gen-a", "gen-0-0 · r0/rep0", "guess"), "no method 'guess' in benchmark 'gen'"),
+    ("/calibration", ("gen", "gen-a"), "no traces run 'gen-a' in benchmark 'gen'"),
+    ("/calibration", ("gen", "fe-a"), "'fe-a' is a run of benchmark 'fe'"),
+])
+def test_audit_and_calibration_refuse_a_name_the_store_lacks(served, endpoint, args, message):
     from gradio_client.exceptions import AppError
 
     client, _, _ = served

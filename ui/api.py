@@ -1,5 +1,6 @@
-"""The scripting API (docs/HOSTING.md): the Browse list (with its search), a group view and Compare as endpoints
-(`gr.api`) beside the Metrics tab's `metrics`, for gradio_client and plain HTTP.
+"""The scripting API (docs/HOSTING.md): the Browse list (with its search), a group view, Compare, the extraction
+audit's list and apply, and the calibration report as endpoints (`gr.api`) beside the Metrics tab's `metrics`,
+for gradio_client and plain HTTP.
 
 The tabs' own events take their values from pickers, and Gradio checks a picker's value against the choices it
 was built with (the first benchmark's runs), so a script could not name another benchmark's run through them.
@@ -22,7 +23,7 @@ from core.schema import to_jsonable
 from core.scoring import DEFAULT_SPLIT
 from db.catalog import runs_named
 from db.store import Store
-from ui import browse, compare
+from ui import audit, browse, compare
 from ui.handlers import bind
 from ui.views import cache, render_group
 
@@ -72,6 +73,9 @@ def open_group(store: Store, benchmark: str, runs: list[str], group: str, detail
     return render_group(store, benchmark, group, names, detail or (names[0] if names else None), bool(boxes))
 
 
+_CHANGED = ("n_items", "k_a", "k_b", "newly_correct", "newly_incorrect", "transition")  # the columns a row lists
+
+
 def compare_runs(store: Store, benchmark: str, run_a: str, run_b: str, split: str = "", cluster: str = "",
                  cluster_fields: list[str] | None = None) -> dict[str, Any]:
     """The Compare tab as data, B = `run_b` against A = `run_a` (B − A = `score --run B --compare A`):
@@ -98,9 +102,58 @@ def compare_runs(store: Store, benchmark: str, run_a: str, run_b: str, split: st
             "clusters": res["clusters"], "turnover": to_jsonable(res["turnover"]),
             "group_transitions": to_jsonable(res["counts"]), "differences": to_jsonable(res["differences"]),
             "reason": res["comparison"].get("reason"),
-            "changed": [{"group": str(g), "n_items": int(r.n_items), "k_a": int(r.k_a), "k_b": int(r.k_b),
-                         "newly_correct": int(r.newly_correct), "newly_incorrect": int(r.newly_incorrect),
-                         "transition": str(r.transition)} for g, r in changed.iterrows()]}
+            "changed": [{"group": str(g), "n_items": int(n), "k_a": int(ka), "k_b": int(kb), "newly_correct": int(up),
+                         "newly_incorrect": int(down), "transition": str(tr)}
+                        for g, n, ka, kb, up, down, tr in zip(changed.index, *(changed[c].tolist() for c in _CHANGED),
+                                                              strict=True)]}
+
+
+_STATUSES = [value for _, value in audit.STATUS_CHOICES]
+_METHODS = [value for _, value in audit.METHOD_CHOICES]
+
+
+def audit_list(store: Store, benchmark: str, run: str, status: str = "invalid") -> dict[str, Any]:
+    """The extraction audit of one run (the Browse tab's accordion): {benchmark, run, status, keys, listing,
+    history}: `keys` the predictions with `status` ("invalid", "api_error" or "both") as
+    `item_id · r<rotation>/rep<repeat>` (what audit_apply takes), `listing` and `history` the HTML the tab shows."""
+    runs_named(store, benchmark, [run])
+    _one_of("status", status, _STATUSES, benchmark)
+    listing, keys = audit.problems_html(store, run, status or "invalid")
+    return {"benchmark": benchmark, "run": run, "status": status or "invalid", "keys": keys, "listing": listing,
+            "history": audit.history_html(store, run)}
+
+
+def audit_apply(store: Store, benchmark: str, run: str, key: str, method: str = "parser:letter", letter: str = "",
+                status: str = "invalid", request: gr.Request | None = None) -> dict[str, Any]:
+    """Records an override of one prediction of `run` (by the signed-in user, else "local"), as the tab's Apply:
+    `key` as audit_list gives it, `method` "parser:letter", "parser:tag" or "manual" (with `letter`). Returns
+    audit_list's answer after it, with `result` (the tab's line saying what changed)."""
+    runs_named(store, benchmark, [run])
+    _one_of("method", method, _METHODS, benchmark)
+    _one_of("status", status, _STATUSES, benchmark)
+    result, *_ = audit.do_apply(store, run, key, method, letter or None, status or "invalid", request)
+    return {**audit_list(store, benchmark, run, status), "result": result}
+
+
+def calibration(store: Store, benchmark: str, run: str, sample: str = "", judge: str = "", second: str = "",
+                ceiling: list[str] | None = None, consensus: list[str] | None = None) -> dict[str, Any]:
+    """The Calibration tab's report of a traces run as JSON (what `calibration --json` prints): `sample` a
+    calibration sample of the run (empty: every trace), `judge` / `second` its judge runs (empty: the first),
+    `ceiling` annotator pairs ("A2,A3"), `consensus` annotators (empty: all)."""
+    from db import judging
+
+    runs_named(store, benchmark, [run])
+    traced = [r["name"] for r in judging.trace_runs(store, benchmark)]
+    _one_of("traces run", run, traced, benchmark)
+    _one_of("calibration sample", sample, [s["name"] for s in judging.samples(store, run)], benchmark)
+    judges = judging.judge_runs_of(store, run)
+    _one_of("judge run", judge, judges, benchmark)
+    _one_of("judge run", second, judges, benchmark)
+    from ui.calibration import on_compute
+
+    report: dict[str, Any] = on_compute(store, run, sample, judge, second, list(ceiling or []),
+                                        list(consensus or []))[-1]
+    return report
 
 
 def build_api(store: Store) -> None:
@@ -108,3 +161,6 @@ def build_api(store: Store) -> None:
     gr.api(bind(browse_list, store), api_name="browse_list")
     gr.api(bind(open_group, store), api_name="open_group")
     gr.api(bind(compare_runs, store), api_name="compare", concurrency_limit=4, concurrency_id="compare-api")
+    gr.api(bind(audit_list, store), api_name="audit_list")
+    gr.api(bind(audit_apply, store), api_name="audit_apply", concurrency_id="audit-api")
+    gr.api(bind(calibration, store), api_name="calibration")

@@ -211,10 +211,10 @@ def build_audit(ctx: Ctx) -> None:
     ctx.refresh.click(bind(on_bench, store), header, run, api_visibility="private")
     ctx.page.load(bind(on_bench_landing, store), header, run, api_visibility="private")
     lists = [listing, key, history]
-    list_btn.click(bind(do_list, store), [run, which], lists, api_name="audit_list")
+    list_btn.click(bind(do_list, store), [run, which], lists, api_visibility="private")  # scripts: ui.api
     run.input(bind(do_list, store), [run, which], lists, api_visibility="private")
     which.input(bind(do_list, store), [run, which], lists, api_visibility="private")
     preview_btn.click(bind(do_preview, store), [run, key, method, letter], result, api_visibility="private")
     apply_btn.click(bind(do_apply, store), [run, key, method, letter, which], [result, *lists],
-                    api_name="audit_apply")
+                    api_visibility="private")  # scripts: ui.api
     revert_btn.click(bind(do_revert, store), [run, revert_id, which], [result, *lists], api_visibility="private")

@@ -33,7 +33,7 @@ def _records_of(store: Any, bench: str | None, runs: list[str] | None) -> list[d
     """The run records of `bench` among `runs`, in the order picked (names of other benchmarks left out)."""
     if not bench:
         return []
-    mine = {r["name"]: r for r in dbb.run_records(store, bench)}
+    mine = {r["name"]: r for r in dbb.run_records(store, bench, list(runs or []))}
     return [mine[r] for r in dict.fromkeys(runs or []) if r in mine]
 
 

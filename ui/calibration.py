@@ -376,7 +376,7 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     outs = [c[k] for k in ("summary", "table", "chart", "second_out", "audit_out", "raw_json")]
     picks = [c[k] for k in ("run", "sample", "judge", "second", "ceiling", "consensus")]
     c["run"].change(bind(on_run, store), c["run"], picks[1:], api_visibility="private")
-    c["compute"].click(bind(on_compute, store), picks, outs, api_name="calibration")
+    c["compute"].click(bind(on_compute, store), picks, outs, api_visibility="private")  # scripts: ui.api
     c["draw"].click(bind(on_draw, store), [c["run"], c["name"], c["per_op"], c["seed"]],
                     [c["draw_out"], c["draw_table"], c["sample"], ctx.changed], api_visibility="private")
     ctx.on_refresh(bind(refresh_pickers, store), picks[:4], picks[:4])

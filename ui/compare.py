@@ -4,6 +4,7 @@ difference, and the groups that changed, each opening its group view."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import gradio as gr
@@ -66,6 +67,15 @@ def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
     return f'<span class="{cls}">{fmt_signed(rate.value * 100)} pts</span>', ci
 
 
+# The resample counts W (draws x clusters) every comparison of a benchmark's split draws: the same for every pair
+# of runs (core.stats.DrawCache), so the server draws them once and keeps the latest two (184 MB each for 2,298
+# stems and 20,000 draws); each comparison then resamples its columns with one product instead of drawing again.
+# DrawCache's shared dict is not thread safe, so comparisons take turns on it (each is a few products once W is
+# kept). The numbers are those of a comparison without it (core.stats.ScoringContext).
+_WEIGHTS: dict[tuple[int, int, int], Any] = {}
+_WEIGHTS_LOCK = threading.Lock()
+
+
 def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | None = "test",
                  draws: int = stats.DEFAULT_DRAWS, clustering: stats.Clustering | None = None) -> dict[str, Any]:
     """Everything the tab shows, as data: turnover A -> B, transitions (per group), counts, and the paired
@@ -81,7 +91,8 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     items = full if split_v is None else full[full["split"] == split_v]
     trans = core_groups.group_transitions(bd.family, items, rda, rdb)
     clustered = clustering if families.get(bd.family).capabilities.clusterings else None
-    result = comparison.compare(full, rdb, rda, split=split_v, draws=draws, clustering=clustered)
+    with _WEIGHTS_LOCK, stats.ScoringContext(draws=stats.DrawCache(weights=_WEIGHTS)).active():
+        result = comparison.compare(full, rdb, rda, split=split_v, draws=draws, clustering=clustered)
     return {
         "family": bd.family,
         "turnover": comparison.turnover(full, rda, rdb, split=split_v),

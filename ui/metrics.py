@@ -26,6 +26,7 @@ from core.report_json import table_json
 from core.report_tables import RunScore, Table, tables_for
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
+from db.browse import run_records
 from db.catalog import runs_named
 from db.store import Store
 from ui import charts
@@ -34,7 +35,7 @@ from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, landed
 from ui.metrics_page import Page, metrics_page
-from ui.scores import CACHE, ScoreCache, run_scores, run_state
+from ui.scores import CACHE, ScoreCache, control_names, depends_state, run_scores
 from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
 
@@ -80,11 +81,15 @@ def union_field_choices(store: Store, benchmark: str | None) -> list[str]:
 
 
 def render_key(store: Store, benchmark: str | None, selected: list[str] | None) -> tuple[Any, ...]:
-    """What a render depends on: the picks and the state of the benchmark's runs (a finished live run or an
-    import changes it). Equal keys draw the same page."""
-    runs = store.runs(benchmark, with_counts=False) if benchmark else []
-    names = {r["name"] for r in runs}  # right after a benchmark switch the old picks are dropped
-    return (benchmark, tuple(n for n in selected or () if n in names), run_state(store, runs))
+    """What a render depends on: the picks and the state of the runs their scores depend on, the control runs'
+    among them (ui.scores.depends_state: a finished live run or an import of one of them changes it). Equal keys
+    draw the same page."""
+    if not benchmark:
+        return (benchmark, (), ())
+    # right after a benchmark switch the old picks are dropped
+    names = {r["name"] for r in run_records(store, benchmark, list(selected or []))}
+    picked = tuple(n for n in selected or () if n in names)
+    return (benchmark, picked, depends_state(store, benchmark, [*picked, *control_names(store, benchmark)]))
 
 
 def gate(store: Store, shown: bool, benchmark: str | None, selected: list[str] | None,
@@ -154,7 +159,8 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
         raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
     tag = ("metrics_json", tuple(runs), split, clusterings, shortcut_model)
     return cache.derive(store, benchmark, tag, lambda: _metrics_tables(store, benchmark, list(runs), split,
-                                                                        clusterings, shortcut_model, cache))
+                                                                        clusterings, shortcut_model, cache),
+                        depends=[*runs, *control_names(store, benchmark)])
 
 
 def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | None,
@@ -205,8 +211,7 @@ class MetricsHandlers:
         drawing that the next one would replace while the user reads it). The cluster pickers are part of the
         key only for a family that shows them (their reset on a switch to another family draws nothing)."""
         if not force and benchmark and selected:
-            names = {r["name"] for r in self.store.runs(benchmark, with_counts=False)}
-            if not set(selected) & names:
+            if not run_records(self.store, benchmark, list(selected)):
                 return gr.skip(), gr.skip()
         pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
         extra = (tuple(clusters or ()), tuple(fields or ())) if pickers else ()  # the Table 13 clusterings

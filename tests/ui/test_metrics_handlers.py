@@ -99,25 +99,45 @@ def test_cache_scores_each_key_once_and_again_when_the_runs_change(tmp_path):
     cache.scores(s, "fe", ["a"], ScoreOptions(clusterings=(Clustering("image"),)))
     assert cache.computed == 3  # other runs, other options: other keys
     assert cache.scores(s, "fe", ["a", "gone"]) is first  # a name the benchmark lacks is not part of the key
-    _answer(s, tmp_path, "c", fe_lines(2, 2), "C")  # a new run of the benchmark: every key is stale
+    _answer(s, tmp_path, "c", fe_lines(2, 2), "C")  # a run of another model: a's scores cannot depend on it
+    assert cache.scores(s, "fe", ["a"]) is first and cache.computed == 3
+    scored = cache.scored
+    assert cache.scores(s, "fe", ["b", "c"])["b"] == cache.scores(s, "fe", ["a", "b"])["b"]  # b's kept score
+    assert cache.scored == scored + 1  # c alone was scored: b's score of the pick [a, b] served the pick [b, c]
+    _rerun(s, tmp_path, "a", "C")  # a's predictions change: every key holding a is stale
     again = cache.scores(s, "fe", ["a"])
-    assert again is not first and again == first and cache.computed == 4
-    assert len(cache._entries) == 1  # the entries of the older state were dropped
+    assert again["a"]["metrics"] != first["a"]["metrics"]
+    assert not [k for k in cache._entries if "a" in k[1] and k[2] != cache.key(s, "fe", ["a"], k[3])[2]]
+    assert cache.scores(s, "fe", ["b", "c"])["b"] is cache.scores(s, "fe", ["a", "b"])["b"]  # b's unit unchanged
     s.close()
+
+
+def _rerun(s: Store, tmp_path, name: str, letter: str) -> None:
+    """Run `name`'s predictions answered `letter` instead (a re-import replaces them: the run's revision moves)."""
+    from db.importers import import_predictions
+
+    p = tmp_path / f"{name}-again-{letter}.jsonl"
+    items = s.items_frame("fe")
+    p.write_text("".join(json.dumps({"item_id": i, "response": letter}) + "\n" for i in items["item_id"]),
+                 encoding="utf-8")
+    import_predictions(s, p, run=name, model=f"m-{name}", replace=True)
 
 
 def test_endpoint_tables_are_built_once_per_state_of_the_runs(tmp_path):
     """A repeated request is answered from the cache (the very tables, neither rescored nor rebuilt); a new run
-    of the benchmark changes the state, and the next answer is built again, equal where the runs are."""
+    of another model leaves them (the scores cannot depend on it), a change of a picked run's predictions makes
+    the next answer be built again."""
     s = _fe_store(tmp_path, {"a": "A", "b": "B"})
     cache = ScoreCache()
     first = metrics_json(s, "fe", ["a", "b"], cache=cache)
     assert metrics_json(s, "fe", ["a", "b"], cache=cache) is first and cache.computed == 1
     other = metrics_json(s, "fe", ["b", "a"], cache=cache)  # another order: its own tables, the same scores
     assert other is not first and other["runs"] == ["b", "a"] and cache.computed == 1
-    _answer(s, tmp_path, "c", fe_lines(2, 2), "C")
+    _answer(s, tmp_path, "c", fe_lines(2, 2), "C")  # a run of another model: the tables of a and b stand
+    assert metrics_json(s, "fe", ["a", "b"], cache=cache) is first and cache.computed == 1
+    _rerun(s, tmp_path, "a", "C")  # a run of the pick changes: its tables are built again, the old ones dropped
     again = metrics_json(s, "fe", ["a", "b"], cache=cache)
-    assert again is not first and again == first and cache.computed == 2
+    assert again is not first and again != first and cache.computed == 2
     assert len(cache._derived) == 1  # the tables of the older state were dropped
     s.close()
 

@@ -1,7 +1,9 @@
 """Group views (SPEC §8): one module per family, all built from `load_group` and the helpers in common.
 
 `render_group(store, benchmark, group_id, selected, detail, boxes)` is the one entry point the tabs call;
-it reads only the group's rows (db.browse), so it stays fast on large stores.
+it reads only the group's rows (db.browse), so it stays fast on large stores. It draws the runs picked (and the
+run in detail), and the benchmark's other runs only when they are few (at most OTHER_RUNS): on a store of 1,000
+runs a view reads and draws what it shows, and names how many runs it left out.
 
 A family's view module (its dotted name is the family's `Family.view`, e.g. "ui.views.stembind") has
 `render(store, group, boxes)` and `CHARTS` (ui/charts.py) and may have `run_summary(records, outcomes) -> dict`,
@@ -25,6 +27,8 @@ from db import browse as dbb
 from db import predictions
 from ui.views.common import RunView, esc, message
 
+OTHER_RUNS = 24  # the benchmark's runs besides the picked ones that a group view draws (all, or none when more)
+
 
 def view_module(family: str) -> ModuleType:
     """The view module of `family` (`Family.view`; ui.views.generic unless the family names its own)."""
@@ -39,11 +43,12 @@ class Group:
     family: str
     group_id: str
     items: pd.DataFrame
-    runs: list[RunView]              # every run of the benchmark, in store order
+    runs: list[RunView]              # the runs drawn (picked, in detail, the others when few), in store order
     selected: list[RunView]          # the runs picked in the header (answers beside each question)
     detail: RunView | None           # the run shown in detail
     flags: list[dict[str, Any]] = field(default_factory=list)  # trace flags of the detail run
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    hidden: int = 0                  # runs of the benchmark not drawn (more than OTHER_RUNS besides the picked)
 
     def records(self) -> list[dict[str, Any]]:
         return self.items.to_dict("records")
@@ -55,7 +60,9 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     if items.empty:
         return None
     family = store.benchmark_family(benchmark)
-    records = dbb.run_records(store, benchmark)
+    named = [*(selected or []), *([detail] if detail else [])]
+    others, hidden = dbb.other_runs(store, benchmark, named, OTHER_RUNS)
+    records = sorted([*dbb.run_records(store, benchmark, named), *others], key=lambda r: int(r["id"]))
     pks = [int(p) for p in items["pk"]]
     scoped = items.drop(columns="pk")
     recs = scoped.to_dict("records")
@@ -78,7 +85,7 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     flags = dbb.trace_flags(store, det.name, pks) if det is not None else []
     hashes = sorted({h for imgs in items["images"] for h in imgs})
     return Group(benchmark=benchmark, family=family, group_id=group_id, items=scoped, runs=views, selected=chosen,
-                 detail=det, flags=flags, sizes=dbb.image_sizes(store, hashes))
+                 detail=det, flags=flags, sizes=dbb.image_sizes(store, hashes), hidden=hidden)
 
 
 def render_group(store: Any, benchmark: str | None, group_id: str | None, selected: list[str] | None = None,

@@ -192,6 +192,19 @@ def answers_table(items: Sequence[Mapping[str, Any]], runs: Sequence[RunView], s
             f'<tbody>{"".join(rows)}</tbody></table></div>{note}')
 
 
+def all_runs(g: Any, items: Sequence[Mapping[str, Any]], col_label: Any = None,
+             extra_cols: Sequence[tuple[str, Any]] = ()) -> str:
+    """The "All runs" section of group `g` (ui.views.Group): answers_table of the runs it drew. When the
+    benchmark has more runs than a view draws besides the picked ones (ui.views.OTHER_RUNS), the section holds
+    the picked runs, is titled so, and says how many it left out."""
+    table = answers_table(items, g.runs, [r.name for r in g.selected], col_label, extra_cols)
+    if not g.hidden:
+        return section("All runs", table)
+    note = (f'<div class="cc-muted cc-runs-left-out">{g.hidden:,} other run(s) of this benchmark are not drawn here: '
+            "pick runs in the header to see their answers.</div>")
+    return section(f"Picked runs ({len(g.runs)} of {len(g.runs) + g.hidden:,})", table + note)
+
+
 # --------------------------------------------------------------------------- one run in detail
 
 

@@ -59,8 +59,7 @@ def _fq1(store: Any, g: Group, items: list[dict[str, Any]]) -> str:
     body = (_header(g, "FQ1 frame triplet", cam)
             + f'<div class="cc-images">{imgs}</div>'
             + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + vc.section("All runs", vc.answers_table(items, g.runs, [r.name for r in g.selected],
-                                                col_label=lambda it: it["variant"]))
+            + vc.all_runs(g, items, col_label=lambda it: it["variant"])
             + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
                                                        title=lambda it: FQ1_TITLES[it["variant"]])))
     return f'<div class="cc-view cc-view-fq1">{body}</div>'
@@ -110,8 +109,7 @@ def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
               f'{vc.options_html(mss["options"], mss["answer"], m.get("options_en"), insufficient=ins)}</div>')
     body = (_header(g, "FQ2 evidence triplet", mss) + note + shared
             + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + vc.section("All runs", vc.answers_table(items, g.runs, [r.name for r in g.selected],
-                                                col_label=lambda it: it["variant"]))
+            + vc.all_runs(g, items, col_label=lambda it: it["variant"])
             + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
                                                        title=lambda it: FQ2_TITLES[it["variant"]].split(":")[0])))
     return f'<div class="cc-view cc-view-fq2">{body}</div>'

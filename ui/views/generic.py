@@ -54,8 +54,7 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     cards = "".join(item_card(it, g.selected, labels) for it in recs)
     body = (head + (f'<div class="cc-images">{imgs}</div>' if imgs else "")
             + f'<div class="cc-cols cc-cols-auto">{cards}</div>'
-            + vc.section("All runs", vc.answers_table(recs, g.runs, [r.name for r in g.selected],
-                                                col_label=_column_label))
+            + vc.all_runs(g, recs, col_label=_column_label)
             + vc.section("One run in detail", vc.detail_html(recs, g.detail, g.flags)))
     return f'<div class="cc-view cc-view-generic">{body}</div>'
 

@@ -135,8 +135,7 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     if others:
         stages.append(vc.section("Other items", "".join(f'<div class="cc-question">{vc.esc(o["question"])}</div>' for o in others)))
     body = (head + top + "".join(stages)
-            + vc.section("All runs", vc.answers_table(recs, g.runs, [r.name for r in g.selected],
-                                                col_label=lambda it: it["kind"]))
+            + vc.all_runs(g, recs, col_label=lambda it: it["kind"])
             + vc.section("One run in detail", vc.detail_html(recs, g.detail, g.flags,
                                                        title=lambda it: f'{it["kind"]} · {TASK_NAMES.get(it["kind"], "")}')))
     return f'<div class="cc-view cc-view-spur">{body}</div>'

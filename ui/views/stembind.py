@@ -101,9 +101,8 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
             + vc.section(f"Perception probes ({len(probes)})", _probe_table(g, probes) if probes else
                       '<div class="cc-muted">no P probe</div>')
             + f'<div class="cc-cols cc-cols-2">{cards}</div>'
-            + vc.section("All runs", vc.answers_table(order, g.runs, [r.name for r in g.selected],
-                                                col_label=lambda it: labels[it["item_id"]],
-                                                extra_cols=[("category", category_badge)]))
+            + vc.all_runs(g, order, col_label=lambda it: labels[it["item_id"]],
+                          extra_cols=[("category", category_badge)])
             + vc.section("One run in detail (F trace beside its S1–S4 targets)",
                       vc.detail_html(full + rule + probes, g.detail, g.flags,
                                   title=lambda it: labels[it["item_id"]] + " · " + KIND_TITLES[it["kind"]])))
