@@ -42,7 +42,7 @@ def app(demo_db, tmp_path_factory):
         yield url, chat, n
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def page(app):
     with browser() as b:
         p = b.new_page(viewport={"width": 1440, "height": 1000})
@@ -70,12 +70,19 @@ def panel(page):
         " total: e.dataset.total, text: e.innerText})")
 
 
-def test_lexical_judge_from_the_tab(app, page):
+def test_lexical_then_endpoint_judge_from_the_tab(app, page):
+    """One page, one scenario: the endpoint judge follows the lexical one (the panel still names it when the
+    endpoint's URL is refused)."""
+    _lexical_judge(app, page)
+    _endpoint_judge_with_an_empty_key(app, page)
+
+
+def _lexical_judge(app, page):
     _, _, n = app
     assert page.locator("#cj-cancel").is_disabled() and panel(page)["status"] == "idle"
     name = page.locator("#cj-name input, #cj-name textarea").first
     assert name.input_value() == "stembind-judge-lexical"  # the name proposed for the benchmark's lexical judge
-    assert "no judge labels" in page.locator("#cb-ff").inner_text()  # before: the annotators only
+    page.locator("#cb-ff").get_by_text("no judge labels").wait_for(timeout=60_000)  # before: the annotators only
     shot(page, "judge-start-before.png")
     page.locator("#cj-start").click()
     page.wait_for_function(f"() => {PROGRESS} && {PROGRESS}.dataset.run === 'stembind-judge-lexical' && "
@@ -96,7 +103,7 @@ def test_lexical_judge_from_the_tab(app, page):
     shot(page, "judge-start-after-lexical.png")
 
 
-def test_endpoint_judge_with_an_empty_key(app, page):
+def _endpoint_judge_with_an_empty_key(app, page):
     url, chat, n = app
     page.locator("#cj-kind").get_by_text("OpenAI-compatible endpoint").click()
     key = page.locator("#cj-key-env input, #cj-key-env textarea").first
