@@ -5,21 +5,27 @@ Targets are globs, so a module split into several files (frameevidence/metrics.p
 analyses, repeats and paired modules it was split into; db/importers.py and db/import_*.py; a package in place
 of a module) stays covered; the modules split out of core/stats.py are targets of their own. Each target runs
 in a fresh copy of the tracked files (the worktree is never mutated) under `--max-children` workers and a time
-limit; browser tests never run here.
+limit; browser tests never run here. A target may be scoped to some of its functions (mutmut's own mutant-name
+filter: prompts covers the SSA leakage guard of core/prompts.py, not the strategies' prompt wording), and
+`--sample N` tests a fixed seeded sample of N mutants per target instead of all of them.
 
-    python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS]
+    python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS] [--sample N [--seed S]]
+                               [--diffs DIR] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import glob
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +57,15 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # db/importers.py re-exports import_common, import_items, import_predictions and import_labels
     "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),
                   ("tests/test_import.py", "tests/test_import_errors.py")),
+}
+# targets scoped to some functions: mutmut mutant-name globs (module.x_function__mutmut_N); the rest of the
+# module is neither mutated into the score nor run
+SCOPES: dict[str, tuple[str, ...]] = {
+    # the SSA leakage guard (core/prompts.py's "SSA (002 §3.3, C.5): leakage guard" section); the strategies'
+    # prompt wording is not what the issue asks to guard
+    "prompts": tuple(f"core.prompts.x_{f}__mutmut_*" for f in (
+        "_noun_phrase_follows", "_letter_spans", "_merge", "_option_spans", "scrub_stage_text", "ssa_stage_texts",
+        "ssa_guarded", "ssa_block", "ssa_guard_count", "irrelevant_s1_source")),
 }
 # mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code); the score is mutmut's own:
 # (killed + timeout) / (every mutant less the skipped and unchecked ones), so a mutant no test reaches counts
@@ -85,38 +100,90 @@ def importable(root: Path) -> list[str]:
     return sorted(t for t in tops if t.endswith(".py") or (root / t / "__init__.py").exists() or t == "tests")
 
 
-def run_target(name: str, children: int, limit: int) -> dict:
+# `mutmut show` for many mutants in one process (one `mutmut show` each costs a second of start-up)
+SHOW = """import sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    for key in sys.argv[2:]:
+        out.write(f"# {key}\\n{get_diff_for_mutant(key, path=find_mutant(key).path)}\\n")
+"""
+
+
+def write_config(work: Path, files: list[str], tests: tuple[str, ...]) -> None:
+    (work / "setup.cfg").write_text(  # mutmut reads lists one entry a line
+        "[mutmut]\n"
+        + "".join(f"{key} =\n" + "".join(f"    {v}\n" for v in values) for key, values in (
+            ("source_paths", files), ("also_copy", importable(ROOT)),
+            ("pytest_add_cli_args_test_selection", list(tests)),
+            ("pytest_add_cli_args", ["-p", "no:cacheprovider", "-q"]))), encoding="utf-8")
+
+
+def exit_codes(work: Path) -> dict[str, int | None]:
+    codes: dict[str, int | None] = {}
+    for meta in (work / "mutants").rglob("*.meta"):
+        codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+    return codes
+
+
+def mutmut(work: Path, names: list[str], children: int, limit: float) -> subprocess.CompletedProcess[str] | None:
+    """`mutmut run` over `names` (mutant names or globs; every mutant when empty); None when it ran past `limit`."""
+    try:
+        return subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                              cwd=work, capture_output=True, text=True, timeout=max(1.0, limit))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def sampled(names: list[str], sample: int, seed: int) -> list[str]:
+    """A fixed seeded sample of `sample` mutant names (all of them when there are no more): the same source and
+    seed always give the same sample."""
+    if sample <= 0 or len(names) <= sample:
+        return names
+    return sorted(random.Random(seed).sample(sorted(names), sample))
+
+
+def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int = 0,
+               diffs: Path | None = None) -> dict:
     patterns, tests = TARGETS[name]
     files = sources(patterns)
     if not files:
         return {"module": name, "error": "no source file matches " + ", ".join(patterns)}
+    scope = SCOPES.get(name, ())
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as tmp:
         work = Path(tmp)
         copy_tree(work)
-        (work / "setup.cfg").write_text(  # mutmut reads lists one entry a line
-            "[mutmut]\n"
-            + "".join(f"{key} =\n" + "".join(f"    {v}\n" for v in values) for key, values in (
-                ("source_paths", files), ("also_copy", importable(ROOT)),
-                ("pytest_add_cli_args_test_selection", list(tests)),
-                ("pytest_add_cli_args", ["-p", "no:cacheprovider", "-q"]))), encoding="utf-8")
-        try:
-            proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=work,
-                                  capture_output=True, text=True, timeout=limit)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            proc, timed_out = None, True
-        codes: dict[str, int | None] = {}
-        for meta in (work / "mutants").rglob("*.meta"):
-            codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+        write_config(work, files, tests)
+        names = list(scope)
+        if sample:  # generate the mutants (and the test map) first; the filter matching none stops mutmut there
+            mutmut(work, ["no-such-mutant"], children, limit)
+            every = [k for k in exit_codes(work) if not scope or any(fnmatch.fnmatch(k, g) for g in scope)]
+            names = sampled(every, sample, seed)
+            # mutmut looks a named mutant's tests up without a default: leave out (and report as "no test
+            # reaches") the sampled mutants of functions no test calls
+            reached = json.loads((work / "mutants" / "mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+            unreached = [k for k in names if not reached.get(k.partition("__mutmut_")[0])]
+            names = [k for k in names if k not in unreached]
+        else:
+            unreached = []
+        proc = mutmut(work, names, children, limit - (time.monotonic() - started)) if names or not sample else None
+        codes = {k: c for k, c in exit_codes(work).items()
+                 if not names or any(k == g or fnmatch.fnmatch(k, g) for g in names)}
+        codes.update({k: 33 for k in unreached})
         survivors = sorted(k for k, c in codes.items() if c in SURVIVED)
         untested = sorted(k for k, c in codes.items() if c in NO_TESTS)
         done = {k: c for k, c in codes.items() if c not in NOT_COUNTED}
         killed = sum(1 for c in done.values() if c in KILLED)
-        out = {"module": name, "files": files, "mutants": len(codes), "tested": len(done), "killed": killed,
-               "survived": survivors, "no_tests": untested,
-               "score": round(100 * killed / len(done), 1) if done else None, "timed_out": timed_out}
+        out = {"module": name, "files": files, "scope": list(scope), "sample": sample or None,
+               "mutants": len(codes), "tested": len(done), "killed": killed, "survived": survivors,
+               "no_tests": untested, "score": round(100 * killed / len(done), 1) if done else None,
+               "timed_out": proc is None and bool(names or not sample), "seconds": round(time.monotonic() - started)}
         if proc is not None and (proc.returncode not in (0, 1) or not done):  # nothing tested: say why
             out["error"] = (proc.stderr or proc.stdout)[-2000:]
+        if diffs is not None and survivors + untested:  # each survivor's diff (mutmut show), to read after
+            diffs.mkdir(parents=True, exist_ok=True)
+            subprocess.run([sys.executable, "-c", SHOW, str((diffs / f"{name}.diff").resolve()), *survivors, *untested],
+                           cwd=work, capture_output=True, text=True)
         return out
 
 
@@ -125,15 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", choices=sorted(TARGETS), help="these targets only")
     ap.add_argument("--children", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     ap.add_argument("--limit", type=int, default=3600, help="seconds per target")
+    ap.add_argument("--sample", type=int, default=0, help="test a fixed seeded sample of this many mutants per target")
+    ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ap.add_argument("--diffs", type=Path, help="write each target's survivors' diffs here (NAME.diff)")
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
     args = ap.parse_args(argv)
     results = []
     for name in args.only or list(TARGETS):
-        res = run_target(name, args.children, args.limit)
+        res = run_target(name, args.children, args.limit, args.sample, args.seed, args.diffs)
         results.append(res)
         score = "n/a" if res.get("score") is None else f"{res['score']}%"
         print(f"{name:26} {score:>7}  killed {res.get('killed', 0)} of {res.get('tested', 0)} tested"
-              f" ({res.get('mutants', 0)} mutants){'  TIMED OUT' if res.get('timed_out') else ''}", flush=True)
+              f" ({res.get('mutants', 0)} mutants{', sampled' if res.get('sample') else ''}, {res.get('seconds', 0)} s)"
+              f"{'  TIMED OUT' if res.get('timed_out') else ''}", flush=True)
         for key in res.get("survived", []):
             print(f"    survived: {key}")
         for key in res.get("no_tests", []):
