@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import glob
+import hashlib
 import json
 import os
 import random
@@ -142,13 +143,28 @@ def sampled(names: list[str], sample: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(sorted(names), sample))
 
 
+def digest(files: list[str]) -> str:
+    """The sources' sha256: mutant names are stable only while the mutated sources stay as they were."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.encode() + b"\0" + (ROOT / f).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int = 0,
-               diffs: Path | None = None) -> dict:
+               diffs: Path | None = None, again: dict | None = None) -> dict:
+    """Mutate `name`'s sources and run its tests against each mutant. `again`: this target's result of an earlier
+    run over the same sources; only its survivors (and mutants no test reached) are tested again, the rest keep
+    their verdict (a test added since can kill a survivor, never revive a killed mutant)."""
     patterns, tests = TARGETS[name]
     files = sources(patterns)
     if not files:
         return {"module": name, "error": "no source file matches " + ", ".join(patterns)}
-    scope = SCOPES.get(name, ())
+    if again is not None and again.get("sha256") != digest(files):
+        return {"module": name, "error": "the sources changed since the earlier run: run the target in full"}
+    scope = tuple(again["survived"] + again["no_tests"]) if again is not None else SCOPES.get(name, ())
+    if again is not None and not scope:
+        return again
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as tmp:
         work = Path(tmp)
@@ -174,10 +190,17 @@ def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int 
         untested = sorted(k for k, c in codes.items() if c in NO_TESTS)
         done = {k: c for k, c in codes.items() if c not in NOT_COUNTED}
         killed = sum(1 for c in done.values() if c in KILLED)
-        out = {"module": name, "files": files, "scope": list(scope), "sample": sample or None,
-               "mutants": len(codes), "tested": len(done), "killed": killed, "survived": survivors,
-               "no_tests": untested, "score": round(100 * killed / len(done), 1) if done else None,
-               "timed_out": proc is None and bool(names or not sample), "seconds": round(time.monotonic() - started)}
+        seconds = round(time.monotonic() - started)
+        if again is not None:  # the earlier verdicts of the mutants not tested again
+            killed, done_n, total, scope = again["killed"] + killed, again["tested"], again["mutants"], again["scope"]
+            seconds, sample = again["seconds"] + seconds, again.get("sample") or 0
+        else:
+            done_n, total = len(done), len(codes)
+        out = {"module": name, "files": files, "sha256": digest(files), "scope": list(scope), "sample": sample or None,
+               "mutants": total, "tested": done_n, "killed": killed, "survived": survivors,
+               "no_tests": untested, "score": round(100 * killed / done_n, 1) if done_n else None,
+               "timed_out": proc is None and bool(names or not sample), "seconds": seconds,
+               "again": len(done) if again is not None else None}
         if proc is not None and (proc.returncode not in (0, 1) or not done):  # nothing tested: say why
             out["error"] = (proc.stderr or proc.stdout)[-2000:]
         if diffs is not None and survivors + untested:  # each survivor's diff (mutmut show), to read after
@@ -195,11 +218,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=0, help="test a fixed seeded sample of this many mutants per target")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
     ap.add_argument("--diffs", type=Path, help="write each target's survivors' diffs here (NAME.diff)")
+    ap.add_argument("--again", type=Path, help="an earlier --json result: test only its survivors again (same "
+                    "sources), adding the earlier verdicts of the rest")
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
     args = ap.parse_args(argv)
+    earlier = {r["module"]: r for r in json.loads(args.again.read_text())} if args.again else {}
     results = []
     for name in args.only or list(TARGETS):
-        res = run_target(name, args.children, args.limit, args.sample, args.seed, args.diffs)
+        if args.again and name not in earlier:
+            print(f"{name:26} not in {args.again}: skipped")
+            continue
+        res = run_target(name, args.children, args.limit, args.sample, args.seed, args.diffs, earlier.get(name))
         results.append(res)
         score = "n/a" if res.get("score") is None else f"{res['score']}%"
         print(f"{name:26} {score:>7}  killed {res.get('killed', 0)} of {res.get('tested', 0)} tested"
@@ -211,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    no test reaches: {key}")
         if res.get("error"):
             print(f"    error: {res['error']}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        if args.json:  # after each target, so a stopped run keeps what it measured
+            args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
     return 0
 
 

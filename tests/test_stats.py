@@ -53,6 +53,15 @@ def test_cohen_kappa_degenerate(a, b, reason_part):
     assert reason_part in reason
 
 
+def test_cohen_kappa_takes_labels_of_mixed_types():
+    """Labels are compared as values whatever their type (a missing label None beside strings, a number beside
+    its text): the same kappa as the labels renamed to integers."""
+    a, b = ["yes", None, "yes", "no", 1, "1"], ["yes", None, "no", "no", "1", "1"]
+    code = {"yes": 0, None: 1, "no": 2, 1: 3, "1": 4}
+    assert stats.cohen_kappa(a, b) == (pytest.approx(cohen_kappa_score([code[x] for x in a], [code[x] for x in b]),
+                                                     abs=1e-12), None)
+
+
 def test_cohen_kappa_length_mismatch():
     with pytest.raises(ValueError):
         stats.cohen_kappa([1, 0], [1])
@@ -171,6 +180,8 @@ def test_agreement_reasons_and_refusals_are_the_documented_ones():
     assert stats.spearman([1.0], [2.0]) == (None, "fewer than 2 paired values")
     assert stats.spearman([1.0, float("nan")], [1.0, 2.0]) == (None, "input contains NaN")
     assert stats.spearman([1.0, 2.0], [1.0, float("nan")]) == (None, "input contains NaN")
+    assert stats.spearman([1.0, None, 3.0], [1.0, 2.0, 3.0]) == (None, "input contains NaN")  # a missing value
+    assert stats.spearman([1.0, 2.0, 3.0], [1.0, None, 3.0]) == (None, "input contains NaN")
     assert stats.spearman([3.0, 3.0], [1.0, 2.0]) == (None, "constant input: rank correlation undefined")
     assert stats.spearman([1.0, 2.0], [3.0, 3.0]) == (None, "constant input: rank correlation undefined")
     for x, y in (([1.0, 2.0], [1.0]), ([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [4.0, 3.0]])):
@@ -249,6 +260,11 @@ def test_binom_no_trials():
 ])
 def test_uniform_guess_rate_edges(n_options, joint, expected):
     assert stats.uniform_guess_rate(n_options, joint) == expected
+
+
+def test_uniform_guess_rate_defaults_to_one_answer_of_four_options():
+    assert (stats.uniform_guess_rate(), stats.uniform_guess_rate(5), stats.uniform_guess_rate(joint=2)) == \
+        (0.25, 0.2, 0.0625)
 
 
 @pytest.mark.parametrize(("n_options", "joint"), [(0, 1), (4, 0), (-1, 1), (4, -2)])
