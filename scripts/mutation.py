@@ -7,10 +7,11 @@ of a module) stays covered; the modules split out of core/stats.py are targets o
 in a fresh copy of the tracked files (the worktree is never mutated) under `--max-children` workers and a time
 limit; browser tests never run here. A target may be scoped to some of its functions (mutmut's own mutant-name
 filter: prompts covers the SSA leakage guard of core/prompts.py, not the strategies' prompt wording), and
-`--sample N` tests a fixed seeded sample of N mutants per target instead of all of them.
+`--sample N` tests a fixed seeded sample of N mutants per target (default 150, seed 28: the whole run fits in an
+hour on 2 cores; `--sample 0` tests all of them).
 
     python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS] [--sample N [--seed S]]
-                               [--diffs DIR] [--json FILE]
+                               [--diffs DIR] [--json FILE] [--again FILE]
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ SCOPES: dict[str, tuple[str, ...]] = {
         "_noun_phrase_follows", "_letter_spans", "_merge", "_option_spans", "scrub_stage_text", "ssa_stage_texts",
         "ssa_guarded", "ssa_block", "ssa_guard_count", "irrelevant_s1_source")),
 }
+# `make mutation` tests a fixed seeded sample of at most SAMPLE mutants per target, so the whole run fits in an
+# hour on 2 cores (docs/TESTING.md "Time"); `--sample 0` tests every mutant
+SAMPLE = 150
+SEED = 28
+LIMIT = 240  # seconds per target: 14 targets stay under an hour even when the machine is slow (the tested part counts)
 # mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code); the score is mutmut's own:
 # (killed + timeout) / (every mutant less the skipped and unchecked ones), so a mutant no test reaches counts
 # against the module
@@ -214,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=sorted(TARGETS), help="these targets only")
     ap.add_argument("--children", type=int, default=max(1, min(2, os.cpu_count() or 1)))
-    ap.add_argument("--limit", type=int, default=3600, help="seconds per target")
-    ap.add_argument("--sample", type=int, default=0, help="test a fixed seeded sample of this many mutants per target")
-    ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ap.add_argument("--limit", type=int, default=LIMIT, help=f"seconds per target (default {LIMIT})")
+    ap.add_argument("--sample", type=int, default=SAMPLE,
+                    help=f"test a fixed seeded sample of this many mutants per target (default {SAMPLE}; 0: all)")
+    ap.add_argument("--seed", type=int, default=SEED, help=f"the sample's seed (default {SEED})")
     ap.add_argument("--diffs", type=Path, help="write each target's survivors' diffs here (NAME.diff)")
     ap.add_argument("--again", type=Path, help="an earlier --json result: test only its survivors again (same "
                     "sources), adding the earlier verdicts of the rest")

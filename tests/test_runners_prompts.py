@@ -533,6 +533,8 @@ def test_ssa_guard_letters_default_to_the_option_keys():
     text = "Map: option C fits, and so does option D."
     assert prompts.scrub_stage_text(text, SB_OPTIONS).text == prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
     assert prompts.scrub_stage_text(text, SB_OPTIONS).text == "Map: option [withheld] fits, and so does option [withheld]."
+    assert prompts.scrub_stage_text("Map: row X stays; option C.", SB_OPTIONS).text == \
+        "Map: row X stays; option [withheld]."  # the keys are the letters, nothing between them
     # given letters win over the keys; only Latin letters count (a digit among them is no letter)
     assert prompts.scrub_stage_text(text, SB_OPTIONS, "AB").text == text
     assert prompts.scrub_stage_text("Map: 2 strokes per row, option B.", SB_OPTIONS, "AB2").text == \
