@@ -445,6 +445,10 @@ STEMBIND_REPORTS = [
     (_stem("s1", 1) + _stem("s2", 4, "VP-Fold", "PPRF"), []),
     # an unknown kind is reported once, at its own line, and the item counts for no stem
     ([_sb_item("q", "s1", "Q", 1)] + _stem("s1", 2), [("error", 1, "kind", "expected P, R or F, got 'Q'")]),
+    # ... and the items after it are still checked
+    ([_sb_item("q", "s1", "Q", 1)] + _stem("s2", 2, kinds="RF"),
+     [("error", 1, "kind", "expected P, R or F, got 'Q'"),
+      ("error", 2, "kind", "stem 's2' has no P probe (expected at least one)")]),
     (_stem("s1", 3, kinds="RF") + [_sb_item("x", "s1", "R", 1)],
      [("error", 1, "kind", "stem 's1' has no P probe (expected at least one)"),
       ("error", 1, "kind", "stem 's1' has 2 R items (expected exactly one)")]),
