@@ -5,21 +5,29 @@ Targets are globs, so a module split into several files (frameevidence/metrics.p
 analyses, repeats and paired modules it was split into; db/importers.py and db/import_*.py; a package in place
 of a module) stays covered; the modules split out of core/stats.py are targets of their own. Each target runs
 in a fresh copy of the tracked files (the worktree is never mutated) under `--max-children` workers and a time
-limit; browser tests never run here.
+limit; browser tests never run here. A target may be scoped to some of its functions (mutmut's own mutant-name
+filter: prompts covers the SSA leakage guard of core/prompts.py, not the strategies' prompt wording), and
+`--sample N` tests a fixed seeded sample of N mutants per target (default 150, seed 28: the whole run fits in an
+hour on 2 cores; `--sample 0` tests all of them).
 
-    python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS]
+    python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS] [--sample N [--seed S]]
+                               [--diffs DIR] [--json FILE] [--again FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import glob
+import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +60,20 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),
                   ("tests/test_import.py", "tests/test_import_errors.py")),
 }
+# targets scoped to some functions: mutmut mutant-name globs (module.x_function__mutmut_N); the rest of the
+# module is neither mutated into the score nor run
+SCOPES: dict[str, tuple[str, ...]] = {
+    # the SSA leakage guard (core/prompts.py's "SSA (002 §3.3, C.5): leakage guard" section); the strategies'
+    # prompt wording is not what the issue asks to guard
+    "prompts": tuple(f"core.prompts.x_{f}__mutmut_*" for f in (
+        "_noun_phrase_follows", "_letter_spans", "_merge", "_option_spans", "scrub_stage_text", "ssa_stage_texts",
+        "ssa_guarded", "ssa_block", "ssa_guard_count", "irrelevant_s1_source")),
+}
+# `make mutation` tests a fixed seeded sample of at most SAMPLE mutants per target, so the whole run fits in an
+# hour on 2 cores (docs/TESTING.md "Time"); `--sample 0` tests every mutant
+SAMPLE = 150
+SEED = 28
+LIMIT = 240  # seconds per target: 14 targets stay under an hour even when the machine is slow (the tested part counts)
 # mutmut's exit codes of a mutant's test run (mutmut.stats.status_by_exit_code); the score is mutmut's own:
 # (killed + timeout) / (every mutant less the skipped and unchecked ones), so a mutant no test reaches counts
 # against the module
@@ -85,38 +107,112 @@ def importable(root: Path) -> list[str]:
     return sorted(t for t in tops if t.endswith(".py") or (root / t / "__init__.py").exists() or t == "tests")
 
 
-def run_target(name: str, children: int, limit: int) -> dict:
+# `mutmut show` for many mutants in one process (one `mutmut show` each costs a second of start-up)
+SHOW = """import sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    for key in sys.argv[2:]:
+        out.write(f"# {key}\\n{get_diff_for_mutant(key, path=find_mutant(key).path)}\\n")
+"""
+
+
+def write_config(work: Path, files: list[str], tests: tuple[str, ...]) -> None:
+    (work / "setup.cfg").write_text(  # mutmut reads lists one entry a line
+        "[mutmut]\n"
+        + "".join(f"{key} =\n" + "".join(f"    {v}\n" for v in values) for key, values in (
+            ("source_paths", files), ("also_copy", importable(ROOT)),
+            ("pytest_add_cli_args_test_selection", list(tests)),
+            ("pytest_add_cli_args", ["-p", "no:cacheprovider", "-q"]))), encoding="utf-8")
+
+
+def exit_codes(work: Path) -> dict[str, int | None]:
+    codes: dict[str, int | None] = {}
+    for meta in (work / "mutants").rglob("*.meta"):
+        codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+    return codes
+
+
+def mutmut(work: Path, names: list[str], children: int, limit: float) -> subprocess.CompletedProcess[str] | None:
+    """`mutmut run` over `names` (mutant names or globs; every mutant when empty); None when it ran past `limit`."""
+    try:
+        return subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                              cwd=work, capture_output=True, text=True, timeout=max(1.0, limit))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def sampled(names: list[str], sample: int, seed: int) -> list[str]:
+    """A fixed seeded sample of `sample` mutant names (all of them when there are no more): the same source and
+    seed always give the same sample."""
+    if sample <= 0 or len(names) <= sample:
+        return names
+    return sorted(random.Random(seed).sample(sorted(names), sample))
+
+
+def digest(files: list[str]) -> str:
+    """The sources' sha256: mutant names are stable only while the mutated sources stay as they were."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.encode() + b"\0" + (ROOT / f).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int = 0,
+               diffs: Path | None = None, again: dict | None = None) -> dict:
+    """Mutate `name`'s sources and run its tests against each mutant. `again`: this target's result of an earlier
+    run over the same sources; only its survivors (and mutants no test reached) are tested again, the rest keep
+    their verdict (a test added since can kill a survivor, never revive a killed mutant)."""
     patterns, tests = TARGETS[name]
     files = sources(patterns)
     if not files:
         return {"module": name, "error": "no source file matches " + ", ".join(patterns)}
+    if again is not None and again.get("sha256") != digest(files):
+        return {"module": name, "error": "the sources changed since the earlier run: run the target in full"}
+    scope = tuple(again["survived"] + again["no_tests"]) if again is not None else SCOPES.get(name, ())
+    if again is not None and not scope:
+        return again
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as tmp:
         work = Path(tmp)
         copy_tree(work)
-        (work / "setup.cfg").write_text(  # mutmut reads lists one entry a line
-            "[mutmut]\n"
-            + "".join(f"{key} =\n" + "".join(f"    {v}\n" for v in values) for key, values in (
-                ("source_paths", files), ("also_copy", importable(ROOT)),
-                ("pytest_add_cli_args_test_selection", list(tests)),
-                ("pytest_add_cli_args", ["-p", "no:cacheprovider", "-q"]))), encoding="utf-8")
-        try:
-            proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=work,
-                                  capture_output=True, text=True, timeout=limit)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            proc, timed_out = None, True
-        codes: dict[str, int | None] = {}
-        for meta in (work / "mutants").rglob("*.meta"):
-            codes.update(json.loads(meta.read_text()).get("exit_code_by_key", {}))
+        write_config(work, files, tests)
+        names = list(scope)
+        if sample:  # generate the mutants (and the test map) first; the filter matching none stops mutmut there
+            mutmut(work, ["no-such-mutant"], children, limit)
+            every = [k for k in exit_codes(work) if not scope or any(fnmatch.fnmatch(k, g) for g in scope)]
+            names = sampled(every, sample, seed)
+            # mutmut looks a named mutant's tests up without a default: leave out (and report as "no test
+            # reaches") the sampled mutants of functions no test calls
+            reached = json.loads((work / "mutants" / "mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+            unreached = [k for k in names if not reached.get(k.partition("__mutmut_")[0])]
+            names = [k for k in names if k not in unreached]
+        else:
+            unreached = []
+        proc = mutmut(work, names, children, limit - (time.monotonic() - started)) if names or not sample else None
+        codes = {k: c for k, c in exit_codes(work).items()
+                 if not names or any(k == g or fnmatch.fnmatch(k, g) for g in names)}
+        codes.update({k: 33 for k in unreached})
         survivors = sorted(k for k, c in codes.items() if c in SURVIVED)
         untested = sorted(k for k, c in codes.items() if c in NO_TESTS)
         done = {k: c for k, c in codes.items() if c not in NOT_COUNTED}
         killed = sum(1 for c in done.values() if c in KILLED)
-        out = {"module": name, "files": files, "mutants": len(codes), "tested": len(done), "killed": killed,
-               "survived": survivors, "no_tests": untested,
-               "score": round(100 * killed / len(done), 1) if done else None, "timed_out": timed_out}
+        seconds = round(time.monotonic() - started)
+        if again is not None:  # the earlier verdicts of the mutants not tested again
+            killed, done_n, total, scope = again["killed"] + killed, again["tested"], again["mutants"], again["scope"]
+            seconds, sample = again["seconds"] + seconds, again.get("sample") or 0
+        else:
+            done_n, total = len(done), len(codes)
+        out = {"module": name, "files": files, "sha256": digest(files), "scope": list(scope), "sample": sample or None,
+               "mutants": total, "tested": done_n, "killed": killed, "survived": survivors,
+               "no_tests": untested, "score": round(100 * killed / done_n, 1) if done_n else None,
+               "timed_out": proc is None and bool(names or not sample), "seconds": seconds,
+               "again": len(done) if again is not None else None}
         if proc is not None and (proc.returncode not in (0, 1) or not done):  # nothing tested: say why
             out["error"] = (proc.stderr or proc.stdout)[-2000:]
+        if diffs is not None and survivors + untested:  # each survivor's diff (mutmut show), to read after
+            diffs.mkdir(parents=True, exist_ok=True)
+            subprocess.run([sys.executable, "-c", SHOW, str((diffs / f"{name}.diff").resolve()), *survivors, *untested],
+                           cwd=work, capture_output=True, text=True)
         return out
 
 
@@ -124,24 +220,35 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", choices=sorted(TARGETS), help="these targets only")
     ap.add_argument("--children", type=int, default=max(1, min(2, os.cpu_count() or 1)))
-    ap.add_argument("--limit", type=int, default=3600, help="seconds per target")
+    ap.add_argument("--limit", type=int, default=LIMIT, help=f"seconds per target (default {LIMIT})")
+    ap.add_argument("--sample", type=int, default=SAMPLE,
+                    help=f"test a fixed seeded sample of this many mutants per target (default {SAMPLE}; 0: all)")
+    ap.add_argument("--seed", type=int, default=SEED, help=f"the sample's seed (default {SEED})")
+    ap.add_argument("--diffs", type=Path, help="write each target's survivors' diffs here (NAME.diff)")
+    ap.add_argument("--again", type=Path, help="an earlier --json result: test only its survivors again (same "
+                    "sources), adding the earlier verdicts of the rest")
     ap.add_argument("--json", type=Path, help="write the results here as JSON")
     args = ap.parse_args(argv)
+    earlier = {r["module"]: r for r in json.loads(args.again.read_text())} if args.again else {}
     results = []
     for name in args.only or list(TARGETS):
-        res = run_target(name, args.children, args.limit)
+        if args.again and name not in earlier:
+            print(f"{name:26} not in {args.again}: skipped")
+            continue
+        res = run_target(name, args.children, args.limit, args.sample, args.seed, args.diffs, earlier.get(name))
         results.append(res)
         score = "n/a" if res.get("score") is None else f"{res['score']}%"
         print(f"{name:26} {score:>7}  killed {res.get('killed', 0)} of {res.get('tested', 0)} tested"
-              f" ({res.get('mutants', 0)} mutants){'  TIMED OUT' if res.get('timed_out') else ''}", flush=True)
+              f" ({res.get('mutants', 0)} mutants{', sampled' if res.get('sample') else ''}, {res.get('seconds', 0)} s)"
+              f"{'  TIMED OUT' if res.get('timed_out') else ''}", flush=True)
         for key in res.get("survived", []):
             print(f"    survived: {key}")
         for key in res.get("no_tests", []):
             print(f"    no test reaches: {key}")
         if res.get("error"):
             print(f"    error: {res['error']}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        if args.json:  # after each target, so a stopped run keeps what it measured
+            args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
     return 0
 
 

@@ -455,6 +455,58 @@ def test_cli_score_cluster_flags(tmp_path):
     assert bad.returncode == 2 and "score --all uses the default clusterings" in bad.stderr
 
 
+def test_cluster_labels_refuse_what_they_cannot_cluster():
+    items = _cluster_items()
+    items.loc[2, "group_id"] = None
+    with pytest.raises(MetricUndefined, match=r"^1 items have no group_id to cluster by$"):
+        stats.cluster_labels(items, Clustering("group"))
+    for name in ("image", "union"):
+        with pytest.raises(MetricUndefined, match=rf"^the {name} clustering needs the items' image content hashes "
+                           r"\(an `images` column\)$"):
+            stats.cluster_labels(_cluster_items().drop(columns=["images"]), Clustering(name))
+    # scene links by meta values alone: no images needed; without a meta column no item has the field
+    labels = stats.cluster_labels(_cluster_items().drop(columns=["images"]), Clustering("scene"))
+    assert list(labels) == ["g1", "g2", "g2", "g3", "g3", "g5"]
+    with pytest.raises(MetricUndefined, match=r"^scene clustering: no item has meta.scene$"):
+        stats.cluster_labels(_cluster_items().drop(columns=["images", "meta"]), Clustering("scene"))
+
+
+def test_cluster_labels_of_no_items_and_of_groups():
+    empty = _cluster_items().iloc[:0]
+    assert len(stats.cluster_labels(empty, Clustering("union"))) == 0
+    items = _cluster_items()
+    labels = stats.cluster_labels(items, Clustering("group"))
+    labels[0] = "changed"  # a copy: the items keep their group ids
+    assert items["group_id"].iloc[0] == "g1"
+
+
+def test_scene_clustering_skips_missing_and_nan_values():
+    items = _cluster_items()
+    items["meta"] = [{"scene": "x"}, {"scene": float("nan")}, {"scene": float("nan")}, {"scene": None}, {},
+                     {"scene": "x"}]
+    labels = stats.cluster_labels(items, Clustering("scene"))
+    assert dict(zip(items["group_id"], labels, strict=True)) == {"g1": "g1", "g2": "g2", "g3": "g3", "g4": "g4",
+                                                                 "g5": "g1"}
+
+
+def test_clustering_labels_and_keys_of_every_name():
+    assert [Clustering.parse(n).label for n in ("group", "image", "scene", "union")] == [
+        "groups", "exact-image components", "scene clusters (meta.scene)", "union components (images, meta.scene)"]
+    assert [Clustering.parse(n).key for n in ("group", "image", "scene", "union")] == [
+        "group", "image", "scene", "union:scene"]
+    assert Clustering.parse("scene", "scene,template").label == "scene clusters (meta.scene / meta.template)"
+    # fields apply to scene and union only; the others keep the default
+    assert Clustering.parse(" Group ", "template") == Clustering("group", ("scene",))
+    assert Clustering.parse("image", ["template"]).fields == ("scene",)
+    assert Clustering.parse("union", ["meta.template", " scene "]).fields == ("template", "scene")
+    with pytest.raises(stats.UnknownClustering, match=r"^unknown clustering ''; expected one of group, image, scene, "
+                       r"union$"):
+        Clustering.parse("")
+    with pytest.raises(stats.UnknownClustering, match=r"^union fields 'scene, ': expected meta field names separated "
+                       r"by commas \(e.g. scene,template\)$"):
+        Clustering.parse("union", "scene, ")
+
+
 def test_cluster_labels_keep_row_order():
     items = _cluster_items().iloc[::-1].reset_index(drop=True)
     labels = stats.cluster_labels(items, Clustering("image"))

@@ -425,3 +425,61 @@ def test_kill_during_large_import_leaves_nothing(tmp_path):
     s = Store(db)
     assert s.counts()["predictions"] == 6_000 * len(ids)
     s.close()
+
+
+def _sb_item(item_id, group_id, kind, line, operation="RI-Pos", stages=True):
+    from core.schema import Item
+
+    return Item(benchmark="sb", item_id=item_id, group_id=group_id, split="test", kind=kind, variant="",
+                question="q", options={"A": "x", "B": "y"}, answer="A",
+                meta={} if operation is None else {"operation": operation},
+                stages={"S1": "a", "S2": "b", "S3": "c", "S4": "d"} if kind == "F" and stages else None, line=line)
+
+
+def _stem(gid, first, operation="RI-Pos", kinds="PRF"):
+    return [_sb_item(f"{gid}-{i}", gid, k, first + i, operation) for i, k in enumerate(kinds)]
+
+
+# (items, every issue the validator reports: (severity, line, field, message)); a stem's issues sit at its first line
+STEMBIND_REPORTS = [
+    (_stem("s1", 1) + _stem("s2", 4, "VP-Fold", "PPRF"), []),
+    # an unknown kind is reported once, at its own line, and the item counts for no stem
+    ([_sb_item("q", "s1", "Q", 1)] + _stem("s1", 2), [("error", 1, "kind", "expected P, R or F, got 'Q'")]),
+    # ... and the items after it are still checked
+    ([_sb_item("q", "s1", "Q", 1)] + _stem("s2", 2, kinds="RF"),
+     [("error", 1, "kind", "expected P, R or F, got 'Q'"),
+      ("error", 2, "kind", "stem 's2' has no P probe (expected at least one)")]),
+    (_stem("s1", 3, kinds="RF") + [_sb_item("x", "s1", "R", 1)],
+     [("error", 1, "kind", "stem 's1' has no P probe (expected at least one)"),
+      ("error", 1, "kind", "stem 's1' has 2 R items (expected exactly one)")]),
+    (_stem("s1", 5, kinds="PRFF"), [("error", 5, "kind", "stem 's1' has 2 F items (expected exactly one)")]),
+    (_stem("s1", 2, kinds="PF") + _stem("s2", 7, kinds="PR"),
+     [("error", 2, "kind", "stem 's1' has 0 R items (expected exactly one)"),
+      ("error", 7, "kind", "stem 's2' has 0 F items (expected exactly one)")]),
+    ([_sb_item("f", "s1", "F", 9, stages=False)] + _stem("s1", 10, kinds="PR"),
+     [("error", 9, "stages", "an F item must carry stages {S1, S2, S3, S4}")]),
+    (_stem("s1", 4, "RI-Color"),
+     [("error", i, "meta.operation", "unknown operation 'RI-Color' (expected one of RI-Pos, RI-Sty, RI-Attr, "
+       "RI-Qty, RI-Rel, VP-Fold, VP-View, VP-Rot, VP-Closure)") for i in (4, 5, 6)]),
+    (_stem("s1", 3, "RI-Pos", "PR") + [_sb_item("f", "s1", "F", 2, "VP-Fold")],
+     [("error", 2, "meta.operation", "stem 's1' mixes operations ['RI-Pos', 'VP-Fold']")]),
+    # no operation: a warning, not an error (per-operation tables list it as unknown); an empty one is refused
+    # and names none
+    (_stem("s1", 6, None), [("warning", 6, "meta.operation",
+                             "stem 's1' names no operation; per-operation tables will list it as unknown")]),
+    (_stem("s1", 6, None, "PR") + [_sb_item("f", "s1", "F", 8, "")],
+     [("error", 8, "meta.operation", "unknown operation '' (expected one of RI-Pos, RI-Sty, RI-Attr, RI-Qty, "
+       "RI-Rel, VP-Fold, VP-View, VP-Rot, VP-Closure)"),
+      ("warning", 6, "meta.operation", "stem 's1' names no operation; per-operation tables will list it as unknown")]),
+]
+
+
+@pytest.mark.parametrize(("items", "issues"), STEMBIND_REPORTS)
+def test_stembind_validator_reports_line_field_and_message(items, issues):
+    from core.families import get
+    from core.report import Report
+
+    report = Report()
+    get("stembind").validate(items, "sb.jsonl", report)
+    assert [(i.severity, i.line, i.field, i.message) for i in report.issues] == issues
+    assert all(i.file == "sb.jsonl" for i in report.issues)

@@ -471,3 +471,116 @@ def test_ssa_guard_leaves_no_letter_in_any_phrasing(parts):
         # the only capital left standing alone is the article of "A 3x3 grid"
         assert folded[m.start():m.start() + 6] == "A 3x3 ", (text, out)
     assert out.count("A 3x3 grid") == text.count("A 3x3 grid")  # upstream content stays
+
+
+# ---- the SSA guard, rule by rule (issue 28: rows that kill make mutation's survivors in core/prompts.py) ----
+
+# (text, what must remain, the removed pieces with their kinds)
+GUARD_ROWS = [
+    # a lowercase "a" after a cue word is the article when a word follows that does not make it the letter
+    ("Map: choose a shape with one stroke.", "Map: choose a shape with one stroke.", []),
+    ("Map: pick a or b.", "Map: pick [withheld] or b.", [("a", "letter")]),
+    # bracketed and enumerating lowercase letters go with their brackets
+    ("Map: keep (c) out.", "Map: keep [withheld] out.", [("(c)", "letter")]),
+    ("Map: b) keeps the ring.", "Map: [withheld] keeps the ring.", [("b)", "letter")]),
+    # shape words keep their letter whatever the case after the hyphen, and the letters after them still go
+    ("Encode: a C-Shape in row 2.", "Encode: a C-Shape in row 2.", []),
+    ("Encode: the C-shaped stroke; candidate B.", "Encode: the C-shaped stroke; candidate [withheld].",
+     [("B", "letter")]),
+    # a letter outside the item's letters stays ("X" is no option), touching references merge into one
+    ("Map: row X stays; option C.", "Map: row X stays; option [withheld].", [("C", "letter")]),
+    ("Map: keep (C)(D) out.", "Map: keep [withheld] out.", [("(C)(D)", "letter")]),
+    # the cue is looked for in the 40 characters before the letter
+    ("Map: options" + " " * 33 + "c.", "Map: options [withheld].", [("c", "letter")]),
+    ("Map: options" + " " * 34 + "c.", "Map: options" + " " * 34 + "c.", []),
+    # kinds and removed pieces of tags and positions; runs of space collapse only where something was removed
+    ("Map:  <answer>C</answer>  and </ANSWER>", "Map: [withheld] and [withheld]",
+     [("<answer>C</answer>", "tag"), ("</ANSWER>", "tag")]),
+    ("Map:  the third option  fits.", "Map: [withheld] fits.", [("the third option", "position")]),
+    ("Map:  two  rows  rotate.", "Map:  two  rows  rotate.", []),
+]
+
+
+@pytest.mark.parametrize(("text", "kept", "removed"), GUARD_ROWS)
+def test_ssa_guard_rule_rows(text, kept, removed):
+    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD")
+    assert out.text == kept
+    assert list(zip(out.removed, out.kinds, strict=True)) == removed
+
+
+# (options, text, what must remain): option texts as whole words, longer ones first, adjacent ones merged
+OPTION_ROWS = [
+    ({"A": "square", "B": "black square", "C": "circle"}, "Map: the last cell takes the black square.",
+     "Map: the last cell takes the [withheld]."),
+    ({"A": "左上", "B": "右下", "C": "中间偏左"}, "映射：目标在左上。", "映射：目标在[withheld]。"),
+    ({"A": "L-shape", "B": "T-shape", "C": "circle"}, "Map: an XL-shape stays.", "Map: an XL-shape stays."),
+    ({"A": "L-shape", "B": "T-shape", "C": "circle"}, "Map: two L-shapes rotate.", "Map: two L-shapes rotate."),
+    ({"A": "L-shape", "B": "T-shape", "C": "circle"}, "Map: the L-shape rotates.", "Map: the [withheld] rotates."),
+    ({"A": "row 1", "B": "row 2", "C": "row 3"}, "Map: row 12 repeats.", "Map: row 12 repeats."),
+    ({"A": "三角形", "B": "圆形", "C": "方块", "D": "星"}, "映射：圆形三角形保留。", "映射：[withheld]保留。"),
+    ({"A": "三角形", "B": "圆形", "C": "方块", "D": "星"}, "映射：三角形圆形保留。", "映射：[withheld]保留。"),
+]
+
+
+@pytest.mark.parametrize(("options", "text", "kept"), OPTION_ROWS)
+def test_ssa_guard_option_text_rows(options, text, kept):
+    out = prompts.scrub_stage_text(text, options)
+    assert out.text == kept
+    assert set(out.kinds) <= {"option text"}
+
+
+def test_ssa_guard_letters_default_to_the_option_keys():
+    text = "Map: option C fits, and so does option D."
+    assert prompts.scrub_stage_text(text, SB_OPTIONS).text == prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
+    assert prompts.scrub_stage_text(text, SB_OPTIONS).text == "Map: option [withheld] fits, and so does option [withheld]."
+    assert prompts.scrub_stage_text("Map: row X stays; option C.", SB_OPTIONS).text == \
+        "Map: row X stays; option [withheld]."  # the keys are the letters, nothing between them
+    # given letters win over the keys; only Latin letters count (a digit among them is no letter)
+    assert prompts.scrub_stage_text(text, SB_OPTIONS, "AB").text == text
+    assert prompts.scrub_stage_text("Map: 2 strokes per row, option B.", SB_OPTIONS, "AB2").text == \
+        "Map: 2 strokes per row, option [withheld]."
+
+
+def _sb_view(stages, item_id="f0", group_id="g0"):
+    return _view(_row(item_id, group_id, "test", "F", "", ["h0"], stages=stages, options=SB_OPTIONS))
+
+
+def test_ssa_block_text():
+    view = _sb_view({"S1": "Encode: three panels.", "S2": "Infer: option C fits.", "S3": "c", "S4": "d"})
+    assert prompts.ssa_block(view, SB_OPTIONS, "H0", None) == ""
+    assert prompts.ssa_block(view, SB_OPTIONS, "H2", None) == (
+        "Verified analysis so far (continue from here):\nS1 (Encode): Encode: three panels.\n"
+        "S2 (Infer): Infer: option [withheld] fits.")
+
+
+def test_ssa_stage_texts_refusals_name_the_problem():
+    view = _sb_view({"S1": "a", "S2": "b"})
+    with pytest.raises(RunnerError, match=r"^unknown SSA level 'H9'; expected one of H0, H1, H2, H3, H4, irrelevant$"):
+        prompts.ssa_stage_texts(view, "H9", None)
+    with pytest.raises(RunnerError, match=r"^item f0: no other stem's S1 text for the irrelevant-S1 control$"):
+        prompts.ssa_stage_texts(view, "irrelevant", None)
+    with pytest.raises(RunnerError, match=r"^item f0: SSA level H3 needs stage S3, which the item lacks$"):
+        prompts.ssa_stage_texts(view, "H3", None)
+
+
+def test_ssa_guard_count_at_the_irrelevant_control():
+    views = [_sb_view({"S1": "Encode: rows."}, f"f{i}", f"g{i}") for i in range(3)]
+    count = prompts.ssa_guard_count(views, "irrelevant", lambda v: f"Encode: {v.item_id}, candidate C.")
+    assert count == {"items": 3, "text_removed": 3, "removed": {"letter": 3}}
+    assert prompts.ssa_guard_count(views, "H1", None) == {"items": 3, "text_removed": 0, "removed": {}}
+
+
+def test_irrelevant_s1_pick_is_seeded_over_the_other_stems_in_item_order():
+    import random
+
+    # item ids, group ids and S1 texts sort three different ways; the rows come in a fourth order
+    rows = [("f3", "g1", "Encode: alpha"), ("f1", "g4", "Encode: delta"), ("f4", "g2", "Encode: beta"),
+            ("f2", "g3", "Encode: gamma"), ("f5", "g5", "Encode: epsilon")]
+    items = pd.DataFrame([_row(i, g, "test", "F", "", ["h"], stages={"S1": s1}, options=SB_OPTIONS)
+                          for i, g, s1 in rows])
+    for seed in (0, 1, 7):
+        pick = prompts.irrelevant_s1_source(items, seed)
+        for item_id, gid, _ in rows:
+            others = [s1 for i, g, s1 in sorted(rows) if g != gid]
+            view = _view(items[items["item_id"] == item_id].iloc[0].to_dict())
+            assert pick(view) == random.Random(f"{seed}:irrelevant:{item_id}").choice(others)

@@ -53,6 +53,15 @@ def test_cohen_kappa_degenerate(a, b, reason_part):
     assert reason_part in reason
 
 
+def test_cohen_kappa_takes_labels_of_mixed_types():
+    """Labels are compared as values whatever their type (a missing label None beside strings, a number beside
+    its text): the same kappa as the labels renamed to integers."""
+    a, b = ["yes", None, "yes", "no", 1, "1"], ["yes", None, "no", "no", "1", "1"]
+    code = {"yes": 0, None: 1, "no": 2, 1: 3, "1": 4}
+    assert stats.cohen_kappa(a, b) == (pytest.approx(cohen_kappa_score([code[x] for x in a], [code[x] for x in b]),
+                                                     abs=1e-12), None)
+
+
 def test_cohen_kappa_length_mismatch():
     with pytest.raises(ValueError):
         stats.cohen_kappa([1, 0], [1])
@@ -158,6 +167,66 @@ def test_isotonic_refuses_bad_input():
         stats.isotonic_fit([0, 1], [0.5, 0.2], [0, 0])
 
 
+def test_agreement_reasons_and_refusals_are_the_documented_ones():
+    """The exact reasons and messages (a report shows them), on the smallest input of each case."""
+    length = r"^label sequences differ in length: 2 vs 1$"
+    with pytest.raises(ValueError, match=length):
+        stats.raw_agreement([1, 0], [1])
+    with pytest.raises(ValueError, match=length):
+        stats.cohen_kappa([1, 0], [1])
+    assert stats.raw_agreement([], []).reason == "no paired labels to count"
+    assert stats.cohen_kappa([], []) == (None, "no paired labels")
+    assert stats.cohen_kappa([1], [1]) == (None, "expected agreement is 1: both raters use a single class only")
+    assert stats.spearman([1.0], [2.0]) == (None, "fewer than 2 paired values")
+    assert stats.spearman([1.0, float("nan")], [1.0, 2.0]) == (None, "input contains NaN")
+    assert stats.spearman([1.0, 2.0], [1.0, float("nan")]) == (None, "input contains NaN")
+    assert stats.spearman([1.0, None, 3.0], [1.0, 2.0, 3.0]) == (None, "input contains NaN")  # a missing value
+    assert stats.spearman([1.0, 2.0, 3.0], [1.0, None, 3.0]) == (None, "input contains NaN")
+    assert stats.spearman([3.0, 3.0], [1.0, 2.0]) == (None, "constant input: rank correlation undefined")
+    assert stats.spearman([1.0, 2.0], [3.0, 3.0]) == (None, "constant input: rank correlation undefined")
+    for x, y in (([1.0, 2.0], [1.0]), ([[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [4.0, 3.0]])):
+        with pytest.raises(ValueError, match=r"^x and y must be 1-D sequences of the same length$"):
+            stats.spearman(x, y)
+    assert stats.mean_sd([]) == (None, None, "no values")
+    assert stats.mean_sd([2.5]) == (2.5, None, "fewer than 2 values: sample SD undefined")
+    with pytest.raises(ValueError, match=r"^x, y and sample_weight must be 1-D sequences of the same length$"):
+        stats.isotonic_fit([0, 1], [0.5])
+    with pytest.raises(ValueError, match=r"^x, y and sample_weight must be 1-D sequences of the same length$"):
+        stats.isotonic_fit([[0, 1]], [[0.5, 0.2]])
+    with pytest.raises(ValueError, match=r"^x, y and sample_weight must be 1-D sequences of the same length$"):
+        stats.isotonic_fit([0, 1], [0.5, 0.2], [1.0])
+    with pytest.raises(ValueError, match=r"^isotonic regression needs at least one point of positive weight$"):
+        stats.isotonic_fit([0, 1], [0.5, 0.2], [0, -1])
+
+
+@pytest.mark.parametrize(("x", "y", "rho"), [
+    ([1.0, 2.0], [1.0, 2.0], 1.0), ([1.0, 2.0], [2.0, 1.0], -1.0),  # two values: the smallest defined case
+    ([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], 0.5),
+])
+def test_spearman_hand_values(x, y, rho):
+    assert stats.spearman(x, y) == (pytest.approx(rho, abs=1e-12), None)
+
+
+@pytest.mark.parametrize(("x", "y", "w", "fitted"), [
+    # a single point of positive weight: every x reads it (clipped on both sides)
+    ([0.0, 1.0, 2.0], [0.2, 0.9, 0.4], [0.0, 1.0, 0.0], [0.9, 0.9, 0.9]),
+    # one x twice pools into the weighted mean (0.2 * 1 + 0.8 * 3) / 4 = 0.65, whatever the rows' order
+    ([1.0, 0.0, 1.0], [0.8, 0.1, 0.2], [3.0, 1.0, 1.0], [0.65, 0.1, 0.65]),
+    # a violator pools with its weights: (0.9 * 1 + 0.3 * 3) / 4 = 0.45
+    ([0.0, 1.0, 2.0], [0.9, 0.3, 1.0], [1.0, 3.0, 1.0], [0.45, 0.45, 1.0]),
+    # zero weight between two points: read by interpolation, not fitted
+    ([0.0, 1.0, 2.0], [0.2, 0.0, 0.6], [1.0, 0.0, 1.0], [0.2, 0.4, 0.6]),
+])
+def test_isotonic_hand_values(x, y, w, fitted):
+    np.testing.assert_allclose(stats.isotonic_fit(x, y, w), fitted, rtol=0, atol=1e-15)
+
+
+def test_isotonic_weights_default_to_one():
+    np.testing.assert_array_equal(stats.isotonic_fit([0.0, 1.0, 1.0], [0.6, 0.1, 0.5]),
+                                  stats.isotonic_fit([0.0, 1.0, 1.0], [0.6, 0.1, 0.5], [1.0, 1.0, 1.0]))
+    np.testing.assert_allclose(stats.isotonic_fit([0.0, 1.0, 1.0], [0.6, 0.1, 0.5]), [0.4, 0.4, 0.4])
+
+
 # --------------------------------------------------------------------------- binomial references
 
 
@@ -183,6 +252,52 @@ def test_binom_helpers():
 def test_binom_no_trials():
     with pytest.raises(MetricUndefined):
         stats.binom_expected_rate(0, 0.25)
+
+
+@pytest.mark.parametrize(("n_options", "joint", "expected"), [
+    # the edges: one option is always right, one joint answer per unit is the plain rate
+    (1, 1, 1.0), (1, 5, 1.0), (2, 1, 0.5),
+])
+def test_uniform_guess_rate_edges(n_options, joint, expected):
+    assert stats.uniform_guess_rate(n_options, joint) == expected
+
+
+def test_uniform_guess_rate_defaults_to_one_answer_of_four_options():
+    assert (stats.uniform_guess_rate(), stats.uniform_guess_rate(5), stats.uniform_guess_rate(joint=2)) == \
+        (0.25, 0.2, 0.0625)
+
+
+@pytest.mark.parametrize(("n_options", "joint"), [(0, 1), (4, 0), (-1, 1), (4, -2)])
+def test_uniform_guess_rate_refuses_no_options_or_no_answers(n_options, joint):
+    with pytest.raises(ValueError, match=r"^n_options and joint must be positive$"):
+        stats.uniform_guess_rate(n_options, joint)
+
+
+@pytest.mark.parametrize(("n", "p"), [(1, 0.3), (2, 0.25), (7, 0.5)])
+def test_binom_references_at_small_n(n, p):
+    """One to a few trials, each entry against scipy's own pmf (an entry too many or too few shows)."""
+    pmf = stats.binom_distribution(n, p)
+    assert pmf.shape == (n + 1,)
+    assert list(pmf) == pytest.approx([binom.pmf(k, n, p) for k in range(n + 1)], rel=1e-12)
+    assert stats.binom_expected_rate(n, p) == pytest.approx(p, rel=1e-12)
+    assert stats.binom_sf(1, n, p) == pytest.approx(1 - (1 - p) ** n, rel=1e-12)
+    assert stats.binom_sf(n, n, p) == pytest.approx(p**n, rel=1e-12)
+    lo, hi = stats.binom_interval(n, p, level=0.5)
+    qlo, qhi = binom.interval(0.5, n, p)
+    assert (lo, hi) == (qlo / n, qhi / n)
+
+
+def test_binom_interval_default_level_is_95():
+    assert stats.binom_interval(40, 0.25) == tuple(q / 40 for q in binom.interval(0.95, 40, 0.25))
+    assert stats.binom_interval(1, 0.5) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("n", [0, -1])
+def test_binom_no_trials_is_named(n):
+    with pytest.raises(MetricUndefined, match=r"^no trials$"):
+        stats.binom_expected_rate(n, 0.25)
+    with pytest.raises(MetricUndefined, match=r"^no trials$"):
+        stats.binom_interval(n, 0.25)
 
 
 # --------------------------------------------------------------------------- cluster bootstrap
