@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from conftest import write_benchmark
 from test_ui_browse import choose, new_page, shared_app
-from uiharness import running_app
+from uiharness import app_log, running_app
 
 from core import groups as G
 
@@ -263,6 +263,5 @@ def test_serving_on_all_interfaces_without_auth_warns(env, tmp_path):
     shutil.copy2(env["db"], db)
     Store(db).close()
     with running_app(db, "--host", "0.0.0.0") as url:
-        port = re.search(r":(\d+)$", url).group(1)
-        log = (db.parent / f"app-{port}.log").read_text()
+        log = app_log(url, "serving on")  # the warning comes before it
     assert "WARNING" in log and "without --auth" in log
