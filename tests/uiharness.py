@@ -1,18 +1,15 @@
-"""Real-app UI test support: launch `python app.py serve` on a free port and drive Debian chromium."""
+"""Real-app UI test support: launch `python app.py serve` (port 0, tests/serverharness.py) and drive Debian chromium."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from serverharness import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CROSSCHECK_CHROMIUM", "/usr/bin/chromium")
@@ -20,44 +17,25 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def running_app(db: Path, *extra: str, timeout: float = 120.0, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Start the real app on `db` in a subprocess (`env`: extra environment variables); yields its base URL;
-    stops it afterwards."""
-    port = free_port()
-    log = open(db.parent / f"app-{port}.log", "w")  # noqa: SIM115 - closed below
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
-                             "--no-demo", *extra], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
+    """Start the real app on `db` in a subprocess on a port of its own choosing (port 0; `env`: extra environment
+    variables); yields its base URL once it answers; stops it afterwards."""
+    server = Server(db, *extra, env=env).start()
     try:
-        deadline = time.time() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited ({proc.returncode}): {(db.parent / f'app-{port}.log').read_text()}")
-            try:
-                with urllib.request.urlopen(url + "/config", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break  # an HTTP answer (401 under --auth) means the server is up
-            except Exception:  # noqa: BLE001 - still starting
-                if time.time() > deadline:
-                    raise RuntimeError("app did not start in time") from None
-                time.sleep(0.05)  # bench/scale.py times the start-up through this loop
-        yield url
+        server.wait_ready(timeout)
+        _SERVERS[server.url] = server
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        server.stop()
+
+
+_SERVERS: dict[str, Server] = {}
+
+
+def app_log(url: str, needle: str) -> str:
+    """The output so far of the app running_app started at `url`, once it holds `needle`."""
+    return _SERVERS[url].wait_output(needle)
 
 
 _PLAYWRIGHT: list[object] = []
@@ -140,3 +118,80 @@ def wait_new_drawing(page, old: str | None) -> str | None:  # type: ignore[no-un
     """Wait until the Metrics tab shows a drawing other than `old`; that drawing."""
     page.wait_for_function(f"() => ({METRICS_DRAWING_JS})() !== {old!r}", timeout=60_000)
     return metrics_drawing(page)
+
+
+EVENTS_JS = """(() => {
+  // Counts the page's Gradio requests: a queued event is in flight from its queue/join until the queue/data
+  // stream reports its process_completed; any other /gradio_api/ call (upload, run/) until its body has come.
+  // A request is counted as finished two tasks after that, once Gradio has run its own handlers (and fired the
+  // events chained with .then, which are then in flight themselves).
+  const s = {started: 0, inflight: 0, ids: new Map()};
+  window.__ccEvents = s;
+  const finish = () => setTimeout(() => setTimeout(() => { s.inflight -= 1; }, 0), 0);
+  const completed = (id) => {
+    if (s.ids.get(id) === 'pending') { s.ids.set(id, 'done'); finish(); } else s.ids.set(id, 'early');
+  };
+  const joined = (id) => {
+    if (s.ids.get(id) === 'early') { s.ids.set(id, 'done'); finish(); } else s.ids.set(id, 'pending');
+  };
+  async function read(stream) {
+    const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) return;
+      const lines = (buf + value).split('\\n');
+      buf = lines.pop();
+      for (const line of lines) {
+        if (!line.startsWith('data:')) continue;
+        try {
+          const m = JSON.parse(line.slice(5));
+          if (m.msg === 'process_completed' && m.event_id) completed(m.event_id);
+        } catch (e) { /* not JSON: not an event message */ }
+      }
+    }
+  }
+  const native = window.fetch;
+  window.fetch = async (input, init) => {
+    const url = String((input && input.url) || input);
+    if (!url.includes('/gradio_api/') || url.includes('heartbeat')) return native.call(window, input, init);
+    if (url.includes('/queue/data')) {
+      const res = await native.call(window, input, init);
+      if (!res.body) return res;
+      const [mine, theirs] = res.body.tee();
+      read(mine);
+      return new Response(theirs, {status: res.status, statusText: res.statusText, headers: res.headers});
+    }
+    s.started += 1;
+    s.inflight += 1;
+    let res;
+    try { res = await native.call(window, input, init); } catch (e) { finish(); throw e; }
+    if (url.includes('/queue/join')) {
+      res.clone().json().then((j) => (j && j.event_id ? joined(j.event_id) : finish()), finish);
+    } else {
+      res.clone().arrayBuffer().then(finish, finish);
+    }
+    return res;
+  };
+})();"""
+
+
+def open_page(b, **options):  # type: ignore[no-untyped-def]
+    """A fresh page in a context of its own (no cookies, storage or state shared with another test) on browser
+    `b`, counting its Gradio events (events_started / wait_events). Close it with `page.context.close()`."""
+    context = b.new_context(**options)
+    context.add_init_script(EVENTS_JS)
+    return context.new_page()
+
+
+def events_started(page) -> int:  # type: ignore[no-untyped-def]
+    """How many Gradio requests the page has sent so far (read it before the action whose events you wait for)."""
+    return page.evaluate("() => window.__ccEvents.started")  # type: ignore[no-any-return]
+
+
+def wait_events(page, before: int, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page has sent a Gradio request since `before` (an events_started reading) and every request
+    has finished, the events chained after them included: what an action fired has come back, so a check that
+    nothing changed can be made."""
+    page.wait_for_function(f"() => window.__ccEvents.started > {before} && window.__ccEvents.inflight === 0",
+                           timeout=timeout)
