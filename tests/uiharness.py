@@ -64,28 +64,35 @@ def browser() -> Iterator[object]:
         b.close()
 
 
+RUN_PROGRESS_JS = """() => { const e = document.getElementById('cc-run-progress'); if (!e) return null;
+  return {status: e.dataset.status, run: e.dataset.run || null, done: Number(e.dataset.done || 0),
+          total: e.dataset.total, job: e.dataset.job, text: e.innerText}; }"""
+
+
 def run_progress(page) -> dict:  # type: ignore[no-untyped-def]
     """The Run tab's progress panel read in one step: status, run, counts and text of the same element (two
     separate reads can straddle a re-render and mix an earlier job's status with the new job's name)."""
-    return page.locator("#cc-run-progress").evaluate(
-        "e => ({status: e.dataset.status, run: e.dataset.run || null, done: Number(e.dataset.done || 0),"
-        " total: e.dataset.total, job: e.dataset.job, text: e.innerText})")
+    return page.evaluate(RUN_PROGRESS_JS)  # type: ignore[no-any-return]
 
 
 def wait_run(page, run: str, statuses: tuple[str, ...], timeout: float = 90,  # type: ignore[no-untyped-def]
              seen: list[dict] | None = None) -> dict:
-    """Poll the progress panel until it shows job `run` in one of `statuses`; every reading of that run is
-    appended to `seen`."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        p = run_progress(page)
-        if p["run"] == run:
-            if seen is not None:
-                seen.append(p)
-            if p["status"] in statuses:
-                return p
-        time.sleep(0.25)
-    raise AssertionError(f"run {run!r} did not reach {statuses}: {run_progress(page)}")
+    """Wait until the progress panel shows job `run` in one of `statuses` (read in the page at every frame);
+    every distinct reading of that run on the way is appended to `seen`."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate("() => { window.__ccRunSeen = []; }")
+    try:
+        done = page.wait_for_function(f"""([run, statuses]) => {{ const p = ({RUN_PROGRESS_JS})();
+          if (!p || p.run !== run) return false;
+          const s = window.__ccRunSeen, last = s[s.length - 1];
+          if (!last || JSON.stringify(last) !== JSON.stringify(p)) s.push(p);
+          return statuses.includes(p.status) ? p : false; }}""", arg=[run, list(statuses)], timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"run {run!r} did not reach {statuses}: {run_progress(page)}") from None
+    if seen is not None:
+        seen.extend(page.evaluate("() => window.__ccRunSeen"))
+    return done.json_value()  # type: ignore[no-any-return]
 
 
 def open_section(page, name: str, content: str, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
@@ -122,10 +129,11 @@ def wait_new_drawing(page, old: str | None) -> str | None:  # type: ignore[no-un
 
 EVENTS_JS = """(() => {
   // Counts the page's Gradio requests: a queued event is in flight from its queue/join until the queue/data
-  // stream reports its process_completed; any other /gradio_api/ call (upload, run/) until its body has come.
+  // stream reports its process_completed; any other /gradio_api/ call (upload, run/) until its body has come
+  // (not the heartbeat and upload-progress streams, which stay open).
   // A request is counted as finished two tasks after that, once Gradio has run its own handlers (and fired the
   // events chained with .then, which are then in flight themselves).
-  const s = {started: 0, inflight: 0, ids: new Map()};
+  const s = {started: 0, inflight: 0, quiet: 0, ids: new Map(), log: []};
   window.__ccEvents = s;
   const finish = () => setTimeout(() => setTimeout(() => { s.inflight -= 1; }, 0), 0);
   const completed = (id) => {
@@ -154,7 +162,7 @@ EVENTS_JS = """(() => {
   const native = window.fetch;
   window.fetch = async (input, init) => {
     const url = String((input && input.url) || input);
-    if (!url.includes('/gradio_api/') || url.includes('heartbeat')) return native.call(window, input, init);
+    if (!url.includes('/gradio_api/') || /heartbeat|upload_progress/.test(url)) return native.call(window, input, init);
     if (url.includes('/queue/data')) {
       const res = await native.call(window, input, init);
       if (!res.body) return res;
@@ -164,6 +172,8 @@ EVENTS_JS = """(() => {
     }
     s.started += 1;
     s.inflight += 1;
+    s.quiet = 0;
+    s.log.push(url.split('/gradio_api/')[1].split('?')[0]);
     let res;
     try { res = await native.call(window, input, init); } catch (e) { finish(); throw e; }
     if (url.includes('/queue/join')) {
@@ -192,6 +202,26 @@ def events_started(page) -> int:  # type: ignore[no-untyped-def]
 def wait_events(page, before: int, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until the page has sent a Gradio request since `before` (an events_started reading) and every request
     has finished, the events chained after them included: what an action fired has come back, so a check that
-    nothing changed can be made."""
-    page.wait_for_function(f"() => window.__ccEvents.started > {before} && window.__ccEvents.inflight === 0",
-                           timeout=timeout)
+    nothing changed can be made. "Finished" holds over three animation frames in a row with nothing sent: Gradio
+    renders an answer (no frame is drawn meanwhile) before it sends the event chained after it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate("() => { window.__ccEvents.quiet = 0; }")
+    try:
+        page.wait_for_function(f"""() => {{ const s = window.__ccEvents;
+            if (s.started <= {before} || s.inflight !== 0) {{ s.quiet = 0; return false; }}
+            s.quiet += 1; return s.quiet >= 3; }}""", timeout=timeout)
+    except PlaywrightTimeout:
+        state = page.evaluate("() => { const s = window.__ccEvents; return {started: s.started, inflight: s.inflight,"
+                              " events: [...s.ids.entries()].filter(([, v]) => v !== 'done'), log: s.log}; }")
+        raise AssertionError(f"the page's requests did not all come back (sent before: {before}): {state}") from None
+
+
+def settle(page, shown: str, via: str = "Browse") -> None:  # type: ignore[no-untyped-def]
+    """Wait until whatever earlier actions sent has come back, when they may have sent nothing (a click on a
+    disabled button): the `via` tab and then the `shown` one are clicked, whose select events are sent after
+    anything earlier, and wait_events waits for those and for every request still in flight."""
+    sent = events_started(page)
+    page.get_by_role("tab", name=via, exact=True).click()
+    page.get_by_role("tab", name=shown, exact=True).click()
+    wait_events(page, sent)
