@@ -13,7 +13,7 @@ from pathlib import Path
 def serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s; "
                    "0.0.0.0 for every interface, then pass --auth)")
-    p.add_argument("--port", type=int, default=7860, help="the port (default: %(default)s)")
+    p.add_argument("--port", type=int, default=7860, help="the port (default: %(default)s); 0 takes a free one, printed once it listens")
     p.add_argument("--auth", type=Path, help="file of user:password-hash lines; turns on login")
     p.add_argument("--no-demo", action="store_true", help="do not build the demo store when the store is empty")
 

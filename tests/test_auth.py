@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 from conftest import ROOT
-from uiharness import free_port
+from uiharness import running_app
 
 from core.errors import CrosscheckError
 from ui.auth import auth_line, check_password, hash_password, load_auth
@@ -48,33 +45,6 @@ def test_hash_password_command_prints_a_line(tmp_path):
     assert user == "alice" and check_password("pw", encoded)
 
 
-@contextlib.contextmanager
-def served_with_auth(db, users):
-    """`python app.py serve --auth FILE` on a free port; up when the login page answers (the harness's
-    running_app waits on /config, which an authenticated app refuses)."""
-    port = free_port()
-    log = open(db.parent / "auth-app.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port", str(port),
-                             "--no-demo", "--auth", str(users)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            assert proc.poll() is None, (db.parent / "auth-app.log").read_text()
-            try:
-                urllib.request.urlopen(url + "/", timeout=2).close()
-                break
-            except Exception:  # noqa: BLE001 - still starting
-                assert time.time() < deadline, "app did not start"
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
-        log.close()
-
-
 def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
     from db.importers import import_items
     from db.store import Store
@@ -85,7 +55,7 @@ def test_served_app_refuses_anonymous_requests(tmp_path, fe_bench):
     s.close()
     users = tmp_path / "users.txt"
     users.write_text(auth_line("alice", "pw1") + "\n")
-    with served_with_auth(db, users) as url:
+    with running_app(db, "--auth", str(users)) as url:
         for path in ("/config", "/gradio_api/info"):
             with pytest.raises(urllib.error.HTTPError) as exc:
                 urllib.request.urlopen(url + path, timeout=10)
@@ -129,7 +99,7 @@ def test_serve_with_a_bad_auth_file_prints_one_line_and_exits_2(tmp_path, conten
         path.write_text(content, encoding="utf-8")
     db = tmp_path / "never.db"
     proc = subprocess.run([sys.executable, str(ROOT / "app.py"), "serve", "--db", str(db), "--port",
-                           str(free_port()), "--auth", str(path)], capture_output=True, text=True, cwd=ROOT,
+                           "0", "--auth", str(path)], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

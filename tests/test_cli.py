@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, fe_lines, run_cli, write_benchmark
-from uiharness import running_app
+from uiharness import app_log, running_app
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +120,9 @@ def test_a_users_error_is_one_line_in_the_server_log(store):
     from gradio_client.exceptions import AppError
 
     with running_app(store) as url:
-        port = url.rsplit(":", 1)[1]
         with pytest.raises(AppError, match="no run named 'gone'"):
             Client(url, verbose=False).predict("fe", ["gone"], api_name="/metrics")
-        log = (store.parent / f"app-{port}.log").read_text(encoding="utf-8")
+        log = app_log(url, "no run named 'gone'")
     lines = [ln for ln in log.splitlines() if "gone" in ln]
     assert len(lines) == 1 and lines[0].startswith("user error: no run named 'gone'"), log
     assert "Traceback" not in log

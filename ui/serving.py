@@ -126,16 +126,20 @@ def make_app(store: Any, demo: Any, auth: Callable[[str, str], bool] | None = No
 
 def run(app: Any, host: str, port: int, prevent_thread_lock: bool = False) -> Any:
     """Serve `app` with uvicorn until interrupted (SIGINT / SIGTERM stop it within a few seconds); with
-    `prevent_thread_lock`, in a background thread, returning the uvicorn Server once it listens."""
+    `prevent_thread_lock`, in a background thread, returning the uvicorn Server once it listens. Port 0 takes a
+    free port: the socket is bound and listening before `serving on http://HOST:PORT` is printed with the port
+    it got, so a caller that reads that line (tests/serverharness.py) can connect at once."""
     import uvicorn
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
+    sock = config.bind_socket()
+    sock.listen(config.backlog)  # connections made from now on wait in the backlog until uvicorn serves them
     if not prevent_thread_lock:
-        print(f"serving on http://{host}:{port}", flush=True)
-        server.run()
+        print(f"serving on http://{host}:{sock.getsockname()[1]}", flush=True)
+        server.run(sockets=[sock])
         return server
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started and thread.is_alive():
         time.sleep(0.05)

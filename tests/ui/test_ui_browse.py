@@ -8,7 +8,7 @@ import re
 
 import pytest
 from conftest import copy_store
-from uiharness import browser, running_app
+from uiharness import browser, open_page, running_app
 
 from core import groups as G
 
@@ -94,7 +94,9 @@ def shared_app(request, demo_db, tmp_path_factory) -> dict:
 
 
 def new_page(shared):
-    page = shared["browser"].new_page(viewport={"width": 1400, "height": 1000})
+    """A fresh page (a context of its own) on the shared app, the Browse list shown; close it with
+    `page.context.close()`."""
+    page = open_page(shared["browser"], viewport={"width": 1400, "height": 1000})
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(shared["url"])
@@ -102,12 +104,13 @@ def new_page(shared):
     return page, dialogs
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(request, demo_db, tmp_path_factory):
+    """The shared app and a fresh page for each test."""
     app = shared_app(request, demo_db, tmp_path_factory)
     page, dialogs = new_page(app)
     yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs}
-    page.close()
+    page.context.close()
 
 
 def test_fq1_view_counts_and_marks(env):

@@ -24,6 +24,10 @@ GEOMETRY_JS = """() => [...document.querySelectorAll('.cc-chart')].filter((e) =>
 })"""
 
 
+SHOWN_JS = ("[...document.querySelectorAll('#cc-metrics-sections .cc-chart, #cc-metrics-sections .cc-mtable')]"
+            ".filter((e) => e.offsetParent)")
+
+
 def _overlap(a, b) -> bool:
     return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
 
@@ -52,9 +56,13 @@ def test_every_chart_fits_and_its_legend_clears_the_axes(app, width):
             page.locator(f".cc-mtable[data-table='{first_table}']").wait_for(timeout=90_000)
             tabs = page.locator("#cc-metrics-sections [role=tab]")
             for i in range(tabs.count()):
-                tabs.nth(i).click()
                 label = tabs.nth(i).inner_text()
-                page.wait_for_timeout(300)
+                if tabs.nth(i).get_attribute("aria-selected") != "true":  # (the first is open already)
+                    page.evaluate(SHOWN_JS + ".forEach((e) => { e.dataset.ccShown = 'before'; })")
+                    tabs.nth(i).click()
+                    # the sub-tab's own charts or tables show (every section has one or the other)
+                    page.wait_for_function(f"() => {SHOWN_JS}.some((e) => e.dataset.ccShown !== 'before')",
+                                           timeout=60_000)
                 n_charts = page.locator(".cc-chart").evaluate_all("els => els.filter(e => e.offsetParent).length")
                 if n_charts == 0:
                     continue

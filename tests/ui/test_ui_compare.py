@@ -58,12 +58,13 @@ def prepare(store, folder) -> dict:
     return {"gained": gained, "lost": lost}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(request, demo_db, tmp_path_factory):
+    """The shared app and a fresh page for each test."""
     app = shared_app(request, demo_db, tmp_path_factory)
     page, _ = new_page(app)
     yield {"page": page, "store": app["store"], **app["compare"]}
-    page.close()
+    page.context.close()
 
 
 def test_compare_known_differences(env):

@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import run_cli
 from test_import_foreign import mmbench_rows, prediction_table, write_tsv, write_xlsx
-from uiharness import browser, running_app
+from uiharness import browser, open_page, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -20,7 +20,8 @@ def choose(page, elem_id: str, option) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
+def served(tmp_path_factory):
+    """The app on a store of VLMEvalKit files and a browser, shared by the module's tests."""
     root = tmp_path_factory.mktemp("uiforeign")
     db = root / "s.db"
     run_cli("import", str(write_tsv(root / "MMBench_DEV_EN.tsv", mmbench_rows())), "--name", "mmb", db=db,
@@ -30,11 +31,18 @@ def page(tmp_path_factory):
     run_cli("import-predictions", str(write_xlsx(root / "Qwen_MMBench_DEV_EN.xlsx", recs)), "--run", "qwen",
             db=db, check=True)
     with running_app(db) as url, browser() as b:
-        p = b.new_page(viewport={"width": 1400, "height": 1000})
-        p.goto(url)
-        p.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('What colour')", timeout=90000)
-        yield p
-        p.close()
+        yield url, b
+
+
+@pytest.fixture
+def page(served):
+    """A fresh page for each test, on the Browse list."""
+    url, b = served
+    p = open_page(b, viewport={"width": 1400, "height": 1000})
+    p.goto(url)
+    p.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('What colour')", timeout=90000)
+    yield p
+    p.context.close()
 
 
 def open_group(page, gid: str) -> None:

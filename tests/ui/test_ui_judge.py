@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from conftest import copy_store
-from uiharness import browser, running_app
+from uiharness import browser, open_page, running_app
 
 from core.judge import LexicalJudge
 from db import judge_cli, judging
@@ -39,12 +39,12 @@ def app_url(demo_db, tmp_path_factory):
         yield url, db, sample
 
 
-@pytest.fixture(scope="module")
-def page(app_url):
-    with browser() as b:
-        ctx = b.new_context(viewport={"width": 1440, "height": 1000})
-        yield ctx.new_page()
-        ctx.close()
+@pytest.fixture
+def page(ui_browser):
+    """A fresh page (a context of its own: nothing remembered from another test) for each test."""
+    p = open_page(ui_browser, viewport={"width": 1440, "height": 1000})
+    yield p
+    p.context.close()
 
 
 @pytest.mark.parametrize(("text", "op", "key", "flags", "seq"), [
@@ -232,8 +232,7 @@ def test_keys_typed_100ms_apart_all_land(app_url, page):
     _open_judge(page, url, name="carol")
     assert f"Trace 1 of {n}" in _progress(page)
     for k in FAST_KEYS:
-        page.keyboard.press(k)
-        page.wait_for_timeout(100)
+        page.keyboard.press(k, delay=100)  # held 100 ms: the keys come 100 ms apart, as typed (the input under test)
     _idle(page, 8, n)
     assert f"6 of {n} labeled by carol" in _progress(page)
     _check_typed(db, "carol", list(sample["item_id"]), FAST_LABELS, FAST_AUDIT)
@@ -291,13 +290,9 @@ def test_two_annotators_typing_at_once(auth_app):
             page.get_by_text("Queue of").wait_for()
             pages[user] = page
         a, bb = pages["ann-a"], pages["ann-b"]
-        for ka, kb in zip_longest(FAST_KEYS, B_KEYS):
-            if ka:
-                a.keyboard.press(ka)
-            a.wait_for_timeout(50)
-            if kb:
-                bb.keyboard.press(kb)
-            bb.wait_for_timeout(50)
+        for ka, kb in zip_longest(FAST_KEYS, B_KEYS):  # each key held 50 ms: the two typists' keys interleave
+            a.keyboard.press(ka or "Shift", delay=50)      # (Shift: a key that does nothing, to keep the pace)
+            bb.keyboard.press(kb or "Shift", delay=50)
         _idle(a, 8, n)
         _idle(bb, 6, n)
         assert f"6 of {n} labeled by ann-a" in _progress(a) and f"4 of {n} labeled by ann-b" in _progress(bb)

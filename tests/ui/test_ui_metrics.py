@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 from conftest import run_cli
+from uiharness import open_page
 
 from core.report_tables import parse_latex_rows
 
@@ -20,14 +21,15 @@ def app(demo_app):
     return demo_app
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(app, ui_browser):
-    p = ui_browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    """A fresh page for each test, on the Metrics tab's first drawing."""
+    p = open_page(ui_browser, viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     p.goto(app)
     p.get_by_role("tab", name="Metrics").click()
     p.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
     yield p
-    p.close()
+    p.context.close()
 
 
 def _node(metrics, path):

@@ -4,10 +4,16 @@ when pressed, once per content."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from uiharness import browser, metrics_drawing, running_app, wait_new_drawing
+from uiharness import (
+    browser,
+    events_started,
+    metrics_drawing,
+    open_page,
+    running_app,
+    wait_events,
+    wait_new_drawing,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SUMMARY = "#cc-metrics-summary"
@@ -29,10 +35,10 @@ def test_metrics_draw_only_when_shown_and_write_files_on_request(demo_db, tmp_pa
 
 def _check(b, url, tmp) -> None:
     if True:
-        page = b.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+        page = open_page(b, viewport={"width": 1440, "height": 1000}, accept_downloads=True)
         page.goto(url)
         page.locator("#cc-runs").wait_for()
-        time.sleep(2)
+        wait_events(page, 0)  # the page load's events have come back
         assert page.locator(SUMMARY).count() == 0  # page load on Browse: Metrics not scored
         page.get_by_role("tab", name="Metrics").click()
         page.locator(SUMMARY).wait_for(timeout=90_000)
@@ -43,8 +49,9 @@ def _check(b, url, tmp) -> None:
         page.get_by_role("tab", name="Browse").click()
         first = metrics_drawing(page)
         assert first is not None
+        sent = events_started(page)
         page.locator("#cc-runs .token .token-remove").last.click()
-        time.sleep(3)
+        wait_events(page, sent)  # Browse's answer to the change has come back
         assert page.locator("#cc-runs .token").count() == 1
         assert "2 runs" in (page.locator(SUMMARY).text_content() or "")
         assert metrics_drawing(page) == first
@@ -54,8 +61,9 @@ def _check(b, url, tmp) -> None:
         second = wait_new_drawing(page, first)
         assert "1 run " in page.locator(SUMMARY).inner_text()
         page.get_by_role("tab", name="Browse").click()
+        sent = events_started(page)
         page.get_by_role("tab", name="Metrics").click()
-        time.sleep(3)
+        wait_events(page, sent)  # the tab's select event has come back
         assert metrics_drawing(page) == second
 
         # Refresh redraws; no drawing writes a file

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from conftest import copy_store, fe_lines, run_cli, write_benchmark
-from uiharness import browser, running_app
+from uiharness import browser, events_started, open_page, running_app, wait_events
 
 from db.store import Store
 
@@ -25,16 +25,23 @@ def options(page, elem_id):
     return texts
 
 
-def wait_options(page, elem_id, ok, timeout=20.0):
-    """Poll a dropdown's choices until `ok(choices)` holds (a refresh may still be on its way); returns them."""
+def options_after(page, elem_id, sent):
+    """The choices of a dropdown once what the page sent since `sent` (an events_started reading) has come back
+    (a refresh of the choices may be on its way until then)."""
+    wait_events(page, sent)
+    return options(page, elem_id)
+
+
+def options_until(page, elem_id, ok, timeout=30.0):
+    """A dropdown's choices once `ok(choices)` holds, opened again until it does (each look is a user's action,
+    with no pause between): after an import the page keeps sending events, so there is no moment when
+    everything has come back to wait for."""
     import time
 
     deadline = time.time() + timeout
-    while True:
-        got = options(page, elem_id)
-        if ok(got) or time.time() > deadline:
-            return got
-        page.wait_for_timeout(300)
+    while not ok(got := options(page, elem_id)) and time.time() < deadline:
+        pass
+    return got
 
 
 def pick(page, elem_id, label):
@@ -65,7 +72,7 @@ def _preds(path, items, answer="A"):
 def test_cli_additions_show_after_reload(served, tmp_path):
     url, db = served
     with browser() as b:
-        page = b.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        page = open_page(b, viewport={"width": 1440, "height": 1000})
         page.goto(url)
         page.get_by_role("tab", name="Browse").wait_for()
         assert not has(options(page, "cc-benchmark"), "cli-bench")
@@ -84,16 +91,17 @@ def test_cli_additions_show_after_reload(served, tmp_path):
         assert has(options(page, "cc-benchmark"), "cli-bench")
         pick(page, "cc-benchmark", "cli-bench")
         page.locator("#cc-runs").get_by_text("cli-run").first.wait_for()   # the header selects its runs
+        sent = events_started(page)
         page.get_by_role("tab", name="Data").click()
-        assert wait_options(page, "cc-data-export-run", lambda o: o == ["cli-run"]) == ["cli-run"]
+        assert options_after(page, "cc-data-export-run", sent) == ["cli-run"]
         page.get_by_role("tab", name="Calibration").click()
         assert has(options(page, "cb-run"), "cli-sb")
         page.get_by_role("tab", name="Judge").click()
         assert has(options(page, "jd-run"), "cli-sb")
         page.get_by_role("tab", name="Run").click()
+        sent = events_started(page)
         pick(page, "cc-run-benchmark", "stembind")
-        page.wait_for_timeout(500)
-        assert has(wait_options(page, "cc-run-resume-pick", lambda o: has(o, "cli-sb")), "cli-sb (cancelled")
+        assert has(options_after(page, "cc-run-resume-pick", sent), "cli-sb (cancelled")
         assert toasts(page) == []
 
 
@@ -109,7 +117,7 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
                 z.write(f, f.relative_to(folder).as_posix())
     preds = _preds(tmp_path / "ui_preds.jsonl", [x["item_id"] for x in fe_lines(prefix="u")])
     with browser() as b:
-        page = b.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+        page = open_page(b, viewport={"width": 1440, "height": 1000})
         page.goto(url)
         page.get_by_role("tab", name="Data").click()
         page.locator("#cc-data-name input, #cc-data-name textarea").first.fill("uploaded")
@@ -139,10 +147,10 @@ def test_data_tab_import_shows_everywhere_without_reload(served, tmp_path):
         assert page.locator("#cc-data-verdict").inner_text() == "Imported."
         page.locator("#cc-runs").get_by_text("ui-run").first.wait_for(timeout=20_000)  # selected in the header
         assert has(options(page, "cc-benchmark"), "uploaded (frameevidence, 12 items)")
-        assert wait_options(page, "cc-data-export-run", lambda o: o == ["ui-run"]) == ["ui-run"]
-        page.get_by_role("tab", name="Run").click()
+        assert options_until(page, "cc-data-export-run", lambda o: o == ["ui-run"]) == ["ui-run"]
+        with page.expect_response(lambda r: "/gradio_api/run/predict" in r.url):  # the tab's select event
+            page.get_by_role("tab", name="Run").click()
         assert has(options(page, "cc-run-benchmark"), "uploaded")
-        page.wait_for_timeout(1500)                  # any late error toast would be up by now
         assert toasts(page) == [], toasts(page)
     s = Store(db)
     assert s.run("ui-run")["n_predictions"] == 12

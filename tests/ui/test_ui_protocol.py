@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 from conftest import copy_store, run_cli
-from uiharness import browser, open_section, running_app
+from uiharness import browser, events_started, open_page, open_section, running_app, wait_events
 
 from core.judge import LexicalJudge
 from db import judge_cli, judging
@@ -55,11 +55,21 @@ def store_db(demo_db, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(store_db):
+def app(store_db):
+    """The app on the module's store and a browser, shared by the module's tests."""
     with running_app(store_db) as url, browser() as b:
-        p = b.new_page(viewport={"width": 1400, "height": 1000})
-        p.goto(url)
-        yield p
+        yield url, b
+
+
+@pytest.fixture
+def page(app):
+    """A fresh page for each test, its first events come back."""
+    url, b = app
+    p = open_page(b, viewport={"width": 1400, "height": 1000})
+    p.goto(url)
+    wait_events(p, 0)
+    yield p
+    p.context.close()
 
 
 def choose(page, elem_id: str, option) -> None:
@@ -93,8 +103,9 @@ def test_shortcut_picker_one_model_or_the_labelled_pool(page, store_db):
 def test_calibration_ceiling_and_consensus_controls(page, store_db):
     page.get_by_role("tab", name="Calibration").click()
     page.locator("#cb-ceiling").wait_for(timeout=30_000)
+    sent = events_started(page)
     choose(page, "cb-run", re.compile(rf"{TRACES}$"))
-    page.wait_for_timeout(1500)
+    wait_events(page, sent)  # the run's samples and annotators have come back
     choose(page, "cb-sample", re.compile(r"^cal "))
     choose(page, "cb-ceiling", "A2 – A3")
     page.keyboard.press("Escape")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from uiharness import events_started, open_page, wait_events
 
 import core.judge
 import core.prompts
@@ -34,13 +35,15 @@ def test_one_set_of_stage_names():
     assert not re.search(r"\b(See|Select)\b", prompt)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(demo_app, ui_browser):
-    p = ui_browser.new_page(viewport={"width": 1440, "height": 1000})
+    """A fresh page for each test (the app and the browser are shared), its first events come back."""
+    p = open_page(ui_browser, viewport={"width": 1440, "height": 1000})
     p.goto(demo_app)
     p.locator("#cc-browse-list").wait_for(timeout=60_000)
+    wait_events(p, 0)
     yield p
-    p.close()
+    p.context.close()
 
 
 def _groups(db, bench):
@@ -57,8 +60,9 @@ def _groups(db, bench):
 def _open(page, bench, gid, wait=".cc-mark"):
     if page.locator("#cc-benchmark input").input_value().split(" ")[0] != bench:
         page.locator("#cc-benchmark input").click()
+        sent = events_started(page)
         page.get_by_role("option", name=bench).first.click()
-        page.wait_for_timeout(1500)
+        wait_events(page, sent)  # the benchmark's list and pickers have come back
     box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
     box.fill(gid)
     box.press("Enter")

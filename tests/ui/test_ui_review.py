@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 from conftest import copy_store, run_cli
-from uiharness import browser, running_app
+from uiharness import browser, open_page, running_app
 
 from core import groups as G
 
@@ -44,21 +44,28 @@ def in_viewport(page, selector: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def env(demo_db, tmp_path_factory):
+def served(demo_db, tmp_path_factory):
+    """The app on a copy of the demo store and a browser, shared by the module's tests."""
     from db.store import Store
 
     db = copy_store(demo_db, tmp_path_factory.mktemp("review") / "store")
     store = Store(db)
     with running_app(db) as url, browser() as b:
-        page = b.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
-        choose(page, "cc-benchmark", re.compile(rf"^{BENCH} \("))
-        page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('sb-001')", timeout=30000)
         runs = [r["name"] for r in store.runs(BENCH)][:2]  # the header's default selection
-        yield {"page": page, "store": store, "db": db, "runs": runs}
-        page.close()
+        yield {"url": url, "browser": b, "store": store, "db": db, "runs": runs}
     store.close()
+
+
+@pytest.fixture
+def env(served):
+    """A fresh page for each test, on the benchmark's Browse list."""
+    page = open_page(served["browser"], viewport={"width": 1400, "height": 900})
+    page.goto(served["url"])
+    page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
+    choose(page, "cc-benchmark", re.compile(rf"^{BENCH} \("))
+    page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('sb-001')", timeout=30000)
+    yield {"page": page, "store": served["store"], "db": served["db"], "runs": served["runs"]}
+    page.context.close()
 
 
 def _words(text: str) -> set[str]:

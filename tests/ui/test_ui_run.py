@@ -4,8 +4,6 @@ to completion with nothing twice; two other browser sessions browse while it run
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from conftest import copy_store
 from uiharness import browser, run_progress, running_app, wait_run
@@ -83,11 +81,13 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         page.locator("#cc-run-concurrency input").press("Tab")
         page.locator("#cc-run-start").click()
         wait_run(page, "gui-api", ("running",), timeout=60)
-        seen = []
-        deadline = time.time() + 60
-        while len(set(seen)) < 3 and time.time() < deadline:
-            seen.append(progress(page)[1])
-            time.sleep(0.5)
+        # the done count, read in the page at every frame, until it has shown three values
+        page.evaluate("() => { window.__ccDone = []; }")
+        page.wait_for_function("""() => { const e = document.getElementById('cc-run-progress');
+            const d = Number((e && e.dataset.done) || 0), s = window.__ccDone;
+            if (s[s.length - 1] !== d) s.push(d);
+            return new Set(s).size >= 3; }""", timeout=60_000)
+        seen = page.evaluate("() => window.__ccDone")
         assert len(set(seen)) >= 3 and seen == sorted(seen), seen  # the bar moves forward
         page.locator("#cc-run-cancel").click()
         # resume at once: the cancelled run is offered for resume by the cancel itself (no Refresh, no wait for

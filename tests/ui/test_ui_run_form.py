@@ -7,12 +7,20 @@ refused at Start, with why."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from conftest import fe_lines, write_benchmark
 from serverstores import two_benchmarks
-from uiharness import browser, run_progress, running_app, wait_run
+from uiharness import (
+    browser,
+    events_started,
+    open_page,
+    run_progress,
+    running_app,
+    settle,
+    wait_events,
+    wait_run,
+)
 
 from core.runners.baselines import BASELINES
 
@@ -65,14 +73,14 @@ def shot(page, name):
 def test_run_form_for_a_new_user(app):
     url, chat = app
     with browser() as b:
-        page = b.new_page(viewport={"width": 1440, "height": 1000})
+        page = open_page(b, viewport={"width": 1440, "height": 1000})
         page.goto(url)
         page.get_by_role("tab", name="Run", exact=True).click()
         cancel = page.locator("#cc-run-cancel")
         cancel.wait_for(timeout=20_000)
         assert cancel.is_disabled()
         cancel.click(force=True)  # what an impatient user does: nothing happens
-        time.sleep(1.5)
+        settle(page, "Run")  # anything the click sent has come back
         assert errors(page) == [] and run_progress(page)["status"] == "idle"
         # the fitted baselines only where there is a train split, and the hint says why
         assert options(page, "cc-run-baseline") == ["random"]
@@ -111,11 +119,12 @@ def test_run_form_for_a_new_user(app):
         page.wait_for_function("() => Number(document.querySelector('#cc-run-progress').dataset.done) >= 2",
                                timeout=60_000)
         shot(page, "run-form-running.png")
+        sent = events_started(page)
         cancel.click()
         p = wait_run(page, "gui-keyless", ("cancelled",), timeout=60)
         assert p["done"] >= 2 and "errors 0" in p["text"]
         page.wait_for_function("() => document.querySelector('#cc-run-cancel').disabled", timeout=20_000)
-        time.sleep(1.5)
+        wait_events(page, sent)  # the cancel's events and the progress timer's last ticks have come back
         assert errors(page) == []
         shot(page, "run-form-cancelled.png")
     assert len(chat.bodies) >= 2

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from conftest import write_benchmark
 from test_ui_browse import choose, new_page, shared_app
-from uiharness import running_app
+from uiharness import app_log, events_started, running_app, wait_events
 
 from core import groups as G
 
@@ -49,15 +49,16 @@ def prepare(store, folder) -> dict:
     return {}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(request, demo_db, tmp_path_factory):
+    """The shared app and a fresh page for each test, on the XSS benchmark."""
     app = shared_app(request, demo_db, tmp_path_factory)
     page, dialogs = new_page(app)
     choose(page, "cc-benchmark", re.compile(r"^xss \("))
     page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('grp-0')", timeout=30000)
     yield {"page": page, "store": app["store"], "url": app["url"], "dialogs": dialogs, "db": app["db"],
            "browser": app["browser"]}
-    page.close()
+    page.context.close()
 
 
 @pytest.mark.browser
@@ -85,9 +86,10 @@ def test_model_and_imported_text_is_escaped_everywhere(env):
     page.get_by_role("tab", name="Compare").click()
     page.locator("#cc-compare-go").click()
     page.wait_for_selector("#cc-compare-changed [role=gridcell]", timeout=30000)
+    sent = events_started(page)
     page.locator("#cc-compare-changed [data-col='0'][role=gridcell]").first.click()
     page.wait_for_selector("#cc-compare-view [data-group]", timeout=30000)
-    page.wait_for_timeout(500)
+    wait_events(page, sent)  # the view's events have come back: a script in it would have run
     assert env["dialogs"] == []
     assert page.locator("img[src='x']").count() == 0
     page.get_by_role("tab", name="Browse").click()
@@ -227,7 +229,7 @@ def test_gradio_download_cache_is_pruned(env, tmp_path, fe_bench):
             assert _status(href if href.startswith("http") else url + "/" + href.lstrip("/"))[0] == 200
             deadline = made + 30
             while any(p.exists() for p in copies) and time.time() < deadline:
-                time.sleep(0.25)
+                time.sleep(0.25)  # the server's pruning thread: a file-system condition, no event to wait on
             gone = time.time()
             assert not any(p.exists() for p in copies), "the cached download was never removed"
             assert gone - made >= 2.5  # kept while younger than the age (4 s, minus the click's own time)
@@ -263,6 +265,5 @@ def test_serving_on_all_interfaces_without_auth_warns(env, tmp_path):
     shutil.copy2(env["db"], db)
     Store(db).close()
     with running_app(db, "--host", "0.0.0.0") as url:
-        port = re.search(r":(\d+)$", url).group(1)
-        log = (db.parent / f"app-{port}.log").read_text()
+        log = app_log(url, "serving on")  # the warning comes before it
     assert "WARNING" in log and "without --auth" in log
