@@ -188,21 +188,24 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
     from ui.shell import run_choices
 
     store = ctx.store
+    opens_on = ctx.benchmark.value  # the header's benchmark as every page opens (ui.shell)
     tab_state = gr.State("browse")
     parts = ctx.parts
 
-    def on_load(bench: str | None, request: gr.Request) -> tuple[Any, ...]:
+    def on_load(request: gr.Request) -> tuple[Any, ...]:
         view, why = resolve(store, dict(request.query_params or {}))
         if view is None:
             return None, note_html(why), gr.update(), gr.update(), gr.update(), gr.update(), "browse"
-        # another benchmark: the header's own switch (ui.shell on_benchmark) picks the link's runs; one update
-        # of the runs at a time, or the browser may keep the older one
-        runs = (gr.update(choices=run_choices(store, view.benchmark), value=view.runs) if bench == view.benchmark
-                else gr.update())
+        # another benchmark than the one the page opens on: the header's own switch (ui.shell on_benchmark)
+        # picks the link's runs (one update of the runs at a time, or the browser may keep the older one); the
+        # benchmark the page opens on: no switch fires, so the runs are picked here (without it a link naming
+        # the store's first benchmark opened on the default picks)
+        runs = (gr.update(choices=run_choices(store, view.benchmark), value=view.runs)
+                if view.benchmark == opens_on else gr.update())
         return (view.as_dict(), note_html(why), gr.update(value=view.benchmark), runs, gr.update(selected=view.tab),
                 view.section or gr.update(), view.tab)
 
-    landing = demo.load(on_load, ctx.benchmark, [ctx.link, note, ctx.benchmark, ctx.runs, tabs, parts["metrics.opened"],
+    landing = demo.load(on_load, None, [ctx.link, note, ctx.benchmark, ctx.runs, tabs, parts["metrics.opened"],
                                         tab_state], api_visibility="private", queue=False, js=BACK_JS)
     for name in ("metrics.show", "compare.show"):
         fn, inputs, outputs = parts[name]

@@ -127,3 +127,23 @@ def test_link_lands_on_its_view_after_login(demo_db, tmp_path, ui_browser):
             assert params(page.url)["group"] == "sb-007"
         finally:
             page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_link_to_the_benchmark_the_header_opens_on(app):
+    """A link naming the store's first benchmark (the header's default, so no switch of benchmark fires) opens
+    its runs and group, not the header's default picks (it did at 1,000 runs, and on the demo's first
+    benchmark)."""
+    runs = "synth-fe-camera-default,synth-fe-frameaware-first,synth-fe-frameaware"
+    page, errors = open_page(app, f"benchmark=frameevidence&runs={runs}&tab=browse&group=fe-test-fq2-001")
+    try:
+        page.wait_for_selector("#cc-group-view [data-group='fe-test-fq2-001']", timeout=60000)
+        page.wait_for_function("location.search.includes('group=fe-test-fq2-001')", timeout=30000)
+        got = params(page.url)
+        assert got["benchmark"] == "frameevidence" and got["runs"] == runs
+        picked = page.locator("#cc-runs .token").all_inner_texts()
+        assert [t.split(" ")[0] for t in picked] == runs.split(","), picked
+        assert errors == []
+    finally:
+        page.close()
