@@ -107,7 +107,9 @@ def test_gate_draws_only_when_visible_and_changed(store, fe_bench):
     assert key is not None and key[:2] == ("fe", ("a",))
     assert gate(store, True, "fe", ["a"], key) is None  # same inputs: the drawing stays
     assert gate(store, True, "fe", ["a"], key, force=True) == key  # Refresh draws again
-    assert gate(store, True, "fe", [], key) == ("fe", (), key[2])  # picks changed
+    assert gate(store, True, "fe", [], key) == ("fe", (), ())  # picks changed: the key holds the picked runs' state
     assert gate(store, True, "fe", ["gone"], key)[1] == ()  # a pick the benchmark lacks is dropped
-    import_predictions(store, pred, "b")  # the store changed: a new run
+    import_predictions(store, pred, "b", model="another-model")  # another scoring unit: "a" stays drawn (#27)
+    assert gate(store, True, "fe", ["a"], key) is None
+    import_predictions(store, pred, "c")  # a new run in a's scoring unit (same model): drawn again
     assert gate(store, True, "fe", ["a"], key) not in (None, key)
