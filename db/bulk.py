@@ -17,6 +17,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -235,6 +236,39 @@ def _pool_ready() -> int:
     return os.getpid()
 
 
+def _pool_held() -> tuple[int, int]:
+    return len(_WORKER_ITEMS), len(_WORKER_WEIGHTS)
+
+
+WARM_NICE = 10  # the niceness of a worker's warm-up thread: the server's own threads come first
+
+
+def _pool_warm(path: str, benchmark: str, load: list[str], names: list[str]) -> None:
+    """`_pool_score` of `names` for what it leaves behind (the items frame, the resample counts), in a thread of
+    this worker at niceness WARM_NICE (Linux sets it per thread), so the warm-up never takes a core from the
+    server's threads; the worker's own thread, which serves requests, keeps its priority. The worker's next
+    request waits for it, and finds its work done."""
+    failed: list[BaseException] = []
+
+    def warm() -> None:
+        if sys.platform.startswith("linux"):  # elsewhere PRIO_PROCESS would take the thread id for a process id
+            tid = threading.get_native_id()
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, max(WARM_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
+            except OSError:
+                pass
+        try:
+            _pool_score(path, benchmark, load, names, DEFAULT_SPLIT, {})
+        except BaseException as exc:  # noqa: BLE001 - raised in the worker's own thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=warm, name="crosscheck-warm")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
 def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], split: str | None,
                 kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from core.stats import DrawCache, ScoringContext
@@ -302,10 +336,32 @@ class ScoringPool:
             executors = list(self._executor or [])
         return [e.submit(_pool_ready).result() for e in executors]
 
+    def held(self) -> list[tuple[int, int]]:
+        """(items frames, resample count matrices) each worker holds, in worker order (none before they start);
+        it waits for the work sent to each worker before (a warm-up)."""
+        with self._lock:
+            executors = list(self._executor or [])
+        return [e.submit(_pool_held).result() for e in executors]
+
     def start(self) -> None:
         """Start the workers now (a server starting on a large store), so the first request does not wait."""
         if self.jobs > 1 and "forkserver" in multiprocessing.get_all_start_methods():
             self._workers()
+
+    def warm(self, store: Store, benchmark: str) -> None:
+        """Have every worker score the first run of `benchmark` in the background (nothing waits for it), at a
+        low CPU priority (`_pool_warm`): each then holds the benchmark's items frame and its resample count
+        matrices, so a server's first Metrics request reads and scores only its runs. A request arriving
+        meanwhile queues behind the warm-up on each worker and finds its work done."""
+        work = units(store, [benchmark])[:1]
+        if not work or self._executor is None:
+            return
+        _, load, _ = work[0]
+        with self._lock:
+            executors = list(self._executor or [])
+        path = str(Path(store.path))
+        for e in executors:
+            e.submit(_pool_warm, path, benchmark, load, load[:1]).add_done_callback(_warmed)
 
     def wants(self, store: Store, benchmark: str) -> bool:
         """Whether scoring every run of `benchmark` is heavy enough for the workers."""
@@ -370,6 +426,11 @@ class ScoringPool:
             executor, self._executor = self._executor, None
         if executor is not None:
             _shutdown(executor, wait)
+
+
+def _warmed(future: Any) -> None:
+    if not future.cancelled() and future.exception() is not None:  # the first request then does the work itself
+        log.warning("warming a scoring worker failed: %s", future.exception())
 
 
 def _shutdown(executors: list[Any], wait: bool = False) -> None:

@@ -89,6 +89,37 @@ def test_a_killed_worker_costs_speed_never_the_answer(store):
         p.close()
 
 
+def test_warmed_workers_hold_the_items_and_draws_and_give_the_same_results(store):
+    """warm (a server's start) has each worker read the benchmark's items and draw its resample counts before
+    any request, in a thread at a lower CPU priority; the results after it are the in-process ones."""
+    p = ScoringPool(jobs=2, min_weight=0)
+    try:
+        p.start()
+        assert p.held() == [(0, 0), (0, 0)]
+        p.warm(store, BENCH)
+        assert all(items == 1 and weights >= 1 for items, weights in p.held())
+        names = _names(store)
+        assert json.dumps(p.score(store, BENCH, names), sort_keys=True) == _here(store, names)
+    finally:
+        p.close()
+
+
+def test_the_warm_up_runs_at_a_lower_priority_than_the_worker(monkeypatch):
+    """_pool_warm's thread takes niceness WARM_NICE (or keeps a higher one); the calling thread, the worker's
+    own, keeps its niceness."""
+    from db import bulk
+
+    def niceness() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    seen = {}
+    monkeypatch.setattr(bulk, "_pool_score", lambda *args: seen.setdefault("warm", niceness()))
+    before = niceness()
+    bulk._pool_warm("unused.db", "b", ["r"], ["r"])
+    assert seen["warm"] == max(before, bulk.WARM_NICE)
+    assert niceness() == before
+
+
 def test_light_work_stays_in_the_calling_thread(store):
     p = ScoringPool(jobs=2)  # the default threshold: the demo store is light
     try:

@@ -161,12 +161,17 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
 
 def start_scoring_workers(store: Store) -> None:
     """Start the Metrics tab's scoring workers (ui.scores.POOL) when a benchmark of the store is heavy enough
-    to use them, so its first scoring does not wait for them; a small store never starts them."""
+    to use them, and warm them on each such benchmark at a low CPU priority (db.bulk.ScoringPool.warm), so its
+    first scoring waits neither for them nor for reading its items and drawing its resamples, and the server's
+    own threads keep the CPU meanwhile; a small store never starts them."""
     from ui.scores import POOL
 
     try:
-        if any(POOL.wants(store, b["name"]) for b in store.benchmarks()):
+        heavy = [b["name"] for b in store.benchmarks() if POOL.wants(store, b["name"])]
+        if heavy:
             POOL.start()
+            for name in heavy:  # each worker reads the items and draws the resample counts before any request
+                POOL.warm(store, name)
     except Exception:  # noqa: BLE001 - the tab then scores in the request's thread, as on a small store
         log.exception("could not start the scoring workers")
     finally:
