@@ -222,7 +222,7 @@ def panel_boxes_shown(store: Any, bench: Any) -> bool:
     if not isinstance(bench, str) or not bench:
         return False
     try:
-        family = families.get(cache.bench(store, bench).family).name
+        family = families.get(store.benchmark_family(bench)).name
     except CrosscheckError:
         return False
     return bool(getattr(view_module(family), "PANEL_BOXES", False))

@@ -159,6 +159,21 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
     return demo
 
 
+def warm_caches(store: Store) -> None:
+    """In the background of a starting server: read the Browse data (ui.views.cache.bench: items, group index,
+    filter choices) of the benchmark the page opens on, then start and warm the scoring workers
+    (start_scoring_workers). A request needing what is being read waits for that read, not for a second one."""
+    from ui.views import cache
+
+    try:
+        benches = benchmark_choices(store)
+        if benches:
+            cache.bench(store, benches[0][1])
+    except Exception:  # noqa: BLE001 - the first Browse then reads it itself
+        log.exception("could not read the first benchmark's Browse data")
+    start_scoring_workers(store)
+
+
 def start_scoring_workers(store: Store) -> None:
     """Start the Metrics tab's scoring workers (ui.scores.POOL) when a benchmark of the store is heavy enough
     to use them, and warm them on each such benchmark at a low CPU priority (db.bulk.ScoringPool.warm), so its
@@ -186,8 +201,7 @@ def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
     css = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in ("style.css", "views.css")
                     if (ASSETS / f).exists()) or None
     demo.queue(default_concurrency_limit=8)
-    threading.Thread(target=start_scoring_workers, args=(store,), name="crosscheck-scoring-workers",
-                     daemon=True).start()
+    threading.Thread(target=warm_caches, args=(store,), name="crosscheck-warm-caches", daemon=True).start()
     app = make_app(store, demo, auth=auth, css=css, theme=theme(), max_file_size="200mb", footer_links=[], show_error=False,
                    server_name=host, server_port=port)
     return run(app, host, port, prevent_thread_lock=prevent_thread_lock)

@@ -22,6 +22,7 @@ _BENCH: dict[tuple[str, str], BenchData] = {}
 _RUNS: dict[tuple[str, str], tuple[str, RunData]] = {}
 _SUMM: dict[tuple[str, str], tuple[str, outcomes.RunSummary]] = {}
 _FULL: dict[tuple[str, str], pd.DataFrame] = {}
+_LOADING: dict[tuple[str, str], threading.Lock] = {}  # per benchmark: held while its BenchData is read
 _MAX_RUNS = 64
 _MAX_SUMMARIES = 512  # a RunSummary is ~150 KB at 20k items; the Browse list may show 240 runs at once
 
@@ -41,8 +42,17 @@ class BenchData:
 
 
 def bench(store: Any, name: str) -> BenchData:
-    """Items, group index and filter choices of a benchmark (benchmarks do not change once imported)."""
+    """Items, group index and filter choices of a benchmark (benchmarks do not change once imported). Callers
+    asking for one benchmark at once share one read: the later ones wait for the first (a server warms the
+    benchmark its page opens on in the background, and the first Browse request takes that read)."""
     key = (str(store.path), name)
+    with _LOCK:
+        loading = _LOADING.setdefault(key, threading.Lock())
+    with loading:
+        return _bench(store, name, key)
+
+
+def _bench(store: Any, name: str, key: tuple[str, str]) -> BenchData:
     with _LOCK:
         hit = _BENCH.get(key)
         b = store.benchmark(name)
