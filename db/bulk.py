@@ -222,7 +222,7 @@ def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequen
     from db.frames import load_for_scoring, score_extras
 
     items, runs = load_for_scoring(store, benchmark, names=list(load), items_cache=items_cache,
-                                   runs_cache=runs_cache)
+                                   runs_cache=runs_cache, traces="labels" in kw)
     per_run = {n: score_extras(store, n, runs[n].family) for n in names}
     return score_all(items, runs, names=list(names), split=split, per_run=per_run,
                      context=context if context is not None else ScoringContext(), **kw)

@@ -103,13 +103,20 @@ def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = P
                      runs_cache)
 
 
+# SCORING_COLUMNS without the trace texts: a metric reads a trace's text only to rank traces by length in an
+# error audit of labels (when a run has no token counts), and scoring without labels never does. The texts are
+# most of a scoring read's bytes (at StemBind scale about half the SQL time and a split per run).
+UNLABELLED_SCORING_COLUMNS = tuple(c for c in SCORING_COLUMNS if c != "trace")
+
+
 def load_for_scoring(store: Store, benchmark: str, names: Sequence[str] | None = None,
-                     items_cache: dict[Any, Any] | None = None, runs_cache: dict[Any, Any] | None = None
-                     ) -> tuple[pd.DataFrame, dict[str, RunData]]:
+                     items_cache: dict[Any, Any] | None = None, runs_cache: dict[Any, Any] | None = None,
+                     traces: bool = True) -> tuple[pd.DataFrame, dict[str, RunData]]:
     """`load_benchmark_runs` of the columns metric code reads (SCORING_ITEM_COLUMNS and the family's extra
-    ones, SCORING_COLUMNS)."""
+    ones; SCORING_COLUMNS, or UNLABELLED_SCORING_COLUMNS without `traces`, for a scoring without labels)."""
     item_columns = scoring_item_columns(store.benchmark_family(benchmark))
-    return load_benchmark_runs(store, benchmark, SCORING_COLUMNS, names=names, item_columns=item_columns,
+    columns = SCORING_COLUMNS if traces else UNLABELLED_SCORING_COLUMNS
+    return load_benchmark_runs(store, benchmark, columns, names=names, item_columns=item_columns,
                                items_cache=items_cache, runs_cache=runs_cache)
 
 

@@ -116,6 +116,28 @@ def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):
         store.close()
 
 
+def test_scoring_without_the_trace_texts_gives_the_same_scores(demo_db):
+    """load_for_scoring(traces=False), what score --all and the Metrics tab read (no labels), leaves the trace
+    texts out and scores every demo run exactly as the read with them does."""
+    import json
+
+    from core.scoring import score_all
+    from db.frames import score_extras
+
+    store = Store(demo_db)
+    try:
+        for b in store.benchmarks():
+            items, runs = load_for_scoring(store, b["name"], traces=False)
+            _, full = load_for_scoring(store, b["name"])
+            assert all("trace" not in r.preds for r in runs.values())
+            assert all("trace" in r.preds for r in full.values())
+            extras = {n: score_extras(store, n, r.family) for n, r in runs.items()}
+            assert (json.dumps(score_all(items, runs, per_run=extras), sort_keys=True)
+                    == json.dumps(score_all(items, full, per_run=extras), sort_keys=True)), b["name"]
+    finally:
+        store.close()
+
+
 def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
     """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes; every result
     equals what `score --run NAME --json` computes with all of the benchmark's runs at hand."""
