@@ -1,7 +1,8 @@
 """The handlers of `python app.py COMMAND`: open the store, call db/ and core/, print.
 
 Every import of db/, core/ or ui/ sits inside the handler that uses it, so parsing the command line imports
-none of them (#27). A handler raises the product's named errors; cli.main turns them into one line, exit 2.
+none of them (#27); the import handlers take their own module (db.import_items, db.import_predictions,
+db.import_labels), not db.importers, which loads all three. A handler raises the product's named errors; cli.main turns them into one line, exit 2.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _print_report(result: Any, verbose: bool) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from db.importers import import_items
+    from db.import_items import import_items
 
     result = import_items(_store(args), args.path, name=args.name, fmt=args.format, family=args.family,
                           mapping=args.map, preset=args.preset)
@@ -62,7 +63,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_import_predictions(args: argparse.Namespace) -> int:
-    from db.importers import import_predictions
+    from db.import_predictions import import_predictions
 
     config = json.loads(args.config) if args.config else None
     result = import_predictions(_store(args), args.path, args.run, model=args.model, config=config,
@@ -75,7 +76,7 @@ def cmd_import_predictions(args: argparse.Namespace) -> int:
 
 
 def cmd_import_labels(args: argparse.Namespace) -> int:
-    from db.importers import import_labels
+    from db.import_labels import import_labels
 
     result = import_labels(_store(args), args.path, args.run)
     _print_report(result, args.verbose)

@@ -30,15 +30,18 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 import orjson
-import pandas as pd
 
-from core.outcomes import Preds
 from core.schema import PRED_COLUMNS, STATUSES
 from db.schema import PREDICTIONS_READ
+
+if TYPE_CHECKING:  # numpy and pandas are imported by the readers that build arrays: the imports' reads need neither
+    import numpy as np
+    import pandas as pd
+
+    from core.outcomes import Preds
 
 # What core/metrics reads from a run's predictions (no metric reads response, shown, latency, probs or error).
 SCORING_COLUMNS = ("item_id", "rotation", "repeat", "status", "answer", "input_mode", "trace", "tokens")
@@ -57,6 +60,9 @@ class Source(Protocol):
 
 def object_column(values: Sequence[Any]) -> pd.Series:
     """An object column (pandas 3 would otherwise infer its string dtype, with NaN for None)."""
+    import numpy as np
+    import pandas as pd
+
     arr = np.empty(len(values), dtype=object)
     arr[:] = values
     return pd.Series(arr, dtype=object, copy=False)
@@ -104,6 +110,9 @@ def run_frame(store: Source, run_id: int, item_ids: dict[int, str] | tuple[np.nd
 def _row_frame(store: Source, run_id: int, item_ids: dict[int, str] | tuple[np.ndarray, np.ndarray],
                wanted: list[str], rows_out: list[np.ndarray] | None, source: str) -> pd.DataFrame:
     """`run_frame` read row by row: every column, any value."""
+    import numpy as np
+    import pandas as pd
+
     rows = store.conn.execute(f"SELECT {', '.join(_SQL.get(c, c) for c in wanted)} FROM {source}"
                               " WHERE run_id = ? ORDER BY item_pk, rotation, repeat", (run_id,)).fetchall()
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(wanted)
@@ -179,6 +188,9 @@ def _packed_frame(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarr
 
 def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarray], wanted: list[str],
                  rows_out: list[np.ndarray] | None, source: str) -> pd.DataFrame | None:
+    import numpy as np
+    import pandas as pd
+
     conn = store.conn
     (n, pks, keyed, codes, answers, tokens, null_tokens, n_trace, n_mode, *traces) = conn.execute(
         _PACKED_SQL.format(source=source), (run_id,)).fetchone()
@@ -259,6 +271,8 @@ _VALUE_SEP = "\x1e"
 def _numbers(joined: str) -> np.ndarray:
     """float64 values of a comma-joined column of numbers: parsed as integers (token counts are; numpy parses
     those several times faster than floats), as floats when one is not."""
+    import numpy as np
+
     try:
         return np.fromstring(joined, dtype=np.int64, sep=",").astype(float)
     except ValueError:  # a value with a decimal point or an exponent
@@ -269,6 +283,8 @@ def _read_by_key(store: Source, source: str, run_id: int, name: str, keys: tuple
                  column: np.ndarray) -> bool:
     """Fill `column` with the run's `name` values other than the default, found by key; False when a key is not
     among `keys` (rows written between the two reads: a live run)."""
+    import numpy as np
+
     where = "trace IS NOT NULL" if name == "trace" else "input_mode != 'all'"
     found = store.conn.execute(f"SELECT item_pk, rotation, repeat, {name} FROM {source} WHERE run_id = ? AND {where}",
                                (run_id,)).fetchall()
@@ -285,6 +301,8 @@ def _read_by_key(store: Source, source: str, run_id: int, name: str, keys: tuple
 def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray | None:
     """Row of each wanted (item_pk, rotation, repeat) key among keys sorted in that order; None when one is not
     among them."""
+    import numpy as np
+
     pk, rotation, repeat = sorted_keys
     if min(int(a.min(initial=0)) for a in (*sorted_keys, *wanted)) < 0:
         return None
@@ -329,6 +347,9 @@ def outcome_arrays(store: Source, run_ids: Sequence[int], pk_to_row: np.ndarray)
     Effective values: a run with any row in prediction_overrides is read through the predictions_effective view
     (db/overrides.py decides which override applies); a run with none reads the predictions table, which the
     view returns unchanged for a key without an override, without the view's per-row override lookup."""
+    import numpy as np
+
+
     ids = [int(r) for r in run_ids]
     out: dict[int, Preds] = {r: _preds(np.zeros(0, np.int64), "", []) for r in ids}
     if not ids:
@@ -359,6 +380,10 @@ def _item_rows(pk_to_row: np.ndarray, pk: np.ndarray, run_id: int) -> np.ndarray
 
 
 def _preds(item_rows: np.ndarray, codes: str, answers: list[str]) -> Preds:
+    import numpy as np
+
+    from core.outcomes import Preds
+
     answer = np.array(answers, dtype=object) if answers else np.zeros(0, dtype=object)
     answer[answer == _NO_ANSWER] = None
     code = np.frombuffer(codes.encode("ascii"), dtype=np.uint8) - np.uint8(ord("0"))
@@ -368,6 +393,8 @@ def _preds(item_rows: np.ndarray, codes: str, answers: list[str]) -> Preds:
 def pk_rows(pks: Sequence[int] | np.ndarray) -> np.ndarray:
     """item pk -> row (its position in `pks`), -1 for a pk not among them: the lookup `run_frame` and
     `outcome_arrays` take."""
+    import numpy as np
+
     arr = np.asarray(pks, dtype=np.int64)
     out = np.full(int(arr.max(initial=0)) + 1, -1, dtype=np.int64)
     out[arr] = np.arange(len(arr))
@@ -434,6 +461,8 @@ def problem_predictions(store: Source, run: str, statuses: tuple[str, ...] = ("i
                         limit: int = 500) -> pd.DataFrame:
     """Predictions of `run` with one of `statuses`: item_id, group_id, kind, rotation, repeat, status,
     response, letters, options (dict), answer (gold), in item order (at most `limit` rows)."""
+    import pandas as pd
+
     row = store.conn.execute("SELECT id FROM runs WHERE name = ?", (run,)).fetchone()
     if row is None:
         return pd.DataFrame(columns=["item_id", "group_id", "kind", "rotation", "repeat", "status", "response",
@@ -462,6 +491,8 @@ def trace_rows(store: Source, run_id: int, kind: str) -> pd.DataFrame:
     """Run `run_id`'s predictions of the items of `kind` that have stage targets, with those items' columns,
     in key order, as SQL gives them: item_id, item_pk, group_id, rotation, repeat, status, answer, gold,
     response, trace, tokens, question, options, stages, meta, images (JSON text)."""
+    import pandas as pd
+
     return pd.read_sql_query(
         "SELECT i.item_id, i.id AS item_pk, i.group_id, p.rotation, p.repeat, p.status, p.answer, i.answer AS gold,"
         f" p.response, p.trace, p.tokens, i.question, i.options, i.stages, i.meta, i.images FROM {PREDICTIONS_READ} p"

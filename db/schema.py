@@ -15,8 +15,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:  # imported by `migrate` when a migration is due: sqlite_utils imports pandas, a store open need not
+    import sqlite_utils
 
 # The view every read of a prediction goes through: the imported row with its active override (db/overrides.py).
 PREDICTIONS_READ = "predictions_effective"
@@ -414,6 +416,8 @@ def migrate(conn: sqlite3.Connection, write: Callable[[], AbstractContextManager
     for name, fn in MIGRATIONS:
         if name in done:
             continue
+        import sqlite_utils
+
         with write():
             if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
                 continue  # another process applied it while we waited for the lock

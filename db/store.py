@@ -17,16 +17,18 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
-import sqlite_utils
 
 from core.errors import CrosscheckError, NotFound
 from core.schema import Item, Prediction, RunData
 from db import predictions
 from db.schema import migrate
+
+if TYPE_CHECKING:  # pandas and sqlite_utils (which imports pandas) load where used: import-predictions needs neither
+    import pandas as pd
+    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -177,6 +179,8 @@ class Store:
 
     @property
     def db(self) -> sqlite_utils.Database:
+        import sqlite_utils
+
         return sqlite_utils.Database(self.conn)
 
     def _check_writable(self) -> None:
@@ -355,6 +359,8 @@ class Store:
 
     def items_frame(self, benchmark: str) -> pd.DataFrame:
         """Items as the DataFrame of docs/ARCHITECTURE.md (one row per item)."""
+        import pandas as pd
+
         b = self.benchmark(benchmark)
         df = pd.read_sql_query(
             "SELECT item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"

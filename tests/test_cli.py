@@ -4,6 +4,7 @@ serve's defaults in its help, a user's error in the server as one log line."""
 
 from __future__ import annotations
 
+import ast
 import json
 import sqlite3
 import subprocess
@@ -139,3 +140,42 @@ def test_parsing_imports_no_heavy_module(argv):
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))")
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# What `import-predictions` and `score` of a small VLMEvalKit store must not import (#27 point 1, "modules imported
+# where they are used"): sqlite_utils (it imports pandas; only a pending migration needs it), the UI, the plots,
+# scipy, the judge CLI and the labels import, and for the TSV no spreadsheet reader. pandas is not among them: the
+# import reads the family's parser from its package, which holds its metrics.
+NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
+                                       "python_calamine", "db.labels", "db.judge_cli"},
+                "score": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
+                          "python_calamine", "db.labels", "db.judge_cli", "db.import_predictions"}}
+
+
+def test_import_and_score_of_a_small_store_import_only_what_they_use(tmp_path):
+    rows = ["index\tquestion\tA\tB\tC\tD\tanswer\tcategory"]
+    for q in range(3):
+        for k in range(4):  # VLMEvalKit's circular copies at index + k * 1,000,000, options rotated
+            opts = [f"opt{q}-{(i - k) % 4}" for i in range(4)]
+            rows.append("\t".join([str(q + k * 1_000_000), f"question {q}?", *opts, "ABCD"[opts.index(f"opt{q}-0")],
+                                   f"cat{q % 2}"]))
+    data = tmp_path / "MMBench_DEV_EN.tsv"
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    preds = tmp_path / "model_MMBench_DEV_EN.tsv"
+    # question 0 answered right in every copy, the others "A" (right in copy 0 only)
+    answers = [r.split("\t")[6] if r.startswith(("0\t", "1000000\t", "2000000\t", "3000000\t")) else "A" for r in rows[1:]]
+    preds.write_text("\n".join([rows[0] + "\tprediction", *(f"{r}\t{a}" for r, a in zip(rows[1:], answers, strict=True))])
+                     + "\n", encoding="utf-8")
+    db = tmp_path / "store.db"
+    run_cli("import", str(data), "--name", "mmb", db=db, check=True)
+    code = ("import sys\nfrom cli import main\nrc = main(sys.argv[1:])\n"
+            f"names = {sorted(set().union(*NOT_IMPORTED.values()))!r}\n"
+            "print(rc, sorted(n for n in names if n in sys.modules or any(m.startswith(n + '.') for m in sys.modules)))")
+    for argv in (["import-predictions", str(preds), "--run", "m"], ["score", "--run", "m"]):
+        proc = subprocess.run([sys.executable, "-c", code, *argv, "--db", str(db)], capture_output=True, text=True,
+                              cwd=ROOT, check=True)
+        rc, loaded = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+        assert rc == "0" and sorted(NOT_IMPORTED[argv[0]] & set(ast.literal_eval(loaded))) == [], (argv[0], loaded)
+    scored = json.loads(run_cli("score", "--run", "m", "--json", db=db, check=True).stdout)["metrics"]
+    assert (scored["circular"]["k"], scored["circular"]["n"]) == (1, 3)  # the store really holds the circular run
+    assert (scored["vanilla"]["k"], scored["vanilla"]["n"]) == (3, 3)

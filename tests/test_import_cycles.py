@@ -137,14 +137,14 @@ def test_no_import_cycle_inside_db():
 
 
 def test_the_graph_sees_every_module_and_function_level_imports():
-    """The graph covers the tree and counts an import written inside a function (cli/commands.py imports the
-    importers only in the command that needs them)."""
+    """The graph covers the tree and counts an import written inside a function (cli/commands.py imports each
+    importer only in the command that needs it)."""
     graph = import_graph(ROOT)
     assert {"app", "core.scoring", "db.store", "db.predictions", "ui.shell"} <= set(graph)
     assert len(graph) > 80
     tree = ast.parse((ROOT / "cli" / "commands.py").read_text(encoding="utf-8"))
     top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
-    assert "db.importers" not in top and "db.importers" in graph["cli.commands"]
+    assert "db.import_predictions" not in top and "db.import_predictions" in graph["cli.commands"]
     assert "db.store" in graph["db.frames"] and "db.predictions" in graph["db.store"]
 
 

@@ -43,6 +43,35 @@ def _prefetch_group_columns(df: pd.DataFrame, seed: int | None, draws: int) -> N
     context.draws.prefetch(columns, draws, seed)
 
 
+def _per_kind(base: pd.DataFrame, seed: int | None, draws: int) -> dict[str, Rate]:
+    """Accuracy per kind, each with the cluster-bootstrap interval over the groups holding that kind's rows
+    (as `_with_group_ci` of the kind's rows). The per-group counts of every kind come from one groupby, and the
+    kinds with as many groups (the same resample draws) are resampled in one pass (DrawCache.prefetch)."""
+    rates = common.accuracy_by(base, "kind")
+    if seed is None or base.empty:
+        return rates
+    per = base.groupby(["kind", "group_id"], sort=True)["correct"].agg(["sum", "size"])
+    kinds = per.index.get_level_values(0).to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, kinds[1:] != kinds[:-1]]) if len(kinds) else np.zeros(0, dtype=np.int64)
+    bounds = dict(zip((str(kinds[i]) for i in starts), zip(starts, [*starts[1:], len(kinds)], strict=True),
+                      strict=True))
+    k_all, n_all = per["sum"].to_numpy(dtype=float), per["size"].to_numpy(dtype=float)
+    wanted = {kind: bounds[kind] for kind, rate in rates.items() if rate.value is not None and kind in bounds}
+    context = stats.current_context()
+    if context is not None:
+        from threadpoolctl import threadpool_limits
+
+        by_size: dict[int, list[np.ndarray]] = {}
+        for lo, hi in wanted.values():
+            by_size.setdefault(int(hi - lo), []).extend([k_all[lo:hi], n_all[lo:hi]])
+        with threadpool_limits(1, user_api="blas"):  # small products: a second BLAS thread spins more than it helps
+            for columns in by_size.values():
+                context.draws.prefetch(np.column_stack(columns), draws, seed)
+    for kind, (lo, hi) in wanted.items():
+        rates[kind].ci = stats.cluster_bootstrap(k_all[lo:hi], n_all[lo:hi], draws=draws, seed=seed)
+    return rates
+
+
 def _gem_with_ci(df: pd.DataFrame, seed: int | None, draws: int) -> Rate:
     """Group exact match; its interval resamples groups (one 0/1 observation each)."""
     rate = common.group_exact_match(df)
@@ -64,7 +93,7 @@ def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
     block = common.rotation_metrics(scope, rotations)
     items = scope.drop_duplicates("item_id")
     solved = scope.groupby("item_id")["correct"].agg(lambda c: bool(c.all()) and len(c) == len(rotations))
-    by_category = _circular_by_category(items, lambda ids: solved.reindex(ids).fillna(False).to_numpy(dtype=bool),
+    by_category = _circular_by_category(items, solved.reindex(items["item_id"]).fillna(False).to_numpy(dtype=bool),
                                         "items")
     return {**{k: block[k] for k in keys}, "circular_by_category": by_category}
 
@@ -72,21 +101,33 @@ def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
 ROTATION_KEYS = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
 
 
-def _copy_answers(item_ids: np.ndarray, base: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per item of `item_ids`, from its first row in `base`: whether it has a valid answer, the answer letter
-    and whether it is correct (an item without a row: not valid, not correct)."""
-    first = base.drop_duplicates("item_id")
-    at = pd.Index(first["item_id"].to_numpy(dtype=object), dtype=object).get_indexer(item_ids)
-    found = at >= 0
-    take = np.where(found, at, 0)
-    ok = np.zeros(len(item_ids), dtype=bool)
-    letter = np.full(len(item_ids), None, dtype=object)
-    correct = np.zeros(len(item_ids), dtype=bool)
-    if len(first):
-        ok = found & (first["status"].to_numpy(dtype=object).take(take) == "ok")
-        letter[ok] = first["answer"].to_numpy(dtype=object).take(take)[ok]
-        correct[ok] = np.asarray(first["correct"].to_numpy(dtype=object).take(take)[ok], dtype=bool)
+def _copy_answers(items: pd.DataFrame, at: np.ndarray, base: pd.DataFrame
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item row of `at`, from its first row in `base`: whether it has a valid answer, the answer letter and
+    whether it is correct (an item without a row: not valid, not correct)."""
+    pos = common.positions(items, base["item_id"])  # each base row's item row (-1: not an item of `items`)
+    known = np.flatnonzero(pos >= 0)
+    item_rows, first = np.unique(pos[known], return_index=True)  # return_index: each item's first base row
+    row_of = np.full(len(items), -1, dtype=np.int64)
+    row_of[item_rows] = known[first]
+    take = row_of[at]
+    found = take >= 0
+    take = np.where(found, take, 0)
+    ok = np.zeros(len(at), dtype=bool)
+    letter = np.full(len(at), None, dtype=object)
+    correct = np.zeros(len(at), dtype=bool)
+    if len(base):
+        ok = found & (base["status"].to_numpy(dtype=object).take(take) == "ok")
+        letter[ok] = base["answer"].to_numpy(dtype=object).take(take)[ok]
+        correct[ok] = np.asarray(base["correct"].to_numpy(dtype=object).take(take)[ok], dtype=bool)
     return ok, letter, correct
+
+
+def _copy_numbers(meta: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: whether its meta carries an integer `copy` (VLMEvalKit's k; a bool is none), and whether that is 0."""
+    copies = [m.get("copy") if isinstance(m, dict) else None for m in meta]
+    has = np.array([isinstance(c, int) and not isinstance(c, bool) for c in copies], dtype=bool)
+    return has, has & np.array([c == 0 for c in copies], dtype=bool)
 
 
 def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] | None:
@@ -98,36 +139,34 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
     with every copy answered correctly; Consistency = groups where every copy has a valid answer and they all
     choose the same option text (right or wrong); Vanilla = accuracy on the copy-0 items; mean_rotation = all
     correct copy answers / all copies; Drop = Vanilla - Circular. A copy without a prediction gives no credit.
+    Array code over the items (a few numpy passes, no Python function per group).
     """
-    copy = [m.get("copy") if isinstance(m, dict) else None for m in items["meta"]]
-    has = np.array([isinstance(c, int) and not isinstance(c, bool) for c in copy], dtype=bool)
+    has, original = _copy_numbers(items["meta"])
     gcode, _ = pd.factorize(items["group_id"].to_numpy(dtype=object))  # -1: no group (in no circular group)
     gcode = np.where(gcode < 0, gcode.max(initial=-1) + 1, gcode)
     size = np.bincount(gcode)
     whole = (np.bincount(gcode, weights=has, minlength=len(size)) == size) & (size >= 2)
     whole[-1:] &= not pd.isna(items["group_id"]).any()
-    in_scope = whole[gcode]
-    if not in_scope.any():
+    at = np.flatnonzero(whole[gcode])
+    if not len(at):
         return None
-    at = np.flatnonzero(in_scope)
-    scope_code, _ = pd.factorize(gcode[at])
-    ok, letter, correct = _copy_answers(items["item_id"].to_numpy(dtype=object)[at], base)
+    scope_code, _ = pd.factorize(gcode[at])  # the circular groups in order of first appearance
+    n = int(scope_code.max()) + 1
+    ok, letter, correct = _copy_answers(items, at, base)
     options = items["options"].to_numpy(dtype=object)[at]
     text = [o.get(a) if k and isinstance(o, dict) else None for k, o, a in zip(ok, options, letter, strict=True)]
     text_code, _ = pd.factorize(np.array(text, dtype=object))  # -1: no valid answer, or no such option
-    per = pd.DataFrame({"g": scope_code, "t": text_code, "c": correct}).groupby("g", sort=False)
-    stats_ = per.agg(t_min=("t", "min"), t_max=("t", "max"), c_all=("c", "all"))
-    n = len(stats_)
-    circ = int(stats_["c_all"].sum())
-    consistent = int(((stats_["t_min"] >= 0) & (stats_["t_min"] == stats_["t_max"])).sum())
-    scope = items.iloc[at]
-    # stats_ rows follow the groups' first appearance in scope (groupby sort=False over factorized codes)
-    solved = pd.Series(stats_["c_all"].to_numpy(dtype=bool), index=pd.unique(scope["group_id"].to_numpy(dtype=object)))
-    by_category = _circular_by_category(scope, lambda ids: solved.reindex(ids.unique()).to_numpy(dtype=bool),
-                                        "circular groups")
-    originals = np.array([copy[i] == 0 for i in at], dtype=bool)
+    t_min = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    t_max = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(t_min, scope_code, text_code)
+    np.maximum.at(t_max, scope_code, text_code)
+    solved = np.bincount(scope_code, weights=~correct, minlength=n) == 0  # every copy correct
+    consistent = int(((t_min >= 0) & (t_min == t_max)).sum())
+    firsts = at[np.unique(scope_code, return_index=True)[1]]  # each group's first item row, in group order
+    by_category = _circular_by_category(items.iloc[firsts], solved, "circular groups")
+    originals = original[at]
     vanilla = Rate.of(int(correct[originals].sum()), int(originals.sum()))
-    circular = Rate.of(circ, n, "circular groups")
+    circular = Rate.of(int(solved.sum()), n, "circular groups")
     drop = (Rate(vanilla.value - circular.value) if vanilla.value is not None and circular.value is not None
             else Rate.undefined("no copy-0 items"))
     return {"vanilla": vanilla, "circular": circular, "consistency": Rate.of(consistent, n, "circular groups"),
@@ -138,28 +177,27 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
 CATEGORY_FIELD = "l2-category"  # VLMEvalKit's second category column (meta.l2-category); `kind` holds `category`
 
 
-def _category_of(items: pd.DataFrame) -> dict[str, pd.Series]:
-    """Each item's categories, by name: kind (VLMEvalKit's `category`) and meta.l2-category where items have it."""
-    out = {"kind": items["kind"].fillna("").astype(str)} if "kind" in items else {}
-    l2 = items["meta"].map(lambda m: m.get(CATEGORY_FIELD) if isinstance(m, dict) else None)
-    if l2.notna().any():
-        out[CATEGORY_FIELD] = l2.map(lambda v: "(none)" if v is None else str(v))
+def _category_of(units: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Each unit's categories, by name: kind (VLMEvalKit's `category`) and meta.l2-category where units have it."""
+    out = {"kind": units["kind"].fillna("").astype(str).to_numpy(dtype=object)} if "kind" in units else {}
+    l2 = [m.get(CATEGORY_FIELD) if isinstance(m, dict) else None for m in units["meta"]]
+    if any(v is not None for v in l2):
+        out[CATEGORY_FIELD] = np.array(["(none)" if v is None else str(v) for v in l2], dtype=object)
     return out
 
 
-def _circular_by_category(units: pd.DataFrame, solved_of: Any, what: str) -> dict[str, dict[str, Rate]]:
+def _circular_by_category(units: pd.DataFrame, solved: np.ndarray, what: str) -> dict[str, dict[str, Rate]]:
     """Circular accuracy per category, as VLMEvalKit's circular table reports it: per kind (its `category`)
     and per meta.l2-category, each the share of circular units (groups of copies, or items over rotations) of
-    that category answered correctly in every copy / rotation. A unit's category is its first row's."""
-    first = units.drop_duplicates("group_id" if what == "circular groups" else "item_id")
-    key = first["group_id" if what == "circular groups" else "item_id"]
+    that category answered correctly in every copy / rotation. `units` holds each unit's first row and
+    `solved` (aligned with it) whether the unit is answered correctly throughout."""
     out: dict[str, dict[str, Rate]] = {}
-    for name, cats in _category_of(first).items():
-        out[name] = {}
-        for cat in sorted(cats.unique()):
-            ids = key[(cats == cat).to_numpy()]
-            solved = solved_of(ids)
-            out[name][cat] = Rate.of(int(solved.sum()), len(solved), what)
+    for name, cats in _category_of(units).items():
+        code, values = pd.factorize(cats)
+        k = np.bincount(code, weights=solved, minlength=len(values))
+        size = np.bincount(code, minlength=len(values))
+        at = {v: i for i, v in enumerate(values)}
+        out[name] = {cat: Rate.of(int(k[at[cat]]), int(size[at[cat]]), what) for cat in sorted(values)}
     return out
 
 
@@ -207,8 +245,7 @@ def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None
     out: dict[str, Any] = {
         "accuracy": _with_group_ci(common.accuracy(base), base, seed, draws),
         **common.macro_prf(base, _classes(base)),
-        "per_kind": {kind: _with_group_ci(rate, base[base["kind"] == kind], seed, draws)
-                     for kind, rate in common.accuracy_by(base, "kind").items()},
+        "per_kind": _per_kind(base, seed, draws),
         "group_exact_match": _gem_with_ci(base, seed, draws),
         "letters": letter_matrix(base, _classes(base)),
         "per_stratum": per_stratum(base),
