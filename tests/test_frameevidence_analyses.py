@@ -512,3 +512,37 @@ def test_cluster_labels_keep_row_order():
     labels = stats.cluster_labels(items, Clustering("image"))
     assert list(labels) == ["g4", "g4", "g3", "g1", "g1", "g1"]
     assert isinstance(labels, np.ndarray)
+
+
+def test_cluster_labels_count_every_item_without_a_group():
+    items = _cluster_items()
+    items.loc[[0, 3], "group_id"] = None
+    with pytest.raises(MetricUndefined, match=r"^2 items have no group_id to cluster by$"):
+        stats.cluster_labels(items, Clustering("image"))
+
+
+def test_image_clustering_links_only_through_image_lists():
+    """An `images` cell that is not a list (missing, or a bare string) shows no image: it links nothing. A
+    string is not read as the characters' images ("h1" and "h2" share "h")."""
+    items = _cluster_items()
+    items["images"] = [["h1"], None, "h2", ["h4"], "h1", ["h4"]]
+    labels = stats.cluster_labels(items, Clustering("image"))
+    assert list(labels) == ["g1", "g2", "g2", "g3", "g4", "g3"]
+
+
+def test_equal_meta_values_link_whatever_their_spelling():
+    """Groups share a value when the values are equal: a dict with its keys in another order is the same value;
+    a value JSON cannot write (a date) is compared by its text, and "1" and 1 stay apart."""
+    import datetime
+
+    items = _cluster_items()
+    items["meta"] = [{"scene": {"room": "k", "floor": 1}}, {"scene": datetime.date(2024, 5, 1)},
+                     {"scene": datetime.date(2024, 5, 1)}, {"scene": {"floor": 1, "room": "k"}}, {"scene": "1"},
+                     {"scene": 1}]
+    labels = stats.cluster_labels(items, Clustering("scene"))
+    assert dict(zip(items["group_id"], labels, strict=True)) == {"g1": "g1", "g2": "g2", "g3": "g1", "g4": "g4",
+                                                                 "g5": "g5"}
+    items["meta"] = [{"scene": datetime.date(2024, 5, 1)}, {}, {}, {}, {}, {"scene": datetime.date(2024, 5, 1)}]
+    labels = stats.cluster_labels(items, Clustering("scene"))
+    assert dict(zip(items["group_id"], labels, strict=True)) == {"g1": "g1", "g2": "g2", "g3": "g3", "g4": "g4",
+                                                                 "g5": "g1"}
