@@ -203,7 +203,9 @@ def wait_events(page, before: int, timeout: float = 60_000) -> None:  # type: ig
     """Wait until the page has sent a Gradio request since `before` (an events_started reading) and every request
     has finished, the events chained after them included: what an action fired has come back, so a check that
     nothing changed can be made. "Finished" holds over three animation frames in a row with nothing sent: Gradio
-    renders an answer (no frame is drawn meanwhile) before it sends the event chained after it."""
+    renders an answer (no frame is drawn meanwhile) before it sends the event chained after it. Only for an action
+    that always sends (a changed value, a click on another tab, a button): one that may send nothing would wait
+    out the timeout; wait for the condition the test checks instead, or use settle."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.evaluate("() => { window.__ccEvents.quiet = 0; }")
@@ -214,13 +216,20 @@ def wait_events(page, before: int, timeout: float = 60_000) -> None:  # type: ig
     except PlaywrightTimeout:
         state = page.evaluate("() => { const s = window.__ccEvents; return {started: s.started, inflight: s.inflight,"
                               " events: [...s.ids.entries()].filter(([, v]) => v !== 'done'), log: s.log}; }")
+        if state["started"] <= before:
+            raise AssertionError(
+                f"the action sent no request (sent before and after: {before}): an action that changes nothing (a "
+                "pick of the value already picked, a click on a disabled button or on the tab already shown) "
+                "sends none; wait for the condition the test checks, or settle(page, tab)") from None
         raise AssertionError(f"the page's requests did not all come back (sent before: {before}): {state}") from None
 
 
 def settle(page, shown: str, via: str = "Browse") -> None:  # type: ignore[no-untyped-def]
     """Wait until whatever earlier actions sent has come back, when they may have sent nothing (a click on a
     disabled button): the `via` tab and then the `shown` one are clicked, whose select events are sent after
-    anything earlier, and wait_events waits for those and for every request still in flight."""
+    anything earlier, and wait_events waits for those and for every request still in flight. `via` is another tab
+    than `shown` (a click on the tab already shown sends nothing)."""
+    assert via != shown, f"settle via another tab than {shown!r}"
     sent = events_started(page)
     page.get_by_role("tab", name=via, exact=True).click()
     page.get_by_role("tab", name=shown, exact=True).click()
