@@ -143,7 +143,8 @@ def _category_of(items: pd.DataFrame) -> dict[str, pd.Series]:
     out = {"kind": items["kind"].fillna("").astype(str)} if "kind" in items else {}
     l2 = items["meta"].map(lambda m: m.get(CATEGORY_FIELD) if isinstance(m, dict) else None)
     if l2.notna().any():
-        out[CATEGORY_FIELD] = l2.map(lambda v: "(none)" if v is None else str(v))
+        # a missing value may come back as None or NaN (pandas' string dtype turns None into NaN)
+        out[CATEGORY_FIELD] = l2.map(str, na_action="ignore").fillna("(none)")
     return out
 
 
