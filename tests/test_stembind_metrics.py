@@ -648,3 +648,68 @@ def test_empty_run_gives_reasons_not_zeros():
     assert out["decomposition"]["solved"].value is None
     assert out["binding_gap"].value is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in to_jsonable(out).values())
+
+
+# --------------------------------------------------------------------------- survivors of `make mutation` (#28)
+
+
+def test_vg_per_kind_intervals_and_reason_without_common_items():
+    """Each kind's VG carries its own paired interval at the seed given (stems a, b: the full run 1 of 1 P
+    probe in each, the text run 0 of 1 in a and 1 of 1 in b); no item answered by both runs gives the reason."""
+    items = _three_stems()
+    full = make_run("full", {i: True for i in items["item_id"]})
+    text = make_run("text", {i: i != "a-P0" for i in items["item_id"]}, input_mode="text")
+    vg = sb.visual_gain(items, full, text, seed=11)
+    assert vg["P"].value == pytest.approx(0.5)
+    assert vg["P"].ci == diff_interval([1, 1], [1, 1], [0, 1], [1, 1], seed=11)
+    apart = make_run("text", {"elsewhere": True}, input_mode="text")
+    none = sb.visual_gain(items, full, apart, seed=None)
+    assert none["overall"].value is None and none["overall"].reason == "no items answered by both runs"
+    assert none["F"].reason == "no F items answered by both runs"
+
+
+def test_think_gain_cap_hit_count_undefined_with_the_reason():
+    items = _three_stems()
+    ids = list(items["item_id"])
+    direct = make_run("d", {i: True for i in ids}, {i: 5.0 for i in ids})  # no max_tokens
+    thinking = make_run("t", {i: True for i in ids}, {i: 5.0 for i in ids}, strategy="thinking", max_tokens=64)
+    tg = sb.think_gain(items, direct, thinking, seed=None)
+    assert tg["n_cap_hit"].value is None and tg["n_cap_hit"].reason == "run 'd': the config has no max_tokens"
+
+
+def test_cap_hit_items_include_the_first_item_row():
+    items = _three_stems()
+    run = make_run("d", {"a-P0": True, "b-F": True}, {"a-P0": 64.0, "b-F": 3.0}, max_tokens=64)
+    hit, reason = sb.cap_hit_items(items, run)
+    assert reason is None and hit.tolist() == [True, False, False, False, False, False]
+
+
+def test_error_audit_rates_of_absent_categories_and_the_no_run_reason():
+    items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1)])
+    labels = pd.DataFrame({"item_id": ["a-F", "b-F"], "category": ["rule_absent", None]})
+    out = sb.error_audit(items, None, labels)
+    assert (out["rates"]["rule_absent"].k, out["rates"]["rule_absent"].n) == (1, 2)
+    assert (out["rates"]["rule_mutation"].k, out["rates"]["rule_mutation"].n) == (0, 2)
+    assert out["by_tercile"] == {"reason": "no run given for trace lengths"}
+
+
+def test_error_audit_labels_with_numeric_item_ids_match_the_items():
+    """Labels read from a spreadsheet may give item ids as numbers; they still name the items."""
+    rows = [_item("1", "s1", "P", "RI-Pos"), _item("2", "s1", "F", "RI-Pos"), _item("3", "s2", "F", "RI-Pos")]
+    items = pd.DataFrame(rows)
+    out = sb.error_audit(items, None, pd.DataFrame({"item_id": [2, 3], "category": ["rule_absent", None]}))
+    assert out["n_items"] == 2 and (out["rates"]["rule_absent"].k, out["no_error"].k) == (1, 1)
+
+
+def test_l2_profile_matches_judgements_to_their_own_repeat():
+    """Two repeats of one F item, wrong in repeat 0 and right in repeat 1: only repeat 0's judgement is an
+    F-wrong trace (judgements and predictions are matched on item, rotation and repeat)."""
+    items = make_items([("a", "RI-Pos", 1)])
+    preds = pd.concat([make_run("r", {"a-F": False}).preds, make_run("r", {"a-F": True}).preds.assign(repeat=1)],
+                      ignore_index=True)
+    run = RunData("r", "sb", "stembind", {"model": "m"}, preds)
+    judged = pd.DataFrame({"item_id": ["a-F", "a-F"], "repeat": [0, 1], "S1": [1, 1], "S2": [0, 1],
+                           "S3": [1, 1], "S4": [1, 1]})
+    out = sb.l2_profile(items, run, judged)
+    f_wrong = out["first_failure_f_wrong"]
+    assert (f_wrong["S2"].k, f_wrong["S2"].n) == (1, 1) and f_wrong["S1"].k == 0
