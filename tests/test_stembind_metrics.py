@@ -528,6 +528,8 @@ def test_l2_profile_step_acc_histograms_and_attr_tag():
         "S1": (1, 3), "S2": (1, 3), "S3": (1, 3), "S4": (0, 3)}
     assert (l2["inconsistent"].k, l2["inconsistent"].n) == (2, 4)
     assert l2["first_failure_disagreements"] == 1  # d-F: the judge said S3, the rule gives S2
+    assert set(l2) == {"n_traces", "step_acc", "first_failure", "first_failure_f_wrong", "inconsistent",
+                       "first_failure_disagreements"}  # L3's AttrTag has its own key, below
     assert out["l3_attr_tag"] == {
         "mixed": {"S1": 0, "S2": 0, "S3": 1, "S4": 0, "none": 1},
         "perception-heavy": {"S1": 1, "S2": 1, "S3": 0, "S4": 0, "none": 0},
@@ -713,3 +715,13 @@ def test_l2_profile_matches_judgements_to_their_own_repeat():
     out = sb.l2_profile(items, run, judged)
     f_wrong = out["first_failure_f_wrong"]
     assert (f_wrong["S2"].k, f_wrong["S2"].n) == (1, 1) and f_wrong["S1"].k == 0
+
+
+def test_find_ssa_runs_prefers_an_explicit_h0_and_finds_the_base_for_an_ssa_run():
+    """A run that says H0 stands for H0 over the unaugmented run; scoring an SSA-level run, the model's
+    unaugmented run of the same strategy stands for H0."""
+    base = make_run("base", {"s0-F": True})
+    h0 = make_run("h0", {"s0-F": True}, ssa_level="H0")
+    h3 = make_run("h3", {"s0-F": True}, ssa_level="H3")
+    assert {k: r.name for k, r in sb.find_ssa_runs(base, [h0, h3]).items()} == {"H0": "h0", "H3": "h3"}
+    assert {k: r.name for k, r in sb.find_ssa_runs(h3, [base]).items()} == {"H0": "base", "H3": "h3"}
