@@ -725,3 +725,22 @@ def test_find_ssa_runs_prefers_an_explicit_h0_and_finds_the_base_for_an_ssa_run(
     h3 = make_run("h3", {"s0-F": True}, ssa_level="H3")
     assert {k: r.name for k, r in sb.find_ssa_runs(base, [h0, h3]).items()} == {"H0": "h0", "H3": "h3"}
     assert {k: r.name for k, r in sb.find_ssa_runs(h3, [base]).items()} == {"H0": "base", "H3": "h3"}
+
+
+def test_prefetch_then_score_gives_the_numbers_of_score_alone():
+    """`prefetch` resamples, in one pass, the columns `score` will bootstrap for a direct / thinking pair
+    (ThinkGain without cap-hit items included); the numbers are those of `score` without it."""
+    from core import stats
+
+    items = _three_stems()
+    ids = list(items["item_id"])
+    direct = make_run("d", {i: i != "a-P0" for i in ids}, {i: 100.0 if i == "b-F" else 10.0 for i in ids},
+                      max_tokens=100)
+    thinking = make_run("t", {i: i != "b-R" for i in ids}, {i: 10.0 for i in ids}, strategy="thinking",
+                        max_tokens=100)
+    alone = to_jsonable(sb.score(items, direct, [thinking]))
+    with stats.ScoringContext().active():
+        sb.prefetch(items, [direct, thinking])
+        shared = to_jsonable(sb.score(items, direct, [thinking]))
+    assert shared == alone
+    assert alone["think_gain"]["n_cap_hit"]["k"] == 1
