@@ -202,6 +202,9 @@ def test_binding_gap_undefined_without_stratum():
     out = sb.score(items, run)
     assert out["binding_gap"].value is None and out["binding_gap"].n == 0
     assert "every P probe" in out["binding_gap"].reason
+    # F | P, R is 1 - BG over the same stems (docs/METRICS.md): undefined alike, over none of them
+    fpr = out["f_given_pr"]
+    assert (fpr.value, fpr.k, fpr.n, fpr.reason) == (None, 0, 0, out["binding_gap"].reason)
 
 
 def test_paper_pooled_binding_gap_d2():
