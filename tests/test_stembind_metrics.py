@@ -747,3 +747,18 @@ def test_prefetch_then_score_gives_the_numbers_of_score_alone():
         shared = to_jsonable(sb.score(items, direct, [thinking]))
     assert shared == alone
     assert alone["think_gain"]["n_cap_hit"]["k"] == 1
+
+
+def test_vg_interval_resamples_stems_in_the_order_the_pair_first_answers_them():
+    """The paired interval's clusters are the stems in order of first appearance among the paired rows (the
+    text run's order): a text run answering stem b first resamples (b, a), inside a ScoringContext too."""
+    from core import stats
+
+    items = make_items([("a", "RI-Pos", 2), ("b", "RI-Pos", 1)])
+    order = ["b-P0", "b-R", "b-F", "a-P0", "a-P1", "a-R", "a-F"]
+    text = make_run("text", {i: i in ("b-P0", "a-R") for i in order}, input_mode="text")
+    full = make_run("full", {i: True for i in items["item_id"]})
+    expected = diff_interval([3, 4], [3, 4], [1, 1], [3, 4], seed=5)  # full minus text over (b, a)
+    assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
+    with stats.ScoringContext().active():
+        assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
