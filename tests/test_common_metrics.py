@@ -481,6 +481,10 @@ def test_generic_per_stratum_takes_meta_fields_of_2_to_16_values(n_values, shown
         assert {v: (r.k, r.n) for v, r in out["topic"].items()} == {f"t{i:02d}": (1 - i % 2, 1) for i in range(16)}
 
 
+def test_generic_per_stratum_of_rows_without_meta_is_empty():
+    assert generic.per_stratum(joined(["A", "B"], ["A", "B"]).drop(columns="meta")) == {}
+
+
 def test_generic_score_over_circular_copies():
     """A single-rotation run over items holding circular copies (meta.copy): Circular and Consistency over the
     copies (docs/METRICS.md "Circular copies"), besides the item accuracy."""
