@@ -10,6 +10,7 @@ import pytest
 from bootstrap_ref import ratio_interval
 from sklearn.metrics import f1_score, precision_score, recall_score
 
+from core import stats
 from core.families.generic import metrics as generic
 from core.metrics import common
 from core.schema import RunData
@@ -357,6 +358,8 @@ def test_generic_score_single_rotation():
     assert out["accuracy"].ci == ratio_interval([3, 2], [3, 3], draws=500, seed=1)  # g1 3 of 3, g2 2 of 3
     assert {k: (r.k, r.n) for k, r in out["per_kind"].items()} == {"x": (2, 2), "y": (3, 4)}
     assert (out["group_exact_match"].k, out["group_exact_match"].n) == (1, 2)
+    # its interval resamples the groups, one 0/1 observation each: g1 all right, g2 not
+    assert out["group_exact_match"].ci == ratio_interval([1, 0], [1, 1], draws=500, seed=1)
     # classes used as gold: A B C D ; B has recall 1/2, precision 1
     assert out["macro_recall"].value == pytest.approx((1 + 0.5 + 1 + 1) / 4)
     assert out["macro_precision"].value == pytest.approx(1.0)
@@ -392,7 +395,8 @@ def test_generic_score_with_rotations():
     assert (out["circular"].k, out["circular"].n) == (3, 6)  # items 0, 1, 4
     assert (out["consistency"].k, out["consistency"].n) == (3, 6)
     assert out["drop"].value == pytest.approx(0.5)
-    assert out["accuracy"].ci is None  # seed=None skips intervals
+    assert out["accuracy"].ci is None and out["group_exact_match"].ci is None  # seed=None skips intervals
+    assert out["circular_over"] == "rotations"
     assert (out["accuracy"].k, out["accuracy"].n) == (6, 6)  # rotation 0 only
 
 
@@ -403,3 +407,94 @@ def test_generic_score_empty_run():
     assert out["group_exact_match"].value is None
     assert out["macro_f1"].value is None
     assert out["per_kind"] == {}
+
+
+# --------------------------------------------------------------------------- generic family: intervals, rotations,
+# strata, copies (the survivors of `make mutation`'s generic-metrics target, issue 28)
+
+
+def test_generic_intervals_resample_the_groups_with_the_seed_given():
+    """Twelve groups of one to three items: the accuracy and per-kind intervals equal the independent
+    reference on the same seeded draws at full precision (a different seed would give other percentiles)."""
+    sizes = [1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3]
+    right = [1, 1, 2, 0, 2, 1, 1, 0, 3, 1, 1, 2]
+    groups = [f"g{g:02d}" for g, size in enumerate(sizes) for _ in range(size)]
+    kinds = ["x" if int(g[1:]) % 2 else "y" for g in groups]
+    answers = [("A" if i < right[g] else "B") for g, size in enumerate(sizes) for i in range(size)]
+    run = RunData("r", "bench", "generic", {}, preds_frame(answers))
+    out = generic.score(items_frame(["A"] * len(groups), groups=groups, kinds=kinds), run, [], seed=7, draws=400)
+    assert (out["accuracy"].k, out["accuracy"].n) == (15, 24)
+    assert out["accuracy"].ci == ratio_interval(right, sizes, draws=400, seed=7)
+    odd = [g for g in range(12) if g % 2]
+    assert out["per_kind"]["x"].ci == ratio_interval([right[g] for g in odd], [sizes[g] for g in odd], draws=400,
+                                                     seed=7)
+
+
+def test_generic_score_is_the_same_inside_a_scoring_context():
+    """A ScoringContext resamples the accuracy's and the group exact match's group columns in one pass
+    (core.stats.ScoringContext: "results are identical with or without one")."""
+    from core.schema import to_jsonable
+
+    items = generic_items()
+    run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B", "C", "A", None, "D"]))
+    alone = to_jsonable(generic.score(items, run, [], seed=3, draws=300))
+    with stats.ScoringContext().active():
+        shared = to_jsonable(generic.score(items, run, [], seed=3, draws=300))
+    assert shared == alone
+
+
+def test_generic_rotations_use_repeat_0_and_give_circular_by_kind():
+    """Rotation metrics over repeat 0 only (a repeat's rows at rotation 0 do not enter them), and circular accuracy
+    per kind over items: items 0, 1 (kind x) and 4 (kind y) are right under every rotation."""
+    preds = pd.concat([
+        preds_frame(["A", "B", "C", "A", "B", "D"], rotation=0),
+        preds_frame(["A", "B", "C", "B", "B", "D"], rotation=1),
+        preds_frame(["A", "B", "A", "C", "B", "D"], rotation=2),
+        preds_frame(["A", "B", "C", "A", "B", None], rotation=3),
+        preds_frame(["D", "D", "D", "D", "D", "D"], rotation=0, repeat=1),
+    ], ignore_index=True)
+    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    assert (out["circular"].k, out["circular"].n) == (3, 6)
+    assert out["circular_over"] == "rotations"
+    assert {k: (r.k, r.n) for k, r in out["circular_by_category"]["kind"].items()} == {"x": (2, 2), "y": (1, 4)}
+    assert set(out["circular_by_category"]) == {"kind"}  # no item carries meta.l2-category
+
+
+def test_generic_rotations_without_rotation_0_give_the_reason():
+    preds = pd.concat([preds_frame(["A", "B", "C", "A", "B", "D"], rotation=r) for r in (1, 2)], ignore_index=True)
+    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    for key in generic.ROTATION_KEYS:
+        assert out[key].value is None and out[key].reason == "the run has no rotation 0", key
+
+
+@pytest.mark.parametrize(("n_values", "shown"), [(16, True), (17, False)])
+def test_generic_per_stratum_takes_meta_fields_of_2_to_16_values(n_values, shown):
+    """docs/METRICS.md: a meta stratum with 2-16 values; the image count (Browse's n_images stratum) is not one."""
+    items = items_frame(["A"] * n_values)
+    items["meta"] = [{"topic": f"t{i:02d}"} for i in range(n_values)]
+    items["n_images"] = [1 + i % 2 for i in range(n_values)]
+    run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B"] * (n_values // 2) + ["A"] * (n_values % 2)))
+    out = generic.score(items, run, [], seed=None)["per_stratum"]
+    assert "n_images" not in out
+    assert ("topic" in out) is shown
+    if shown:
+        assert {v: (r.k, r.n) for v, r in out["topic"].items()} == {f"t{i:02d}": (1 - i % 2, 1) for i in range(16)}
+
+
+def test_generic_per_stratum_of_rows_without_meta_is_empty():
+    assert generic.per_stratum(joined(["A", "B"], ["A", "B"]).drop(columns="meta")) == {}
+
+
+def test_generic_score_over_circular_copies():
+    """A single-rotation run over items holding circular copies (meta.copy): Circular and Consistency over the
+    copies (docs/METRICS.md "Circular copies"), besides the item accuracy."""
+    items = items_frame(["A", "B", "A", "B", "C"], groups=["g", "g", "h", "h", "solo"])
+    items["meta"] = [{"copy": 0}, {"copy": 1}, {"copy": 0}, {"copy": 1}, {}]
+    items["options"] = [OPTS, {"A": "前", "B": "左", "C": "后", "D": "右"}] * 2 + [OPTS]
+    run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B", "A", "A", "C"]))
+    out = generic.score(items, run, [], seed=None)
+    assert out["circular_over"] == "copies"
+    assert (out["circular"].k, out["circular"].n) == (1, 2)  # g right in both copies, h not
+    assert (out["consistency"].k, out["consistency"].n) == (1, 2)  # g chose 左 twice; h 左 then 前
+    assert (out["vanilla"].k, out["vanilla"].n) == (2, 2)
+    assert (out["accuracy"].k, out["accuracy"].n) == (4, 5)

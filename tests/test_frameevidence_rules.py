@@ -94,8 +94,8 @@ def test_paper_item_shapes_are_accepted(case, tmp_path):
 
 # Refused: (extra lines, [(line, field, text the message must contain)]) -- every error of the file is listed.
 REFUSED = {
-    "mss5_add6": (fq2("g5", 5), [(N + 1, "images", "shows 5 image(s), expected two to four"),
-                                 (N + 3, "images", "expected one to five images (000 §3), got 6")]),
+    "mss5_add6": (fq2("g5", 5), [(N + 1, "images", "FQ2 group 'g5': the MSS shows 5 image(s), expected two to "
+                                  "four"), (N + 3, "images", "expected one to five images (000 §3), got 6")]),
     "mss1_del0": (fq2("g1", 1, withheld=1), [(N + 1, "images", "shows 1 image(s), expected two to four"),
                                              (N + 2, "images", "expected one to five images (000 §3), got 0")]),
     "fq1_five_images": (fq1("f5", 5), [(N + 1, "images", "the frame triplet shows 5 image(s), expected two to four")]),
@@ -124,8 +124,8 @@ REFUSED = {
                                          "expected the MSS's view numbers [1, 2, 3] (line 13) in order plus a new one "
                                          "for the added image (position 4), got [1, 2, 4, 3]")]),
     "fq1_obj_other_target": (edit(fq1("fe", 2, **ENTITIES), "fe-obj", meta_target="手机"),
-                             [(N + 2, "meta.target", "obj must keep cam's entity field (line 13: '杯子'; 000 §3, App. "
-                               "A), got '手机'")]),
+                             [(N + 2, "meta.target", "FQ1 group 'fe': obj must keep cam's entity field (line 13: "
+                               "'杯子'; 000 §3, App. A), got '手机'")]),
     "fq1_obj_other_relatum": (edit(fq1("fe", 2, **ENTITIES), "fe-obj", meta_relatum="手机"),
                               [(N + 2, "meta.relatum", "got '手机'")]),
     "fq1_scene_other_relation": (edit(fq1("fe", 2, **ENTITIES), "fe-scene", meta_relation="quadrant"),
@@ -177,7 +177,8 @@ REFUSED = {
                                   "them in order")]),
     "insufficient_missing": ([dict(x, meta={k: v for k, v in x["meta"].items() if k != "insufficient_option"})
                               if x["variant"] == "add" else x for x in fq2("g3", 3)],
-                             [(N + 3, "meta.insufficient_option", "missing (expected the letter")]),
+                             [(N + 3, "meta.insufficient_option",
+                               "missing (expected the letter of the insufficient-information option)")]),
     "del_gold_not_insufficient": (edit(fq2("g3", 3), "g3-del", answer="B"),
                                   [(N + 2, "answer", "deletion gold must be the insufficient option 'D', got 'B'")]),
     "image_twice_in_item": ([dict(x, images=["img/f2_1.png", "img/f2_1.png"]) for x in fq1("f2", 2)],

@@ -97,3 +97,33 @@ def test_circular_per_kind_over_rotations_in_score_json():
     by = out["circular_by_category"]["kind"]
     assert {c: (r["k"], r["n"]) for c, r in by.items()} == {"x": (1, 2), "y": (1, 2)}
     assert out["circular"]["k"] == 2 and "l2-category" not in out["circular_by_category"]
+
+
+def test_two_copy_group_with_one_copy_predicted():
+    """Two copies are a circular group (at least two items); the unpredicted copy gives no credit and breaks
+    consistency. The run's only prediction is copy 0's."""
+    items, base = frames([["A", "-"]])
+    out = circular_copies(items, base)
+    assert out is not None
+    assert [(out[k].k, out[k].n) for k in ("circular", "consistency", "vanilla", "mean_rotation")] == [
+        (0, 1), (0, 1), (1, 1), (1, 2)]
+    assert out["circular_over"] == "copies"
+
+
+def test_items_without_a_group_leave_the_circular_groups_whole():
+    """An item with no group id (and no copy) is in no circular group; every real group still counts."""
+    items, base = frames([["A", "B", "C"], ["B", "C", "A"]])
+    lone = pd.DataFrame([{"item_id": "lone", "group_id": None, "meta": {}, "options": OPTS, "answer": "A"}])
+    out = circular_copies(pd.concat([items, lone], ignore_index=True), base)
+    assert (out["circular"].k, out["circular"].n) == (1, 2)
+    assert (out["consistency"].k, out["consistency"].n) == (2, 2)
+
+
+def test_l2_category_missing_on_some_groups_is_none():
+    """docs/METRICS.md: `l2-category` is "(none)" for the circular units whose items do not carry it."""
+    items, base = frames([["A", "B", "C"], ["A", "A", "C"]])
+    items["kind"] = "ocr"
+    items["meta"] = [{**m, "l2-category": "perception"} if g == "0" else m
+                     for m, g in zip(items["meta"], items["group_id"], strict=True)]
+    by = circular_copies(items, base)["circular_by_category"]
+    assert {c: (r.k, r.n) for c, r in by["l2-category"].items()} == {"(none)": (0, 1), "perception": (1, 1)}

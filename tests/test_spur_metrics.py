@@ -212,6 +212,7 @@ def test_shortcut_flags_k_of_10(n_correct, k, flagged):
     runs = [make_run(f"t{i}", {"q": i < n_correct}, input_mode="text") for i in range(10)]
     out = spur.shortcut_flags(items, runs, k)
     assert out.loc[0, "n_trials"] == 10 and out.loc[0, "n_correct"] == n_correct
+    assert out["n_trials"].dtype.kind == out["n_correct"].dtype.kind == "i"  # counts, not floats
     assert bool(out.loc[0, "flagged"]) is flagged
 
 
@@ -345,3 +346,82 @@ def test_score_cli_shortcut_model_and_pool(tmp_path, capsys):
     assert pooled["model"] == "pooled: gpt-4o + qwen" and pooled["pooled"] is True
     assert app.main(["score", "--db", str(db), "--run", "full", "--shortcut-model", "gpt-5"]) == 2
     assert "text-only models: gpt-4o, qwen" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- survivors of the mutation run (#28)
+
+
+def test_breakdown_values_numbers_numerically_then_text_then_paper_order_first():
+    """App. C.2's relation counts read as numbers (2 before 10), a non-numeric count after every number; the
+    paradigms in 001's order (CE, AE, OS, IS, P&I) first, any other value after them in text order."""
+    rows = [("t0", "f0", "TA", {"n_relations": 10}), ("t1", "f0", "TA", {"n_relations": "many"}),
+            ("t2", "f1", "TA", {"n_relations": 2}), ("t3", "f1", "TA", {"n_relations": 1.5}),
+            ("h0", "f0", "HI", {"n_relations": 3}), ("h1", "f1", "HI", {}),
+            ("q0", "f0", "Qual", {"paradigm": "ZZ"}), ("q1", "f0", "Qual", {"paradigm": "IS"}),
+            ("q2", "f1", "Quant", {"paradigm": "AA"}), ("q3", "f1", "Quant", {"paradigm": "CE"})]
+    correct = {"t0": True, "t1": False, "t2": True, "t3": True, "h0": True, "h1": False, "q0": True, "q1": False,
+               "q2": True, "q3": True}
+    out = spur.score(make_items(rows), make_run("r", correct), seed=None)
+    assert list(out["by_n_relations"]["understanding"]) == ["1.5", "2", "3", "10", "many"]
+    # an item without the field is left out, and a whole count stays a whole count beside it
+    assert {k: (v.k, v.n) for k, v in out["by_n_relations"]["HI"].items()} == {"3": (1, 1)}
+    assert list(out["by_paradigm"]) == ["CE", "IS", "AA", "ZZ"]
+    assert {k: (v.k, v.n) for k, v in out["by_paradigm"].items()} == {"CE": (1, 1), "IS": (0, 1), "AA": (1, 1),
+                                                                        "ZZ": (1, 1)}
+
+
+CORRECT_SIDE = "no reasoning items on figures with all perception correct to count"
+ERROR_SIDE = "no reasoning items on figures with a perception error to count"
+
+
+@pytest.mark.parametrize("vot_perception_right", [True, False])
+def test_vs_direct_difference_undefined_with_the_empty_side_s_reason(vot_perception_right):
+    """One figure, its perception item right in one run and wrong in the other: each side is empty in one of
+    the two runs, so both VoT - direct differences are undefined, each with its empty side's reason."""
+    items = make_items([("p0", "a", "NP", {}), ("r0", "a", "Qual", {})])
+    direct = make_run("direct", {"p0": not vot_perception_right, "r0": False})
+    vot = make_run("vot", {"p0": vot_perception_right, "r0": True}, strategy="VoT")
+    vs = spur.score(items, vot, [direct], seed=None)["reasoning_by_perception"]["vs_direct"]
+    assert (vs["perception_correct"].value, vs["perception_correct"].reason) == (None, CORRECT_SIDE)
+    assert (vs["perception_incorrect"].value, vs["perception_incorrect"].reason) == (None, ERROR_SIDE)
+
+
+def test_shortcut_block_half_of_uneven_trials_and_its_keys():
+    """`k=None`: each item needs half of its own trials (001 §2.3's 5 of 10), rounded up: 2 of 4 trials flags,
+    2 of 5 does not; the block names its runs sorted, its trial range and its rule."""
+    items = make_items([("q", "f", "TA", {}), ("r", "f", "TA", {}), ("s", "f", "TA", {})])
+    runs = [make_run(f"t{i}", {"q": i < 2, **({"r": i < 2} if i < 4 else {})}, input_mode="text")
+            for i in (4, 0, 3, 1, 2)]  # q: 2 of 5 trials, r: 2 of 4, s: never asked
+    out = spur.shortcut_summary(items, runs)
+    assert out["model"] == "m" and out["pooled"] is False and out["models"] == ["m"]
+    assert (out["flagged"].k, out["flagged"].n) == (1, 2) and out["flagged_items"] == ["r"]
+    assert out["k"] == "half of the trials" and out["trials"] == {"min": 4, "max": 5}
+    assert out["runs"] == ["t0", "t1", "t2", "t3", "t4"]
+    fixed = spur.shortcut_summary(items, runs, k=2)
+    assert fixed["k"] == 2 and fixed["flagged_items"] == ["q", "r"]
+
+
+def test_shortcut_block_without_any_text_prediction_gives_its_reason():
+    items = make_items([("q", "f", "TA", {})])
+    other = make_run("t", {"elsewhere": True}, input_mode="text")  # answers no item of this benchmark
+    out = spur.shortcut_summary(items, [other])
+    assert out["flagged"].value is None and out["flagged"].reason == "no item has a text-only prediction"
+    assert (out["flagged"].k, out["flagged"].n) == (0, 0) and out["trials"] == {"min": 0, "max": 0}
+    assert out["flagged_items"] == []
+    flags = spur.shortcut_flags(items, [other])
+    assert flags.to_dict("records") == [{"item_id": "q", "n_trials": 0, "n_correct": 0, "flagged": False}]
+
+
+@pytest.mark.parametrize(("k", "shown"), [(None, "half of the trials"), (3, 3)])
+def test_shortcut_headline_with_several_models_and_no_choice(k, shown):
+    items, _, text = _two_model_runs()
+    out = spur.shortcut_summary(items, text, k=k)
+    assert out["model"] is None and out["pooled"] is False and out["k"] == shown
+    assert out["runs"] == [] and out["flagged_items"] == []
+    assert out["flagged"].reason == ("2 text-only models (gpt-4o, qwen): the filter is counted per model (001 "
+                                     "§2.3); choose one (score --shortcut-model ID) or pool them (--shortcut-pool)")
+
+
+def test_shortcut_model_refused_when_there_is_no_text_only_run():
+    with pytest.raises(MetricUndefined, match=re.escape("(text-only models: none)")):
+        spur.shortcut_summary(make_items([("q", "f", "TA", {})]), [], model="gpt-4o")

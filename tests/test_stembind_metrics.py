@@ -202,6 +202,9 @@ def test_binding_gap_undefined_without_stratum():
     out = sb.score(items, run)
     assert out["binding_gap"].value is None and out["binding_gap"].n == 0
     assert "every P probe" in out["binding_gap"].reason
+    # F | P, R is 1 - BG over the same stems (docs/METRICS.md): undefined alike, over none of them
+    fpr = out["f_given_pr"]
+    assert (fpr.value, fpr.k, fpr.n, fpr.reason) == (None, 0, 0, out["binding_gap"].reason)
 
 
 def test_paper_pooled_binding_gap_d2():
@@ -528,6 +531,8 @@ def test_l2_profile_step_acc_histograms_and_attr_tag():
         "S1": (1, 3), "S2": (1, 3), "S3": (1, 3), "S4": (0, 3)}
     assert (l2["inconsistent"].k, l2["inconsistent"].n) == (2, 4)
     assert l2["first_failure_disagreements"] == 1  # d-F: the judge said S3, the rule gives S2
+    assert set(l2) == {"n_traces", "step_acc", "first_failure", "first_failure_f_wrong", "inconsistent",
+                       "first_failure_disagreements"}  # L3's AttrTag has its own key, below
     assert out["l3_attr_tag"] == {
         "mixed": {"S1": 0, "S2": 0, "S3": 1, "S4": 0, "none": 1},
         "perception-heavy": {"S1": 1, "S2": 1, "S3": 0, "S4": 0, "none": 0},
@@ -648,3 +653,112 @@ def test_empty_run_gives_reasons_not_zeros():
     assert out["decomposition"]["solved"].value is None
     assert out["binding_gap"].value is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in to_jsonable(out).values())
+
+
+# --------------------------------------------------------------------------- survivors of `make mutation` (#28)
+
+
+def test_vg_per_kind_intervals_and_reason_without_common_items():
+    """Each kind's VG carries its own paired interval at the seed given (stems a, b: the full run 1 of 1 P
+    probe in each, the text run 0 of 1 in a and 1 of 1 in b); no item answered by both runs gives the reason."""
+    items = _three_stems()
+    full = make_run("full", {i: True for i in items["item_id"]})
+    text = make_run("text", {i: i != "a-P0" for i in items["item_id"]}, input_mode="text")
+    vg = sb.visual_gain(items, full, text, seed=11)
+    assert vg["P"].value == pytest.approx(0.5)
+    assert vg["P"].ci == diff_interval([1, 1], [1, 1], [0, 1], [1, 1], seed=11)
+    apart = make_run("text", {"elsewhere": True}, input_mode="text")
+    none = sb.visual_gain(items, full, apart, seed=None)
+    assert none["overall"].value is None and none["overall"].reason == "no items answered by both runs"
+    assert none["F"].reason == "no F items answered by both runs"
+
+
+def test_think_gain_cap_hit_count_undefined_with_the_reason():
+    items = _three_stems()
+    ids = list(items["item_id"])
+    direct = make_run("d", {i: True for i in ids}, {i: 5.0 for i in ids})  # no max_tokens
+    thinking = make_run("t", {i: True for i in ids}, {i: 5.0 for i in ids}, strategy="thinking", max_tokens=64)
+    tg = sb.think_gain(items, direct, thinking, seed=None)
+    assert tg["n_cap_hit"].value is None and tg["n_cap_hit"].reason == "run 'd': the config has no max_tokens"
+
+
+def test_cap_hit_items_include_the_first_item_row():
+    items = _three_stems()
+    run = make_run("d", {"a-P0": True, "b-F": True}, {"a-P0": 64.0, "b-F": 3.0}, max_tokens=64)
+    hit, reason = sb.cap_hit_items(items, run)
+    assert reason is None and hit.tolist() == [True, False, False, False, False, False]
+
+
+def test_error_audit_rates_of_absent_categories_and_the_no_run_reason():
+    items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1)])
+    labels = pd.DataFrame({"item_id": ["a-F", "b-F"], "category": ["rule_absent", None]})
+    out = sb.error_audit(items, None, labels)
+    assert (out["rates"]["rule_absent"].k, out["rates"]["rule_absent"].n) == (1, 2)
+    assert (out["rates"]["rule_mutation"].k, out["rates"]["rule_mutation"].n) == (0, 2)
+    assert out["by_tercile"] == {"reason": "no run given for trace lengths"}
+
+
+def test_error_audit_labels_with_numeric_item_ids_match_the_items():
+    """Labels read from a spreadsheet may give item ids as numbers; they still name the items."""
+    rows = [_item("1", "s1", "P", "RI-Pos"), _item("2", "s1", "F", "RI-Pos"), _item("3", "s2", "F", "RI-Pos")]
+    items = pd.DataFrame(rows)
+    out = sb.error_audit(items, None, pd.DataFrame({"item_id": [2, 3], "category": ["rule_absent", None]}))
+    assert out["n_items"] == 2 and (out["rates"]["rule_absent"].k, out["no_error"].k) == (1, 1)
+
+
+def test_l2_profile_matches_judgements_to_their_own_repeat():
+    """Two repeats of one F item, wrong in repeat 0 and right in repeat 1: only repeat 0's judgement is an
+    F-wrong trace (judgements and predictions are matched on item, rotation and repeat)."""
+    items = make_items([("a", "RI-Pos", 1)])
+    preds = pd.concat([make_run("r", {"a-F": False}).preds, make_run("r", {"a-F": True}).preds.assign(repeat=1)],
+                      ignore_index=True)
+    run = RunData("r", "sb", "stembind", {"model": "m"}, preds)
+    judged = pd.DataFrame({"item_id": ["a-F", "a-F"], "repeat": [0, 1], "S1": [1, 1], "S2": [0, 1],
+                           "S3": [1, 1], "S4": [1, 1]})
+    out = sb.l2_profile(items, run, judged)
+    f_wrong = out["first_failure_f_wrong"]
+    assert (f_wrong["S2"].k, f_wrong["S2"].n) == (1, 1) and f_wrong["S1"].k == 0
+
+
+def test_find_ssa_runs_prefers_an_explicit_h0_and_finds_the_base_for_an_ssa_run():
+    """A run that says H0 stands for H0 over the unaugmented run; scoring an SSA-level run, the model's
+    unaugmented run of the same strategy stands for H0."""
+    base = make_run("base", {"s0-F": True})
+    h0 = make_run("h0", {"s0-F": True}, ssa_level="H0")
+    h3 = make_run("h3", {"s0-F": True}, ssa_level="H3")
+    assert {k: r.name for k, r in sb.find_ssa_runs(base, [h0, h3]).items()} == {"H0": "h0", "H3": "h3"}
+    assert {k: r.name for k, r in sb.find_ssa_runs(h3, [base]).items()} == {"H0": "base", "H3": "h3"}
+
+
+def test_prefetch_then_score_gives_the_numbers_of_score_alone():
+    """`prefetch` resamples, in one pass, the columns `score` will bootstrap for a direct / thinking pair
+    (ThinkGain without cap-hit items included); the numbers are those of `score` without it."""
+    from core import stats
+
+    items = _three_stems()
+    ids = list(items["item_id"])
+    direct = make_run("d", {i: i != "a-P0" for i in ids}, {i: 100.0 if i == "b-F" else 10.0 for i in ids},
+                      max_tokens=100)
+    thinking = make_run("t", {i: i != "b-R" for i in ids}, {i: 10.0 for i in ids}, strategy="thinking",
+                        max_tokens=100)
+    alone = to_jsonable(sb.score(items, direct, [thinking]))
+    with stats.ScoringContext().active():
+        sb.prefetch(items, [direct, thinking])
+        shared = to_jsonable(sb.score(items, direct, [thinking]))
+    assert shared == alone
+    assert alone["think_gain"]["n_cap_hit"]["k"] == 1
+
+
+def test_vg_interval_resamples_stems_in_the_order_the_pair_first_answers_them():
+    """The paired interval's clusters are the stems in order of first appearance among the paired rows (the
+    text run's order): a text run answering stem b first resamples (b, a), inside a ScoringContext too."""
+    from core import stats
+
+    items = make_items([("a", "RI-Pos", 2), ("b", "RI-Pos", 1)])
+    order = ["b-P0", "b-R", "b-F", "a-P0", "a-P1", "a-R", "a-F"]
+    text = make_run("text", {i: i in ("b-P0", "a-R") for i in order}, input_mode="text")
+    full = make_run("full", {i: True for i in items["item_id"]})
+    expected = diff_interval([3, 4], [3, 4], [1, 1], [3, 4], seed=5)  # full minus text over (b, a)
+    assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
+    with stats.ScoringContext().active():
+        assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
