@@ -5,7 +5,8 @@ tokens) are imported into a fresh store per repeat; that store is then copied on
 indexed, all in one sitting, in CPU seconds of this process (what a loaded machine distorts least):
 
 - `import`: the 24 imports (`import_predictions`, the real path), the denominator of every ratio;
-- `product`: `db.search.refresh` as shipped (migration 009: external content, `search_keys`, merges 16 at a time);
+- `product`: `db.search.refresh` as shipped (migrations 009-010: external content, `search_keys`, merges 16 at a
+  time);
 - `product_no_merge`: the same with `crisismerge` 64, so the 24 runs' segments are never merged (the merge's
   share; deferring it is not a saving: a store of 64 runs pays it);
 - `read`: reading the text alone (`SELECT` of every response and trace, no index);
@@ -56,10 +57,8 @@ def _copy(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _product(path: Path, crisismerge: int | None = None, foreign_keys: bool = True) -> None:
+def _product(path: Path, crisismerge: int | None = None) -> None:
     store = Store(path)
-    if not foreign_keys:
-        store.conn.execute("PRAGMA foreign_keys = OFF")
     if crisismerge is not None:
         with store.write() as conn:
             conn.execute("INSERT INTO search_predictions(search_predictions, rank) VALUES ('crisismerge', ?)",
@@ -96,7 +95,6 @@ def _read(path: Path) -> None:
 VARIANTS: dict[str, Callable[[Path], None]] = {
     "product": _product,
     "product_no_merge": lambda p: _product(p, crisismerge=64),
-    "product_no_fk": lambda p: _product(p, foreign_keys=False),
     "read": _read,
     "full_floor": lambda p: _floor(p, "full"),
     "none_floor": lambda p: _floor(p, "none"),
