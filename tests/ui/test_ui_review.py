@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 from conftest import copy_store, run_cli
-from uiharness import browser, open_page, running_app
+from uiharness import browser, open_page, running_app, settle
 
 from core import groups as G
 
@@ -64,6 +64,9 @@ def env(served):
     page.wait_for_selector("#cc-browse-list [role=gridcell]", timeout=60000)
     choose(page, "cc-benchmark", re.compile(rf"^{BENCH} \("))
     page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('sb-001')", timeout=30000)
+    # the benchmark's chained events (its runs, then every tab's pickers from them) come back before a test picks:
+    # Compare's run pickers answered after a test had picked its runs and put the defaults back (a clean-clone run)
+    settle(page, "Browse", via="Compare")
     yield {"page": page, "store": served["store"], "db": served["db"], "runs": served["runs"]}
     page.context.close()
 
