@@ -179,21 +179,39 @@ _ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
 _ROTATION, _REPEAT, _TOKENS = _BY_NAME["rotation"], _BY_NAME["repeat"], _BY_NAME["tokens"]
 
 
+_TOKENS_LO, _TOKENS_HI = _TOKENS.lo, _TOKENS.hi
+
+
+def usual_fields(obj: Any) -> tuple[str, str, int | None] | None:
+    """(item_id, response, tokens or None) of a line holding those fields alone, well-formed (most lines of an
+    import: every other field takes its default); None for any other line, which `prediction_fields` reads."""
+    if type(obj) is dict:
+        n = len(obj)
+        if n <= 3:
+            get = obj.get
+            item_id, response = get("item_id"), get("response")
+            if type(item_id) is str and item_id and type(response) is str:
+                if n == 2:
+                    return item_id, response, None
+                tokens = get("tokens")
+                if type(tokens) is int and _TOKENS_LO <= tokens <= _TOKENS_HI:
+                    return item_id, response, tokens
+    return None
+
+
 def prediction_fields(obj: Any) -> PredictionFields | None:
     """The fields of a well-formed predictions line by plain type tests (the common case, and fast); None when
     some field needs `check_prediction_line`, which then accepts or rejects the line by the same table."""
+    usual = usual_fields(obj)
+    if usual is not None:  # no other field to look at
+        return usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None
     if type(obj) is not dict:
         return None
     get = obj.get
     item_id, response = get("item_id"), get("response")
     if type(item_id) is not str or not item_id or type(response) is not str:
         return None
-    n = len(obj)
-    if n == 2:  # the shortest line, and (with tokens) the usual one: no other field to look at
-        return item_id, response, "", None, 0, 0, "all", None, None, None
     tokens = get("tokens")
-    if n == 3 and type(tokens) is int and _TOKENS.lo <= tokens <= _TOKENS.hi:
-        return item_id, response, "", None, 0, 0, "all", None, tokens, None
     accepts = _ACCEPTS
     for key, value in obj.items():
         test = accepts.get(key)
