@@ -39,7 +39,7 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     if not isinstance(obj, dict):
         report.error(file, line, "(line)", "expected a JSON object")
         return None
-    before = len(report.errors)
+    before = len(report.issues)
     family = obj.get("benchmark")
     if family is None:
         report.error(file, line, "benchmark", f"missing required field (expected one of {', '.join(families.names())})")
@@ -68,7 +68,7 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
     elif letters and (not isinstance(answer, str) or answer not in options):  # type: ignore[operator]
         report.error(file, line, "answer", f"{answer!r:.40} is not an option letter (expected one of {letters})")
     images = obj.get("images", [])
-    if not isinstance(images, list) or not all(isinstance(p, str) and p for p in images):
+    if not isinstance(images, list) or (images and not all(isinstance(p, str) and p for p in images)):
         report.error(file, line, "images", "expected a list of relative image paths")
         images = []
     meta = obj.get("meta", {})
@@ -82,11 +82,11 @@ def parse_item(obj: Any, file: str, line: int, report: Report) -> Item | None:
         if not isinstance(stages, dict) or not all(isinstance(stages.get(s), str) for s in STAGES):
             report.error(file, line, "stages", "expected an object with text for each of S1, S2, S3, S4")
             stages = None
-    unknown = sorted(set(obj) - ITEM_FIELDS)
+    unknown = [] if obj.keys() <= ITEM_FIELDS else sorted(set(obj) - ITEM_FIELDS)
     if unknown:
         report.warn(file, line, ",".join(unknown), "unknown field(s) ignored (put free data under meta)")
-    if len(report.errors) > before:
-        return None
+    if any(i.severity == "error" for i in report.issues[before:]):  # this line's own (counting every error of
+        return None  # the report at each line made a file with a warning per line quadratic)
     return Item(benchmark=str(family), item_id=str(item_id), group_id=str(group_id), split=str(split),
                 kind=str(kind or ""), variant=str(variant or ""), question=str(question), options=dict(options or {}),
                 answer=str(answer), images=[], image_names=list(images), meta=meta, stages=stages, line=line)
@@ -179,21 +179,39 @@ _ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
 _ROTATION, _REPEAT, _TOKENS = _BY_NAME["rotation"], _BY_NAME["repeat"], _BY_NAME["tokens"]
 
 
+_TOKENS_LO, _TOKENS_HI = _TOKENS.lo, _TOKENS.hi
+
+
+def usual_fields(obj: Any) -> tuple[str, str, int | None] | None:
+    """(item_id, response, tokens or None) of a line holding those fields alone, well-formed (most lines of an
+    import: every other field takes its default); None for any other line, which `prediction_fields` reads."""
+    if type(obj) is dict:
+        n = len(obj)
+        if n <= 3:
+            get = obj.get
+            item_id, response = get("item_id"), get("response")
+            if type(item_id) is str and item_id and type(response) is str:
+                if n == 2:
+                    return item_id, response, None
+                tokens = get("tokens")
+                if type(tokens) is int and _TOKENS_LO <= tokens <= _TOKENS_HI:
+                    return item_id, response, tokens
+    return None
+
+
 def prediction_fields(obj: Any) -> PredictionFields | None:
     """The fields of a well-formed predictions line by plain type tests (the common case, and fast); None when
     some field needs `check_prediction_line`, which then accepts or rejects the line by the same table."""
+    usual = usual_fields(obj)
+    if usual is not None:  # no other field to look at
+        return usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None
     if type(obj) is not dict:
         return None
     get = obj.get
     item_id, response = get("item_id"), get("response")
     if type(item_id) is not str or not item_id or type(response) is not str:
         return None
-    n = len(obj)
-    if n == 2:  # the shortest line, and (with tokens) the usual one: no other field to look at
-        return item_id, response, "", None, 0, 0, "all", None, None, None
     tokens = get("tokens")
-    if n == 3 and type(tokens) is int and _TOKENS.lo <= tokens <= _TOKENS.hi:
-        return item_id, response, "", None, 0, 0, "all", None, tokens, None
     accepts = _ACCEPTS
     for key, value in obj.items():
         test = accepts.get(key)

@@ -124,6 +124,7 @@ def read_delimited(path: Path, report: Report, delimiter: str) -> tuple[list[str
         dup = sorted({c for c in header if header.count(c) > 1})
         report.error(name, 1, "(header)", f"repeated column name(s): {', '.join(dup)}")
     rows = []
+    width = len(header)
     start = reader.line_num + 1
     while True:
         try:
@@ -133,11 +134,12 @@ def read_delimited(path: Path, report: Report, delimiter: str) -> tuple[list[str
         except csv.Error as exc:
             report.error(name, start, "(line)", f"malformed row ({exc})")
             break
-        if cells and any(c.strip() for c in cells):
-            if len(cells) > len(header):
-                report.error(name, start, "(line)", f"{len(cells)} cells but the header names {len(header)} columns")
+        if cells and any(map(str.strip, cells)):
+            if len(cells) > width:
+                report.error(name, start, "(line)", f"{len(cells)} cells but the header names {width} columns")
             else:
-                rows.append((start, dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))))
+                rows.append((start, dict(zip(header, cells if len(cells) == width else cells + [""] * (width - len(cells)),
+                                             strict=True))))
         start = reader.line_num + 1
     return header, rows
 
@@ -209,7 +211,8 @@ def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], l
         it = parse_item(obj, file, no, report)
         if it is None:
             continue
-        images.attach(it, pics, file, no, named=True)
+        if pics:
+            images.attach(it, pics, file, no, named=True)
         items.append(it)
     fams = check_item_set(items, name, report)
     if fams and report.ok:

@@ -15,12 +15,20 @@ import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from core import families
-from core.formats import PredictionFields, check_prediction_line, prediction_fields, prediction_key
+from core.formats import (
+    PredictionFields,
+    check_prediction_line,
+    prediction_fields,
+    prediction_key,
+    usual_fields,
+)
 from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
@@ -127,6 +135,15 @@ def _line_fields(objs: list[tuple[int, Any]], name: str, report: Report
     return out
 
 
+def _first_item(objs: list[tuple[int, Any]]) -> str | None:
+    """The item_id of the first line whose key can be read (it tells the benchmark when no other source does)."""
+    for _no, obj in objs:
+        key = prediction_key(obj)
+        if key is not None:
+            return key[0]
+    return None
+
+
 def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
                             model: str | None, config: dict[str, Any] | None, benchmark: str | None,
                             replace: bool, after: _After | None = None) -> ImportResult:
@@ -135,12 +152,13 @@ def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]
     line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
     (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
     name = path.name
-    lines = _line_fields(objs, name, report)
     if not objs and report.ok:
         report.error(name, 0, "(file)", "no predictions in the file")
-    first = next((key[0] for _, _, key in lines if key is not None), None)
-    bench = resolve_benchmark(store, run, benchmark, first, report, name)
+    told = Report()  # why the benchmark cannot be told, listed after every line's field problems
+    bench = resolve_benchmark(store, run, benchmark, _first_item(objs), told, name)
     if bench is None:  # nothing to check items against
+        _line_fields(objs, name, report)
+        report.issues.extend(told.issues)
         if report.ok:
             report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
         refuse(report)
@@ -151,66 +169,113 @@ def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]
     # a new run's id: the one SQLite gives it (the largest plus one), checked again inside the write transaction
     run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
     parser = (config or {}).get("parser") or families.get(b["family"]).parser
-    rows, where = _rows(store, int(b["id"]), bench, parser, run_id, lines, name, report)
+    good = _rows(store, int(b["id"]), bench, parser, run_id, objs, name, report)
     if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
         report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
                      "choose another --run name")
         refuse(report)
     # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
-    return _write_predictions(store, path, run, model, b, cfg, digest, existing, rows, where, replace, report,
-                              after=after)
+    return _write_predictions(store, path, run, model, b, cfg, digest, existing, good, replace, report, after=after)
 
 
-def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int,
-          lines: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]], name: str, report: Report
-          ) -> tuple[list[_PredRow], list[_Line]]:
-    """The predictions rows of the lines without any problem (in file order) and where each came from; every
-    unknown item, duplicate key and letter problem in `report`."""
+@dataclass(slots=True)
+class _Good:
+    """The rows of the lines without any problem. The usual lines (item_id, response and maybe tokens: most of an
+    import) are `plain` (item pk, response, letter, status, tokens), the other columns constant (`_plain_insert`),
+    with their file lines `plain_at`; every other line's row is whole in `other`, with where it came from
+    (`other_at`) and how many plain rows came before it in the file (`other_after`)."""
+
+    plain: list[tuple[Any, ...]] = field(default_factory=list)
+    plain_at: list[int] = field(default_factory=list)
+    other: list[_PredRow] = field(default_factory=list)
+    other_at: list[_Line] = field(default_factory=list)
+    other_after: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.plain) + len(self.other)
+
+    def statuses(self) -> Counter[str]:
+        return Counter(map(itemgetter(3), self.plain)) + Counter(map(itemgetter(7), self.other))
+
+    def in_file_order(self, run_id: int, item_ids: dict[int, str]) -> tuple[list[_PredRow], list[_Line]]:
+        """Every row whole and where it came from, in file order (`item_ids`: item pk -> item_id)."""
+        rows: list[_PredRow] = []
+        where: list[_Line] = []
+        done = 0  # plain rows taken
+
+        def plain_upto(end: int) -> None:
+            nonlocal done
+            for p, no in zip(self.plain[done:end], self.plain_at[done:end], strict=True):
+                rows.append((run_id, p[0], 0, 0, p[1], p[2], p[2], p[3], None, "all", None, p[4], None, None))
+                where.append((no, item_ids[p[0]], 0, 0))
+            done = max(done, end)
+
+        for row, at, after in zip(self.other, self.other_at, self.other_after, strict=True):
+            plain_upto(after)
+            rows.append(row)
+            where.append(at)
+        plain_upto(len(self.plain))
+        return rows, where
+
+
+def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: list[tuple[int, Any]], name: str,
+          report: Report) -> _Good:
+    """The rows of the lines without any problem and where each came from. Each line is read by the line schema
+    (core/formats.PREDICTION_LINE): the usual line by `usual_fields`, any other by its plain type tests and, where
+    they do not decide, by the full check, which reports each problem; every field problem is reported first (in
+    file order), then every unknown item, duplicate key and letter problem. A line's key is read as far as it can
+    be on a line with other errors, so its unknown item or duplicate is reported too."""
     keys = store.item_keys(bid)
     option_cache: dict[int, dict[str, str]] = {}
 
-    def options_of(pk: int) -> Callable[[], dict[str, str] | None]:
-        def load() -> dict[str, str] | None:
-            if not option_cache:
-                option_cache.update(store.item_options(bid))
-            return option_cache.get(pk)
-        return load
+    def options(pk: int) -> dict[str, str] | None:
+        if not option_cache:
+            option_cache.update(store.item_options(bid))
+        return option_cache.get(pk)
 
-    seen: dict[tuple[str, int, int], int] = {}
-    rows: list[_PredRow] = []
-    where: list[_Line] = []
-    keys_get, seen_get, add_row, add_where = keys.get, seen.get, rows.append, where.append
-    for no, f, key in lines:
-        if f is not None and f[2] == "" and f[3] is None and f[4] == 0:  # the usual line: the parser decides
-            item = keys_get(f[0])
-            if item is not None and item[1] and key not in seen:
-                parsed = fast_parse(f[1], item[1], parser) or full_parse(f[1], item[1], parser,
-                                                                           options_of(item[0])() or None)
-                seen[(f[0], 0, f[5])] = no
-                add_row((run_id, item[0], 0, f[5], f[1], parsed[1], parsed[1], parsed[0], f[9], f[6], f[7], f[8],
-                         None, None))
-                add_where((no, f[0], 0, f[5]))
+    later = Report()  # the problems of the lines' items, keys and letters
+    seen: dict[tuple[str, int, int], int] = {}  # the first line of each key
+    seen0: dict[str, int] = {}  # ... of each key with rotation and repeat 0, by item_id
+    good = _Good()
+    keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
+    for no, obj in objs:
+        usual = usual_fields(obj)
+        if usual is not None:  # the usual line: the parser decides
+            item = keys_get(usual[0])
+            if item is not None and item[1] and usual[0] not in seen0:
+                parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
+                                                                             options(item[0]) or None)
+                seen0[usual[0]] = no
+                add_plain((item[0], usual[1], parsed[1], parsed[0], usual[2]))
+                add_at(no)
                 continue
+        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
+        key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
         if key is None:
             continue
         info = keys_get(key[0])
         if info is None:
-            report.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
+            later.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
             continue
-        first = seen_get(key)
+        first = seen0.get(key[0]) if key[1] == 0 and key[2] == 0 else seen.get(key)
         if first is not None:
-            report.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
-                         f"repeat {key[2]} (first on line {first})")
+            later.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                        f"repeat {key[2]} (first on line {first})")
             continue
-        seen[key] = no
+        if key[1] == 0 and key[2] == 0:
+            seen0[key[0]] = no
+        else:
+            seen[key] = no
         if f is None:
             continue
-        decided = _decide(f, info[1], parser, name, no, report, options_of(info[0]))
+        decided = _decide(f, info[1], parser, name, no, later, partial(options, info[0]))
         if decided is not None:
-            add_row((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7], f[8],
-                     None, None))
-            add_where((no, key[0], key[1], key[2]))
-    return rows, where
+            good.other.append((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6],
+                               f[7], f[8], None, None))
+            good.other_at.append((no, key[0], key[1], key[2]))
+            good.other_after.append(len(good.plain))
+    report.issues.extend(later.issues)
+    return good
 
 
 def _run_config(model: str | None, config: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
@@ -259,66 +324,54 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
 
 
 def _plain_insert(run_id: int) -> str:
-    """The INSERT of plain rows (see `_plain_rows`) into run `run_id`, the constant columns written into it (fewer
+    """The INSERT of plain rows (`_Good.plain`) into run `run_id`, the constant columns written into it (fewer
     values to bind per row)."""
     return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
             " input_mode, trace, tokens, latency, probs) VALUES"
             f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
 
 
-def _plain_rows(rows: list[_PredRow]) -> tuple[list[tuple[Any, ...]], list[_PredRow]]:
-    """(item pk, response, letter, status, tokens) of the rows with rotation and repeat 0, input mode all and no
-    error, trace, latency or probs (most of an import), and the other rows as they are."""
-    plain: list[tuple[Any, ...]] = []
-    other: list[_PredRow] = []
-    add_plain, add_other = plain.append, other.append
-    for r in rows:
-        if r[2] == 0 and r[3] == 0 and r[9] == "all" and r[8] is None and r[10] is None and r[12] is None \
-                and r[13] is None:
-            add_plain((r[1], r[4], r[5], r[7], r[11]))
-        else:
-            add_other(r)
-    return plain, other
-
-
 def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
-                       cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, rows: list[_PredRow],
-                       where: list[_Line], replace: bool, report: Report, after: _After | None = None
-                       ) -> ImportResult:
-    """Write validated rows (one per good file line, in order; `where` their lines) in one transaction; with an
-    existing run only the new or (with `replace`) changed ones, refusing other changes."""
+                       cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, good: _Good,
+                       replace: bool, report: Report, after: _After | None = None) -> ImportResult:
+    """Write the validated rows of the good lines in one transaction; with an existing run only the new or (with
+    `replace`) changed ones, refusing other changes."""
     name = path.name
-    n_lines = len(rows)
+    n_lines = len(good)
     replaced: dict[tuple[int, int, int], str | None] = {}
     lines_of: dict[tuple[int, int, int], int] = {}
+    item_ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()} if existing is not None else {}
+    rows: list[_PredRow] | None = None  # every row whole, in file order, where they are not written as plain rows
     if existing is not None:
+        rows, where = good.in_file_order(existing[0], item_ids)
         rows, replaced, lines_of = _against_stored(store, existing[0], run, rows, where, replace, name, report)
     refuse(report)  # every problem of the file (from the line checks, or conflicts found here)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
-        if existing is None:
-            run_id = _insert_run(conn, run, b, model, cfg, digest)
-            if rows and rows[0][0] != run_id:  # another writer took the expected id meanwhile
-                rows = [(run_id, *row[1:]) for row in rows]
-        else:
-            run_id = existing[0]
+        run_id = _insert_run(conn, run, b, model, cfg, digest) if existing is None else existing[0]
         # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
         # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
         if not predictions.has_rows(store, run_id):
-            plain, other = _plain_rows(rows)
-            conn.executemany(_plain_insert(run_id), plain)
-            conn.executemany(store.PRED_INSERT, other)
+            if rows is None:
+                conn.executemany(_plain_insert(run_id), good.plain)
+                other = good.other
+                if other and other[0][0] != run_id:  # another writer took the expected id meanwhile
+                    other = [(run_id, *row[1:]) for row in other]
+                conn.executemany(store.PRED_INSERT, other)
+            else:
+                conn.executemany(store.PRED_INSERT, rows)
         else:
+            if rows is None:  # leftovers under the new run's id
+                rows = good.in_file_order(run_id, {v[0]: k for k, v in store.item_keys(int(b["id"])).items()})[0]
             if existing is not None and replace:
                 settled = settle_replaced(conn, run_id, replaced, f"import of {name}")
-                ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
-                _report_settled(report, name, run, settled, lines_of, ids)
+                _report_settled(report, name, run, settled, lines_of, item_ids)
             # what another tool kept beside a replaced response no longer goes with it (the new file's own
             # extras, if any, are written by `after` below)
             conn.executemany("DELETE FROM prediction_sources WHERE run_id = ? AND item_pk = ? AND rotation = ?"
                              " AND repeat = ?", [(run_id, *k) for k in replaced])
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
-        n_rows = len(rows)
+        n_rows = len(good) if rows is None else len(rows)
         if n_rows and existing is not None:  # caches keyed on the run's revision see the added or replaced rows
             touch_run(conn, run_id)
         if n_rows and after is not None:
@@ -326,7 +379,8 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
         if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
-    report.counts = {**_counts(n_lines, n_rows, Counter(map(itemgetter(7), rows))), **report.counts}
+    statuses = good.statuses() if rows is None else Counter(map(itemgetter(7), rows))
+    report.counts = {**_counts(n_lines, n_rows, statuses), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 
 

@@ -90,7 +90,11 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode  # json.du
 
 
 def _dumps(value: Any) -> str | None:
-    return None if value is None else _ENCODE(value)
+    if value is None:
+        return None
+    if not value and type(value) in (list, dict):  # most items' images, image names or meta: what _ENCODE gives
+        return "[]" if type(value) is list else "{}"
+    return _ENCODE(value)
 
 
 def _objects(col: pd.Series) -> pd.Series:
@@ -135,6 +139,27 @@ def _loads_fast(value: str) -> Any:
 
 def _loads(value: str | None) -> Any:
     return None if value is None else json.loads(value)
+
+
+_ITEMS_INSERT = ("INSERT INTO items (benchmark_id, item_id, group_id, split, kind, variant, question, options,"
+                 " letters, answer, images, image_names, meta, stages, line) VALUES ")
+_ITEMS_PER_INSERT = 500
+
+
+def _insert_items(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert items rows (the columns of _ITEMS_INSERT), up to _ITEMS_PER_INSERT rows per INSERT statement. The
+    full-text index's trigger (search_items_ai, db/schema.py) writes each row into an FTS5 table, and FTS5 writes
+    its pending terms out as a new index segment at the end of every statement: one statement per item (an
+    executemany) made a segment, and merges, per item, at three times the cost of the rows themselves. The index
+    holds every row at commit either way."""
+    if not rows:
+        return
+    width = len(rows[0])
+    per = max(1, min(_ITEMS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    one = f"({', '.join('?' * width)})"
+    for start in range(0, len(rows), per):
+        part = rows[start:start + per]
+        conn.execute(_ITEMS_INSERT + ", ".join([one] * len(part)), [v for row in part for v in row])
 
 
 class Store:
@@ -334,13 +359,10 @@ class Store:
                 (name, family, source, sha256, len(items), now()),
             )
             bid = int(cur.lastrowid or 0)
-            conn.executemany(
-                "INSERT INTO items (benchmark_id, item_id, group_id, split, kind, variant, question, options, letters,"
-                " answer, images, image_names, meta, stages, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(bid, it.item_id, it.group_id, it.split, it.kind, it.variant, it.question, _dumps(it.options),
-                  "".join(it.options), it.answer, _dumps(it.images), _dumps(it.image_names), _dumps(it.meta),
-                  _dumps(it.stages), it.line) for it in items],
-            )
+            _insert_items(conn, [(bid, it.item_id, it.group_id, it.split, it.kind, it.variant, it.question,
+                                  _dumps(it.options), "".join(it.options), it.answer, _dumps(it.images),
+                                  _dumps(it.image_names), _dumps(it.meta), _dumps(it.stages), it.line)
+                                 for it in items])
             conn.execute(
                 "INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES ('items', ?, ?, ?, ?, ?)",
                 (source, sha256, name, len(items), now()),

@@ -267,6 +267,27 @@ def test_reimport_changes_nothing(tmp_path, seeded_db):
     assert counts(seeded_db) == before
 
 
+def test_every_item_is_in_the_search_index_at_commit(tmp_path, store):
+    """Items are written 500 rows per INSERT (db.store._insert_items): every item, those of the last, partial
+    statement too, is in the full-text index when the import commits, found by a word only it holds, and a
+    second benchmark's items after them."""
+    from db.importers import import_items
+
+    for name, n in (("first", 1100), ("second", 3)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"benchmark": "generic", "item_id": str(k), "question": f"{name}w{k}x here",
+                                            "options": {"A": "x", "B": "y"}, "answer": "A"}) + "\n"
+                                for k in range(n)), encoding="utf-8")
+        import_items(store, path, name=name)
+        b = store.benchmark(name)
+        for k in range(n):
+            hits = store.conn.execute("SELECT i.benchmark_id, i.item_id FROM search_items s JOIN items i ON i.id = "
+                                      "s.rowid WHERE search_items MATCH ?", (f"{name}w{k}x",)).fetchall()
+            assert hits == [(b["id"], str(k))]
+    assert store.conn.execute("SELECT count(*) FROM search_items WHERE search_items MATCH 'here'").fetchone() == (1103,)
+    store.conn.execute("INSERT INTO search_items(search_items) VALUES ('integrity-check')")
+
+
 # ---- predictions ---------------------------------------------------------------------------------------------
 
 

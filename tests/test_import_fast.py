@@ -122,12 +122,14 @@ def outcome(store, fn) -> tuple:
 
 
 def reference_import(store, path: Path, run: str, **kw):
-    """The same import with every line read by the full check (`check_prediction_line`)."""
+    """The same import with every line read by the full check (`check_prediction_line`): the usual lines'
+    and the plain type tests switched off."""
     from core.report import Report
     from db import import_predictions as importers
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(importers, "prediction_fields", lambda obj: None)
+        mp.setattr(importers, "usual_fields", lambda obj: None)
         report = Report()
         objs = importers._read_prediction_objects(path, report)
         return importers.import_prediction_lines(store, path, objs, report, run, kw.get("model"), kw.get("config"),

@@ -28,6 +28,7 @@ from core.schema import LETTERS
 CIRCULAR = 1_000_000  # VLMEvalKit's offset between circular copies of one question
 REFERENCE_MAX = 64  # an image cell this short is another row's index (image_base.py)
 ITEM_COLUMNS = ("index", "question", "hint", *LETTERS, "answer", "category", "split", "image")
+_ITEM_COLUMNS = frozenset(ITEM_COLUMNS)
 PRED_EXTRACTED = ("extracted", "opt", "pred")  # the extracted letter, under the names the MCQ evaluators use
 PRED_KEPT = ("hit", "log")  # the evaluator's verdict and its log, kept beside the prediction
 
@@ -70,6 +71,8 @@ def _decode(text: str) -> bytes | None:
 
 def read_images(rows: list[tuple[int, dict[str, str]]], file: str, report: Report) -> list[RowImages]:
     """Each row's images, following VLMEvalKit's rules; a bad cell or a dangling reference is an error."""
+    if all("image" not in r and "image_path" not in r for _no, r in rows):  # a TSV without images
+        return [RowImages([], []) for _row in rows]
     by_index = {r.get("index", ""): (no, r.get("image", "")) for no, r in rows}
     decoded: dict[str, bytes | None] = {}  # a referenced cell is decoded once
     out = []
@@ -130,16 +133,17 @@ def item_object(row: dict[str, str], no: int, family: str, file: str, report: Re
         report.error(file, no, "index", "missing (expected the row's index, an integer)")
         return None
     value = int_index(index)
-    options = {c: row[c] for c in LETTERS if not is_null(row.get(c))}
+    # a cell is filled when it is not is_null: for the text cells of a TSV, when it holds more than blanks
+    options = {c: v for c in LETTERS
+               if (v := row.get(c)) is not None and (v.strip() if type(v) is str else not is_null(v))}
     meta: dict[str, Any] = {}
     group = index
     if value is not None and value >= 0 and (value < CIRCULAR or str(value % CIRCULAR) in indices):
         group = str(value % CIRCULAR)
         meta["copy"] = value // CIRCULAR
     for col, text in row.items():
-        if col in ITEM_COLUMNS or col is None or is_null(text):
-            continue
-        meta[col] = text
+        if col not in _ITEM_COLUMNS and col is not None and (text.strip() if type(text) is str else not is_null(text)):
+            meta[col] = text
     if not is_null(row.get("hint")):
         meta["hint"] = row["hint"]
     raw_answer = row.get("answer")
