@@ -1,8 +1,7 @@
-"""Bench: the predictions index of migrations 008, 009 and 010 side by side in one sitting (issue #23).
+"""Bench: the predictions index of migration 008 against 009's, side by side in one sitting (issue #23).
 
 008: `search_predictions` with its own copy of the text, FTS5's default merging. 009 (db/schema.py): external
-content read through a view, `columnsize=0`, a 64 MiB hash, automerge 0. 010: `search_keys` without foreign keys
-(no check of each key against runs and items). bench/search.py's store (2,298 stems,
+content read through a view, `columnsize=0`, a 64 MiB hash, automerge 0. bench/search.py's store (2,298 stems,
 19,533 items, 24 runs with traces) is built afresh for each, the same code otherwise; per repeat and store: the
 import of the 24 runs and `db.search.refresh` of all of them, in CPU seconds of this process (what a loaded
 machine distorts least) and wall seconds, their ratio (target <= 0.25), the store's size and five searches.
@@ -59,8 +58,7 @@ def one(folder: Path, items_path: Path, paths: list[Path], name: str) -> dict[st
 def main() -> int:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     every = list(schema.MIGRATIONS)
-    variants = {"008": [m for m in every if m[0] <= "008_search"],
-                "009": [m for m in every if m[0] <= "009_search_external"], "010": every}
+    variants = {"008": [m for m in every if m[0] <= "008_search"], "009": every}
     results: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -85,9 +83,8 @@ def main() -> int:
                                              round(max(ratios), 3)],
                          "index_cpu_s": round(statistics.median(r["index_cpu"] for r in rows), 2),
                          "mb": round(statistics.median(r["mb"] for r in rows))}
-    value = figures["010"]["index_ratio_cpu"][0]
-    print(json.dumps({"bench": "search_ab", "value": value, "unit": "ratio", "target": 0.25, "figures": figures,
-                      "ok": value <= 0.25}))
+    print(json.dumps({"bench": "search_ab", "value": figures["009"]["index_ratio_cpu"][0], "unit": "ratio",
+                      "target": 0.25, "figures": figures, "ok": figures["009"]["index_ratio_cpu"][0] <= 0.25}))
     return 0
 
 

@@ -5,7 +5,7 @@ tokens) are imported into a fresh store per repeat; that store is then copied on
 indexed, all in one sitting, in CPU seconds of this process (what a loaded machine distorts least):
 
 - `import`: the 24 imports (`import_predictions`, the real path), the denominator of every ratio;
-- `product`: `db.search.refresh` as shipped (migrations 009-010: external content, `search_keys`, merges 16 at a
+- `product`: `db.search.refresh` as shipped (migration 009: external content, `search_keys`, merges 16 at a
   time);
 - `product_no_merge`: the same with `crisismerge` 64, so the 24 runs' segments are never merged (the merge's
   share; deferring it is not a saving: a store of 64 runs pays it);

@@ -392,40 +392,6 @@ def _m009_search_external(db: sqlite_utils.Database) -> None:
         db.execute(ddl)
 
 
-# Migration 010 (issue #23, the cost of keeping the index): `search_keys` and `search_state` without foreign keys.
-# A refresh checked each key it wrote against runs and items, two lookups per prediction: 0.08-0.11 of the import
-# time of bench/search.py's 24 runs, a sixth of their refresh (bench/search_floor.py). A key is only ever made from
-# a stored prediction, which holds those references itself, and no run or item is ever deleted. Both tables are
-# rebuilt with their rows, so the index keeps its rowids and nothing is indexed again; the view and the triggers
-# that name search_keys are dropped and made again (migration 009's text) around the rebuild.
-SEARCH_KEYS_UNCHECKED_DDL = (
-    """CREATE TABLE search_keys (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL,
-        item_pk INTEGER NOT NULL,
-        rotation INTEGER NOT NULL,
-        repeat INTEGER NOT NULL,
-        UNIQUE (run_id, item_pk, rotation, repeat)
-    )""",
-    "CREATE TABLE search_state (run_id INTEGER PRIMARY KEY, revision INTEGER NOT NULL)",
-)
-
-
-def _m010_search_keys_unchecked(db: sqlite_utils.Database) -> None:
-    """`search_keys` and `search_state` as they were, less their REFERENCES clauses (a refresh's key checks)."""
-    around = [ddl for ddl in SEARCH_PREDICTIONS_DDL if ddl.lstrip().startswith(("CREATE VIEW", "CREATE TRIGGER"))]
-    db.execute("DROP VIEW search_prediction_texts")
-    db.execute("DROP TRIGGER search_predictions_ad")
-    db.execute("DROP TRIGGER search_predictions_au")
-    for name, ddl in zip(("search_keys", "search_state"), SEARCH_KEYS_UNCHECKED_DDL, strict=True):
-        db.execute(f"ALTER TABLE {name} RENAME TO {name}_009")
-        db.execute(ddl)
-        db.execute(f"INSERT INTO {name} SELECT * FROM {name}_009")
-        db.execute(f"DROP TABLE {name}_009")
-    for ddl in around:
-        db.execute(ddl)
-
-
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
@@ -436,7 +402,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("007_run_revision", _m007_run_revision),
     ("008_search", _m008_search),
     ("009_search_external", _m009_search_external),
-    ("010_search_keys_unchecked", _m010_search_keys_unchecked),
 ]
 
 

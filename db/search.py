@@ -5,7 +5,7 @@ JSON text, so values and field names both match), `notes` (a label's note and a 
 query is FTS5's syntax (docs/UI.md, "Search"): words (all must match), "a phrase", prefix*, NOT, OR, parentheses.
 A query FTS5 cannot parse (an unbalanced quote) raises BadQuery, naming what is wrong.
 
-The index (tables in db/schema.py, migrations 008 to 010): items, label notes and tags are indexed by triggers in
+The index (tables in db/schema.py, migrations 008 and 009): items, label notes and tags are indexed by triggers in
 the transaction that writes them; predictions per run by `refresh`, which indexes the rows not indexed in every
 run whose revision moved since (db.store.touch_run moves it on every write of a run's predictions: imports,
 `--replace`, live runs); a replaced or changed prediction leaves the index by a trigger as it is written.

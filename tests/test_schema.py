@@ -25,8 +25,7 @@ INDEXES = {"prediction_overrides_key", "run_jobs_run", "group_tags_tag"}
 TRIGGERS = {f"search_{t}_{op}" for t in ("items", "notes", "tags") for op in ("ai", "ad", "au")} | {
     "search_predictions_ad", "search_predictions_au"}
 MIGRATED = ["001_initial", "002_calibration_samples", "003_prediction_overrides", "004_override_layer",
-            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search", "009_search_external",
-            "010_search_keys_unchecked"]
+            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search", "009_search_external"]
 
 
 def _objects(path: Path) -> dict[str, set[str]]:

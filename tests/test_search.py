@@ -193,45 +193,6 @@ def test_a_store_indexed_by_migration_008_moves_to_the_external_index(tmp_path, 
         store.close()
 
 
-def test_migration_010_keeps_the_index_and_drops_the_key_checks(tmp_path, monkeypatch):
-    """A store indexed under migration 009: 010 rebuilds search_keys and search_state without their REFERENCES
-    clauses, keeping every key and its id, so the index is not built again and stays whole through --replace."""
-    from db import schema
-
-    path = tmp_path / "old.db"
-    lines = fe_lines(1, 1)
-    ids = [line["item_id"] for line in lines]
-    rows = [{"item_id": i, "response": f"the answer is B, {'walrus' if n == 0 else 'seal'}", "trace": "the mirror turns"}
-            for n, i in enumerate(ids)]
-    with monkeypatch.context() as m:
-        m.setattr(schema, "MIGRATIONS", [x for x in schema.MIGRATIONS if x[0] <= "009_search_external"])
-        store = Store(path)
-        import_items(store, write_benchmark(tmp_path / "fe", lines), name="fe")
-        import_predictions(store, _preds(tmp_path / "a.jsonl", rows), "run-a")
-        assert _where(search(store, "walrus")) == {(ids[0], "run-a", "response")}
-        keys = store.conn.execute("SELECT * FROM search_keys ORDER BY id").fetchall()
-        state = store.conn.execute("SELECT * FROM search_state").fetchall()
-        assert store.conn.execute("PRAGMA foreign_key_list(search_keys)").fetchall()
-        store.close()
-    store = Store(path)
-    try:
-        conn = store.conn
-        assert len(keys) == len(ids) and conn.execute("SELECT * FROM search_keys ORDER BY id").fetchall() == keys
-        assert conn.execute("SELECT * FROM search_state").fetchall() == state
-        for table in ("search_keys", "search_state"):
-            assert conn.execute(f"PRAGMA foreign_key_list({table})").fetchall() == []
-        assert refresh(store) == 0  # nothing indexed again
-        hits = search(store, "walrus")
-        assert _where(hits) == {(ids[0], "run-a", "response")} and "«walrus»" in hits[0].snippet
-        assert len(search(store, '"mirror turns"', fields=("trace",), limit=None)) == len(ids)
-        rows[0]["response"] = "the answer is C, an octopus"
-        import_predictions(store, _preds(tmp_path / "a2.jsonl", rows[:1]), "run-a", replace=True)
-        assert search(store, "walrus") == [] and _where(search(store, "octopus")) == {(ids[0], "run-a", "response")}
-        _index_is_whole(store)
-    finally:
-        store.close()
-
-
 def test_bad_queries(planted):
     store, _ = planted
     for q in ('"unbalanced', "", "AND", "(a OR", "trace: mirror", "{trace} : mirror", "http://x"):
