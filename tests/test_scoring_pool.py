@@ -189,3 +189,42 @@ def test_workers_score_a_changed_run_from_its_new_rows(demo_db, tmp_path):
     finally:
         p.close()
         s.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z")  # a zombie is gone too
+
+
+def test_workers_end_when_their_server_is_killed():
+    """A server killed with SIGKILL runs no clean-up: its workers (and their forkserver) end by themselves."""
+    import subprocess
+    import sys
+    import time
+
+    from helpers import ROOT
+
+    code = ("import os, signal, sys\n"
+            "from db.bulk import ScoringPool\n"
+            "p = ScoringPool(jobs=2, min_weight=0)\n"
+            "p.start()\n"
+            "print(*p.pids(), flush=True)\n"
+            "sys.stdin.readline()\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    workers = [int(x) for x in proc.stdout.readline().split()]
+    assert len(workers) == 2 and all(_alive(w) for w in workers)
+    forkserver = {int(open(f"/proc/{w}/stat").read().split(") ")[1].split()[1]) for w in workers}
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert proc.wait(60) == -signal.SIGKILL
+    deadline = time.monotonic() + 60  # a bound for a loaded machine, not a speed check: they go within seconds
+    while any(_alive(p) for p in [*workers, *forkserver]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in workers), "scoring workers outlived their killed server"
+    assert not any(_alive(p) for p in forkserver), "the forkserver outlived its killed server"
