@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -83,13 +84,17 @@ def build(folder: Path) -> tuple[Path, float]:
     db = folder / "search.db"
     store = Store(db)
     import_items(store, items_path, name="stembind")
-    paths = write_runs(folder, ids)
-    t = time.perf_counter()
-    for r, p in enumerate(paths):
-        import_predictions(store, p, f"run-{r:02d}", model=f"m{r}")
-    seconds = time.perf_counter() - t
+    seconds = import_runs(store, write_runs(folder, ids))
     store.close()
     return db, seconds
+
+
+def import_runs(store: Store, paths: list[Path], clock: Callable[[], float] = time.perf_counter) -> float:
+    """Import the runs `paths` as run-00, run-01, ... (the real path) and return the seconds they took on `clock`."""
+    t = clock()
+    for r, p in enumerate(paths):
+        import_predictions(store, p, f"run-{r:02d}", model=f"m{r}")
+    return clock() - t
 
 
 def _ms(fn, repeats: int) -> list[float]:

@@ -38,9 +38,9 @@ from pathlib import Path
 
 from benchkit import ROOT  # noqa: F401 - first: puts the root on sys.path
 from score import stembind_items  # noqa: E402
-from search import write_runs  # noqa: E402
+from search import import_runs, write_runs  # noqa: E402
 
-from db.importers import import_items, import_predictions  # noqa: E402
+from db.importers import import_items  # noqa: E402
 from db.schema import SEARCH_TOKENIZE  # noqa: E402
 from db.search import refresh  # noqa: E402
 from db.store import Store  # noqa: E402
@@ -105,10 +105,7 @@ def _imported(folder: Path, items_path: Path, paths: list[Path], rep: int) -> tu
     db = folder / f"base-{rep}.db"
     store = Store(db)
     import_items(store, items_path, name="stembind")
-    c = time.process_time()
-    for r, p in enumerate(paths):
-        import_predictions(store, p, f"run-{r:02d}", model=f"m{r}")
-    seconds = time.process_time() - c
+    seconds = import_runs(store, paths, time.process_time)
     store.close()
     return db, seconds
 
