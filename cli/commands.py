@@ -378,7 +378,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     auth = load_auth(args.auth) if args.auth else None  # a missing or bad file stops here: one line, exit 2
     from ui.serving import cache_pruning
-    from ui.shell import launch
 
     cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
 
@@ -394,6 +393,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.auth:
         print(f"WARNING: serving on {args.host} without --auth: anyone who can reach this port can read the store. "
               "Pass --auth FILE (see README, 'Host it for your lab').", file=sys.stderr)
+    from ui.scores import start_scoring_workers_soon
+
+    start_scoring_workers_soon(store)  # in the background, while gradio is imported and the page is built
+    from ui.shell import launch
+
     launch(store, host=args.host, port=args.port, auth=auth)
     return 0
 

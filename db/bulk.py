@@ -258,18 +258,34 @@ def _pool_ready() -> int:
 
 
 def _pool_held() -> tuple[int, int]:
+    """(items frames, resample count matrices) this worker holds, once the warm-ups sent before have ended."""
+    with _WARM_LOCK:
+        running = list(_WARMING)
+    for thread in running:
+        thread.join()
+    _adopt_warmed()
     return len(_WORKER_ITEMS), len(_WORKER_WEIGHTS)
 
 
 WARM_NICE = 10  # the niceness of a worker's warm-up thread: the server's own threads come first
+# Per worker process: the warm-ups, each as its thread and its own caches (items frames, resample counts): those
+# running, and those ended whose caches no request has taken over yet. Guarded by _WARM_LOCK, which also guards
+# _WORKER_STORES (a warm-up runs beside the worker's own thread).
+_WARMING: dict[threading.Thread, tuple[dict[Any, Any], dict[Any, Any]]] = {}
+_WARMED: list[tuple[dict[Any, Any], dict[Any, Any]]] = []
+_WARM_LOCK = threading.Lock()
 
 
 def _pool_warm(path: str, benchmark: str, load: list[str], names: list[str]) -> None:
     """`_pool_score` of `names` for what it leaves behind (the items frame, the resample counts), in a thread of
     this worker at niceness WARM_NICE (Linux sets it per thread), so the warm-up never takes a core from the
-    server's threads; the worker's own thread, which serves requests, keeps its priority. The worker's next
-    request waits for it, and finds its work done."""
-    failed: list[BaseException] = []
+    server's threads. It returns at once: the worker's own thread, which serves requests at its own priority,
+    never waits for it (a request would otherwise queue behind the whole warm-up, whose thread the machine's
+    load may starve). The warm-up reads and draws into caches of its own, which requests take over
+    (`_adopt_warmed`): whatever it has finished when a request starts, the rest once it has ended; a request
+    needing something it has not finished reads or draws it itself."""
+    items: dict[Any, Any] = {}
+    weights: dict[Any, Any] = {}
 
     def warm() -> None:
         if sys.platform.startswith("linux"):  # elsewhere PRIO_PROCESS would take the thread id for a process id
@@ -279,27 +295,60 @@ def _pool_warm(path: str, benchmark: str, load: list[str], names: list[str]) -> 
             except OSError:
                 pass
         try:
-            _pool_score(path, benchmark, load, names, DEFAULT_SPLIT, {})
-        except BaseException as exc:  # noqa: BLE001 - raised in the worker's own thread below
-            failed.append(exc)
+            _pool_score(path, benchmark, load, names, DEFAULT_SPLIT, {}, (items, weights, {}))
+        except Exception as exc:  # noqa: BLE001 - a warm-up only saves work: a request does it instead
+            log.warning("warming a scoring worker failed: %s", exc)
+        finally:
+            with _WARM_LOCK:
+                store = _WORKER_STORES.get(path)
+                _WARMED.append(_WARMING.pop(threading.current_thread()))
+            if store is not None:
+                store.close()  # this thread's connection
 
-    thread = threading.Thread(target=warm, name="crosscheck-warm")
+    thread = threading.Thread(target=warm, name="crosscheck-warm", daemon=True)
+    with _WARM_LOCK:
+        _WARMING[thread] = (items, weights)
     thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
+
+
+def _adopt_warmed() -> None:
+    """Take over, in the worker's own thread, the items frames and resample count matrices the warm-ups hold
+    that the worker lacks: all of an ended warm-up's, and what a running one has finished (a cache holds an
+    entry only once it is whole; both are only read from then on, so both threads may use it). The worker keeps
+    at most DrawCache.SHARED_WEIGHTS count matrices, the latest taken over last."""
+    from core.stats import DrawCache
+
+    with _WARM_LOCK:
+        ended, _WARMED[:] = list(_WARMED), []
+        running = [(items.copy(), weights.copy()) for items, weights in _WARMING.values()]  # a copy is atomic
+    for items, weights in [*ended, *running]:
+        for key, value in items.items():
+            _WORKER_ITEMS.setdefault(key, value)
+        for key, value in weights.items():
+            _WORKER_WEIGHTS.setdefault(key, value)
+    while len(_WORKER_WEIGHTS) > DrawCache.SHARED_WEIGHTS:
+        del _WORKER_WEIGHTS[next(iter(_WORKER_WEIGHTS))]
 
 
 def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], split: str | None,
-                kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+                kw: dict[str, Any], caches: tuple[dict[Any, Any], dict[Any, Any], dict[Any, Any]] | None = None
+                ) -> dict[str, dict[str, Any]]:
+    """score_named in a worker, on its own store connection (one per thread), keeping the items frames, the
+    resample count matrices and the runs it reads in `caches` (items, weights, runs; default the worker's own,
+    after taking over what ended warm-ups left: `_adopt_warmed`)."""
     from core.stats import DrawCache, ScoringContext
 
-    store = _WORKER_STORES.get(path)
-    if store is None:
-        store = _WORKER_STORES[path] = Store(path)
-    context = ScoringContext(draws=DrawCache(weights=_WORKER_WEIGHTS))  # the W's outlive the request
-    return score_named(store, benchmark, load, names, split, context=context, items_cache=_WORKER_ITEMS,
-                       runs_cache=_WORKER_RUNS, **kw)
+    if caches is None:
+        _adopt_warmed()
+        caches = (_WORKER_ITEMS, _WORKER_WEIGHTS, _WORKER_RUNS)
+    items, weights, runs = caches
+    with _WARM_LOCK:  # one Store per path (each thread has its own connection to it)
+        store = _WORKER_STORES.get(path)
+        if store is None:
+            store = _WORKER_STORES[path] = Store(path)
+    context = ScoringContext(draws=DrawCache(weights=weights))  # the W's outlive the request
+    return score_named(store, benchmark, load, names, split, context=context, items_cache=items,
+                       runs_cache=runs, **kw)
 
 
 class ScoringPool:
@@ -360,7 +409,7 @@ class ScoringPool:
 
     def held(self) -> list[tuple[int, int]]:
         """(items frames, resample count matrices) each worker holds, in worker order (none before they start);
-        it waits for the work sent to each worker before (a warm-up)."""
+        it waits for the work sent to each worker before, and for its warm-ups to end."""
         with self._lock:
             executors = list(self._executor or [])
         return [e.submit(_pool_held).result() for e in executors]
@@ -374,7 +423,7 @@ class ScoringPool:
         """Have every worker score the first run of `benchmark` in the background (nothing waits for it), at a
         low CPU priority (`_pool_warm`): each then holds the benchmark's items frame and its resample count
         matrices, so a server's first Metrics request reads and scores only its runs. A request arriving
-        meanwhile queues behind the warm-up on each worker and finds its work done."""
+        meanwhile never waits for it: each worker scores it at once, on its own (`_pool_warm`)."""
         work = units(store, [benchmark])[:1]
         if not work or self._executor is None:
             return

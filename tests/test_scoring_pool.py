@@ -114,10 +114,107 @@ def test_the_warm_up_runs_at_a_lower_priority_than_the_worker(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(bulk, "_pool_score", lambda *args: seen.setdefault("warm", niceness()))
+    monkeypatch.setattr(bulk, "_WARMING", {})
+    monkeypatch.setattr(bulk, "_WARMED", [])
     before = niceness()
-    bulk._pool_warm("unused.db", "b", ["r"], ["r"])
+    bulk._pool_warm("unused.db", "b", ["r"], ["r"])  # returns at once: its thread runs on
+    for thread in list(bulk._WARMING):
+        thread.join(60)
     assert seen["warm"] == max(before, bulk.WARM_NICE)
     assert niceness() == before
+
+
+def test_a_request_never_waits_for_a_warm_up_in_flight(store, monkeypatch):
+    """In a worker (here this process, with its own worker caches), a request arriving while the warm-up runs
+    is scored at once, on its own, with the in-process results; it takes over what the warm-up had finished
+    (none of it here: the warm-up is held before it reads anything), and the rest once the warm-up has ended."""
+    from db import bulk
+
+    for name in ("_WORKER_STORES", "_WORKER_ITEMS", "_WORKER_WEIGHTS", "_WORKER_RUNS", "_WARMING"):
+        monkeypatch.setattr(bulk, name, {})
+    monkeypatch.setattr(bulk, "_WARMED", [])
+    started, release = threading.Event(), threading.Event()
+    real = bulk._pool_score
+
+    def held_warm_up(*args):
+        if len(args) == 7:  # the warm-up scores into caches of its own
+            started.set()
+            assert release.wait(120)
+        return real(*args)
+
+    monkeypatch.setattr(bulk, "_pool_score", held_warm_up)
+    names = _names(store)
+    load = [n for _, unit, _ in units_holding(store, BENCH, names) for n in unit]
+    path = str(store.path)
+    try:
+        bulk._pool_warm(path, BENCH, load, load[:1])  # returns at once: the warm-up runs in its thread
+        assert started.wait(60)
+        out = bulk._pool_score(path, BENCH, load, names, "test", {})  # while the warm-up is held
+        assert list(bulk._WARMING) and not bulk._WARMED  # it is still running
+        assert json.dumps(out, sort_keys=True) == _here(store, names)
+        mine, mine_items = dict(bulk._WORKER_WEIGHTS), dict(bulk._WORKER_ITEMS)
+        assert len(mine_items) == 1 and mine  # read and drawn by the request itself
+    finally:
+        release.set()
+    with bulk._WARM_LOCK:
+        running = list(bulk._WARMING)
+    for thread in running:
+        thread.join(120)
+    assert not bulk._WARMING and len(bulk._WARMED) == 1
+    warm_items, warm_weights = bulk._WARMED[0]
+    assert warm_items and warm_weights  # what the warm-up read and drew, in its own caches
+    bulk._adopt_warmed()
+    assert not bulk._WARMED and all(bulk._WORKER_WEIGHTS[k] is w for k, w in mine.items())  # the worker's kept
+    assert set(warm_weights) <= set(bulk._WORKER_WEIGHTS)
+    assert bulk._WORKER_ITEMS.keys() == mine_items.keys()  # one items frame: the one the request read
+    assert all(bulk._WORKER_ITEMS[k] is v for k, v in mine_items.items())
+    assert json.dumps(bulk._pool_score(path, BENCH, load, names, "test", {}), sort_keys=True) == _here(store, names)
+
+
+def test_a_request_takes_over_what_a_running_warm_up_finished(store, monkeypatch):
+    """What a warm-up has finished (a whole items frame, a whole count matrix) serves the request that starts
+    while it still runs; nothing the warm-up is still building is taken."""
+    from db import bulk
+
+    for name in ("_WORKER_ITEMS", "_WORKER_WEIGHTS", "_WARMING"):
+        monkeypatch.setattr(bulk, name, {})
+    monkeypatch.setattr(bulk, "_WARMED", [])
+    frame, w = object(), object()
+    bulk._WARMING[threading.current_thread()] = ({("items", BENCH): frame}, {(3, 10, 1): w})
+    bulk._adopt_warmed()
+    assert bulk._WORKER_ITEMS == {("items", BENCH): frame} and bulk._WORKER_WEIGHTS == {(3, 10, 1): w}
+    assert list(bulk._WARMING.values())[0][1] == {(3, 10, 1): w}  # the warm-up keeps its own
+
+
+def test_serve_starts_the_workers_before_it_imports_gradio(demo_db):
+    """`serve` starts the scoring workers (ui.scores.start_scoring_workers_soon: in a thread) as soon as its
+    store is open, before gradio is imported and the page built, so their start and warm-up overlap the
+    server's own. ui.shell is replaced by a module that imports gradio, as the real one does, then records."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    code = ("import importlib.abc, importlib.util, sys\n"
+            "import ui.scores as scores\n"
+            "seen = []\n"
+            "scores.start_scoring_workers_soon = lambda store: seen.append(('workers', 'gradio' in sys.modules))\n"
+            "class Shell(importlib.abc.MetaPathFinder, importlib.abc.Loader):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        return importlib.util.spec_from_loader(name, self) if name == 'ui.shell' else None\n"
+            "    def create_module(self, spec):\n"
+            "        return None\n"
+            "    def exec_module(self, module):\n"
+            "        import gradio  # noqa: F401\n"
+            "        module.launch = lambda *a, **k: seen.append(('launch', 'gradio' in sys.modules))\n"
+            "sys.meta_path.insert(0, Shell())\n"
+            "from cli import main\n"
+            "main(['serve', '--db', sys.argv[1], '--no-demo'])\n"
+            "print(seen)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(demo_db)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[('workers', False), ('launch', True)]"
 
 
 def test_light_work_stays_in_the_calling_thread(store):

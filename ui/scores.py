@@ -20,6 +20,7 @@ for while it is being computed waits for that one computation (a Future) instead
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ from core.stats import Clustering
 from db.browse import run_records, run_versions, runs_of_runner
 from db.bulk import ScoringPool, units_holding
 from db.store import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -187,8 +190,44 @@ class ScoreCache:
             return future, True
 
 
-POOL = ScoringPool()  # started by the server (ui.shell) when its store holds heavy work
+POOL = ScoringPool()  # started by the server (start_scoring_workers_soon) when its store holds heavy work
 CACHE = ScoreCache()
+_STARTING: list[threading.Thread] = []  # the thread start_scoring_workers_soon started, once per process
+_STARTING_LOCK = threading.Lock()
+
+
+def start_scoring_workers(store: Store, pool: ScoringPool | None = None) -> None:
+    """Start the Metrics tab's scoring workers (`pool`, default POOL) when a benchmark of the store is heavy
+    enough to use them, and warm them on each such benchmark at a low CPU priority (db.bulk.ScoringPool.warm),
+    so its first scoring waits neither for them nor for reading its items and drawing its resamples, and the
+    server's own threads keep the CPU meanwhile; a small store never starts them. Closes this thread's
+    connection to `store` when done."""
+    pool = POOL if pool is None else pool
+    try:
+        heavy = [b["name"] for b in store.benchmarks() if pool.wants(store, b["name"])]
+        if heavy:
+            pool.start()
+            for name in heavy:  # each worker reads the items and draws the resample counts before any request
+                pool.warm(store, name)
+    except Exception:  # noqa: BLE001 - the tab then scores in the request's thread, as on a small store
+        log.exception("could not start the scoring workers")
+    finally:
+        store.close()  # this thread's connection
+
+
+def start_scoring_workers_soon(store: Store) -> threading.Thread:
+    """start_scoring_workers in a background thread, once per process (a later call returns the first thread).
+    `serve` calls it as soon as its store is open, before it imports gradio and builds the page (about 3 s on
+    the 1,000-run store of bench/scale.py), so the workers' start (a forkserver importing the scoring modules,
+    in a process of its own) and their warm-up overlap the server's start-up instead of following it, and the
+    first Metrics finds them ready; ui.shell.launch calls it too, for a server started otherwise."""
+    with _STARTING_LOCK:
+        if not _STARTING:
+            thread = threading.Thread(target=start_scoring_workers, args=(store,), name="crosscheck-scoring-workers",
+                                      daemon=True)
+            thread.start()
+            _STARTING.append(thread)
+        return _STARTING[0]
 
 
 def control_names(store: Store, benchmark: str, control_runner: str | None = None) -> list[str]:

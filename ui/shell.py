@@ -19,6 +19,7 @@ from ui.api import build_api
 from ui.auth import is_local_request
 from ui.context import Ctx, refreshed
 from ui.glossary import glossary_html
+from ui.scores import start_scoring_workers_soon
 from ui.serving import cache_pruning, make_app, run
 
 log = logging.getLogger(__name__)
@@ -161,8 +162,9 @@ def build(store: Store, auth_enabled: bool = False, delete_cache: tuple[int, int
 
 def warm_caches(store: Store) -> None:
     """In the background of a starting server: read the Browse data (ui.views.cache.bench: items, group index,
-    filter choices) of the benchmark the page opens on, then start and warm the scoring workers
-    (start_scoring_workers). A request needing what is being read waits for that read, not for a second one."""
+    filter choices) of the benchmark the page opens on. The scoring workers start and warm apart, from the
+    command's first moments (ui.scores.start_scoring_workers_soon). A request needing what is being read waits
+    for that read, not for a second one."""
     from ui.views import cache
 
     try:
@@ -171,24 +173,6 @@ def warm_caches(store: Store) -> None:
             cache.bench(store, benches[0][1])
     except Exception:  # noqa: BLE001 - the first Browse then reads it itself
         log.exception("could not read the first benchmark's Browse data")
-    start_scoring_workers(store)
-
-
-def start_scoring_workers(store: Store) -> None:
-    """Start the Metrics tab's scoring workers (ui.scores.POOL) when a benchmark of the store is heavy enough
-    to use them, and warm them on each such benchmark at a low CPU priority (db.bulk.ScoringPool.warm), so its
-    first scoring waits neither for them nor for reading its items and drawing its resamples, and the server's
-    own threads keep the CPU meanwhile; a small store never starts them."""
-    from ui.scores import POOL
-
-    try:
-        heavy = [b["name"] for b in store.benchmarks() if POOL.wants(store, b["name"])]
-        if heavy:
-            POOL.start()
-            for name in heavy:  # each worker reads the items and draws the resample counts before any request
-                POOL.warm(store, name)
-    except Exception:  # noqa: BLE001 - the tab then scores in the request's thread, as on a small store
-        log.exception("could not start the scoring workers")
     finally:
         store.close()  # this thread's connection
 
@@ -201,6 +185,7 @@ def launch(store: Store, host: str = "127.0.0.1", port: int = 7860,
     css = "\n".join((ASSETS / f).read_text(encoding="utf-8") for f in ("style.css", "views.css")
                     if (ASSETS / f).exists()) or None
     demo.queue(default_concurrency_limit=8)
+    start_scoring_workers_soon(store)  # a no-op when `serve` started them before importing gradio
     threading.Thread(target=warm_caches, args=(store,), name="crosscheck-warm-caches", daemon=True).start()
     app = make_app(store, demo, auth=auth, css=css, theme=theme(), max_file_size="200mb", footer_links=[], show_error=False,
                    server_name=host, server_port=port)
