@@ -169,6 +169,7 @@ def test_a_request_never_waits_for_a_warm_up_in_flight(store, monkeypatch):
     assert bulk._WORKER_ITEMS.keys() == mine_items.keys()  # one items frame: the one the request read
     assert all(bulk._WORKER_ITEMS[k] is v for k, v in mine_items.items())
     assert json.dumps(bulk._pool_score(path, BENCH, load, names, "test", {}), sort_keys=True) == _here(store, names)
+    bulk._WORKER_STORES[path].close()  # this thread's connection (the warm-up closed its own)
 
 
 def test_a_request_takes_over_what_a_running_warm_up_finished(store, monkeypatch):
