@@ -25,7 +25,7 @@ import pandas as pd
 from core import comparison, families, stats
 from core.errors import MetricUndefined
 from core.gcpause import gc_paused
-from core.metrics.common import memoized
+from core.metrics.common import item_memoized
 from core.schema import RunData, to_jsonable
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
@@ -36,9 +36,15 @@ NO_TEST_SPLIT = "all (no test split)"  # the label of a default scoring of a ben
 def resolve_split(items: Any, split: str | None) -> tuple[str | None, str]:
     """(the split to score, its label). The default split of a benchmark without test items (a VLMEvalKit
     MMBench_DEV TSV, a Hugging Face `validation` split) is every split, labelled so; any other choice is kept."""
-    if split == DEFAULT_SPLIT and len(items) and not (items["split"] == DEFAULT_SPLIT).any():
+    if split == DEFAULT_SPLIT and len(items) and not _has_split(items, DEFAULT_SPLIT):
         return None, NO_TEST_SPLIT
     return split, ALL_SPLITS if split is None else split
+
+
+@item_memoized
+def _has_split(items: pd.DataFrame, split: str) -> bool:
+    """Whether an item of `items` is in `split` (asked for every run scored: once per items frame in a context)."""
+    return bool((items["split"] == split).any())
 
 
 def split_arg(value: str | None) -> str | None:
@@ -95,7 +101,7 @@ def _narrow(family: families.Family, items: Any, split: str | None, kw: dict[str
     return scoped
 
 
-@memoized
+@item_memoized
 def split_items(items: pd.DataFrame, split: str) -> pd.DataFrame:
     """The items of one split, renumbered from 0; `items` itself when every item is in it (then the bulk
     loader's item rows still apply). One frame per (items, split) inside a scoring context, so the metrics of

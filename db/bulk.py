@@ -116,8 +116,10 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     open Store, else on a store opened here (a worker's own connection) and closed after.
 
     The units are loaded and scored a batch at a time (`batches`), so memory holds one batch of runs, whatever
-    the store holds; the items frames and the resample count matrices are kept from one batch to the next. Each
-    unit holds every run its runs' metrics read, so the results equal scoring each run alone."""
+    the store holds; the items frames, the work that depends on the items alone (core.metrics.common.item_level:
+    the same for every run of a benchmark) and the resample count matrices are kept from one batch to the next.
+    Each unit holds every run its runs' metrics read, so the results equal scoring each run alone."""
+    from core.metrics.common import item_level
     from core.stats import DrawCache, ScoringContext
 
     own = not isinstance(source, Store)
@@ -125,11 +127,16 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     out: dict[str, dict[str, dict[str, Any]]] = {}
     items_cache: dict[Any, Any] = {}
     weights: dict[Any, Any] = {}
+    kept: dict[Any, Any] = {}  # the item-level memo of the benchmark scored last
+    last = None
     try:
         for bench, names in batches(work, batch_runs):
             context = ScoringContext(draws=DrawCache(weights=weights))
+            if bench == last:
+                context.memo.update(kept)
             out.setdefault(bench, {}).update(score_named(store, bench, names, names, split, context=context,
                                                          items_cache=items_cache))
+            kept, last = item_level(context.memo), bench
     finally:
         if own:
             store.close()

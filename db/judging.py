@@ -162,7 +162,8 @@ def judgements_frame(store: Store, traces_run: str, judge_runs: Iterable[str] | 
 
 def judge_runs_of(store: Store, traces_run: str) -> list[str]:
     """Names of the judge runs that judged `traces_run`, in creation order."""
-    rid = store.run(traces_run)["id"]
+    found = store.runs(names=[traces_run], with_counts=False)  # no count of its predictions: only the id is read
+    rid = found[0]["id"] if found else store.run(traces_run)["id"]  # store.run names the runs there are
     cur = store.conn.execute(
         "SELECT r.name FROM runs r WHERE r.id IN (SELECT DISTINCT judge_run_id FROM judgements WHERE run_id = ?)"
         " ORDER BY r.id", (rid,))

@@ -162,13 +162,16 @@ _PACKED_SQL = (
     "SELECT COUNT(*), group_concat(item_pk), max(rotation != 0) + max(repeat != 0),"
     " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
     " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
-    " group_concat(tokens IS NULL, ''), COUNT(trace), COUNT(nullif(input_mode, 'all')),"
-    # the traces in the same scan: which rows have one, and the values (group_concat leaves NULLs out) joined by
-    # U+001E; a value holding U+001E makes the count differ, and that run's values are read by key instead
-    " group_concat(trace IS NOT NULL, ''), group_concat(trace, char(30))"
+    " group_concat(tokens IS NULL, ''), {traces}, COUNT(nullif(input_mode, 'all')) {trace_values}"
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
     " FROM {source} WHERE run_id = ?")
+# The traces in the same scan, when the trace column is wanted: which rows have one, and the values (group_concat
+# leaves NULLs out) joined by U+001E; a value holding U+001E makes the count differ, and that run's values are
+# read by key instead. Without it no trace is read (the texts are about 40% of a run's SQL time at StemBind scale).
+_PACKED_TRACE_SQL = {True: {"traces": "COUNT(trace)",
+                            "trace_values": ", group_concat(trace IS NOT NULL, ''), group_concat(trace, char(30))"},
+                     False: {"traces": "0", "trace_values": ", NULL, NULL"}}
 # Read only for a run that needs them (in the same snapshot): rotations and repeats when one is not 0 (most runs
 # have none: their key order is the item order), input modes other than "all" when the run has one.
 _PACKED_EXTRA_SQL = {"keys": "group_concat(rotation), group_concat(repeat)",
@@ -193,7 +196,7 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
 
     conn = store.conn
     (n, pks, keyed, codes, answers, tokens, null_tokens, n_trace, n_mode, *traces) = conn.execute(
-        _PACKED_SQL.format(source=source), (run_id,)).fetchone()
+        _PACKED_SQL.format(source=source, **_PACKED_TRACE_SQL["trace" in wanted]), (run_id,)).fetchone()
     if not n or len(answers) != n or len(codes) != n or "3" in codes:
         return None
     extra = [k for k, needed in (("keys", keyed), ("input_mode", n_mode and "input_mode" in wanted)) if needed]
@@ -240,9 +243,15 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             data[name] = pd.Series(np.array(STATUSES, dtype=object).take(code), dtype=object, copy=False)
         elif name == "answer":
             points = np.frombuffer(answers.encode("utf-32-le"), dtype=np.uint32)
-            distinct, inverse = np.unique(points, return_inverse=True)
-            table = np.array([None if c == 1 else chr(c) for c in distinct], dtype=object)
-            data[name] = pd.Series(table.take(inverse.reshape(-1)), dtype=object, copy=False)
+            if len(points) and int(points.max()) < _ANSWER_TABLE:  # a table by code point: no sort of the rows
+                table = np.full(int(points.max()) + 1, None, dtype=object)
+                for c in np.flatnonzero(np.bincount(points)):
+                    table[c] = None if c == 1 else chr(c)
+                data[name] = pd.Series(table.take(points), dtype=object, copy=False)
+            else:
+                distinct, inverse = np.unique(points, return_inverse=True)
+                table = np.array([None if c == 1 else chr(c) for c in distinct], dtype=object)
+                data[name] = pd.Series(table.take(inverse.reshape(-1)), dtype=object, copy=False)
         elif name == "tokens":
             values = _numbers(tokens)
             if len(values) != n:
@@ -262,10 +271,11 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             data[name] = pd.Series(column, dtype=object, copy=False)
     if rows_out is not None:  # only for a frame returned (a None sends the caller to the row path)
         rows_out.append(item_rows)
-    return pd.DataFrame(data)
+    return pd.DataFrame(data, copy=False)  # the columns are this read's own: no copy into consolidated blocks
 
 
 _VALUE_SEP = "\x1e"
+_ANSWER_TABLE = 1 << 16  # answers below this code point are mapped through a table indexed by code point
 
 
 def _numbers(joined: str) -> np.ndarray:

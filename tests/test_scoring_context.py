@@ -167,3 +167,34 @@ def test_score_all_hands_every_run_to_the_family_prefetch_once(two_stores, monke
     assert calls == [[name for name, _ in RUNS]]
     assert streams["prefetch"] > 0 and streams["after"] == 0, streams
     assert json.dumps(with_prefetch, sort_keys=True) == _score(two_stores[0])
+
+
+def test_item_level_work_carried_to_a_fresh_context_gives_the_same_results(two_stores):
+    """db.bulk.score_units scores a benchmark a batch of runs at a time, each batch in a fresh context that starts
+    with the previous batch's item-level work (core.metrics.common.item_level): only the work of functions of the
+    items frame alone is carried (never a run's), and a context starting with it scores every run as a fresh
+    one does, without computing that work again."""
+    from core.metrics.common import item_level
+    from core.schema import RunData
+
+    store = Store(two_stores[0])
+    try:
+        items, runs = load_for_scoring(store, "sb")
+    finally:
+        store.close()
+    first = stats.ScoringContext()
+    alone = json.dumps(score_all(items, runs, names=["direct", "text"], context=first), sort_keys=True)
+    kept = item_level(first.memo)
+    names = {key[1] for key in kept}
+    assert {"_item_info", "_stem_codes", "_outcome_base", "_has_split", "split_items"} <= names
+    assert "_known_rows" not in names and "item_outcomes" not in names  # filled per run, or a run's
+    assert not [key for key, (_, args, kw) in kept.items()
+                if any(isinstance(v, RunData) for v in (*args, *kw.values()))]
+    assert len(kept) < len(first.memo)
+    later = stats.ScoringContext()
+    later.memo.update(kept)
+    rest = json.dumps(score_all(items, runs, names=["thinking", "h1"], context=later), sort_keys=True)
+    assert item_level(later.memo).keys() == kept.keys()  # the carried work was found, none done again
+    assert all(later.memo[key][0] is hit[0] for key, hit in kept.items())
+    assert rest == json.dumps(score_all(items, runs, names=["thinking", "h1"]), sort_keys=True)
+    assert alone == json.dumps(score_all(items, runs, names=["direct", "text"]), sort_keys=True)

@@ -64,10 +64,27 @@ def memoized(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_ITEM_LEVEL: set[tuple[str, str]] = set()  # (module, qualname) of the functions marked item_memoized
+
+
+def item_memoized(fn: F) -> F:
+    """`memoized`, for a function of an items frame and plain values alone (never of a run), whose result is
+    never changed by its callers: its results hold for as long as the items frame lives, so a caller scoring
+    a benchmark's runs in batches may carry them from one batch's context to the next (`item_level`)."""
+    _ITEM_LEVEL.add((fn.__module__, fn.__qualname__))
+    return memoized(fn)
+
+
+def item_level(memo: dict[Any, Any]) -> dict[Any, Any]:
+    """The entries of a ScoringContext memo computed by `item_memoized` functions (the work that is the same for
+    every run of a benchmark): a later context of the same items frames may start with them."""
+    return {key: hit for key, hit in memo.items() if key[:2] in _ITEM_LEVEL}
+
+
 # --------------------------------------------------------------------------- joining and selecting
 
 
-@memoized
+@item_memoized
 def item_index(items: pd.DataFrame) -> pd.Index:
     """item_id -> row position in `items` (a unique index; a duplicate item_id is an error)."""
     index = pd.Index(items["item_id"].to_numpy(dtype=object), dtype=object)

@@ -24,6 +24,7 @@ import pandas as pd
 from core.errors import MetricUndefined
 from core.families.frameevidence.vocab import VARIANTS
 from core.metrics.common import (
+    item_memoized,
     join,
     memoized,
     positions,
@@ -45,7 +46,7 @@ def _meta(value: Any, key: str) -> Any:
     return value.get(key) if isinstance(value, Mapping) else None
 
 
-@memoized
+@item_memoized
 def _scope(items: pd.DataFrame, split: str | None) -> pd.DataFrame:
     """Items of one split (None = every split)."""
     scope = items if split is None else items[items["split"] == split]
@@ -170,7 +171,7 @@ def _table_of(df: pd.DataFrame) -> Table:
     return Table({name: _array(df, name) for name in df.columns}, len(df))
 
 
-@memoized
+@item_memoized
 def _item_columns(items: pd.DataFrame, split: str | None) -> Table:
     """The item columns of an item table (see above) for the items of the split."""
     scope = _scope(items, split)

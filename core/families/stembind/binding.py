@@ -36,6 +36,12 @@ def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     Columns: n_P, n_R, n_F (items of the stem), got_P.. (items answered), k_P.. (items correct),
     complete (at least one P, R and F item, every item answered), p_any, p_all, r, f, category.
     """
+    cols, stems = _stem_columns(items, outcomes)
+    return pd.DataFrame(cols, index=stems)
+
+
+def _stem_columns(items: pd.DataFrame, outcomes: pd.DataFrame) -> tuple[dict[str, np.ndarray], pd.Index]:
+    """`stem_table`'s columns as arrays, and its index (the stems)."""
     codes = _stem_codes(items)
     stems = codes["stems"]
     n_stems = len(stems)
@@ -60,7 +66,7 @@ def stem_table(items: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
     category = decompose(p_any, r, f)
     category[~complete] = None
     cols.update(complete=complete, p_any=p_any, p_all=p_all, r=r, f=f, category=category)
-    return pd.DataFrame(cols, index=stems)
+    return cols, stems
 
 
 def decompose(p_any: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -76,14 +82,14 @@ def decompose(p_any: np.ndarray, r: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 def stem_metrics(items: pd.DataFrame, run: RunData, seed: int | None = DEFAULT_SEED) -> dict[str, Any]:
     """decomposition, binding_gap (+ f_given_pr), stem_coherent and lucky_guess over complete stems."""
-    table = stem_table(items, item_outcomes(items, run))
-    return _stem_block(table, seed)
+    return _stem_block(_stem_columns(items, item_outcomes(items, run))[0], seed)
 
 
-def _stem_block(table: pd.DataFrame, seed: int | None) -> dict[str, Any]:
-    complete = table["complete"].to_numpy(dtype=bool)
-    category = table["category"].to_numpy(dtype=object)[complete]
-    p_all, r, f = (table[c].to_numpy(dtype=bool)[complete] for c in ("p_all", "r", "f"))
+def _stem_block(table: dict[str, np.ndarray], seed: int | None) -> dict[str, Any]:
+    """The stem-level metrics of `_stem_columns`' columns."""
+    complete = np.asarray(table["complete"], dtype=bool)
+    category = np.asarray(table["category"], dtype=object)[complete]
+    p_all, r, f = (np.asarray(table[c], dtype=bool)[complete] for c in ("p_all", "r", "f"))
     n = int(complete.sum())
     decomposition: dict[str, Any] = {
         cat: _rate(int((category == cat).sum()), n, "complete stems") for cat in DECOMPOSITION
@@ -149,7 +155,12 @@ def _paired_arrays(both: pd.DataFrame, mask: np.ndarray | None = None, stems: np
     of `both` (or those in `mask`). `stems`: each row's stem as an integer code (one code per group_id), which
     spares hashing the group ids."""
     group = both["group_id"].to_numpy(dtype=object) if stems is None else stems
-    ca, cb = both["correct_a"].to_numpy(dtype=bool), both["correct_b"].to_numpy(dtype=bool)
+    return _stem_sums(group, both["correct_a"].to_numpy(dtype=bool), both["correct_b"].to_numpy(dtype=bool), mask)
+
+
+def _stem_sums(group: np.ndarray, ca: np.ndarray, cb: np.ndarray, mask: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_paired_arrays` of the rows' stems (group ids or integer codes) and correct flags of a and b."""
     if mask is not None:
         group, ca, cb = group[mask], ca[mask], cb[mask]
     codes, uniques = pd.factorize(group, sort=False)
@@ -271,8 +282,9 @@ def _ci_arrays(outcomes: pd.DataFrame, masks: list[Any], items: pd.DataFrame | N
     rows = _known_rows(items).get(id(outcomes)) if items is not None else None
     if rows is not None:  # stems ranked in sorted group_id order, from the item rows (no string hashing)
         layout = _stem_codes(items)
-        _, codes = np.unique(layout["rank"].take(layout["stem"].take(rows)), return_inverse=True)
-        codes = codes.reshape(-1)
+        ranks = layout["rank"].take(layout["stem"].take(rows))
+        present = np.bincount(ranks, minlength=len(layout["rank"])) > 0
+        codes = (np.cumsum(present) - 1).take(ranks)  # np.unique's inverse, without sorting the rows
     else:
         codes, _ = pd.factorize(outcomes["group_id"].to_numpy(dtype=object), sort=True)
     m = int(codes.max()) + 1 if len(codes) else 0

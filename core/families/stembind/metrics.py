@@ -24,6 +24,8 @@ from core.families.stembind.binding import (
     _paired_outcomes,
     _row_stems,
     _stem_block,
+    _stem_columns,
+    _stem_sums,
     _without_cap_hits,
     binding_gap_from_flags,
     cap_hit_items,
@@ -130,11 +132,12 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
         masks = _kind_masks(out, items)
         k, n = _ci_arrays(out, [masks[kind] for kind in KINDS], items)
         by_size.setdefault(k.shape[0], []).extend([k, n])
-        both = out.assign(correct_a=out["correct"], correct_b=out["correct"])
         stems = _row_stems(items, out)
+        group = out["group_id"].to_numpy(dtype=object) if stems is None else stems
+        correct = out["correct"].to_numpy(dtype=bool)
         for mask in [None, *(masks[kind] for kind in KINDS)]:
             if mask is None or mask.any():
-                ka, _, nn = _paired_arrays(both, mask, stems)
+                ka, _, nn = _stem_sums(group, correct, correct, mask)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
     for direct, thinking in _think_pairs(runs):  # ThinkGain without cap-hit items: subsets of the stems
         both = _paired_outcomes(items, direct, thinking)
@@ -196,7 +199,7 @@ def score(
     result: dict[str, Any] = _accuracy_block(outcomes, items)
     masks = _kind_masks(outcomes, items)
     _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed, items)
-    result.update(_stem_block(stem_table(items, outcomes), seed))
+    result.update(_stem_block(_stem_columns(items, outcomes)[0], seed))
 
     if _input_mode(run) == "text":
         result["vg"] = Rate.undefined("this run is itself text-only")

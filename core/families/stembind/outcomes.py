@@ -22,7 +22,7 @@ from core.families.stembind.vocab import (
     OPERATION_FAMILIES,
     OPERATIONS,
 )
-from core.metrics.common import join, memoized, positions
+from core.metrics.common import item_memoized, join, memoized, positions
 from core.schema import Rate, RunData
 
 FAMILIES = OPERATION_FAMILIES
@@ -185,21 +185,21 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     return out
 
 
-@memoized
+@item_memoized
 def _op_codes(items: pd.DataFrame) -> tuple[np.ndarray, Any]:
     """Per item row, a code of its meta.operation (-1 when it has none), and the operations by code."""
     codes, values = pd.factorize(_item_info(items)["operation"], sort=False)
     return codes.astype(np.int64), values
 
 
-@memoized
+@item_memoized
 def _outcome_base(items: pd.DataFrame) -> pd.DataFrame:
     """item_id, group_id, kind, operation, family of every item, in item order (shared, read-only)."""
     info = _item_info(items)
     return pd.DataFrame({c: pd.Series(info[c], dtype=object) for c in _OUTCOME_COLUMNS[:5]})
 
 
-@memoized
+@item_memoized
 def _item_info(items: pd.DataFrame) -> dict[str, np.ndarray]:
     """item_id, group_id, kind, meta.operation and its RI / VP family per item row (read once per items frame)."""
     operation = np.array([_meta(m, "operation") for m in items["meta"]], dtype=object)
@@ -217,7 +217,7 @@ def _item_info(items: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
-@memoized
+@item_memoized
 def _stem_codes(items: pd.DataFrame) -> dict[str, Any]:
     """Stems in order of first appearance, and per item row its (stem, kind) cell: stem * 3 + kind (P, R, F),
     -1 for a kind outside P / R / F."""
