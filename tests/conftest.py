@@ -13,9 +13,9 @@ from helpers import ROOT, copy_store, fe_lines, run_cli, write_benchmark, write_
 # browser modules of one to five tests last, where each ran alone at the end); longest first, the last modules
 # handed out are short and both workers end together. A module missing here costs only its place in the order.
 LONGEST_FIRST = [
-    "ui/test_ui_charts.py", "ui/test_ui_pickers.py", "ui/test_ui_judge.py", "ui/test_ui_review.py",
-    "ui/test_ui_metrics.py", "ui/test_ui_links.py", "ui/test_ui_metrics_lazy.py", "ui/test_ui_themes.py",
-    "ui/test_ui_paper.py", "ui/test_ui_safety.py", "ui/test_ui_run.py", "ui/test_ui_protocol.py",
+    "ui/test_ui_pickers.py", "ui/test_ui_charts.py", "ui/test_ui_themes.py", "ui/test_ui_paper.py",
+    "ui/test_ui_judge.py", "ui/test_ui_review.py", "ui/test_ui_metrics.py", "ui/test_ui_links.py",
+    "ui/test_ui_metrics_lazy.py", "ui/test_ui_safety.py", "ui/test_ui_run.py", "ui/test_ui_protocol.py",
     "test_faults.py", "test_runners_transformers.py", "ui/test_ui_metrics_clusters.py",
     "test_frameevidence_analyses.py", "ui/test_ui_judge_start.py", "ui/test_ui_data.py", "test_judge.py",
     "ui/test_ui_run_local.py", "ui/test_ui_browse.py", "ui/test_ui_run_form.py", "test_ui_metrics_api.py",
