@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from uiharness import open_page
+from uiharness import browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,8 +24,6 @@ GEOMETRY_JS = """() => [...document.querySelectorAll('.cc-chart')].filter((e) =>
 })"""
 
 
-WIDTHS = [1440, 1024]
-BENCHES = [("frameevidence", "fe_table4"), ("stembind", "sb_leaderboard"), ("spur", "spur_table3")]
 SHOWN_JS = ("[...document.querySelectorAll('#cc-metrics-sections .cc-chart, #cc-metrics-sections .cc-mtable')]"
             ".filter((e) => e.offsetParent)")
 
@@ -44,64 +42,50 @@ def _pick_benchmark(page, bench: str) -> None:
     page.get_by_role("option", name=bench).first.click()
 
 
-def test_every_chart_fits_and_its_legend_clears_the_axes(app, ui_browser):
-    """One page, each width in turn: the window is resized first, then each benchmark is picked, so each of its
-    charts is read in the first drawing made at that width."""
-    page = open_page(ui_browser, viewport={"width": WIDTHS[0], "height": 1000})
-    try:
+@pytest.mark.parametrize("width", [1440, 1024])
+def test_every_chart_fits_and_its_legend_clears_the_axes(app, width):
+    seen = 0
+    with browser() as b:
+        page = b.new_page(viewport={"width": width, "height": 1000})
         page.goto(app)
         page.get_by_role("tab", name="Metrics").click()
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 1000})
-            seen = sum(_read_benchmark(page, bench, table, width, fresh=(width, bench) != (WIDTHS[0], BENCHES[0][0]))
-                       for bench, table in BENCHES)
-            assert seen >= 25, width  # every chart of the three families was measured
-    finally:
-        page.context.close()
+        for bench, first_table in (("frameevidence", "fe_table4"), ("stembind", "sb_leaderboard"),
+                                   ("spur", "spur_table3")):
+            if bench != "frameevidence":
+                _pick_benchmark(page, bench)
+            page.locator(f".cc-mtable[data-table='{first_table}']").wait_for(timeout=90_000)
+            tabs = page.locator("#cc-metrics-sections [role=tab]")
+            for i in range(tabs.count()):
+                label = tabs.nth(i).inner_text()
+                if tabs.nth(i).get_attribute("aria-selected") != "true":  # (the first is open already)
+                    page.evaluate(SHOWN_JS + ".forEach((e) => { e.dataset.ccShown = 'before'; })")
+                    tabs.nth(i).click()
+                    # the sub-tab's own charts or tables show (every section has one or the other)
+                    page.wait_for_function(f"() => {SHOWN_JS}.some((e) => e.dataset.ccShown !== 'before')",
+                                           timeout=60_000)
+                n_charts = page.locator(".cc-chart").evaluate_all("els => els.filter(e => e.offsetParent).length")
+                if n_charts == 0:
+                    continue
+                # the first drawing after the sub-tab opens (every chart drawn), no window resize
+                page.wait_for_function("""() => [...document.querySelectorAll('.cc-chart')]
+                    .filter((e) => e.offsetParent).every((e) => { const s = e.querySelector('svg.main-svg');
+                    return s && Math.abs(s.getBoundingClientRect().width - e.getBoundingClientRect().width) <= 2; })""",
+                                       timeout=15_000)
+                for g in page.evaluate(GEOMETRY_JS):
+                    where = f"{bench} / {label} / {g['title']} at {width}px"
+                    assert abs(g["svg"] - g["container"]) <= 2, where
+                    assert g["container"] <= width, where
+                    if g["legend"] is not None:
+                        assert g["avoid"], where
+                        hits = [a for a in g["avoid"] if _overlap(g["legend"], a)]
+                        assert not hits, f"legend covers {hits} in {where}"
+                    seen += 1
+    assert seen >= 25  # every chart of the three families was measured
 
 
-def _read_benchmark(page, bench: str, first_table: str, width: int, fresh: bool) -> int:
-    """Pick `bench` (unless the page opened on it: `fresh` false), then read every chart of each sub-tab in the
-    first drawing after the sub-tab opens; how many charts were read."""
-    seen = 0
-    if fresh:
-        page.evaluate(SHOWN_JS + ".forEach((e) => { e.dataset.ccShown = 'before'; })")
-        _pick_benchmark(page, bench)
-    # the benchmark's own drawing (not one left from the benchmark before it, or from the width before)
-    page.locator(f".cc-mtable[data-table='{first_table}']:not([data-cc-shown])").wait_for(timeout=90_000)
-    tabs = page.locator("#cc-metrics-sections [role=tab]")
-    for i in range(tabs.count()):
-        label = tabs.nth(i).inner_text()
-        if tabs.nth(i).get_attribute("aria-selected") != "true":  # (the first is open already)
-            page.evaluate(SHOWN_JS + ".forEach((e) => { e.dataset.ccShown = 'before'; })")
-            tabs.nth(i).click()
-            # the sub-tab's own charts or tables show (every section has one or the other)
-            page.wait_for_function(f"() => {SHOWN_JS}.some((e) => e.dataset.ccShown !== 'before')",
-                                   timeout=60_000)
-        n_charts = page.locator(".cc-chart").evaluate_all("els => els.filter(e => e.offsetParent).length")
-        if n_charts == 0:
-            continue
-        # the first drawing after the sub-tab opens (every chart drawn), no window resize since it was drawn
-        page.wait_for_function("""() => [...document.querySelectorAll('.cc-chart')]
-            .filter((e) => e.offsetParent).every((e) => { const s = e.querySelector('svg.main-svg');
-            return s && Math.abs(s.getBoundingClientRect().width - e.getBoundingClientRect().width) <= 2; })""",
-                               timeout=15_000)
-        for g in page.evaluate(GEOMETRY_JS):
-            where = f"{bench} / {label} / {g['title']} at {width}px"
-            assert abs(g["svg"] - g["container"]) <= 2, where
-            assert g["container"] <= width, where
-            if g["legend"] is not None:
-                assert g["avoid"], where
-                hits = [a for a in g["avoid"] if _overlap(g["legend"], a)]
-                assert not hits, f"legend covers {hits} in {where}"
-            seen += 1
-    return seen
-
-
-def test_chart_html_opens_offline_with_plotly_inside(app, ui_browser, tmp_path):
-    b = ui_browser
-    page = open_page(b, viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-    try:
+def test_chart_html_opens_offline_with_plotly_inside(app, tmp_path):
+    with browser() as b:
+        page = b.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
         page.goto(app)
         page.get_by_role("tab", name="Metrics").click()
         page.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=90_000)
@@ -123,5 +107,3 @@ def test_chart_html_opens_offline_with_plotly_inside(app, ui_browser, tmp_path):
         assert "Table 4" in (off.locator(".g-gtitle").text_content() or "")
         assert blocked == []
         ctx.close()
-    finally:
-        page.context.close()
