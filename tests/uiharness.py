@@ -234,3 +234,31 @@ def settle(page, shown: str, via: str = "Browse") -> None:  # type: ignore[no-un
     page.get_by_role("tab", name=via, exact=True).click()
     page.get_by_role("tab", name=shown, exact=True).click()
     wait_events(page, sent)
+
+
+VIEWS = [(1440, "light"), (1440, "dark"), (1024, "light"), (1024, "dark")]  # (width, colour scheme) a page is read in
+
+# every chart of the page drawn at its box's width (the app redraws a chart whose box changed size, ui.metrics
+# FIT_JS): after a resize the overflow and chart checks read the charts the reader sees at that width
+CHARTS_FITTED = """() => [...document.querySelectorAll('.js-plotly-plot')].every((gd) => {
+  const svg = gd.querySelector('.main-svg');
+  return !gd.offsetParent || !svg || Math.abs(Number(svg.getAttribute('width')) - gd.clientWidth) <= 1; })"""
+
+# no colour still on its way: the theme's colours are eased in (Gradio's buttons and inputs have CSS transitions),
+# and a text read in the middle of one has a contrast of neither theme (getAnimations starts the pending ones)
+TRANSITIONS_DONE = "() => !document.getAnimations().some((a) => a instanceof CSSTransition && a.playState === 'running')"
+
+
+def views(page, check, which: list[tuple[int, str]] = VIEWS) -> None:  # type: ignore[no-untyped-def]
+    """`check(width, scheme)` in each of `which` (width, colour scheme) on the page as it is, drawn once: the window
+    resized, and the colour scheme the browser reports switched (Gradio's own listener on it sets or clears
+    body.dark, as when a reader's system changes theme), once the body's class, every chart's width and every
+    colour follow. One page read in four views costs a quarter of four fresh pages (tests/ui/test_ui_themes.py:
+    641 s -> 190 s on the loaded machine) and reads the same things."""
+    for width, scheme in which:
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_function("(dark) => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
+        page.wait_for_function(CHARTS_FITTED)
+        page.wait_for_function(TRANSITIONS_DONE)
+        check(width, scheme)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from uiharness import open_page, settle
+from uiharness import VIEWS, open_page, settle, views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-VIEWS = [(1440, "light"), (1440, "dark"), (1024, "light"), (1024, "dark")]
+LOAD_VIEW = VIEWS[1]  # each page loads at 1440 px in the dark theme (Gradio sets body.dark at load), then is read in
+# the four views (uiharness.views: the window resized, the colour scheme switched)
 CONTRAST = """(el) => {
   const rgb = s => (s.match(/[\\d.]+/g) || []).slice(0, 4).map(Number);
   const lum = ([r, g, b]) => { const f = c => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
@@ -52,28 +53,36 @@ def _open(page, bench, gid):
     page.locator(f"#cc-group-view [data-group='{gid}']").wait_for(timeout=60_000)
 
 
-@pytest.mark.parametrize(("width", "scheme"), VIEWS)
-def test_group_views_readable_in_both_themes(demo_app, ui_browser, tmp_path, width, scheme):
-    page = _page(ui_browser, demo_app, width, scheme)
+def test_group_views_readable_in_both_themes(demo_app, ui_browser, tmp_path):
+    """Each group view drawn once on one page (loaded in the dark theme) and read in the four views."""
+    page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
-        assert page.evaluate("document.body.classList.contains('dark')") == (scheme == "dark")
+        assert page.evaluate("document.body.classList.contains('dark')") == (LOAD_VIEW[1] == "dark")
         _open(page, "frameevidence", "fe-test-fq2-001")
         page.wait_for_function("!document.querySelector('#cc-browse-boxes') || "
                                "document.querySelector('#cc-browse-boxes').offsetParent === null")
-        for sel in ("#cc-group-view .cc-opt.cc-gold", "#cc-group-view .cc-chip",
-                    "#cc-group-view tr.cc-selected th", "#cc-group-view tr.cc-gold-row th"):
-            el = page.locator(sel).first
-            assert el.evaluate(CONTRAST) >= 3.0, (sel, scheme)  # legible against its own background
-        page.screenshot(path=tmp_path / f"fe_{width}_{scheme}.png", full_page=True)
+
+        def fe(width, scheme):
+            for sel in ("#cc-group-view .cc-opt.cc-gold", "#cc-group-view .cc-chip",
+                        "#cc-group-view tr.cc-selected th", "#cc-group-view tr.cc-gold-row th"):
+                el = page.locator(sel).first
+                assert el.evaluate(CONTRAST) >= 3.0, (sel, width, scheme)  # legible against its own background
+            page.screenshot(path=tmp_path / f"fe_{width}_{scheme}.png", full_page=True)
+
+        views(page, fe)
         _open(page, "spur", "spur-001")
         page.locator("#cc-browse-boxes").wait_for(state="visible", timeout=30_000)  # SPUR draws panel boxes
-        side = page.locator("#cc-group-view .cc-stem-side").first
-        flag = side.locator("th", has_text="flag")
-        assert flag.count() == 1
-        fits = side.evaluate("s => s.scrollWidth <= s.clientWidth + 1")
-        assert fits, "SPUR's per-stage table is wider than its box"
-        assert side.locator("tr.cc-selected th").first.evaluate(CONTRAST) >= 3.0
-        page.screenshot(path=tmp_path / f"spur_{width}_{scheme}.png", full_page=True)
+
+        def spur(width, scheme):
+            side = page.locator("#cc-group-view .cc-stem-side").first
+            flag = side.locator("th", has_text="flag")
+            assert flag.count() == 1
+            fits = side.evaluate("s => s.scrollWidth <= s.clientWidth + 1")
+            assert fits, f"SPUR's per-stage table is wider than its box at {width} px ({scheme})"
+            assert side.locator("tr.cc-selected th").first.evaluate(CONTRAST) >= 3.0, (width, scheme)
+            page.screenshot(path=tmp_path / f"spur_{width}_{scheme}.png", full_page=True)
+
+        views(page, spur)
     finally:
         page.context.close()
 
@@ -84,9 +93,9 @@ def _metrics_subtab(page, name):
     page.get_by_role("tab", name=name, exact=True).click()
 
 
-@pytest.mark.parametrize(("width", "scheme"), VIEWS)
-def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path, width, scheme):
-    page = _page(ui_browser, demo_app, width, scheme)
+def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path):
+    """StemBind's SSA sub-tab drawn once and read in the four views."""
+    page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
         _bench(page, "stembind")
         _metrics_subtab(page, "Stages · SSA")
@@ -94,31 +103,35 @@ def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path
                                "e.textContent.includes('irrelevant-S1 control'))", timeout=90_000)
         page.wait_for_function("[...document.querySelectorAll('.gtitle')].some(t => t.textContent.startsWith('SSA'))",
                                timeout=60_000)
-        widths = page.evaluate("""() => [...document.querySelectorAll('.cc-mtable')].filter(e => e.offsetParent)
-            .map(e => { const s = e.querySelector('.cc-scroll'); return [s.scrollWidth, s.clientWidth,
-              getComputedStyle(s).backgroundImage]; })""")
-        assert widths
-        for scroll, client, shadows in widths:
-            if width == 1440:
-                assert scroll <= client + 1  # nothing to scroll to at 1440 px
-            else:
-                assert "radial-gradient" in shadows  # where a table overflows, its edge shows it
-        title_fits = page.evaluate("""() => { const t = [...document.querySelectorAll('.gtitle')]
-            .find(x => x.textContent.startsWith('SSA')); const svg = t.closest('svg').getBoundingClientRect();
-            const r = t.getBoundingClientRect(); return r.left >= svg.left && r.right <= svg.right; }""")
-        assert title_fits
-        badge = page.locator(".cc-mtable .cc-synth").first
-        assert badge.evaluate(CONTRAST) >= 3.0  # the synthetic badge stays legible in both themes
-        head = page.locator(".cc-mtable th", has_text=re.compile(r"^H3−H2 raw$")).first
-        assert "click to sort" in head.get_attribute("title")
-        page.screenshot(path=tmp_path / f"ssa_{width}_{scheme}.png", full_page=True)
+
+        def check(width, scheme):
+            widths = page.evaluate("""() => [...document.querySelectorAll('.cc-mtable')].filter(e => e.offsetParent)
+                .map(e => { const s = e.querySelector('.cc-scroll'); return [s.scrollWidth, s.clientWidth,
+                  getComputedStyle(s).backgroundImage]; })""")
+            assert widths
+            for scroll, client, shadows in widths:
+                if width == 1440:
+                    assert scroll <= client + 1, (scheme, scroll, client)  # nothing to scroll to at 1440 px
+                else:
+                    assert "radial-gradient" in shadows, scheme  # where a table overflows, its edge shows it
+            title_fits = page.evaluate("""() => { const t = [...document.querySelectorAll('.gtitle')]
+                .find(x => x.textContent.startsWith('SSA')); const svg = t.closest('svg').getBoundingClientRect();
+                const r = t.getBoundingClientRect(); return r.left >= svg.left && r.right <= svg.right; }""")
+            assert title_fits, (width, scheme)
+            badge = page.locator(".cc-mtable .cc-synth").first
+            assert badge.evaluate(CONTRAST) >= 3.0, (width, scheme)  # the synthetic badge stays legible in both themes
+            head = page.locator(".cc-mtable th", has_text=re.compile(r"^H3−H2 raw$")).first
+            assert "click to sort" in head.get_attribute("title")
+            page.screenshot(path=tmp_path / f"ssa_{width}_{scheme}.png", full_page=True)
+
+        views(page, check)
     finally:
         page.context.close()
 
 
-@pytest.mark.parametrize(("width", "scheme"), [(1440, "light"), (1024, "dark")])
-def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_path, width, scheme):
-    page = _page(ui_browser, demo_app, width, scheme)
+def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_path):
+    """The Compare tab's answer drawn once and read in the four views."""
+    page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
         _bench(page, "frameevidence")
         page.locator("#cc-tab-compare-button").click()
@@ -132,10 +145,14 @@ def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_pa
         assert "000 App. A" in kpi.get_attribute("title")
         nts = page.locator("#cc-compare-summary table.cc-ci-table th", has_text=re.compile(r"^NTS$")).first
         assert "000 §3" in nts.get_attribute("title")
-        inside = page.evaluate("""() => { const t = document.querySelector('#cc-compare-summary table.cc-ci-table');
-            const v = t.closest('.cc-view').getBoundingClientRect(); return t.getBoundingClientRect().right <= v.right + 1; }""")
-        assert inside, "the metric differences table runs past the Compare view"
-        page.screenshot(path=tmp_path / f"compare_{width}_{scheme}.png", full_page=True)
+
+        def check(width, scheme):
+            inside = page.evaluate("""() => { const t = document.querySelector('#cc-compare-summary table.cc-ci-table');
+                const v = t.closest('.cc-view').getBoundingClientRect(); return t.getBoundingClientRect().right <= v.right + 1; }""")
+            assert inside, f"the metric differences table runs past the Compare view at {width} px ({scheme})"
+            page.screenshot(path=tmp_path / f"compare_{width}_{scheme}.png", full_page=True)
+
+        views(page, check)
         page.locator("#cc-glossary").get_by_text("Glossary").first.click()
         row = page.locator("#cc-glossary tr", has_text="Necessity Transition Success").first
         row.wait_for(state="visible", timeout=30_000)
@@ -151,34 +168,45 @@ FITS_IN_BOX = """(sel) => { const box = document.querySelector(sel); const r = b
     && shown.every(e => { const q = e.getBoundingClientRect(); return q.left >= r.left - 1 && q.right <= r.right + 1; }); }"""
 
 
-@pytest.mark.parametrize(("width", "scheme"), VIEWS)
-def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path, width, scheme):
+def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path):
     """The Calibration tab's *Run a judge* (issue 25 point 6): every field inside its box, the endpoint's key field
     empty with its hint, Cancel disabled while nothing runs, and a refusal (the demo store holds no labels) in one
-    legible line; nothing starts."""
-    page = _page(ui_browser, demo_app, width, scheme)
+    legible line; nothing starts. Each state of the form drawn once and read in the four views."""
+    page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
         page.locator("#cc-tab-calibration-button").click()
         start = page.locator("#cj-start")
         start.wait_for(timeout=60_000)
         assert page.locator("#cj-cancel").is_disabled()
         panel = page.locator("#cj-progress")
-        assert panel.get_attribute("data-status") == "idle" and panel.evaluate(CONTRAST) >= 3.0
-        assert page.evaluate(FITS_IN_BOX, "#cj-box")
+
+        def idle(width, scheme):
+            assert panel.get_attribute("data-status") == "idle" and panel.evaluate(CONTRAST) >= 3.0, (width, scheme)
+            assert page.evaluate(FITS_IN_BOX, "#cj-box"), (width, scheme)
+
+        views(page, idle)
         page.locator("#cj-kind").get_by_text("OpenAI-compatible endpoint").click()
         key = page.locator("#cj-key-env input, #cj-key-env textarea").first
         key.wait_for(state="visible", timeout=20_000)
         assert key.input_value() == "" and "empty: no key" in page.locator("#cj-key-env").inner_text()
-        assert page.evaluate(FITS_IN_BOX, "#cj-box")
-        page.screenshot(path=tmp_path / f"judge_form_{width}_{scheme}.png", full_page=True)
+
+        def endpoint(width, scheme):
+            assert page.evaluate(FITS_IN_BOX, "#cj-box"), (width, scheme)
+            page.screenshot(path=tmp_path / f"judge_form_{width}_{scheme}.png", full_page=True)
+
+        views(page, endpoint)
         page.locator("#cj-kind").get_by_text("Lexical").click()
         page.locator("#cj-key-env").wait_for(state="hidden", timeout=20_000)
         start.click()
         refusal = page.locator("#cj-msg-box .cj-refused")
         refusal.wait_for(timeout=30_000)
         assert refusal.inner_text().startswith("Not started: no annotator has labeled a trace of run")
-        assert refusal.evaluate(CONTRAST) >= 3.0
-        assert panel.get_attribute("data-status") == "idle" and page.locator(".toast-body").count() == 0
-        page.screenshot(path=tmp_path / f"judge_refused_{width}_{scheme}.png", full_page=True)
+
+        def refused(width, scheme):
+            assert refusal.evaluate(CONTRAST) >= 3.0, (width, scheme)
+            assert panel.get_attribute("data-status") == "idle" and page.locator(".toast-body").count() == 0
+            page.screenshot(path=tmp_path / f"judge_refused_{width}_{scheme}.png", full_page=True)
+
+        views(page, refused)
     finally:
         page.context.close()

@@ -6,9 +6,9 @@ window, and the charts' texts follow the theme."""
 from __future__ import annotations
 
 import pytest
+from uiharness import VIEWS, views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-VIEWS = [(1440, "light"), (1440, "dark"), (1024, "light"), (1024, "dark")]
 RUNS = "synth-sb-binder-weak,synth-sb-balanced-direct"
 # each tab and what shows once it has drawn
 TABS = [
@@ -71,30 +71,6 @@ CHART_TEXTS = """([floor, dark]) => {
 }"""
 
 
-# every chart of the page drawn at its box's width (the app redraws a chart whose box changed size, ui.metrics
-# FIT_JS): after a resize the overflow and chart checks read the charts the reader sees at that width
-CHARTS_FITTED = """() => [...document.querySelectorAll('.js-plotly-plot')].every((gd) => {
-  const svg = gd.querySelector('.main-svg');
-  return !gd.offsetParent || !svg || Math.abs(Number(svg.getAttribute('width')) - gd.clientWidth) <= 1; })"""
-
-# no colour still on its way: the theme's colours are eased in (Gradio's buttons and inputs have CSS transitions),
-# and a text read in the middle of one has a contrast of neither theme (getAnimations starts the pending ones)
-TRANSITIONS_DONE = "() => !document.getAnimations().some((a) => a instanceof CSSTransition && a.playState === 'running')"
-
-
-def _views(page, check) -> None:  # type: ignore[no-untyped-def]
-    """`check(width, scheme)` in each of VIEWS on the page as it is: the window resized, and the colour scheme the
-    browser reports switched (Gradio's own listener on it sets or clears body.dark, as when a reader's system
-    changes theme), once the body's class, every chart's width and every colour follow."""
-    for width, scheme in VIEWS:
-        page.set_viewport_size({"width": width, "height": 1000})
-        page.emulate_media(color_scheme=scheme)
-        page.wait_for_function("(dark) => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
-        page.wait_for_function(CHARTS_FITTED)
-        page.wait_for_function(TRANSITIONS_DONE)
-        check(width, scheme)
-
-
 def test_every_tab_readable_in_both_themes(demo_app, ui_browser, tmp_path):
     """One page: each tab drawn once, then read at both widths in both themes."""
     width, scheme = VIEWS[0]
@@ -121,12 +97,12 @@ def test_every_tab_readable_in_both_themes(demo_app, ui_browser, tmp_path):
             page.locator(f"#cc-tab-{tab} {ready}").first.wait_for(timeout=90_000)
             if tab == "metrics":
                 page.locator("#cc-tab-metrics .cc-chart .main-svg").first.wait_for(timeout=90_000)
-            _views(page, read(tab, f"#cc-tab-{tab}"))
+            views(page, read(tab, f"#cc-tab-{tab}"))
         for bench, gid in GROUPS:  # loaded in the last view's theme (dark): Gradio sets it at load too
             page.goto(f"{demo_app}/?benchmark={bench}&tab=browse&group={gid}")
             page.locator(f"#cc-group-view [data-group='{gid}']").wait_for(timeout=90_000)
             assert page.evaluate("document.body.classList.contains('dark')") == (VIEWS[-1][1] == "dark")
-            _views(page, read(bench, "#cc-tab-browse"))
+            views(page, read(bench, "#cc-tab-browse"))
         found = {view: lines for view, lines in found.items() if lines}
         assert not found, "\n".join(f"{view}: {line}" for view, lines in found.items() for line in lines)
     finally:
