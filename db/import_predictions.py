@@ -15,6 +15,7 @@ import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
@@ -34,6 +35,7 @@ from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
 from db import predictions
 from db.import_common import ImportResult, json_lines, read_text, refuse, resolve_benchmark
+from db.import_writer import RowWriter
 from db.overrides import settle_replaced
 from db.store import Store, config_hash, now, touch_run
 
@@ -166,23 +168,23 @@ def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]
     b = store.benchmark(bench)
     cfg, digest = _run_config(model, config)
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
-    # a new run's id: the one SQLite gives it (the largest plus one), checked again inside the write transaction
-    run_id = existing[0] if existing else store.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()[0]
     parser = (config or {}).get("parser") or families.get(b["family"]).parser
-    good = _rows(store, int(b["id"]), bench, parser, run_id, objs, name, report)
-    if existing is not None and (existing[1] != b["id"] or existing[2] != digest):
+    if existing is None:
+        return _write_new_run(store, path, run, model, b, cfg, digest, parser, objs, report, after)
+    good = _rows(store, int(b["id"]), bench, parser, existing[0], objs, name, report)
+    if existing[1] != b["id"] or existing[2] != digest:
         report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
                      "choose another --run name")
         refuse(report)
     # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
-    return _write_predictions(store, path, run, model, b, cfg, digest, existing, good, replace, report, after=after)
+    return _write_predictions(store, path, run, b, existing, good, replace, report, after=after)
 
 
 @dataclass(slots=True)
 class _Good:
     """The rows of the lines without any problem. The usual lines (item_id, response and maybe tokens: most of an
-    import) are `plain` (item pk, response, letter, status, tokens), the other columns constant (`_plain_insert`),
-    with their file lines `plain_at`; every other line's row is whole in `other`, with where it came from
+    import) are `plain` (item pk, response, letter shown, letter, status, tokens), the other columns constant
+    (`_plain_values`), with their file lines `plain_at`; every other line's row is whole in `other`, with where it came from
     (`other_at`) and how many plain rows came before it in the file (`other_after`)."""
 
     plain: list[tuple[Any, ...]] = field(default_factory=list)
@@ -195,7 +197,7 @@ class _Good:
         return len(self.plain) + len(self.other)
 
     def statuses(self) -> Counter[str]:
-        return Counter(map(itemgetter(3), self.plain)) + Counter(map(itemgetter(7), self.other))
+        return Counter(map(itemgetter(4), self.plain)) + Counter(map(itemgetter(7), self.other))
 
     def in_file_order(self, run_id: int, item_ids: dict[int, str]) -> tuple[list[_PredRow], list[_Line]]:
         """Every row whole and where it came from, in file order (`item_ids`: item pk -> item_id)."""
@@ -206,7 +208,7 @@ class _Good:
         def plain_upto(end: int) -> None:
             nonlocal done
             for p, no in zip(self.plain[done:end], self.plain_at[done:end], strict=True):
-                rows.append((run_id, p[0], 0, 0, p[1], p[2], p[2], p[3], None, "all", None, p[4], None, None))
+                rows.append((run_id, p[0], 0, 0, p[1], p[2], p[3], p[4], None, "all", None, p[5], None, None))
                 where.append((no, item_ids[p[0]], 0, 0))
             done = max(done, end)
 
@@ -218,19 +220,24 @@ class _Good:
         return rows, where
 
 
+CHUNK = 2000  # lines read and checked between two hand-overs of their rows to the writer
+
+
 def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: list[tuple[int, Any]], name: str,
-          report: Report) -> _Good:
+          report: Report, writer: RowWriter | None = None) -> _Good:
     """The rows of the lines without any problem and where each came from. Each line is read by the line schema
     (core/formats.PREDICTION_LINE): the usual line by `usual_fields`, any other by its plain type tests and, where
     they do not decide, by the full check, which reports each problem; every field problem is reported first (in
     file order), then every unknown item, duplicate key and letter problem. A line's key is read as far as it can
-    be on a line with other errors, so its unknown item or duplicate is reported too."""
+    be on a line with other errors, so its unknown item or duplicate is reported too. With `writer`, the plain
+    rows of each `CHUNK` lines are handed to it as soon as they are read (its lock held to read the options)."""
     keys = store.item_keys(bid)
     option_cache: dict[int, dict[str, str]] = {}
 
     def options(pk: int) -> dict[str, str] | None:
         if not option_cache:
-            option_cache.update(store.item_options(bid))
+            with writer.lock if writer is not None else nullcontext():
+                option_cache.update(store.item_options(bid))
         return option_cache.get(pk)
 
     later = Report()  # the problems of the lines' items, keys and letters
@@ -238,42 +245,47 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: li
     seen0: dict[str, int] = {}  # ... of each key with rotation and repeat 0, by item_id
     good = _Good()
     keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
-    for no, obj in objs:
-        usual = usual_fields(obj)
-        if usual is not None:  # the usual line: the parser decides
-            item = keys_get(usual[0])
-            if item is not None and item[1] and usual[0] not in seen0:
-                parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
-                                                                             options(item[0]) or None)
-                seen0[usual[0]] = no
-                add_plain((item[0], usual[1], parsed[1], parsed[0], usual[2]))
-                add_at(no)
+    handed = 0  # plain rows handed to the writer
+    for start in range(0, len(objs), CHUNK):
+        for no, obj in objs[start:start + CHUNK]:
+            usual = usual_fields(obj)
+            if usual is not None:  # the usual line: the parser decides
+                item = keys_get(usual[0])
+                if item is not None and item[1] and usual[0] not in seen0:
+                    parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
+                                                                                 options(item[0]) or None)
+                    seen0[usual[0]] = no
+                    add_plain((item[0], usual[1], parsed[1], parsed[1], parsed[0], usual[2]))
+                    add_at(no)
+                    continue
+            f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
+            key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
+            if key is None:
                 continue
-        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
-        key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
-        if key is None:
-            continue
-        info = keys_get(key[0])
-        if info is None:
-            later.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
-            continue
-        first = seen0.get(key[0]) if key[1] == 0 and key[2] == 0 else seen.get(key)
-        if first is not None:
-            later.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
-                        f"repeat {key[2]} (first on line {first})")
-            continue
-        if key[1] == 0 and key[2] == 0:
-            seen0[key[0]] = no
-        else:
-            seen[key] = no
-        if f is None:
-            continue
-        decided = _decide(f, info[1], parser, name, no, later, partial(options, info[0]))
-        if decided is not None:
-            good.other.append((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6],
-                               f[7], f[8], None, None))
-            good.other_at.append((no, key[0], key[1], key[2]))
-            good.other_after.append(len(good.plain))
+            info = keys_get(key[0])
+            if info is None:
+                later.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
+                continue
+            first = seen0.get(key[0]) if key[1] == 0 and key[2] == 0 else seen.get(key)
+            if first is not None:
+                later.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
+                            f"repeat {key[2]} (first on line {first})")
+                continue
+            if key[1] == 0 and key[2] == 0:
+                seen0[key[0]] = no
+            else:
+                seen[key] = no
+            if f is None:
+                continue
+            decided = _decide(f, info[1], parser, name, no, later, partial(options, info[0]))
+            if decided is not None:
+                good.other.append((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6],
+                                   f[7], f[8], None, None))
+                good.other_at.append((no, key[0], key[1], key[2]))
+                good.other_after.append(len(good.plain))
+        if writer is not None and report.ok and later.ok:  # a file with a problem already writes no more
+            writer.put(good.plain[handed:], good.plain_at[handed:])
+            handed = len(good.plain)
     report.issues.extend(later.issues)
     return good
 
@@ -323,47 +335,68 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
     return fresh, replaced, lines_of
 
 
-def _plain_insert(run_id: int) -> str:
-    """The INSERT of plain rows (`_Good.plain`) into run `run_id`, the constant columns written into it (fewer
-    values to bind per row)."""
-    return ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
-            " input_mode, trace, tokens, latency, probs) VALUES"
-            f" ({int(run_id)}, ?1, 0, 0, ?2, ?3, ?3, ?4, NULL, 'all', NULL, ?5, NULL, NULL)")
+_PLAIN_HEAD = ("INSERT INTO predictions (run_id, item_pk, rotation, repeat, response, shown, answer, status, error,"
+               " input_mode, trace, tokens, latency, probs) VALUES ")
 
 
-def _write_predictions(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any],
-                       cfg: dict[str, Any], digest: str, existing: tuple[Any, ...] | None, good: _Good,
-                       replace: bool, report: Report, after: _After | None = None) -> ImportResult:
-    """Write the validated rows of the good lines in one transaction; with an existing run only the new or (with
+def _plain_values(run_id: int) -> str:
+    """One plain row (`_Good.plain`: item pk, response, letter shown, letter, status, tokens) of run `run_id` as VALUES, the
+    constant columns written into it (fewer values to bind per row)."""
+    return f"({int(run_id)}, ?, 0, 0, ?, ?, ?, ?, NULL, 'all', NULL, ?, NULL, NULL)"
+
+
+def _write_new_run(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any], cfg: dict[str, Any],
+                   digest: str, parser: str, objs: list[tuple[int, Any]], report: Report,
+                   after: _After | None) -> ImportResult:
+    """Import into a new run, writing while the lines are read: inside one write transaction the run is inserted
+    (its id is the one SQLite gives), the plain rows of each chunk of lines go to a `RowWriter` as soon as they
+    are checked, the other rows after the last line. A file with any problem is refused and the transaction
+    rolled back, so nothing of it stays (as when a run of lines is killed midway: nothing is committed)."""
+    name, bid = path.name, int(b["id"])
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    with store.write() as conn:
+        run_id = _insert_run(conn, run, b, model, cfg, digest)
+        if predictions.has_rows(store, run_id):  # leftovers under a reused run id: every row replaces, none plain
+            good = _rows(store, bid, b["name"], parser, run_id, objs, name, report)
+            refuse(report)
+            item_ids = {v[0]: k for k, v in store.item_keys(bid).items()}
+            conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1),
+                             good.in_file_order(run_id, item_ids)[0])
+        else:
+            with RowWriter(conn, _PLAIN_HEAD, _plain_values(run_id), name) as writer:
+                good = _rows(store, bid, b["name"], parser, run_id, objs, name, report, writer)
+                writer.close()
+            refuse(report)
+            conn.executemany(store.PRED_INSERT, good.other)
+        n_rows = len(good)
+        if n_rows and after is not None:
+            after(conn, run_id)
+        if n_rows:
+            conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
+                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
+    report.counts = {**_counts(n_rows, n_rows, good.statuses()), **report.counts}
+    return ImportResult(run, n_rows, not n_rows, report)
+
+
+def _write_predictions(store: Store, path: Path, run: str, b: dict[str, Any], existing: tuple[Any, ...],
+                       good: _Good, replace: bool, report: Report, after: _After | None = None) -> ImportResult:
+    """Write the validated rows of the good lines into the existing run in one transaction: only the new or (with
     `replace`) changed ones, refusing other changes."""
     name = path.name
     n_lines = len(good)
-    replaced: dict[tuple[int, int, int], str | None] = {}
-    lines_of: dict[tuple[int, int, int], int] = {}
-    item_ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()} if existing is not None else {}
-    rows: list[_PredRow] | None = None  # every row whole, in file order, where they are not written as plain rows
-    if existing is not None:
-        rows, where = good.in_file_order(existing[0], item_ids)
-        rows, replaced, lines_of = _against_stored(store, existing[0], run, rows, where, replace, name, report)
+    run_id = existing[0]
+    item_ids = {v[0]: k for k, v in store.item_keys(int(b["id"])).items()}
+    rows, where = good.in_file_order(run_id, item_ids)
+    rows, replaced, lines_of = _against_stored(store, run_id, run, rows, where, replace, name, report)
     refuse(report)  # every problem of the file (from the line checks, or conflicts found here)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     with store.write() as conn:
-        run_id = _insert_run(conn, run, b, model, cfg, digest) if existing is None else existing[0]
         # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
-        # lookup per row. Rows of an existing run (or leftovers under a reused run id) replace the old ones.
+        # lookup per row. Rows of a run that has some replace the old ones.
         if not predictions.has_rows(store, run_id):
-            if rows is None:
-                conn.executemany(_plain_insert(run_id), good.plain)
-                other = good.other
-                if other and other[0][0] != run_id:  # another writer took the expected id meanwhile
-                    other = [(run_id, *row[1:]) for row in other]
-                conn.executemany(store.PRED_INSERT, other)
-            else:
-                conn.executemany(store.PRED_INSERT, rows)
+            conn.executemany(store.PRED_INSERT, rows)
         else:
-            if rows is None:  # leftovers under the new run's id
-                rows = good.in_file_order(run_id, {v[0]: k for k, v in store.item_keys(int(b["id"])).items()})[0]
-            if existing is not None and replace:
+            if replace:
                 settled = settle_replaced(conn, run_id, replaced, f"import of {name}")
                 _report_settled(report, name, run, settled, lines_of, item_ids)
             # what another tool kept beside a replaced response no longer goes with it (the new file's own
@@ -371,16 +404,15 @@ def _write_predictions(store: Store, path: Path, run: str, model: str | None, b:
             conn.executemany("DELETE FROM prediction_sources WHERE run_id = ? AND item_pk = ? AND rotation = ?"
                              " AND repeat = ?", [(run_id, *k) for k in replaced])
             conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1), rows)
-        n_rows = len(good) if rows is None else len(rows)
-        if n_rows and existing is not None:  # caches keyed on the run's revision see the added or replaced rows
+        n_rows = len(rows)
+        if n_rows:  # caches keyed on the run's revision see the added or replaced rows
             touch_run(conn, run_id)
         if n_rows and after is not None:
             after(conn, run_id)
         if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
                          "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
-    statuses = good.statuses() if rows is None else Counter(map(itemgetter(7), rows))
-    report.counts = {**_counts(n_lines, n_rows, statuses), **report.counts}
+    report.counts = {**_counts(n_lines, n_rows, Counter(map(itemgetter(7), rows))), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 
 

@@ -1,0 +1,151 @@
+"""A new run's predictions are written by db/import_writer.py's thread while the lines are read: the rows equal
+the reference path's, a bad line read after rows were written still refuses the file with nothing written, a row
+SQLite refuses in the writer surfaces with its file line, a killed import leaves no half run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_import_fast import make_stores, outcome, reference_import, stembind_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+N_STEMS = 320  # 2,880 items: more lines than one hand-over to the writer (CHUNK) and than a statement's rows
+
+
+def _ids() -> list[str]:
+    return [x["item_id"] for x in stembind_lines(N_STEMS)]
+
+
+def _write(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def _answers(ids: list[str]) -> list[dict]:
+    """One line per item, varied: tagged, untagged, empty, with tokens, a rotated one, an error line."""
+    out: list[dict] = []
+    for k, i in enumerate(ids):
+        line: dict = {"item_id": i, "response": ["<ANSWER>B</ANSWER>", "Final answer: opt C", "", "A"][k % 4]}
+        if k % 3 == 0:
+            line["tokens"] = k
+        if k % 97 == 5:
+            line["status"] = "api_error"
+            line["response"] = ""
+        out.append(line)
+    return out
+
+
+def test_rows_written_while_read_equal_the_reference(tmp_path):
+    from db.import_predictions import CHUNK
+    from db.import_writer import PER_STATEMENT
+    from db.importers import import_predictions
+
+    ids = _ids()
+    assert len(ids) > CHUNK > PER_STATEMENT and len(ids) % PER_STATEMENT  # hand-overs, statements and a tail
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    path = _write(tmp_path / "p.jsonl", _answers(ids))
+    got = outcome(fast, lambda: import_predictions(fast, path, "r"))
+    assert got == outcome(ref, lambda: reference_import(ref, path, "r"))
+    assert got[1] == len(ids) and fast.counts()["predictions"] == len(ids)
+    fast.close()
+    ref.close()
+
+
+def test_bad_line_after_rows_were_written_refuses_the_file(tmp_path):
+    from core.errors import ImportRefused
+    from db.import_predictions import CHUNK
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    lines = _answers(ids)
+    lines[CHUNK + 100] = {"item_id": ids[CHUNK + 100], "response": "x", "rotation": 9}
+    path = _write(tmp_path / "bad.jsonl", lines)
+    before = fast.counts()
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, path, "r")
+    assert str(got.value).startswith(f"bad.jsonl:{CHUNK + 101}: rotation:")
+    assert fast.counts() == before and fast.runs() == []
+    assert fast.conn.execute("SELECT count(*) FROM imports WHERE kind = 'predictions'").fetchone()[0] == 0
+    fast.close()
+    ref.close()
+
+
+@pytest.mark.parametrize("at", [10, -1])  # in a statement of the writer's thread; among the last rows (close())
+def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at):
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    fast.conn.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON predictions WHEN NEW.response = 'boom' "
+                      "BEGIN SELECT RAISE(ABORT, 'boom is refused'); END")
+    lines = [{"item_id": i, "response": "A"} for i in ids]
+    lines[at] = {"item_id": lines[at]["item_id"], "response": "boom"}
+    path = _write(tmp_path / "p.jsonl", lines)
+    before = fast.counts()
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, path, "r")
+    line = at + 1 if at >= 0 else len(lines)
+    assert [(e.file, e.line, e.field) for e in got.value.report.errors] == [("p.jsonl", line, "(row)")]
+    assert "boom is refused" in str(got.value)
+    assert fast.counts() == before and fast.runs() == []
+    fast.close()
+    ref.close()
+
+
+def test_switch_interval_put_back(tmp_path):
+    from db.importers import import_predictions
+
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    before = sys.getswitchinterval()
+    import_predictions(fast, _write(tmp_path / "p.jsonl", _answers(_ids())), "r")
+    assert sys.getswitchinterval() == before
+    fast.close()
+    ref.close()
+
+
+KILLED = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from db import import_writer
+from db.importers import import_predictions
+from db.store import Store
+
+write = import_writer.RowWriter._write
+
+def write_then_die(self, rows, lines):
+    write(self, rows, lines)  # rows are in the transaction, not committed
+    os.kill(os.getpid(), signal.SIGKILL)
+
+import_writer.RowWriter._write = write_then_die
+import_predictions(Store({db!r}), {path!r}, "killed")
+"""
+
+
+def test_killed_import_leaves_no_half_run(tmp_path):
+    from db.importers import import_predictions
+    from db.store import Store
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    path = _write(tmp_path / "p.jsonl", _answers(ids))
+    import_predictions(fast, path, "kept")
+    db = str(fast.path)
+    fast.close()
+    ref.close()
+    script = KILLED.format(root=str(ROOT), db=db, path=str(path))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    store = Store(db)
+    assert [r["name"] for r in store.runs()] == ["kept"]
+    assert store.counts()["predictions"] == len(ids)
+    assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    store.close()
