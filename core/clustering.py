@@ -127,9 +127,8 @@ def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
                 raise MetricUndefined(f"{clustering.name} clustering: no item has meta.{field}")
     n_groups = len(group_ids)
     size = n_groups + len(nodes)
-    data = np.ones(len(rows))
-    graph = coo_matrix((data, (np.asarray(rows, dtype=np.int64), n_groups + np.asarray(cols, dtype=np.int64))),
-                       shape=(size, size))
+    # nodes after the groups; scipy takes the index lists as they are (an empty one included)
+    graph = coo_matrix((np.ones(len(rows)), (rows, np.add(cols, n_groups))), shape=(size, size))
     _, component = connected_components(graph, directed=False)
     first: dict[int, str] = {}
     for gid, c in zip(group_ids, component[:n_groups], strict=True):  # group_ids are sorted
@@ -141,11 +140,11 @@ def cluster_labels(items: Any, clustering: Clustering) -> np.ndarray:
 def _isna(values: np.ndarray) -> np.ndarray:
     import pandas as pd
 
-    return np.asarray(pd.isna(values), dtype=bool)
+    return pd.isna(values)  # an array in, a bool array out
 
 
 def _json_key(value: Any) -> str:
     """A hashable key of a meta value: its JSON text (so "1" and 1 stay apart, lists and dicts hash)."""
     import json
 
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return json.dumps(value, sort_keys=True, default=str)

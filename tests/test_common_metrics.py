@@ -498,3 +498,29 @@ def test_generic_score_over_circular_copies():
     assert (out["consistency"].k, out["consistency"].n) == (1, 2)  # g chose 左 twice; h 左 then 前
     assert (out["vanilla"].k, out["vanilla"].n) == (2, 2)
     assert (out["accuracy"].k, out["accuracy"].n) == (4, 5)
+
+
+def test_generic_rotations_of_a_single_rotation_give_the_reason():
+    preds = preds_frame(["A", "B", "C", "A", "B", "D"], rotation=0)
+    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    for key in generic.ROTATION_KEYS:
+        assert out[key].value is None and out[key].reason == "the run has a single option rotation", key
+
+
+def test_generic_macro_classes_are_the_gold_letters():
+    """Two-option items (gold A or B): macro recall averages A and B only, not four letters."""
+    items = items_frame(["A", "B", "A", "B"])
+    out = generic.score(items, RunData("r", "bench", "generic", {}, preds_frame(["A", "A", "A", "B"])), [], seed=None)
+    assert out["macro_recall"].value == pytest.approx((1 + 0.5) / 2)
+    assert out["macro_precision"].value == pytest.approx((2 / 3 + 1) / 2)
+
+
+def test_generic_two_rotations_win_over_circular_copies():
+    """Items that hold circular copies, scored from a run with two option rotations: the rotations count
+    (circular over items), as for any run with several rotations."""
+    items = generic_items()
+    items["meta"] = [{"copy": k} for k in (0, 1, 2, 0, 1, 2)]
+    preds = pd.concat([preds_frame(["A", "B", "C", "A", "B", "D"], rotation=r) for r in (0, 1)], ignore_index=True)
+    out = generic.score(items, RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    assert out["circular_over"] == "rotations"
+    assert (out["circular"].k, out["circular"].n) == (6, 6)

@@ -127,3 +127,12 @@ def test_l2_category_missing_on_some_groups_is_none():
                      for m, g in zip(items["meta"], items["group_id"], strict=True)]
     by = circular_copies(items, base)["circular_by_category"]
     assert {c: (r.k, r.n) for c, r in by["l2-category"].items()} == {"(none)": (0, 1), "perception": (1, 1)}
+
+
+def test_drop_without_copy_0_items_gives_the_reason():
+    """A circular group of copies 1 and 2 only: Circular stands, Vanilla (over copy-0 items) and Drop say why not."""
+    items, base = frames([["A", "B", "C"]])
+    out = circular_copies(items.iloc[1:], base.iloc[1:])
+    assert out is not None and (out["circular"].k, out["circular"].n) == (1, 1)
+    assert out["vanilla"].reason == "no items to count"
+    assert out["drop"].reason == "no copy-0 items"

@@ -762,3 +762,86 @@ def test_vg_interval_resamples_stems_in_the_order_the_pair_first_answers_them():
     assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
     with stats.ScoringContext().active():
         assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
+
+
+def test_vg_interval_clusters_in_first_answer_order_with_many_stems():
+    """With twelve stems of uneven size the interval depends on the clusters' order; it is the order in which
+    the paired rows first answer the stems (the text run's order, here the reverse of the sorted stem ids), not
+    the sorted order."""
+    stems = [(f"s{i:02d}", "RI-Pos", 1 + i % 4) for i in range(12)]
+    items = make_items(stems)
+    order = [i for stem, _, _ in reversed(stems) for i in items.loc[items["group_id"] == stem, "item_id"]]
+    text = make_run("text", {i: n % 3 == 0 for n, i in enumerate(order)}, input_mode="text")
+    text_ok = {i: bool(text.preds.loc[text.preds["item_id"] == i, "answer"].iloc[0] == "A") for i in order}
+    full = make_run("full", {i: (n * 5) % 7 < 4 for n, i in enumerate(items["item_id"])})
+    full_ok = dict(zip(full.preds["item_id"], full.preds["answer"].eq("A"), strict=True))
+
+    def per_stem(stem_order):
+        rows = [items.loc[items["group_id"] == s, "item_id"].tolist() for s in stem_order]
+        return ([sum(full_ok[i] for i in r) for r in rows], [len(r) for r in rows],
+                [sum(text_ok[i] for i in r) for r in rows])
+
+    kb, n, ka = per_stem([s for s, _, _ in reversed(stems)])
+    expected = diff_interval(kb, n, ka, n, seed=5)
+    kb_sorted, n_sorted, ka_sorted = per_stem([s for s, _, _ in stems])
+    assert expected != diff_interval(kb_sorted, n_sorted, ka_sorted, n_sorted, seed=5)  # the order matters here
+    assert sb.visual_gain(items, full, text, seed=5)["overall"].ci == expected
+
+
+def test_ssa_text_removed_reasons():
+    assert sb.ssa_text_removed(make_run("plain", {})).reason == "not an SSA run (no stage text injected)"
+    assert sb.ssa_text_removed(make_run("h3", {}, ssa_level="H3")).reason == (
+        "the run config records no leakage-guard count (imported, or made before the guard)")
+    got = sb.ssa_text_removed(make_run("h3", {}, ssa_level="H3", ssa_guard={"items": 4, "text_removed": 1}))
+    assert (got.k, got.n) == (1, 4)
+
+
+def test_error_audit_terciles_keep_the_label_order_among_equal_lengths():
+    """Thirty traces of two lengths (10 and 20 tokens, alternating): equal lengths rank in the labels' order
+    (docs/METRICS.md), as a stable sort of the lengths gives them."""
+    n = 30
+    items = make_items([(f"s{i:02d}", "RI-Pos", 1) for i in range(n)])
+    lengths = [10.0 if i % 2 == 0 else 20.0 for i in range(n)]
+    run = make_run("r", {f"s{i:02d}-F": False for i in range(n)}, {f"s{i:02d}-F": t for i, t in enumerate(lengths)})
+    cats = ["perception_error" if i < 10 else "rule_mutation" if i < 20 else None for i in range(n)]
+    labels = pd.DataFrame({"item_id": [f"s{i:02d}-F" for i in range(n)], "category": cats})
+    ranked = sorted(range(n), key=lambda i: lengths[i])  # Python's sort is stable
+    expected = {name: [cats[i] for i in ranked[10 * t:10 * t + 10]] for t, name in enumerate(("short", "middle",
+                                                                                                "long"))}
+    ter = sb.error_audit(items, run, labels)["by_tercile"]
+    for name, got in expected.items():
+        assert ter[name]["n_items"] == 10
+        assert ter[name]["rates"]["perception_error"].k == got.count("perception_error"), name
+        assert ter[name]["rates"]["rule_mutation"].k == got.count("rule_mutation"), name
+    assert ter["short"]["rates"]["perception_error"].k == 5  # labels 0, 2, .., 8 of the first ten
+
+
+def test_l2_profile_of_a_single_judgement():
+    items = make_items([("a", "RI-Pos", 1)])
+    judged = pd.DataFrame({"item_id": ["a-F"], "S1": [1], "S2": [0], "S3": [1], "S4": [1]})
+    out = sb.l2_profile(items, make_run("r", {"a-F": False}), judged)
+    assert out["n_traces"] == 1 and out["first_failure"]["S2"].k == 1
+    on_p = judged.assign(item_id="a-P0")
+    assert sb.l2_profile(items, make_run("r", {"a-F": False}), on_p) == {"reason": "no usable judgement of an F item"}
+
+
+def test_prefetch_with_a_kind_left_unanswered_in_one_stem():
+    """A run that answered no P probe of stem b: its P columns cover fewer stems than the rest; prefetch then
+    score still gives the numbers of score alone."""
+    from core import stats
+
+    items = _three_stems()
+    run = make_run("r", {i: not i.endswith("-R") for i in items["item_id"] if not i.startswith("b-P")})
+    alone = to_jsonable(sb.score(items, run, []))
+    with stats.ScoringContext().active():
+        sb.prefetch(items, [run])
+        shared = to_jsonable(sb.score(items, run, []))
+    assert shared == alone
+
+
+def test_decompose_reads_0_1_flags_as_truth_values():
+    """Flags given as 0 / 1 integers decompose as the same booleans (§4.3 (ii))."""
+    got = sb.decompose(np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1]), np.array([0, 0, 0, 1]))
+    assert list(got) == ["cant_bind", "cant_reason", "cant_see", "solved"]
+    assert list(got) == list(sb.decompose(*(np.array(a, dtype=bool) for a in ([1, 1, 0, 1], [1, 0, 1, 1],
+                                                                                [0, 0, 0, 1]))))
