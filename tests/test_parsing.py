@@ -9,6 +9,17 @@ from hypothesis import strategies as st
 from core.errors import InvalidPrediction
 from core.parsing import parse_answer, rotate_options, unrotate
 
+
+@pytest.fixture(autouse=True)
+def _no_kept_decisions():
+    """Each test starts with core.parsing's decision caches empty (the final-line cache and `_OPTION_FREE`), so a
+    decision an earlier test left there never answers for the rules this test checks (mutation testing runs
+    the tests of each mutant in a process forked after the tests ran once: a warm cache hid changed rules)."""
+    from core import parsing
+
+    parsing._final_line_cached.cache_clear()
+    parsing._OPTION_FREE.clear()
+
 FE_OPTIONS = {"A": "左", "B": "前", "C": "后", "D": "右"}
 EN_OPTIONS = {"A": "left", "B": "front", "C": "behind", "D": "right"}
 
@@ -533,6 +544,8 @@ RULE_ROWS = [
     ("tag holding a letter and another option's text", "<ANSWER>B. 左</ANSWER>", "tag", FE_OPTIONS, (INV, None)),
     ("untagged: the final line only", "The answer is A.\nFinal answer: B", "tag", None, (OK, "B")),
     ("untagged: a standalone letter of the final sentence", "Considering A and B. Then C.", "tag", None, (OK, "C")),
+    ("untagged: a bare letter with another option's text, then a cue that names none",
+     "Reasoning.\nB. left. Wait, let me look again.", "tag", EN_OPTIONS, (INV, None)),
 ]
 
 
