@@ -56,7 +56,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                         ("tests/test_common_metrics.py", "tests/test_generic_circular.py")),
     "frameevidence-validator": (("core/families/frameevidence/__init__.py",), ("tests/test_frameevidence_rules.py",)),
     "stembind-validator": (("core/families/stembind/__init__.py",), ("tests/test_import.py",)),
-    "foreign": (("core/foreign/*.py",), ("tests/test_import_foreign.py",)),
+    "foreign": (("core/foreign/*.py",), ("tests/test_foreign_rows.py", "tests/test_import_foreign.py")),
     "prompts": (("core/prompts.py",), ("tests/test_runners_prompts.py",)),
     # db/importers.py re-exports import_common, import_items, import_predictions and import_labels
     "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),

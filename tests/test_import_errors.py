@@ -206,3 +206,220 @@ def test_a_one_letter_response_under_a_rotation_is_unrotated(fe_store, tmp_path)
                                                                   "rotation": 1}]), "one")
     df = fe_store.predictions_frame("one").set_index("item_id")
     assert (df.loc["g1_0-cam", "status"], df.loc["g1_0-cam", "shown"], df.loc["g1_0-cam", "answer"]) == ("ok", "B", "A")
+
+
+def test_a_zip_over_the_size_limit_is_refused_before_extraction(tmp_path, store):
+    """docs/FORMATS.md: the whole zip may expand to at most 8 GiB; the sizes its central directory declares are
+    checked before anything is extracted (here three members that declare 3 GiB each)."""
+    import struct
+
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    path = _zip(tmp_path / "big.zip", {"a.jsonl": b"{}\n", "b.bin": b"x", "c.bin": b"y"})
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:  # each central directory entry: its uncompressed size is at offset 24
+        data[at + 24:at + 28] = struct.pack("<I", 3 * 1024**3)
+        at = data.find(b"PK\x01\x02", at + 4)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ImportRefused) as info:
+        import_items(store, path)
+    total, limit = 9 * 1024**3, 8 * 1024**3
+    assert issues(info) == [("big.zip", 0, "(file)", f"expands to {total} bytes, over the {limit} byte limit")]
+    assert store.benchmarks() == [] and not (tmp_path / "a.jsonl").exists()
+
+
+def test_image_paths_outside_the_folder_or_missing_are_refused_under_images(tmp_path, store):
+    """An image path with '..', one naming no file, a link out of the folder and a folder: each refused under the
+    item's `images` field, on its line."""
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    lines = fe_lines()
+    path = write_benchmark(tmp_path / "fe", lines)  # every image the lines name, then the two bad names
+    (tmp_path / "outside.png").write_bytes((path.parent / lines[1]["images"][0]).read_bytes())
+    lines[1] = {**lines[1], "images": ["../outside.png", lines[1]["images"][1]]}
+    lines[4] = {**lines[4], "images": [lines[4]["images"][0], "img/nope.png"]}
+    (path.parent / "img" / "link.png").symlink_to(tmp_path / "outside.png")
+    lines[7] = {**lines[7], "images": ["img/link.png", *lines[7]["images"][1:]]}
+    lines[9] = {**lines[9], "images": ["img", *lines[9]["images"][1:]]}
+    write(path, lines)
+    with pytest.raises(ImportRefused) as info:
+        import_items(store, path)
+    assert issues(info) == [
+        ("items.jsonl", 2, "images", "'../outside.png' contains '..'; paths must stay inside the JSONL's folder"),
+        ("items.jsonl", 5, "images", "'img/nope.png': no such image file"),
+        ("items.jsonl", 8, "images", "'img/link.png' is a link out of the JSONL's folder; refused"),
+        ("items.jsonl", 10, "images", "'img' is not a file")]
+
+
+def test_predictions_file_level_refusals(fe_store, tmp_path):
+    """A CSV with only its header holds no predictions; a CSV header without item_id is refused on line 1; a run
+    name taken by another model's run is refused (line 0, field --run); each refusal names its file."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    cases = [("h.csv", "item_id,response\n", ("h.csv", 0, "(file)", "no predictions in the file")),
+             ("n.csv", "id,response\ng1_0-cam,A\n",
+              ("n.csv", 1, "(header)", "expected a CSV header naming at least item_id and response"))]
+    for name, text, issue in cases:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        with pytest.raises(ImportRefused) as info:
+            import_predictions(fe_store, tmp_path / name, "r")
+        assert issues(info) == [issue]
+    import_predictions(fe_store, write(tmp_path / "p.jsonl", [{"item_id": "g1_0-cam", "response": "A"}]), "r",
+                       model="m1")
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, write(tmp_path / "q.jsonl", [{"item_id": "g1_0-obj", "response": "B"}]), "r",
+                           model="m2")
+    assert issues(info) == [("q.jsonl", 0, "--run", "run 'r' already exists with another benchmark, model or "
+                             "settings; choose another --run name")]
+
+
+def test_an_invalid_response_under_a_rotation_stays_invalid(fe_store, tmp_path):
+    """A response with no readable letter under a rotation is stored invalid, with no letter shown or answered."""
+    from db.importers import import_predictions
+
+    import_predictions(fe_store, write(tmp_path / "inv.jsonl", [{"item_id": "g1_0-cam", "response": "no idea",
+                                                                  "rotation": 2}]), "inv")
+    row = fe_store.predictions_frame("inv").set_index("item_id").loc["g1_0-cam"]
+    assert (row["status"], row["shown"], row["answer"]) == ("invalid", None, None)
+
+
+def test_an_option_text_under_a_rotation_is_read_against_the_options_as_shown(fe_store, tmp_path):
+    """g1_0-cam's options are A 前, B 后, C 左, D 右; under rotation 1 the option at A moves to B (SPEC §3), so the text
+    后 (originally B) is shown as C and answers B."""
+    from db.importers import import_predictions
+
+    import_predictions(fe_store, write(tmp_path / "t.jsonl", [{"item_id": "g1_0-cam", "response": "后",
+                                                                "rotation": 1}]), "t")
+    row = fe_store.predictions_frame("t").set_index("item_id").loc["g1_0-cam"]
+    assert (row["status"], row["shown"], row["answer"]) == ("ok", "C", "B")
+
+
+def test_items_in_two_benchmarks_and_another_tools_table(fe_store, tmp_path):
+    """Items whose ids are in two benchmarks: without --benchmark the import is refused naming both; with it, a
+    VLMEvalKit prediction table (auto-detected by its .tsv name) goes into that benchmark, and `--replace`
+    replaces a changed response."""
+    from core.errors import ImportRefused
+    from db.foreign import prediction_sources
+    from db.importers import import_items, import_predictions
+
+    import_items(fe_store, write_benchmark(tmp_path / "fe2", fe_lines()), name="fe2")
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, write(tmp_path / "p.jsonl", [{"item_id": "g1_0-cam", "response": "A"}]), "r")
+    [(file, line, fld, message)] = issues(info)
+    assert (file, line, fld) == ("p.jsonl", 0, "item_id")
+    assert message.startswith("item 'g1_0-cam' is in several benchmarks (") and message.endswith(
+        "); name one with --benchmark") and sorted(message.split("(")[1].split(")")[0].split(", ")) == ["fe", "fe2"]
+
+    def table(answer: str) -> Path:
+        path = tmp_path / "Model_FE.tsv"
+        path.write_text(f"index\tprediction\textracted\ng1_0-cam\tThe answer is {answer}.\t{answer}\n"
+                        "g1_0-obj\tB or C\tB\n", encoding="utf-8")
+        return path
+
+    first = import_predictions(fe_store, table("A"), "v", benchmark="fe2")
+    assert first.rows == 2 and fe_store.run("v")["benchmark"] == "fe2"
+    assert first.report.counts == {"predictions": 2, "unchanged": 0, "ok": 1, "invalid": 1, "api_error": 0}
+    assert prediction_sources(fe_store, "v") == {"g1_0-cam": {"tool": "vlmevalkit", "extracted": "A"},
+                                                 "g1_0-obj": {"tool": "vlmevalkit", "extracted": "B"}}
+    again = import_predictions(fe_store, table("C"), "v", benchmark="fe2", replace=True)
+    assert again.rows == 1  # the changed row only, and the counts are of what was written
+    assert again.report.counts == {"predictions": 1, "unchanged": 1, "ok": 1, "invalid": 0, "api_error": 0}
+    assert prediction_sources(fe_store, "v")["g1_0-cam"] == {"tool": "vlmevalkit", "extracted": "C"}
+    df = fe_store.predictions_frame("v").set_index("item_id")
+    assert (df.loc["g1_0-cam", "response"], df.loc["g1_0-cam", "shown"]) == ("The answer is C.", "C")
+    # an existing run's benchmark is the run's own, whichever other benchmark holds its items too
+    import_predictions(fe_store, write(tmp_path / "j.jsonl", [{"item_id": "g1_0-cam", "response": "A"}]), "j",
+                       benchmark="fe2")
+    more = import_predictions(fe_store, write(tmp_path / "more.jsonl", [{"item_id": "g1_0-obj", "response": "B"}]),
+                              "j")
+    assert more.rows == 1 and len(fe_store.predictions_frame("j")) == 2 and fe_store.run("j")["benchmark"] == "fe2"
+
+
+def test_replace_reports_each_override_it_settles(fe_store, tmp_path):
+    """docs/FORMATS.md: a `--replace` import keeps an extraction-audit override whose row keeps its raw response and
+    marks stale one whose response changed, saying so in a warning per override (file, line, `response`) and
+    counting both."""
+    from db import overrides as dbo
+    from db.importers import import_predictions
+
+    rows = [{"item_id": "g1_0-cam", "response": "A or B"}, {"item_id": "g1_0-obj", "response": "B"}]
+    import_predictions(fe_store, write(tmp_path / "p.jsonl", rows), "r")
+    stale = dbo.apply(fe_store, "r", "g1_0-cam", method="parser:tag")  # still invalid: no letter
+    kept = dbo.apply(fe_store, "r", "g1_0-obj", method="manual", letter="C")
+    changed = [{"item_id": "g1_0-cam", "response": "D"}, {"item_id": "g1_0-obj", "response": "B", "tokens": 9}]
+    res = import_predictions(fe_store, write(tmp_path / "p2.jsonl", changed), "r", replace=True)
+    assert sorted((w.file, w.line, w.field, w.message) for w in res.report.warnings) == [
+        ("p2.jsonl", 1, "response", f"override #{stale['id']} (parser:tag: invalid) of 'g1_0-cam' rotation 0 repeat 0 "
+                                    "is now stale and inactive: the replaced row has another raw response, so it "
+                                    "reads as imported; audit it again in run 'r' if needed"),
+        ("p2.jsonl", 2, "response", f"override #{kept['id']} (manual: ok C) of 'g1_0-obj' rotation 0 repeat 0 kept: "
+                                    "the replaced row has the same raw response, so it still reads the override")]
+    assert (res.report.counts["overrides_kept"], res.report.counts["overrides_stale"]) == (1, 1)
+
+
+def test_unreadable_and_unsupported_images_name_the_file_and_path(tmp_path, store):
+    """An image file that is no image and one in a format outside PNG, JPEG, WEBP, GIF and BMP (here TIFF): each
+    refused on its item's line under `images`, naming the items file and the image path."""
+    from PIL import Image
+
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    lines = fe_lines()
+    path = write_benchmark(tmp_path / "fe", lines)
+    (path.parent / "img" / "junk.png").write_bytes(b"not an image at all")
+    Image.new("RGB", (4, 4), (9, 9, 9)).save(path.parent / "img" / "scan.png", format="TIFF")
+    lines[0] = {**lines[0], "images": ["img/junk.png", lines[0]["images"][1]]}
+    lines[3] = {**lines[3], "images": ["img/scan.png", lines[3]["images"][1]]}
+    write(path, lines)
+    with pytest.raises(ImportRefused) as info:
+        import_items(store, path)
+    assert issues(info) == [
+        ("items.jsonl", 1, "images", "'img/junk.png' is not a readable image (UnidentifiedImageError)"),
+        ("items.jsonl", 4, "images", "'img/scan.png' is a TIFF image (expected PNG, JPEG, WEBP, GIF or BMP)")]
+
+
+def test_missing_predictions_file_is_named(fe_store, tmp_path):
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, tmp_path / "nope.jsonl", "r")
+    assert issues(info) == [("nope.jsonl", 0, "(file)", f"no such file: {tmp_path / 'nope.jsonl'}")]
+
+
+def test_reimport_under_the_same_name(tmp_path, store):
+    """The same items again change nothing, whatever order each line's keys and its `meta` keys are written in;
+    other items under the same name are refused."""
+    from core.errors import ImportRefused
+    from db.importers import import_items
+
+    lines = fe_lines()
+    path = write_benchmark(tmp_path / "fe", lines)
+    assert import_items(store, path, name="fe").rows == 12
+    reordered = [{k: (dict(reversed(list(v.items()))) if k == "meta" else v) for k, v in reversed(line.items())}
+                 for line in lines]
+    again = import_items(store, write(path, reordered), name="fe")
+    assert (again.rows, again.unchanged, again.report.counts) == (0, True, {"items": 0, "unchanged": 12})
+    lines[0] = {**lines[0], "question": "another question"}
+    with pytest.raises(ImportRefused) as info:
+        import_items(store, write(path, lines), name="fe")
+    assert issues(info) == [("items.jsonl", 0, "(file)", "benchmark 'fe' already exists with other items; import "
+                             "under another --name")]
+
+
+def test_validate_items_file_is_the_import_without_the_store(tmp_path):
+    """The Data tab's dry run: the same checks as the import (a zip extracted to a folder of its own), no store."""
+    from db.importers import validate_items_file
+
+    jsonl = write_benchmark(tmp_path / "fe", fe_lines())
+    members = {p.relative_to(jsonl.parent).as_posix(): p.read_bytes() for p in jsonl.parent.rglob("*") if p.is_file()}
+    assert validate_items_file(jsonl).issues == []
+    assert validate_items_file(_zip(tmp_path / "fe.zip", members)).issues == []
+    bad = _zip(tmp_path / "bad.zip", {k: v for k, v in members.items() if not k.endswith("g1_0_1.png")})
+    assert [(i.file, i.line, i.field) for i in validate_items_file(bad).errors] == [
+        ("bad.zip:items.jsonl", n, "images") for n in (1, 2, 3)]

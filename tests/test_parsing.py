@@ -9,6 +9,17 @@ from hypothesis import strategies as st
 from core.errors import InvalidPrediction
 from core.parsing import parse_answer, rotate_options, unrotate
 
+
+@pytest.fixture(autouse=True)
+def _no_kept_decisions():
+    """Each test starts with core.parsing's decision caches empty (the final-line cache and `_OPTION_FREE`), so a
+    decision an earlier test left there never answers for the rules this test checks (mutation testing runs
+    the tests of each mutant in a process forked after the tests ran once: a warm cache hid changed rules)."""
+    from core import parsing
+
+    parsing._final_line_cached.cache_clear()
+    parsing._OPTION_FREE.clear()
+
 FE_OPTIONS = {"A": "左", "B": "前", "C": "后", "D": "右"}
 EN_OPTIONS = {"A": "left", "B": "front", "C": "behind", "D": "right"}
 
@@ -246,7 +257,27 @@ FAST_CASES_MORE = [
     ("a<b <ANSWER>B</ANSWER> </ answer>", "ABCD", "tag"), ("<ANSWER>B</ANSWER> answer <answer", "ABCD", "tag"),
     ("<ANSWER>b</ANSWER>", "ABCD", "tag"), ("<ANSWER>H</ANSWER>", "ABCDEFGH", "tag"), ("\u3000", "ABCD", "tag"),
     ("\x1c", "ABCD", "letter"), ("\x85", "ABCD", "tag"), ("\u200b", "ABCD", "letter"),
+    # markdown marks inside a second tag: normalisation removes them, and the two tags then disagree (invalid)
+    ("<ANSWER>B</ANSWER><ANS*WER>C</ANS*WER>", "ABCD", "tag"), ("<ANSWER>B</ANSWER><ANS`WER>C</ANS`WER>", "ABCD", "tag"),
+    ("AB", "ABCD", "letter"), ("BC", "ABCD", "letter"),  # two letters are no one-letter answer
 ]
+
+
+def test_tag_style_reads_option_texts_the_final_line_cache_cannot_key():
+    """A caller's option texts that cannot be hashed (so the final-line cache cannot key them) are read all the same:
+    "A left" is option A's own text after the letter A, not the article (rule 6)."""
+    class Unhashable(str):
+        __hash__ = None  # type: ignore[assignment]
+
+    options = {k: Unhashable(v) for k, v in EN_OPTIONS.items()}
+    assert parse_answer("Reasoning.\nA left", "ABCD", "tag", options) == (OK, "A")
+    assert parse_answer("Reasoning.\nA left", "ABCD", "tag", None) == (INV, None)
+
+
+def test_fast_parse_defaults_to_the_letter_style_over_abcd():
+    from core.parsing import fast_parse
+
+    assert fast_parse("B") == ("ok", "B") and fast_parse(" C\n") == ("ok", "C") and fast_parse("E") is None
 
 
 @pytest.mark.parametrize("response,letters,style", FAST_CASES + FAST_CASES_MORE)
@@ -338,6 +369,15 @@ def test_needles_cover_every_marker_match(text):
     for pattern, own in parsing._NEEDLES.items():
         if parsing._rx(pattern, parsing._I).search(text):
             assert not needles.isdisjoint(own), (pattern, text)
+
+
+@pytest.mark.parametrize("text", ["The answer is A. Waıt, the answer is C.", "答案是A。Waıt, the answer is C."])
+def test_shortcuts_agree_on_a_cue_with_a_dotless_i(text):
+    """IGNORECASE matches the dotless "ı" to "i", so "Waıt" is a self-correction cue; the shortcuts' precheck
+    (`_might_correct`) must see it too."""
+    assert _full_rules(text, "ABCD", "letter", None, False) == (OK, "C")
+    assert _full_rules(text, "ABCD", "letter", None, True) == (OK, "C")
+    assert parse_answer(text, "ABCD", "letter") == (OK, "C")
 
 
 def test_final_line_cache_keeps_options_apart():
@@ -533,6 +573,9 @@ RULE_ROWS = [
     ("tag holding a letter and another option's text", "<ANSWER>B. 左</ANSWER>", "tag", FE_OPTIONS, (INV, None)),
     ("untagged: the final line only", "The answer is A.\nFinal answer: B", "tag", None, (OK, "B")),
     ("untagged: a standalone letter of the final sentence", "Considering A and B. Then C.", "tag", None, (OK, "C")),
+    ("untagged: a bare letter with another option's text, then a cue that names none",
+     "Reasoning.\nB. left. Wait, let me look again.", "tag", EN_OPTIONS, (INV, None)),
+    ("untagged: an option's text is no letter", "Reasoning.\nThe answer is 前.", "tag", FE_OPTIONS, (INV, None)),
 ]
 
 

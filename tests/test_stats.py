@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from bootstrap_ref import diff_interval, drawn_indices, proportion_interval, ratio_interval
+from bootstrap_ref import (
+    diff_interval,
+    drawn_indices,
+    percentile_interval,
+    proportion_interval,
+    ratio_interval,
+    resampled,
+    statistic_interval,
+)
 from scipy.stats import binom, spearmanr
 from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import cohen_kappa_score
@@ -526,3 +534,68 @@ def test_proportion_bootstrap_equals_the_reference_exactly(k, n, seed):
     assert (lo, hi) == proportion_interval(k, n, seed=seed)
     assert lo <= k / n <= hi
     assert abs(lo * n - binom.ppf(0.025, n, k / n)) <= 2 and abs(hi * n - binom.ppf(0.975, n, k / n)) <= 2
+
+
+def _kappa_of(drawn) -> float:
+    """Cohen's kappa (core.agreement, no bootstrap) of the pairs of the drawn clusters; NaN when undefined."""
+    flat = [pair for cluster in drawn for pair in cluster]
+    value, _ = stats.cohen_kappa([x for x, _ in flat], [y for _, y in flat])
+    return np.nan if value is None else value
+
+
+@pytest.mark.parametrize(("seed", "level"), [(9, 0.95), (4, 0.8)])
+def test_cluster_bootstrap_kappa_equals_the_reference(seed, level):
+    """The kappa interval is the percentile interval of kappa over the same seeded draws of whole clusters (their
+    ids in text order), undefined draws left out, and holds the estimate."""
+    rng = np.random.default_rng(seed)
+    a = [int(x) for x in rng.integers(0, 3, 45)]
+    b = [x if rng.random() < 0.7 else int(rng.integers(0, 3)) for x in a]
+    clusters = [i // 3 for i in range(45)]  # 15 items of 3 traces; ids in text order: 0, 1, 10, 11, ...
+    keys = sorted({str(c) for c in clusters})
+    pairs = np.empty(len(keys), dtype=object)
+    for i, key in enumerate(keys):
+        pairs[i] = [(x, y) for x, y, c in zip(a, b, clusters, strict=True) if str(c) == key]
+    expected = statistic_interval([pairs], _kappa_of, draws=400, seed=seed + 1, level=level)
+    given = {} if level == 0.95 else {"level": level}  # 95% is the default
+    got = stats.cluster_bootstrap_kappa(a, b, clusters, draws=400, seed=seed + 1, **given)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)  # kappa's sums in another order
+    assert got[0] <= stats.cohen_kappa(a, b)[0] <= got[1]
+
+
+def test_cluster_bootstrap_kappa_refusals_and_undefined():
+    with pytest.raises(ValueError, match="^labels and clusters must have one entry per pair$"):
+        stats.cluster_bootstrap_kappa([1, 2], [1, 2], [0])
+    with pytest.raises(ValueError, match="^labels and clusters must have one entry per pair$"):
+        stats.cluster_bootstrap_kappa([1], [1, 2], [0])
+    assert stats.cluster_bootstrap_kappa([], [], []) is None
+    assert stats.cluster_bootstrap_kappa([1, 1, 1], [1, 1, 1], [0, 1, 2], draws=50) is None  # one class: undefined
+    mixed = stats.cluster_bootstrap_kappa([1, "x", 1, "x", 1], [1, "x", "x", "x", 1], [0, 1, 2, 3, 4], draws=50)
+    assert mixed is not None and mixed[0] <= mixed[1]  # labels of mixed types, as cohen_kappa takes them
+
+
+def test_bootstrap_refusal_messages():
+    with pytest.raises(ValueError, match=r"^per-cluster arrays must be 1-D \(clusters\) or 2-D \(clusters x metrics\)$"):
+        stats.cluster_bootstrap_many(np.ones((2, 2, 2)), np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"^k and n shapes differ: \(3, 2\) vs \(4, 2\)$"):
+        stats.cluster_bootstrap_many(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(MetricUndefined, match="^no clusters to resample$"):
+        stats.cluster_bootstrap([], [])
+
+
+def test_cluster_bootstrap_passes_its_level_on():
+    k, n = _clusters(1)
+    assert stats.cluster_bootstrap(k, n, draws=500, seed=2, level=0.5) == ratio_interval(k, n, draws=500, seed=2,
+                                                                                         level=0.5)
+
+
+def test_resampled_sums_and_percentile_interval_are_the_documented_ones():
+    rng = np.random.default_rng(2)
+    cols = rng.integers(0, 5, (9, 3)).astype(float)
+    got = stats.resampled_sums(cols, draws=300, seed=6)
+    np.testing.assert_array_equal(got, resampled([cols], 300, 6)[0])
+    np.testing.assert_array_equal(stats.resampled_sums(cols[:, 0], draws=300, seed=6)[:, 0], got[:, 0])
+    values = np.where(rng.random((300, 2)) < 0.1, np.nan, rng.random((300, 2)))
+    lo, hi = stats.percentile_interval(values)
+    assert [(lo[j], hi[j]) for j in range(2)] == [percentile_interval(values[:, j]) for j in range(2)]
+    lo, hi = stats.percentile_interval(values, level=0.5)
+    assert (lo[0], hi[0]) == percentile_interval(values[:, 0], level=0.5)
