@@ -845,3 +845,134 @@ def test_decompose_reads_0_1_flags_as_truth_values():
     assert list(got) == ["cant_bind", "cant_reason", "cant_see", "solved"]
     assert list(got) == list(sb.decompose(*(np.array(a, dtype=bool) for a in ([1, 1, 0, 1], [1, 0, 1, 1],
                                                                                 [0, 0, 0, 1]))))
+
+
+# --------------------------------------------------------------------------- survivors of the redrawn sample (#28)
+
+
+def test_score_of_a_text_run_gives_the_vg_reason_under_vg():
+    items = _three_stems()
+    out = sb.score(items, make_run("text", {i: True for i in items["item_id"]}, input_mode="text"), seed=None)
+    assert out["vg"].value is None and out["vg"].reason == "this run is itself text-only"
+
+
+def test_score_of_an_ssa_run_carries_its_text_removed_share():
+    items = _three_stems()
+    run = make_run("h3", {i: True for i in items["item_id"]}, strategy="ssa", ssa_level="H3",
+                   ssa_guard={"items": 2, "text_removed": 1})
+    got = sb.score(items, run, seed=None)["ssa_text_removed"]
+    assert (got.k, got.n) == (1, 2) and got.value == pytest.approx(0.5)
+    assert "ssa_text_removed" not in sb.score(items, make_run("d", {"a-P0": True}), seed=None)
+
+
+def test_ssa_text_removed_with_no_f_items_names_them():
+    got = sb.ssa_text_removed(make_run("h3", {}, ssa_level="H3", ssa_guard={"items": 0, "text_removed": 0}))
+    assert got.value is None and got.reason == "no F items to count"
+
+
+def test_l3_attr_tag_carries_the_l2_reason():
+    items, run = pattern_run([([True], True, True)])
+    out = sb.score(items, run, seed=None)
+    assert out["l3_attr_tag"].reason == out["l2"].reason and "no trace judgements" in out["l3_attr_tag"].reason
+
+
+def test_rf_gap_reason_when_r_or_f_is_unanswered():
+    items = _three_stems()
+    out = sb.score(items, make_run("r", {"a-P0": True, "a-F": True}), seed=None)
+    assert out["r_accuracy"].value is None
+    assert out["rf_gap"].value is None and out["rf_gap"].reason == "R or F accuracy is undefined"
+    assert out["by_operation"]["RI-Pos"]["rf_gap"].reason == "R or F accuracy is undefined"
+
+
+def test_operations_outside_the_paper_follow_its_own_in_text_order():
+    """by_operation: the paper's operations in its order (only present ones), then any other in text order."""
+    items = make_items([("a", "zz-new", 1), ("b", "VP-Fold", 1), ("c", "RI-Pos", 1), ("d", "aa-new", 1)])
+    run = make_run("r", {i: True for i in items["item_id"]})
+    acc = sb.accuracies(items, run)
+    assert list(acc["by_operation"]) == ["RI-Pos", "VP-Fold", "aa-new", "zz-new"]
+    assert acc["by_operation"]["zz-new"]["p"].k == 1 and acc["by_operation"]["zz-new"]["p"].n == 1
+
+
+def test_items_without_meta_have_no_operation():
+    items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1)])
+    items["meta"] = [None if s == "b" else m for s, m in zip(items["group_id"], items["meta"], strict=True)]
+    acc = sb.accuracies(items, make_run("r", {i: True for i in items["item_id"]}))
+    assert list(acc["by_operation"]) == ["RI-Pos"] and acc["by_operation"]["RI-Pos"]["p"].n == 1
+    assert acc["p_accuracy"].n == 2
+
+
+def test_accuracies_and_stem_metrics_alone_equal_score():
+    items, run = pattern_run([([True, True], True, False), ([True], True, True), ([False], False, False)])
+    out = sb.score(items, run, seed=3)
+    acc = sb.accuracies(items, run)
+    assert (acc["p_accuracy"].k, acc["p_accuracy"].n) == (out["p_accuracy"].k, out["p_accuracy"].n) == (3, 4)
+    assert (acc["f_accuracy"].k, acc["f_accuracy"].n) == (1, 3)
+    stem = sb.stem_metrics(items, run, seed=3)
+    assert stem["binding_gap"] == out["binding_gap"]
+    assert stem["decomposition"]["cant_bind"] == out["decomposition"]["cant_bind"]
+    assert (stem["decomposition"]["cant_bind"].k, stem["decomposition"]["cant_bind"].n) == (1, 3)
+
+
+def test_r_correct_given_f_wrong_reason_without_f_wrong_stems():
+    items, run = pattern_run([([True], True, True), ([False], False, True)])
+    got = sb.score(items, run, seed=None)["decomposition"]["r_correct_given_f_wrong"]
+    assert got.value is None and got.reason == "no F-wrong stems to count"
+
+
+def test_think_partner_is_the_same_model_with_the_other_strategy():
+    items = _three_stems()
+    direct = make_run("d", {i: True for i in items["item_id"]})
+    other_model = make_run("x", {i: True for i in items["item_id"]}, model="other")
+    same_strategy = make_run("d2", {i: True for i in items["item_id"]})
+    assert sb.find_think_partner(direct, [other_model, same_strategy]) is None
+    thinking = make_run("t", {i: True for i in items["item_id"]}, strategy="thinking")
+    assert sb.find_think_partner(direct, [other_model, same_strategy, thinking]) is thinking
+
+
+def test_a_run_without_a_strategy_is_direct():
+    items = _three_stems()
+    bare = make_run("bare", {i: True for i in items["item_id"]})
+    bare = RunData(bare.name, bare.benchmark, bare.family, {k: v for k, v in bare.config.items() if k != "strategy"},
+                   bare.preds)
+    thinking = make_run("t", {i: not i.endswith("-F") for i in items["item_id"]}, strategy="thinking")
+    tg = sb.score(items, bare, [thinking], seed=None)["think_gain"]
+    assert (tg["direct"], tg["thinking"]) == ("bare", "t") and tg["at_F"].value == pytest.approx(-1.0)
+
+
+def test_think_gain_reasons_name_the_kind_both_ways():
+    items = _three_stems()
+    ids = [i for i in items["item_id"] if not i.endswith("P0")]
+    direct = make_run("d", {i: True for i in ids}, {i: 5.0 for i in ids}, max_tokens=64)
+    thinking = make_run("t", {i: True for i in ids}, {i: 5.0 for i in ids}, strategy="thinking", max_tokens=64)
+    tg = sb.think_gain(items, direct, thinking, seed=None)
+    assert tg["at_P"].reason == "no P items answered by both runs"
+    assert tg["at_P_no_cap"].reason == "no P items without a cap hit answered by both runs"
+    assert tg["at_F_no_cap"].value == pytest.approx(0.0)
+
+
+def test_cap_hit_items_reason_without_a_tokens_column():
+    items = _three_stems()
+    run = make_run("d", {"a-P0": True}, {"a-P0": 3.0}, max_tokens=64)
+    run = RunData(run.name, run.benchmark, run.family, run.config, run.preds.drop(columns=["tokens"]))
+    assert sb.cap_hit_items(items, run) == (None, "run 'd' records no output-token counts")
+
+
+def test_accuracy_interval_keeps_a_stem_the_run_answered_once():
+    """Stem a (one P probe), of which the run answered only a-P0, is still a cluster of the P accuracy's
+    interval (per stem, sorted by group_id: k = 1, 0, 1, 2, 3, 1, 2 of n = 1, 3, 3, ...), in a ScoringContext
+    too, where the stems are coded from the item rows."""
+    from core import stats
+
+    p_right = [0, 1, 2, 3, 1, 2]
+    items = make_items([("a", "RI-Pos", 1)] + [(s, "RI-Pos", 3) for s in "bcdefg"])
+    correct = {"a-P0": True}
+    for stem, k in zip("bcdefg", p_right, strict=True):
+        correct |= stem_correct(stem, [j < k for j in range(3)], True, False)
+    run = make_run("r", correct)
+    with stats.ScoringContext().active():
+        inside = sb.score(items, run, seed=7)
+    expected = ratio_interval([1, *p_right], [1] + [3] * 6, seed=7)
+    assert expected != ratio_interval(p_right, [3] * 6, seed=7)  # stem a matters here
+    for out in (sb.score(items, run, seed=7), inside):
+        assert (out["p_accuracy"].k, out["p_accuracy"].n) == (10, 19)
+        assert out["p_accuracy"].ci == expected
