@@ -12,7 +12,7 @@ import socket
 import pytest
 
 from core.runners import http11
-from core.runners.base import Request
+from core.runners.base import Request, run_coroutine
 from core.runners.openai_runner import TRANSPORT_ENV, OpenAIRunner
 
 REQ = Request(messages=[{"role": "user", "content": [{"type": "text", "text": "which way?"}]}], max_tokens=8)
@@ -108,7 +108,7 @@ def test_keep_alive_reuses_one_connection_and_sends_the_sdk_headers(monkeypatch)
             await r.aclose()
             return srv, out
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert [o.text for o in out] == ["answer 1", "answer 2", "answer 3"] and not any(o.error for o in out)
     assert srv.connections == 1
     head = srv.heads[0].decode("latin-1").lower()
@@ -130,7 +130,7 @@ def test_chunked_and_gzip_bodies():
         async with RawServer(lambda n, c, b: chunked if n % 2 else zipped) as srv:
             return srv, await calls(srv.url, 4)
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert [o.text for o in out] == ["C", "D", "C", "D"]
     assert srv.connections == 1
 
@@ -142,7 +142,7 @@ def test_interim_answers_are_skipped():
         async with RawServer(lambda n, c, b: interim + ok(completion(f"E{n}"))) as srv:
             return srv, await calls(srv.url, 2)
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert [o.text for o in out] == ["E1", "E2"] and srv.connections == 1
 
 
@@ -154,7 +154,7 @@ def test_close_delimited_and_connection_close_answers_are_not_reused():
         async with RawServer(lambda n, c, b: http10 if n == 1 else closing) as srv:
             return srv, await calls(srv.url, 3)
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert [o.text for o in out] == ["A", "B", "B"]
     assert srv.connections == 3
 
@@ -166,7 +166,7 @@ def test_server_closing_an_idle_connection_is_survived():
         async with RawServer(lambda n, c, b: ok() if n == 2 * c - 1 else None) as srv:
             return srv, await calls(srv.url, 3)
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert [o.text for o in out] == ["B", "B", "B"] and not any(o.error for o in out)
     assert srv.connections == 3
 
@@ -176,7 +176,7 @@ def test_a_fresh_connection_closing_early_is_a_connection_error():
         async with RawServer(lambda n, c, b: None) as srv:
             return await calls(srv.url, 1)
 
-    (out,) = asyncio.run(main())
+    (out,) = run_coroutine(main())
     assert not out.text and out.error.startswith("APIConnectionError") and "closed before the response" in out.error
 
 
@@ -192,7 +192,7 @@ def test_malformed_responses_are_connection_errors(raw, words):
         async with RawServer(lambda n, c, b: (raw, "close")) as srv:
             return await calls(srv.url, 1)
 
-    (out,) = asyncio.run(main())
+    (out,) = run_coroutine(main())
     assert out.error.startswith("APIConnectionError") and words in out.error, out.error
 
 
@@ -206,7 +206,7 @@ def test_status_errors_map_to_the_sdk_types():
         async with RawServer(answer) as srv:
             return await calls(srv.url, 3)
 
-    out = asyncio.run(main())
+    out = run_coroutine(main())
     assert [o.error.split(":")[0] for o in out] == ["RateLimitError 429", "InternalServerError 500", "BadRequestError 400"]
     assert all("injected" in o.error for o in out)
 
@@ -231,7 +231,7 @@ def test_the_sdk_table_of_status_errors(status, name, transport, monkeypatch):
             await r.aclose()
             return out
 
-    out = asyncio.run(main())
+    out = run_coroutine(main())
     assert out.error == f"{name} {status}: Error code: {status} - told so", out.error
 
 
@@ -245,7 +245,7 @@ def test_silence_is_a_timeout_and_refusal_a_connection_error():
         (refused,) = await calls(f"http://127.0.0.1:{port}/v1", 1)
         return timed, refused
 
-    timed, refused = asyncio.run(main())
+    timed, refused = run_coroutine(main())
     assert timed.error.startswith("APITimeoutError")
     assert refused.error.startswith("APIConnectionError") and "cannot connect" in refused.error
 
@@ -264,7 +264,7 @@ def test_a_cancelled_request_does_not_leave_its_connection_in_the_pool():
             await r.aclose()
             return srv, out
 
-    srv, out = asyncio.run(main())
+    srv, out = run_coroutine(main())
     assert out.text == "B" and srv.connections == 2
 
 

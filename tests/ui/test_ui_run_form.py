@@ -40,7 +40,7 @@ def app(tmp_path_factory):
     import_items(s, write_benchmark(folder / "trained", fe_lines() + fe_lines(split="train", prefix="t")),
                  name="fe-trained")
     s.close()
-    with ChatServer(latency=0.3) as chat, running_app(db) as url:
+    with ChatServer(latency=1.5) as chat, running_app(db) as url:
         yield url, chat
 
 
