@@ -69,13 +69,18 @@ def two_stores(tmp_path_factory) -> list[Path]:
     return [_stembind_store(root / "a", seed=1), _stembind_store(root / "b", seed=2)]
 
 
-def _score(db: Path, context: stats.ScoringContext | None = None) -> str:
+def _loaded(db: Path):
+    """The StemBind benchmark's items and runs as scoring reads them."""
     store = Store(db)
     try:
-        items, runs = load_for_scoring(store, "sb")
-        return json.dumps(score_all(items, runs, context=context), sort_keys=True)
+        return load_for_scoring(store, "sb")
     finally:
         store.close()
+
+
+def _score(db: Path, context: stats.ScoringContext | None = None) -> str:
+    items, runs = _loaded(db)
+    return json.dumps(score_all(items, runs, context=context), sort_keys=True)
 
 
 def test_two_threads_scoring_two_stores_get_their_single_thread_results(two_stores):
@@ -114,11 +119,7 @@ def test_a_context_is_seen_only_by_the_thread_that_activates_it():
 
 
 def test_score_run_uses_the_context_it_is_given(two_stores):
-    store = Store(two_stores[1])
-    try:
-        items, runs = load_for_scoring(store, "sb")
-    finally:
-        store.close()
+    items, runs = _loaded(two_stores[1])
     context = stats.ScoringContext()
     run = runs["direct"]
     others = [r for r in runs.values() if r is not run]
@@ -158,11 +159,7 @@ def test_score_all_hands_every_run_to_the_family_prefetch_once(two_stores, monke
     spied, real_get = dataclasses.replace(package, prefetch=spy), families.get
     monkeypatch.setattr(families, "get", lambda name: spied if name == package.name else real_get(name))
     monkeypatch.setattr(stats, "_index_blocks", counting_blocks)
-    store = Store(two_stores[0])
-    try:
-        items, runs = load_for_scoring(store, "sb")
-    finally:
-        store.close()
+    items, runs = _loaded(two_stores[0])
     with_prefetch = score_all(items, runs)
     assert calls == [[name for name, _ in RUNS]]
     assert streams["prefetch"] > 0 and streams["after"] == 0, streams
@@ -177,11 +174,7 @@ def test_item_level_work_carried_to_a_fresh_context_gives_the_same_results(two_s
     from core.metrics.common import item_level
     from core.schema import RunData
 
-    store = Store(two_stores[0])
-    try:
-        items, runs = load_for_scoring(store, "sb")
-    finally:
-        store.close()
+    items, runs = _loaded(two_stores[0])
     first = stats.ScoringContext()
     alone = json.dumps(score_all(items, runs, names=["direct", "text"], context=first), sort_keys=True)
     kept = item_level(first.memo)
