@@ -24,8 +24,9 @@ from typing import Any
 
 from core.errors import ImportRefused
 from core.report import Report
+from db.store import ROWS_PER_INSERT
 
-PER_STATEMENT = 500  # rows a statement: SQLite's cost per row grows in longer VALUES lists (2,000 rows: 5x)
+PER_STATEMENT = ROWS_PER_INSERT  # rows a statement, as the items import writes them (db.store)
 SWITCH_S = 0.0005  # the GIL switch interval while a writer runs (CPython's default is 0.005)
 _switch = {"writers": 0, "before": 0.0}
 _switch_lock = threading.Lock()

@@ -143,11 +143,11 @@ def _loads(value: str | None) -> Any:
 
 _ITEMS_INSERT = ("INSERT INTO items (benchmark_id, item_id, group_id, split, kind, variant, question, options,"
                  " letters, answer, images, image_names, meta, stages, line) VALUES ")
-_ITEMS_PER_INSERT = 500
+ROWS_PER_INSERT = 500  # rows per multi-row INSERT, items and predictions: SQLite's cost per row grows in longer VALUES lists (2,000 rows: 5x)
 
 
 def _insert_items(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert items rows (the columns of _ITEMS_INSERT), up to _ITEMS_PER_INSERT rows per INSERT statement. The
+    """Insert items rows (the columns of _ITEMS_INSERT), up to ROWS_PER_INSERT rows per INSERT statement. The
     full-text index's trigger (search_items_ai, db/schema.py) writes each row into an FTS5 table, and FTS5 writes
     its pending terms out as a new index segment at the end of every statement: one statement per item (an
     executemany) made a segment, and merges, per item, at three times the cost of the rows themselves. The index
@@ -155,7 +155,7 @@ def _insert_items(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None
     if not rows:
         return
     width = len(rows[0])
-    per = max(1, min(_ITEMS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    per = max(1, min(ROWS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
     one = f"({', '.join('?' * width)})"
     for start in range(0, len(rows), per):
         part = rows[start:start + per]
