@@ -7,7 +7,8 @@ answering), "malformed" (a 200 whose body is not a chat completion), "badjson" (
 An error action may carry a Retry-After header: "429;retry-after=1.5" sends `Retry-After: 1.5` verbatim,
 "503;retry-after-date=2" sends the HTTP-date 2 s after the moment of answering.
 It counts requests in flight (`max_inflight`), keeps every request body and its arrival time (`times`,
-time.monotonic()), and answers with `responder(body)`.
+time.monotonic()), and answers with `responder(body)`. `gate` (a threading.Event, set) holds every answer while
+it is cleared: a test that must see a run still going on clears it, checks, and sets it again.
 
 Run standalone (bench): python tests/chat_server.py --latency 0.1 [--port 0]; prints "PORT <n>".
 """
@@ -62,6 +63,8 @@ class ChatServer:
         self.times: list[float] = []  # time.monotonic() at each request's arrival, parallel to `bodies`
         self.inflight = 0
         self.max_inflight = 0
+        self.gate = threading.Event()
+        self.gate.set()
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         made: list[asyncio.Server] = []
@@ -125,6 +128,8 @@ class ChatServer:
             return 404, json.dumps({"error": {"message": f"no route {path}"}}).encode(), ""
         action, *params = self._action(body).split(";")
         await asyncio.sleep(self.hang if action == "timeout" else self.latency)
+        if not self.gate.is_set():
+            await asyncio.get_running_loop().run_in_executor(None, self.gate.wait)
         if action in ("429", "500", "503", "400"):
             extra = ""
             for param in params:
@@ -158,6 +163,8 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
+        self.gate.set()  # answers held by a test that failed before it set the gate again
+
         async def close() -> None:
             self.server.close()
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]

@@ -85,6 +85,36 @@ def test_multi_image_items_batch_1_and_4(models, bench, arch, capsys):
     assert "0 answered now" in capsys.readouterr().out
 
 
+def test_run_tab_job_shows_the_warning_while_it_runs(models, bench):
+    """The Run tab's progress panel (ui.jobs.progress_html) rendered at every progress step of a job running the
+    tiny LLaVA (its template puts every image first): each rendering while the job goes on carries the warning.
+    Read inside the job, so a run that ends between two of the page's refreshes cannot hide it (the browser test
+    ui/test_ui_run_local.py checks the finished job's line)."""
+    from ui.jobs import Jobs, engine_work, progress_html
+
+    panels: list[str] = []
+
+    def work(store, job):  # the Run tab's work, its panel rendered after each step the engine reports
+        report = job.progress
+
+        def progress(done: int, total: int) -> None:
+            report(done, total)
+            panels.append(progress_html(job))
+
+        job.progress = progress
+        return engine_work(store, job)
+
+    s = RunSettings(benchmark="tiny", run="warned", runner="transformers", model=str(models["llava"]), max_tokens=4,
+                    batch_size=1, progress=False)
+    job = Jobs().start(Store(bench), s, None, work=work)
+    assert job.thread is not None
+    job.thread.join(120)
+    assert job.status == "done", job.message
+    assert len(panels) == 4
+    for panel in panels:
+        assert "data-status='running'" in panel and "warning: " in panel and "labels are detached" in panel
+
+
 def _request(images: list[Path]) -> Request:
     return Request(messages=[prompts.user([*prompts.image_parts(images), text_part("Which? A. x B. y")])],
                    max_tokens=4)

@@ -46,8 +46,34 @@ def app(request, demo_db, tmp_path_factory):
     return shared_app(request, demo_db, tmp_path_factory)
 
 
+# every address change of the page, kept in sessionStorage across its reloads: a failed wait for the address
+# says how the history got there
+ADDRESS_LOG_JS = """(() => {
+  const log = (how, url) => { const a = JSON.parse(sessionStorage.getItem('ccAddr') || '[]');
+    a.push(`${how} ${url} (entries ${history.length})`); sessionStorage.setItem('ccAddr', JSON.stringify(a)); };
+  log('load', location.search);
+  for (const how of ['pushState', 'replaceState']) {
+    const orig = history[how].bind(history);
+    history[how] = (s, t, url) => { orig(s, t, url); log(how, location.search); };
+  }
+  window.addEventListener('popstate', () => log('popstate', location.search));
+})()"""
+
+
+def wait_address(page, part: str, timeout: float = 30000) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the address holds `part`; on a timeout the page's address log is in the message."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("(part) => location.search.includes(part)", arg=part, timeout=timeout)
+    except PlaywrightTimeout:
+        log = page.evaluate("() => sessionStorage.getItem('ccAddr')")
+        raise AssertionError(f"the address never held {part!r}: {page.url}; its changes: {log}") from None
+
+
 def open_page(app, query: str):  # type: ignore[no-untyped-def]
     page = app["browser"].new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(ADDRESS_LOG_JS)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(app["url"] + "/?" + query)
@@ -73,9 +99,9 @@ def test_link_opens_its_view_survives_reload_and_back(app):
         box.fill("sb-010")
         box.press("Enter")
         page.wait_for_selector("#cc-group-view [data-group='sb-010']", timeout=30000)
-        page.wait_for_function("location.search.includes('group=sb-010')", timeout=30000)
+        wait_address(page, "group=sb-010")
         page.go_back()
-        page.wait_for_function("location.search.includes('group=sb-007')", timeout=30000)
+        wait_address(page, "group=sb-007")
         page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
         assert errors == []
     finally:

@@ -104,6 +104,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         done = int(first.locator(".cc-job-held").inner_text().split("/")[0])
         assert 0 < done < 288
         wait_run(page, "gui-api", ("running",), timeout=60)
+        chat.gate.clear()  # the server holds its answers: the run is still going on when the others look
         # progress counts what the run holds: the earlier job's predictions included, of all 288 tasks
         _, held, total = progress(page)
         assert int(total) == 288 and held >= done
@@ -119,6 +120,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         for other in others:  # each sees the run going on ...
             other.get_by_role("tab", name="Run", exact=True).click()
             assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").first.inner_text(timeout=20_000)
+        chat.gate.set()
         for other in others:  # ... and browses the metrics meanwhile
             other.get_by_role("tab", name="Metrics").click()
             other.locator(".cc-mtable[data-table='fe_table4']").wait_for(timeout=60_000)
