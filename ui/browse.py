@@ -186,10 +186,13 @@ def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | No
             gr.update(choices=det_choices, value=names[0] if names else None), *res)
 
 
-def linked_group(store: Any, bench: str | None, runs: list[str] | None, link: View | None) -> tuple[Any, Any, Any]:
-    """(search, group, view) as a link of this benchmark and these runs names them; unchanged otherwise."""
+def linked_group(store: Any, bench: str | None, runs: list[str] | None, link: View | None,
+                 shown: str | None = None) -> tuple[Any, Any, Any]:
+    """(search, group, view) as a link of this benchmark and these runs names them; unchanged otherwise. The
+    link's group never replaces another group `shown` in the Group box: the user opened it while the page was
+    still landing on the link (a late switch of the header's runs would otherwise reopen the link's group)."""
     on = _linked(link, bench, runs)
-    if on is None:
+    if on is None or (shown or "").strip() not in ("", on.group):
         return gr.update(), gr.update(), gr.update()
     view = open_group(store, bench, runs, on.group, None, True) if on.group else gr.update()
     return gr.update(value=on.q), gr.update(value=on.group) if on.group else gr.update(), view
@@ -291,11 +294,11 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
             bench, runs = view.benchmark, view.runs
         return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
 
-    def on_reset(bench, runs, link):
+    def on_reset(bench, runs, link, shown):
         # a change of the header's benchmark or runs: the header's choice stands (the address bar may still show
         # the previous view when this runs, so the page's query string is not read here)
         view = View.of(link)
-        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
+        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view, shown))
 
     def on_list(*args):
         return refresh_list(store, *args)
@@ -319,7 +322,7 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
 
     ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
-        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
+        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"]], reset_outputs, api_visibility="private")
     ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "group")})
 
     def on_boxes_shown(bench: str | None) -> Any:
