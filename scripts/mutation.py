@@ -177,7 +177,8 @@ def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int 
     files = sources(patterns)
     if not files:
         return {"module": name, "error": "no source file matches " + ", ".join(patterns)}
-    if again is not None and again.get("sha256") != digest(files):
+    sha = digest(files)  # of the sources as they are copied now (an edit while the run goes on changes nothing)
+    if again is not None and again.get("sha256") != sha:
         return {"module": name, "error": "the sources changed since the earlier run: run the target in full"}
     scope = tuple(again["survived"] + again["no_tests"]) if again is not None else SCOPES.get(name, ())
     if again is not None and not scope:
@@ -213,7 +214,7 @@ def run_target(name: str, children: int, limit: int, sample: int = 0, seed: int 
             seconds, sample = again["seconds"] + seconds, again.get("sample") or 0
         else:
             done_n, total = len(done), len(codes)
-        out = {"module": name, "files": files, "sha256": digest(files), "scope": list(scope), "sample": sample or None,
+        out = {"module": name, "files": files, "sha256": sha, "scope": list(scope), "sample": sample or None,
                "mutants": total, "tested": done_n, "killed": killed, "survived": survivors,
                "no_tests": untested, "score": round(100 * killed / done_n, 1) if done_n else None,
                "timed_out": proc is None and bool(names or not sample), "seconds": seconds,
