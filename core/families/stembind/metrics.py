@@ -130,7 +130,7 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
         if not len(out):
             continue
         masks = _kind_masks(out, items)
-        k, n = _ci_arrays(out, [masks[kind] for kind in KINDS], items)
+        k, n = _ci_arrays(out, tuple(masks[kind] for kind in KINDS), items)
         by_size.setdefault(k.shape[0], []).extend([k, n])
         stems = _row_stems(items, out)
         group = out["group_id"].to_numpy(dtype=object) if stems is None else stems

@@ -151,8 +151,9 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     status = preds["status"].to_numpy(dtype=object)
     answer = preds["answer"].to_numpy(dtype=object)
     gold = items["answer"].to_numpy(dtype=object)
-    row_ok = (status == "ok") & (answer == gold.take(np.where(keep, pos, 0))) & pd.notna(answer)
-    pos, row_ok = pos[keep], np.asarray(row_ok, dtype=bool)[keep]
+    row_ok = np.asarray((status == "ok") & (answer == gold.take(np.where(keep, pos, 0))), dtype=bool)
+    row_ok[row_ok] = pd.notna(answer[row_ok])  # a missing answer is wrong: asked only of the rows that matched
+    pos, row_ok = pos[keep], row_ok[keep]
     n_items = len(items)
     n_preds = np.bincount(pos, minlength=n_items)
     n_ok = np.bincount(pos, weights=row_ok, minlength=n_items)
