@@ -331,11 +331,9 @@ class DrawCache:
         if missing:
             unique = {keys[j]: j for j in missing}
             block = np.ascontiguousarray(columns[:, list(unique.values())], dtype=np.float32)
-            # one contiguous float64 copy, a row per column: reading the (draws x k) product column by column
-            # would stride across it once per column
-            product = np.ascontiguousarray(self._product(block, n_clusters, draws, seed).T, dtype=float)
+            product = self._product(block, n_clusters, draws, seed)
             for i, key in enumerate(unique):
-                self._sums[key] = product[i]
+                self._sums[key] = product[:, i].astype(float)
         return [self._sums[key] for key in keys]
 
     def _product(self, block: np.ndarray, n_clusters: int, draws: int, seed: int) -> np.ndarray:
