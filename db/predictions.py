@@ -161,8 +161,9 @@ _PACKED_COLUMNS = frozenset({"item_id", "rotation", "repeat", "status", "answer"
 _PACKED_SQL = (
     "SELECT COUNT(*), group_concat(item_pk), max(rotation != 0) + max(repeat != 0),"
     " group_concat(CASE status WHEN 'ok' THEN 0 WHEN 'invalid' THEN 1 WHEN 'api_error' THEN 2 ELSE 3 END, ''),"
-    " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, 0)),"
-    " group_concat(tokens IS NULL, ''), {traces}, COUNT(nullif(input_mode, 'all')) {trace_values}"
+    " group_concat(coalesce(answer, char(1)), ''), group_concat(coalesce(tokens, -1)),"
+    " min(tokens), {traces}, COUNT(nullif(input_mode, 'all')) {trace_values}"
+    # a missing token count reads as -1, unless a count is negative (then which are missing is read apart);
     # no ORDER BY: the primary key (run_id, item_pk, rotation, repeat) feeds the rows in key order, and the
     # order is checked after parsing (any other order falls back to the row path)
     " FROM {source} WHERE run_id = ?")
@@ -195,7 +196,7 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
     import pandas as pd
 
     conn = store.conn
-    (n, pks, keyed, codes, answers, tokens, null_tokens, n_trace, n_mode, *traces) = conn.execute(
+    (n, pks, keyed, codes, answers, tokens, min_tokens, n_trace, n_mode, *traces) = conn.execute(
         _PACKED_SQL.format(source=source, **_PACKED_TRACE_SQL["trace" in wanted]), (run_id,)).fetchone()
     if not n or len(answers) != n or len(codes) != n or "3" in codes:
         return None
@@ -256,7 +257,14 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
             values = _numbers(tokens)
             if len(values) != n:
                 return None
-            values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
+            if min_tokens is None or (isinstance(min_tokens, (int, float)) and min_tokens >= 0):  # -1 is NULL
+                values[values == -1] = np.nan
+            else:
+                null_tokens = conn.execute(f"SELECT group_concat(tokens IS NULL, '') FROM {source} WHERE run_id = ?",
+                                           (run_id,)).fetchone()[0]
+                if len(null_tokens) != n:
+                    return None
+                values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
             data[name] = pd.Series(values)
         elif name in ("trace", "input_mode"):
             default = None if name == "trace" else "all"

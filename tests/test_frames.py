@@ -94,6 +94,41 @@ def test_bulk_frames_with_mixed_columns(store, tmp_path, columns):
         _same(packed, want[list(packed.columns)])
 
 
+def test_packed_read_tells_a_missing_token_count_from_minus_one(store, tmp_path):
+    """The packed read marks a missing token count as -1: a run with a real count of -1 (or below) reads which
+    counts are missing apart, so both reads give the same tokens (NaN only where the count is NULL)."""
+    import json
+
+    from db.importers import import_items, import_predictions
+    from db.predictions import _packed_frame
+    from tests.conftest import fe_lines, write_benchmark
+
+    lines = fe_lines(2, 2)
+    import_items(store, write_benchmark(tmp_path / "fe", lines, "fe.jsonl"), name="fe")
+    for run, counts in (("plain", [5, None, 0, 7]), ("negative", [2, None, 6, 1])):
+        rows = [{"item_id": ln["item_id"], "response": "A", "tokens": counts[i % 4]} for i, ln in enumerate(lines)]
+        path = tmp_path / f"{run}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        import_predictions(store, path, run)
+    store.conn.execute("UPDATE predictions SET tokens = tokens - 3 WHERE tokens IS NOT NULL AND run_id ="
+                       " (SELECT id FROM runs WHERE name = 'negative')")  # -1, NULL, 3, -2 (the import refuses counts < 0)
+    store.conn.commit()
+    items, runs = load_for_scoring(store, "fe", traces=False)
+    pks = store.conn.execute("SELECT id FROM items ORDER BY id").fetchall()
+    lookup = np.full(max(p for (p,) in pks) + 1, -1, dtype=np.int64)
+    lookup[[p for (p,) in pks]] = np.arange(len(pks))
+    for run in ("plain", "negative"):
+        want = store.run_data(run).preds
+        run_id = store.run(run)["id"]
+        packed = _packed_frame(store, run_id, (lookup, items["item_id"].to_numpy(dtype=object)), ["item_id", "tokens"],
+                               None)
+        assert packed is not None
+        _same(packed, want[["item_id", "tokens"]])
+        _same(runs[run].preds[["item_id", "tokens"]], want[["item_id", "tokens"]])
+    tokens = runs["negative"].preds["tokens"]
+    assert tokens.isna().any() and (tokens == -1).any() and (tokens == -2).any()
+
+
 def test_bulk_scoring_equals_scoring_each_run_from_store_frames(demo_db):
     """score_all over the bulk loader's scoring frames (the columns metrics read, item rows known, shared work and
     draws) gives, for every run

@@ -46,6 +46,10 @@ def memoized(fn: F) -> F:
     so that an identity is never reused. Callers must treat memoized results as read-only (they are shared).
     """
     signature = inspect.signature(fn)
+    # every parameter given by position (the usual call): the key is built without binding the call, which
+    # costs more than most hits save; the key is the same either way
+    names = tuple(signature.parameters)
+    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in signature.parameters.values())
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kw: Any) -> Any:
@@ -53,9 +57,13 @@ def memoized(fn: F) -> F:
         if context is None:
             return fn(*args, **kw)
         memo = context.memo
-        bound = signature.bind(*args, **kw)
-        bound.apply_defaults()
-        key = (fn.__module__, fn.__qualname__, tuple((k, _memo_key(v)) for k, v in bound.arguments.items()))
+        if plain and not kw and len(args) == len(names):
+            arguments = tuple(zip(names, args, strict=True))
+        else:
+            bound = signature.bind(*args, **kw)
+            bound.apply_defaults()
+            arguments = tuple(bound.arguments.items())
+        key = (fn.__module__, fn.__qualname__, tuple((k, _memo_key(v)) for k, v in arguments))
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (fn(*args, **kw), args, kw)  # args kept alive: their ids stay unique

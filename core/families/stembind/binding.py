@@ -276,9 +276,11 @@ def _cap_hit_items(items: pd.DataFrame, a: RunData, b: RunData) -> tuple[np.ndar
     return hit_a | hit_b, None
 
 
-def _ci_arrays(outcomes: pd.DataFrame, masks: list[Any], items: pd.DataFrame | None = None
+@memoized
+def _ci_arrays(outcomes: pd.DataFrame, masks: tuple[Any, ...], items: pd.DataFrame | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
-    """Per stem (sorted by group_id): correct items and items under each mask (stems x masks)."""
+    """Per stem (sorted by group_id): correct items and items under each mask (stems x masks). Memoized (the
+    masks matched by identity): `prefetch` and the run's own CIs ask for the same arrays (shared, read-only)."""
     rows = _known_rows(items).get(id(outcomes)) if items is not None else None
     if rows is not None:  # stems ranked in sorted group_id order, from the item rows (no string hashing)
         layout = _stem_codes(items)
@@ -306,7 +308,7 @@ def _attach_cis(outcomes: pd.DataFrame, pairs: list[tuple[Rate, Any]], seed: int
     pairs = [(rate, mask) for rate, mask in pairs if rate.value is not None]
     if seed is None or not pairs:
         return
-    k, n = _ci_arrays(outcomes, [m for _, m in pairs], items)
+    k, n = _ci_arrays(outcomes, tuple(m for _, m in pairs), items)
     lo, hi = stats.cluster_bootstrap_many(k, n, seed=seed)
     for i, (rate, _) in enumerate(pairs):
         rate.ci = (float(lo[i]), float(hi[i]))

@@ -116,7 +116,8 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
 
     Only useful inside an active `stats.ScoringContext` (scoring many runs at once); otherwise it does nothing. The
     columns are built by the same helpers as the metrics (item-rate CIs by kind over sorted stems; paired
-    differences overall and by kind over stems in order of appearance), so each later request finds its
+    differences overall and by kind over stems in order of appearance, for the runs in a VG or ThinkGain pair
+    among `runs`), so each later request finds its
     resampled sums in the cache. A request that differs (a partner that left items unanswered) is simply
     computed when asked: the cache only ever returns the sums of the very columns asked for.
     """
@@ -125,21 +126,26 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
         return
     cache = context.draws
     by_size: dict[int, list[np.ndarray]] = {}
+    runs = list(runs)
+    think = _think_pairs(runs)
+    paired = _paired_masks(runs, think)
     for run in runs:
         out = item_outcomes(items, run)
         if not len(out):
             continue
         masks = _kind_masks(out, items)
-        k, n = _ci_arrays(out, [masks[kind] for kind in KINDS], items)
+        k, n = _ci_arrays(out, tuple(masks[kind] for kind in KINDS), items)
         by_size.setdefault(k.shape[0], []).extend([k, n])
+        if id(run) not in paired:
+            continue
         stems = _row_stems(items, out)
         group = out["group_id"].to_numpy(dtype=object) if stems is None else stems
         correct = out["correct"].to_numpy(dtype=bool)
-        for mask in [None, *(masks[kind] for kind in KINDS)]:
+        for mask in [None, *(masks[kind] for kind in KINDS)] if paired[id(run)] else [masks[kind] for kind in KINDS]:
             if mask is None or mask.any():
                 ka, _, nn = _stem_sums(group, correct, correct, mask)
                 by_size.setdefault(len(ka), []).extend([ka[:, None], nn[:, None]])
-    for direct, thinking in _think_pairs(runs):  # ThinkGain without cap-hit items: subsets of the stems
+    for direct, thinking in think:  # ThinkGain without cap-hit items: subsets of the stems
         both = _paired_outcomes(items, direct, thinking)
         keep, _ = _without_cap_hits(items, direct, thinking, both)
         if keep is None:
@@ -152,6 +158,19 @@ def prefetch(items: pd.DataFrame, runs: Iterable[RunData], seed: int | None = DE
     for columns in by_size.values():
         stacked = np.hstack(columns).astype(float)
         cache.prefetch(stacked[:, ~_duplicate_columns(stacked)], stats.DEFAULT_DRAWS, seed)
+
+
+def _paired_masks(runs: list[RunData], think: list[tuple[RunData, RunData]]) -> dict[int, bool]:
+    """id(run) -> whether its paired-difference columns over every item are wanted (True: it is in a VG pair,
+    whose overall difference takes them) or only those by kind (False: ThinkGain alone), for each run of `runs`
+    in a pair that `score` finds among them; a run in no pair has none resampled (nothing asks for them)."""
+    paired: dict[int, bool] = {id(r): False for pair in think for r in pair}
+    for run in runs:
+        if _input_mode(run) != "text":
+            partner = find_text_partner(run, [o for o in runs if o is not run])
+            if partner is not None:
+                paired[id(run)] = paired[id(partner)] = True
+    return paired
 
 
 def _think_pairs(runs: Iterable[RunData]) -> list[tuple[RunData, RunData]]:

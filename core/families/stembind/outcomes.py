@@ -150,9 +150,11 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in _OUTCOME_COLUMNS})
     status = preds["status"].to_numpy(dtype=object)
     answer = preds["answer"].to_numpy(dtype=object)
-    gold = items["answer"].to_numpy(dtype=object)
-    row_ok = (status == "ok") & (answer == gold.take(np.where(keep, pos, 0))) & pd.notna(answer)
-    pos, row_ok = pos[keep], np.asarray(row_ok, dtype=bool)[keep]
+    gold, gold_missing = _gold(items)
+    row_ok = np.asarray((status == "ok") & (answer == gold.take(np.where(keep, pos, 0))), dtype=bool)
+    if gold_missing:  # a missing answer is wrong; one can only equal a missing gold answer
+        row_ok[row_ok] = pd.notna(answer[row_ok])
+    pos, row_ok = pos[keep], row_ok[keep]
     n_items = len(items)
     n_preds = np.bincount(pos, minlength=n_items)
     n_ok = np.bincount(pos, weights=row_ok, minlength=n_items)
@@ -183,6 +185,13 @@ def item_outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     })
     _known_rows(items)[id(out)] = order
     return out
+
+
+@item_memoized
+def _gold(items: pd.DataFrame) -> tuple[np.ndarray, bool]:
+    """The items' gold answers, and whether one is missing."""
+    gold = items["answer"].to_numpy(dtype=object)
+    return gold, bool(pd.isna(gold).any())
 
 
 @item_memoized

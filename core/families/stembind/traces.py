@@ -102,17 +102,21 @@ def token_stats(items: pd.DataFrame, run: RunData) -> dict[str, Any]:
     has = preds is not None and len(preds) and "tokens" in preds
     if has:
         in_scope = _pred_rows(items, run) >= 0
-        tokens = pd.to_numeric(preds["tokens"][in_scope], errors="coerce")
+        column = preds["tokens"]
+        if column.dtype == np.float64:  # the loaders' column: the same values without a Series per step
+            tokens = column.to_numpy()[in_scope]
+        else:
+            tokens = pd.to_numeric(column[in_scope], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     else:
-        tokens = pd.Series(dtype=float)
-    known = tokens.dropna()
+        tokens = np.empty(0, dtype=float)
+    known = tokens[~np.isnan(tokens)]
     if len(known) == 0:
         return {"reason": "the run records no output-token counts"}
     cap = _config(run, "max_tokens")
     out: dict[str, Any] = {
         "n": len(known),
-        "mean": float(known.mean()),
-        "p95": float(np.percentile(known.to_numpy(dtype=float), 95)),
+        "mean": float(known.sum() / np.float64(len(known))),  # as pandas' mean: the sum over the count
+        "p95": float(np.percentile(known, 95)),
         "max_tokens": cap,
     }
     if cap:
