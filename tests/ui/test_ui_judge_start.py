@@ -6,11 +6,9 @@ condition. Screenshots go to $CROSSCHECK_SHOTS when it is set."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from conftest import copy_store
-from uiharness import browser, running_app
+from uiharness import browser, running_app, shot
 
 from db import judging
 from db import labels as dbl
@@ -50,12 +48,6 @@ def page(app):
         p.get_by_role("tab", name="Calibration").click()
         p.locator("#cj-start").wait_for(timeout=60_000)
         yield p
-
-
-def shot(page, name):
-    folder = os.environ.get("CROSSCHECK_SHOTS")
-    if folder:
-        page.screenshot(path=os.path.join(folder, name), full_page=True)
 
 
 def fill(page, elem_id, text):
