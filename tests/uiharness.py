@@ -188,7 +188,7 @@ EVENTS_JS = """(() => {
 
 def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     """A full-page screenshot `name` in $CROSSCHECK_SHOTS when it is set (look at them when a view changes), else
-    nothing: a full-page PNG of a long tab costs the browser about a second of CPU, and no test reads one."""
+    nothing: a full-page PNG of a long tab costs the browser about 0.3 s of CPU, and no test reads one."""
     folder = os.environ.get("CROSSCHECK_SHOTS")
     if folder:
         page.screenshot(path=os.path.join(folder, name), full_page=True)

@@ -125,6 +125,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         for other in others:  # each sees the run going on ...
             other.get_by_role("tab", name="Run", exact=True).click()
             assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").first.inner_text(timeout=20_000)
+        chat.hold_from = None  # first: a request arriving from now on clears the gate no more
         chat.gate.set()
         for other in others:  # ... and browses the metrics meanwhile
             other.get_by_role("tab", name="Metrics").click()
