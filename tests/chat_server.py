@@ -10,7 +10,8 @@ It counts requests in flight (`max_inflight`), keeps every request body and its 
 time.monotonic()), and answers with `responder(body)`. `gate` (a threading.Event, set) holds every answer while
 it is cleared: a test that must see a run still going on clears it, checks, and sets it again. `hold_from` (an
 arrival index, or None) clears the gate when that request arrives: a run at concurrency 1 is held at that request
-however fast the server answers, so a test can cancel or look before its end at a small latency.
+however fast the server answers, so a test can cancel or look before its end at a small latency. To release
+it, set `hold_from` to None first, then the gate (a hold not reached yet would clear the gate again).
 
 Run standalone (bench): python tests/chat_server.py --latency 0.1 [--port 0]; prints "PORT <n>".
 """
