@@ -8,7 +8,10 @@ An error action may carry a Retry-After header: "429;retry-after=1.5" sends `Ret
 "503;retry-after-date=2" sends the HTTP-date 2 s after the moment of answering.
 It counts requests in flight (`max_inflight`), keeps every request body and its arrival time (`times`,
 time.monotonic()), and answers with `responder(body)`. `gate` (a threading.Event, set) holds every answer while
-it is cleared: a test that must see a run still going on clears it, checks, and sets it again.
+it is cleared: a test that must see a run still going on clears it, checks, and sets it again. `hold_from` (an
+arrival index, or None) clears the gate when that request arrives: a run at concurrency 1 is held at that request
+however fast the server answers, so a test can cancel or look before its end at a small latency. To release
+it, set `hold_from` to None first, then the gate (a hold not reached yet would clear the gate again).
 
 Run standalone (bench): python tests/chat_server.py --latency 0.1 [--port 0]; prints "PORT <n>".
 """
@@ -65,6 +68,7 @@ class ChatServer:
         self.max_inflight = 0
         self.gate = threading.Event()
         self.gate.set()
+        self.hold_from: int | None = None
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         made: list[asyncio.Server] = []
@@ -88,6 +92,9 @@ class ChatServer:
         with self.lock:
             self.bodies.append(body)
             self.times.append(time.monotonic())
+            if self.hold_from is not None and len(self.bodies) > self.hold_from:
+                self.gate.clear()
+                self.hold_from = None
             for rule in self.rules:
                 if rule[0] in text and rule[2] != 0:
                     rule[2] -= 1

@@ -103,6 +103,7 @@ def test_kill9_during_writes_then_restart_resumes(tmp_path):
     db = two_benchmarks(tmp_path)
     traced, items = add_traced_run(db, tmp_path)  # labels are of stage-judged traces (StemBind's F items)
     with ChatServer(latency=0.15) as chat:
+        chat.hold_from = TASKS // 3  # the first server's run is held there: the kill always comes mid-run
         first = Server(db).start()
         try:
             first.wait_ready()
@@ -126,6 +127,8 @@ def test_kill9_during_writes_then_restart_resumes(tmp_path):
         assert set(acked) <= set(got)
         assert read(db, "SELECT status FROM runs WHERE name = 'live'") == [("running",)]
         sent_before = len(chat.bodies)
+        chat.latency, chat.hold_from = 0.01, None  # the resume answers fast, held nowhere (the kill may have
+        chat.gate.set()  # come before the hold); requests held before were the killed server's
         with Server(db) as second:
             out = Client(second.url, verbose=False).predict("live", "", chat.base_url, 2, 0, api_name="/on_resume")
             assert out[0]["value"] == "live"

@@ -186,6 +186,14 @@ EVENTS_JS = """(() => {
 })();"""
 
 
+def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A full-page screenshot `name` in $CROSSCHECK_SHOTS when it is set (look at them when a view changes), else
+    nothing: a full-page PNG of a long tab costs the browser about 0.3 s of CPU, and no test reads one."""
+    folder = os.environ.get("CROSSCHECK_SHOTS")
+    if folder:
+        page.screenshot(path=os.path.join(folder, name), full_page=True)
+
+
 def open_page(b, **options):  # type: ignore[no-untyped-def]
     """A fresh page in a context of its own (no cookies, storage or state shared with another test) on browser
     `b`, counting its Gradio events (events_started / wait_events). Close it with `page.context.close()`."""

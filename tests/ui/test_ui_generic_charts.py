@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 from conftest import run_cli, write_benchmark
-from uiharness import browser, running_app
+from uiharness import browser, running_app, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -70,4 +70,4 @@ def test_letter_matrix_and_strata_charts(tmp_path):
         page.wait_for_function("() => [...document.querySelectorAll('.cc-chart')].filter(e => e.offsetParent)"
                                ".some(e => (e.textContent || '').includes('Predicted vs gold letter'))",
                                timeout=60_000)
-        page.screenshot(path=str(tmp_path / "generic_letters.png"), full_page=True)
+        shot(page, "generic_letters.png")

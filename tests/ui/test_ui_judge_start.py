@@ -6,11 +6,9 @@ condition. Screenshots go to $CROSSCHECK_SHOTS when it is set."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from conftest import copy_store
-from uiharness import browser, running_app
+from uiharness import browser, running_app, shot
 
 from db import judging
 from db import labels as dbl
@@ -38,7 +36,7 @@ def app(demo_db, tmp_path_factory):
             dbl.save_label(store, RUN, (k.item_id, int(k.rotation), int(k.repeat)), who,
                            dict(zip(("S1", "S2", "S3", "S4"), flags, strict=True)))
     store.close()
-    with ChatServer(latency=0.15, responder=lambda body: REPLY) as chat, running_app(db) as url:
+    with ChatServer(latency=0.02, responder=lambda body: REPLY) as chat, running_app(db) as url:
         yield url, chat, n
 
 
@@ -50,12 +48,6 @@ def page(app):
         p.get_by_role("tab", name="Calibration").click()
         p.locator("#cj-start").wait_for(timeout=60_000)
         yield p
-
-
-def shot(page, name):
-    folder = os.environ.get("CROSSCHECK_SHOTS")
-    if folder:
-        page.screenshot(path=os.path.join(folder, name), full_page=True)
 
 
 def fill(page, elem_id, text):
@@ -124,6 +116,7 @@ def _endpoint_judge_with_an_empty_key(app, page):
     fill(page, "cj-base-url", chat.base_url)
     fill(page, "cj-concurrency", 1)
     fill(page, "cj-limit", 12)
+    chat.hold_from = sent + 6  # held at its 7th trace: the panel is seen moving before the judge ends
     page.locator("#cj-start").click()
     # the panel moves while the judge runs, and Cancel is enabled meanwhile
     page.wait_for_function(f"() => {PROGRESS} && {PROGRESS}.dataset.run === 'stembind-judge-judge-m' && "
@@ -131,6 +124,8 @@ def _endpoint_judge_with_an_empty_key(app, page):
                            f"Number({PROGRESS}.dataset.done) < 12", timeout=60_000)
     page.wait_for_function("() => !document.querySelector('#cj-cancel').disabled", timeout=20_000)
     shot(page, "judge-start-during.png")
+    chat.hold_from = None  # first: a request arriving from now on clears the gate no more
+    chat.gate.set()
     page.wait_for_function(f"() => {PROGRESS}.dataset.run === 'stembind-judge-judge-m' && "
                            f"{PROGRESS}.dataset.status === 'done'", timeout=90_000)
     p = panel(page)

@@ -2,14 +2,14 @@
 light and dark: the group views keep the gold option, the meta pills and the highlighted rows legible; Panel boxes
 only for SPUR; SPUR's flag column inside its box; the Metrics tables fit at 1440 px; the SSA chart title fits;
 the Compare tab shows the cross-run disagreement; the Glossary panel and header tooltips name paper sections.
-Screenshots go to the test's tmp_path (look at them when a view changes)."""
+Screenshots go to $CROSSCHECK_SHOTS when it is set (look at them when a view changes)."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from uiharness import VIEWS, open_page, settle, views
+from uiharness import VIEWS, open_page, settle, shot, views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LOAD_VIEW = VIEWS[1]  # each page loads at 1440 px in the dark theme (Gradio sets body.dark at load), then is read in
@@ -53,7 +53,7 @@ def _open(page, bench, gid):
     page.locator(f"#cc-group-view [data-group='{gid}']").wait_for(timeout=60_000)
 
 
-def test_group_views_readable_in_both_themes(demo_app, ui_browser, tmp_path):
+def test_group_views_readable_in_both_themes(demo_app, ui_browser):
     """Each group view drawn once on one page (loaded in the dark theme) and read in the four views."""
     page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
@@ -67,7 +67,7 @@ def test_group_views_readable_in_both_themes(demo_app, ui_browser, tmp_path):
                         "#cc-group-view tr.cc-selected th", "#cc-group-view tr.cc-gold-row th"):
                 el = page.locator(sel).first
                 assert el.evaluate(CONTRAST) >= 3.0, (sel, width, scheme)  # legible against its own background
-            page.screenshot(path=tmp_path / f"fe_{width}_{scheme}.png", full_page=True)
+            shot(page, f"fe_{width}_{scheme}.png")
 
         views(page, fe)
         _open(page, "spur", "spur-001")
@@ -80,7 +80,7 @@ def test_group_views_readable_in_both_themes(demo_app, ui_browser, tmp_path):
             fits = side.evaluate("s => s.scrollWidth <= s.clientWidth + 1")
             assert fits, f"SPUR's per-stage table is wider than its box at {width} px ({scheme})"
             assert side.locator("tr.cc-selected th").first.evaluate(CONTRAST) >= 3.0, (width, scheme)
-            page.screenshot(path=tmp_path / f"spur_{width}_{scheme}.png", full_page=True)
+            shot(page, f"spur_{width}_{scheme}.png")
 
         views(page, spur)
     finally:
@@ -93,7 +93,7 @@ def _metrics_subtab(page, name):
     page.get_by_role("tab", name=name, exact=True).click()
 
 
-def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path):
+def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser):
     """StemBind's SSA sub-tab drawn once and read in the four views."""
     page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
@@ -122,14 +122,14 @@ def test_metrics_tables_and_ssa_title_not_clipped(demo_app, ui_browser, tmp_path
             assert badge.evaluate(CONTRAST) >= 3.0, (width, scheme)  # the synthetic badge stays legible in both themes
             head = page.locator(".cc-mtable th", has_text=re.compile(r"^H3−H2 raw$")).first
             assert "click to sort" in head.get_attribute("title")
-            page.screenshot(path=tmp_path / f"ssa_{width}_{scheme}.png", full_page=True)
+            shot(page, f"ssa_{width}_{scheme}.png")
 
         views(page, check)
     finally:
         page.context.close()
 
 
-def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_path):
+def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser):
     """The Compare tab's answer drawn once and read in the four views."""
     page = _page(ui_browser, demo_app, *LOAD_VIEW)
     try:
@@ -150,7 +150,7 @@ def test_compare_disagreement_glossary_and_tooltips(demo_app, ui_browser, tmp_pa
             inside = page.evaluate("""() => { const t = document.querySelector('#cc-compare-summary table.cc-ci-table');
                 const v = t.closest('.cc-view').getBoundingClientRect(); return t.getBoundingClientRect().right <= v.right + 1; }""")
             assert inside, f"the metric differences table runs past the Compare view at {width} px ({scheme})"
-            page.screenshot(path=tmp_path / f"compare_{width}_{scheme}.png", full_page=True)
+            shot(page, f"compare_{width}_{scheme}.png")
 
         views(page, check)
         page.locator("#cc-glossary").get_by_text("Glossary").first.click()
@@ -168,7 +168,7 @@ FITS_IN_BOX = """(sel) => { const box = document.querySelector(sel); const r = b
     && shown.every(e => { const q = e.getBoundingClientRect(); return q.left >= r.left - 1 && q.right <= r.right + 1; }); }"""
 
 
-def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path):
+def test_calibration_run_a_judge_form_readable(demo_app, ui_browser):
     """The Calibration tab's *Run a judge* (issue 25 point 6): every field inside its box, the endpoint's key field
     empty with its hint, Cancel disabled while nothing runs, and a refusal (the demo store holds no labels) in one
     legible line; nothing starts. Each state of the form drawn once and read in the four views."""
@@ -192,7 +192,7 @@ def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path):
 
         def endpoint(width, scheme):
             assert page.evaluate(FITS_IN_BOX, "#cj-box"), (width, scheme)
-            page.screenshot(path=tmp_path / f"judge_form_{width}_{scheme}.png", full_page=True)
+            shot(page, f"judge_form_{width}_{scheme}.png")
 
         views(page, endpoint)
         page.locator("#cj-kind").get_by_text("Lexical").click()
@@ -205,7 +205,7 @@ def test_calibration_run_a_judge_form_readable(demo_app, ui_browser, tmp_path):
         def refused(width, scheme):
             assert refusal.evaluate(CONTRAST) >= 3.0, (width, scheme)
             assert panel.get_attribute("data-status") == "idle" and page.locator(".toast-body").count() == 0
-            page.screenshot(path=tmp_path / f"judge_refused_{width}_{scheme}.png", full_page=True)
+            shot(page, f"judge_refused_{width}_{scheme}.png")
 
         views(page, refused)
     finally:

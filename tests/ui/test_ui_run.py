@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def chat():
     from chat_server import ChatServer
 
-    server = ChatServer(latency=0.1).start()
+    server = ChatServer(latency=0.05).start()
     yield server
     server.stop()
 
@@ -79,6 +79,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         page.get_by_text("Decoding and execution").click()
         page.locator("#cc-run-concurrency input").fill("1")
         page.locator("#cc-run-concurrency input").press("Tab")
+        chat.hold_from = 200  # the first job is held at its 201st request: the cancel always lands before its end
         page.locator("#cc-run-start").click()
         wait_run(page, "gui-api", ("running",), timeout=60)
         # the done count, read in the page at every frame, until it has shown three values
@@ -94,6 +95,11 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         # its last request), and Resume starts a new job as soon as the old one has stopped
         page.wait_for_function("() => document.querySelector('#cc-run-resume-pick input').value.startsWith('gui-api')",
                                timeout=10_000)
+        chat.hold_from = None
+        chat.gate.set()  # a request held at the 201st ends; the cancelled job takes no new task
+        # the resumed job answers fast and is held at its second request (at concurrency 1 the cancelled job sends
+        # at most the one request it had started): it is still going on when the others look
+        chat.latency, chat.hold_from = 0.005, len(chat.bodies) + 1
         fill(page, "cc-run-base-url", chat.base_url)
         page.locator("#cc-run-resume").click()
         page.wait_for_function("() => document.querySelector('#cc-run-progress').dataset.job !== undefined &&"
@@ -104,7 +110,6 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         done = int(first.locator(".cc-job-held").inner_text().split("/")[0])
         assert 0 < done < 288
         wait_run(page, "gui-api", ("running",), timeout=60)
-        chat.gate.clear()  # the server holds its answers: the run is still going on when the others look
         # progress counts what the run holds: the earlier job's predictions included, of all 288 tasks
         _, held, total = progress(page)
         assert int(total) == 288 and held >= done
@@ -120,6 +125,7 @@ def test_openai_run_moves_cancels_resumes_while_others_browse(app, db, chat):
         for other in others:  # each sees the run going on ...
             other.get_by_role("tab", name="Run", exact=True).click()
             assert "running" in other.locator("#cc-run-jobs tr", has_text="gui-api").first.inner_text(timeout=20_000)
+        chat.hold_from = None  # first: a request arriving from now on clears the gate no more
         chat.gate.set()
         for other in others:  # ... and browses the metrics meanwhile
             other.get_by_role("tab", name="Metrics").click()

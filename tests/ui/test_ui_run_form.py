@@ -6,8 +6,6 @@ refused at Start, with why."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from conftest import fe_lines, write_benchmark
 from serverstores import two_benchmarks
@@ -18,6 +16,7 @@ from uiharness import (
     run_progress,
     running_app,
     settle,
+    shot,
     wait_events,
     wait_run,
 )
@@ -40,7 +39,7 @@ def app(tmp_path_factory):
     import_items(s, write_benchmark(folder / "trained", fe_lines() + fe_lines(split="train", prefix="t")),
                  name="fe-trained")
     s.close()
-    with ChatServer(latency=1.5) as chat, running_app(db) as url:
+    with ChatServer(latency=0.05) as chat, running_app(db) as url:
         yield url, chat
 
 
@@ -62,12 +61,6 @@ def errors(page):
     """Error toasts and the red error badges Gradio puts on an event's outputs."""
     return page.locator(".toast-body.error, .toast-body").all_inner_texts() + page.locator(
         "#cc-run-progress-box .error, #cc-run-resume-pick .error").all_inner_texts()
-
-
-def shot(page, name):
-    folder = os.environ.get("CROSSCHECK_SHOTS")
-    if folder:
-        page.screenshot(path=os.path.join(folder, name), full_page=True)
 
 
 def test_run_form_for_a_new_user(app):
@@ -113,6 +106,7 @@ def test_run_form_for_a_new_user(app):
         page.get_by_text("Decoding and execution").click()
         page.locator("#cc-run-concurrency input").fill("1")
         page.locator("#cc-run-concurrency input").press("Tab")
+        chat.hold_from = len(chat.bodies) + 3  # the run is held at its 4th request: still going on when cancelled
         page.locator("#cc-run-start").click()
         wait_run(page, "gui-keyless", ("running",), timeout=60)
         page.wait_for_function("() => !document.querySelector('#cc-run-cancel').disabled", timeout=20_000)
@@ -121,6 +115,8 @@ def test_run_form_for_a_new_user(app):
         shot(page, "run-form-running.png")
         sent = events_started(page)
         cancel.click()
+        chat.hold_from = None  # first: a request arriving from now on clears the gate no more
+        chat.gate.set()  # the held request ends; the cancelled run takes no new task
         p = wait_run(page, "gui-keyless", ("cancelled",), timeout=60)
         assert p["done"] >= 2 and "errors 0" in p["text"]
         page.wait_for_function("() => document.querySelector('#cc-run-cancel').disabled", timeout=20_000)

@@ -6,7 +6,7 @@ window, and the charts' texts follow the theme."""
 from __future__ import annotations
 
 import pytest
-from uiharness import VIEWS, views
+from uiharness import VIEWS, shot, views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUNS = "synth-sb-binder-weak,synth-sb-balanced-direct"
@@ -71,7 +71,7 @@ CHART_TEXTS = """([floor, dark]) => {
 }"""
 
 
-def test_every_tab_readable_in_both_themes(demo_app, ui_browser, tmp_path):
+def test_every_tab_readable_in_both_themes(demo_app, ui_browser):
     """One page: each tab drawn once, then read at both widths in both themes."""
     width, scheme = VIEWS[0]
     page = ui_browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)
@@ -79,7 +79,7 @@ def test_every_tab_readable_in_both_themes(demo_app, ui_browser, tmp_path):
 
     def read(tab: str, root: str):  # type: ignore[no-untyped-def]
         def check(width: int, scheme: str) -> None:
-            page.screenshot(path=str(tmp_path / f"{tab}-{width}-{scheme}.png"), full_page=True)
+            shot(page, f"{tab}-{width}-{scheme}.png")
             found[f"{tab} {width} {scheme}"] = page.evaluate(LOW_CONTRAST, [root, MIN_CONTRAST])
             wide = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
             assert wide[0] <= wide[1], (tab, width, scheme, wide)
