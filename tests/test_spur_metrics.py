@@ -165,6 +165,7 @@ SPLIT_CASES = [
     ([], [True], "excluded"),  # figure without perception items
     ([True, None], [True], "excluded"),  # a perception item the run did not answer
     ([False, None], [False], "perception_incorrect"),  # one known error is enough
+    ([None], [True], "excluded"),  # the figure's only perception item not answered
 ]
 
 
@@ -199,6 +200,23 @@ def test_reasoning_split_vs_direct_in_score():
     assert out["vs_direct"]["perception_correct"].value == pytest.approx(0.5)
     assert out["vs_direct"]["perception_incorrect"].value == pytest.approx(-1.0)
     assert out["vs_direct"]["direct"] == "direct"
+
+
+def test_vs_direct_takes_the_first_by_name_of_the_models_direct_runs_in_its_input_mode():
+    """The direct run compared against: same benchmark, same model, strategy direct and the same input mode;
+    of several, the first by name (whatever order the runs come in)."""
+    rows = [("p0", "a", "NP", {}), ("r0", "a", "Qual", {}), ("p1", "b", "MP", {}), ("r1", "b", "Qual", {})]
+    items = make_items(rows)
+    cot = make_run("vot", {"p0": True, "r0": True, "p1": False, "r1": True}, strategy="VoT")
+    others = [make_run("direct-b", {"p0": True, "r0": False, "p1": False, "r1": False}),
+              make_run("direct-a", {"p0": True, "r0": True, "p1": False, "r1": False}),
+              make_run("aaa-other-model", {"p0": True, "r0": False, "p1": False, "r1": True}, model="other"),
+              make_run("aaa-cot", {"p0": True, "r0": False, "p1": False, "r1": True}, strategy="CoT"),
+              make_run("aaa-text", {"p0": True, "r0": False, "p1": False, "r1": True}, input_mode="text")]
+    vs = spur.score(items, cot, others, seed=None)["reasoning_by_perception"]["vs_direct"]
+    assert vs["direct"] == "direct-a"
+    assert vs["perception_correct"].value == pytest.approx(0.0)  # 1.0 - direct-a's 1.0
+    assert vs["perception_incorrect"].value == pytest.approx(1.0)  # 1.0 - direct-a's 0.0
 
 
 # --------------------------------------------------------------------------- text-only shortcut filter
