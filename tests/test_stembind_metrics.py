@@ -976,3 +976,151 @@ def test_accuracy_interval_keeps_a_stem_the_run_answered_once():
     for out in (sb.score(items, run, seed=7), inside):
         assert (out["p_accuracy"].k, out["p_accuracy"].n) == (10, 19)
         assert out["p_accuracy"].ci == expected
+
+
+# --------------------------------------------------------------------------- rows for the redrawn mutation sample
+
+
+def test_vg_counts_the_items_both_runs_answered_and_masks_the_pair_not_the_items():
+    """The text run left a-P0 unanswered: VG is over the 5 items both answered (P over b-P0 alone)."""
+    items = _three_stems()
+    full = make_run("full", {i: True for i in items["item_id"]})
+    text = make_run("text", {i: i == "b-R" for i in items["item_id"] if i != "a-P0"}, input_mode="text")
+    vg = sb.visual_gain(items, full, text, seed=None)
+    assert (vg["overall"].value, vg["overall"].n) == (pytest.approx(1 - 1 / 5), 5)
+    assert (vg["P"].value, vg["P"].n) == (pytest.approx(1.0), 1)
+    assert (vg["R"].value, vg["R"].n) == (pytest.approx(0.5), 2)
+    assert (vg["F"].value, vg["F"].n) == (pytest.approx(1.0), 2)
+
+
+def test_lucky_guess_reason_names_f():
+    items, run = pattern_run([([True], True, False)])
+    assert sb.score(items, run, seed=None)["lucky_guess"].reason == "no stem with F correct"
+
+
+def test_stem_table_ignores_an_outcome_row_outside_the_items():
+    items, run = pattern_run([([True], True, True), ([False], False, False)])
+    out = sb.item_outcomes(items, run)
+    stray = out.iloc[[0]].assign(item_id="zz-R", group_id="zz")
+    table = sb.stem_table(items, pd.concat([out, stray], ignore_index=True))
+    assert list(table["got_R"]) == [1, 1] and list(table["k_R"]) == [1, 0]
+    assert list(table["got_P"]) == [1, 1] and list(table["category"]) == ["solved", "cant_see"]
+
+
+def test_cap_hit_items_reason_for_a_run_without_predictions():
+    items = _three_stems()
+    run = RunData("r", "sb", "stembind", {"model": "m", "max_tokens": 10}, None)
+    assert sb.cap_hit_items(items, run) == (None, "run 'r' records no output-token counts")
+
+
+def test_text_partner_is_the_first_by_name():
+    items = _three_stems()
+    full = make_run("full", {i: True for i in items["item_id"]})
+    t2 = make_run("t2", {i: True for i in items["item_id"]}, input_mode="text")
+    t1 = make_run("t1", {i: False for i in items["item_id"]}, input_mode="text")
+    assert sb.find_text_partner(full, [t2, t1]) is t1
+    assert sb.score(items, full, [t2, t1], seed=None)["vg"]["partner"] == "t1"
+
+
+def test_ssa_runs_keep_to_the_input_mode_of_the_run():
+    base = make_run("base", {})
+    h3_text = make_run("h3t", {}, ssa_level="H3", input_mode="text")
+    h3 = make_run("h3", {}, ssa_level="H3")
+    assert sb.find_ssa_runs(base, [h3_text]) == {}
+    assert sb.find_ssa_runs(base, [h3_text, h3]) == {"H3": h3, "H0": base}
+
+
+def test_prefetch_for_a_vg_pair_with_a_kind_answered_in_fewer_stems():
+    """The full run answered no P probe of stem b: its paired P columns cover one stem of two."""
+    from core import stats
+
+    items = _three_stems()
+    full = make_run("full", {i: not i.endswith("-R") for i in items["item_id"] if i != "b-P0"})
+    text = make_run("text", {i: i.endswith("-F") for i in items["item_id"]}, input_mode="text")
+    alone = to_jsonable(sb.score(items, full, [text]))
+    with stats.ScoringContext().active():
+        sb.prefetch(items, [full, text])
+        shared = to_jsonable(sb.score(items, full, [text]))
+    assert shared == alone
+    assert alone["vg"]["P"]["n"] == 1
+
+
+def test_accuracies_of_items_without_any_operation():
+    items = _three_stems()
+    items["meta"] = None
+    out = sb.score(items, make_run("r", {i: i != "a-F" for i in items["item_id"]}), seed=None)
+    assert out["by_operation"] == {} and out["by_family"] == {}
+    assert (out["f_accuracy"].k, out["f_accuracy"].n) == (1, 2)
+
+
+def test_ssa_curve_with_the_first_item_row_an_f_item():
+    items = make_items([("s0", "RI-Pos", 0), ("s1", "RI-Pos", 0)])  # rows: s0-R, s0-F, ...
+    items = pd.concat([items.iloc[[1]], items.drop(index=1)], ignore_index=True)  # s0-F first
+    h0 = make_run("h0", {i: i != "s0-F" for i in items["item_id"]}, ssa_level="H0")
+    h3 = make_run("h3", {i: True for i in items["item_id"]}, ssa_level="H3")
+    out = sb.ssa_curve(items, {"H0": h0, "H3": h3})
+    assert out["n_items"] == 2
+    assert {lv: (r.k, r.n) for lv, r in out["accuracy"].items()} == {"H0": (1, 2), "H3": (2, 2)}
+
+
+def test_ssa_text_removed_needs_both_counts():
+    run = make_run("h3", {}, ssa_level="H3", ssa_guard={"text_removed": 1})
+    assert sb.ssa_text_removed(run).reason == (
+        "the run config records no leakage-guard count (imported, or made before the guard)")
+
+
+def _audit_run(tokens, traces):
+    items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(3)])
+    run = make_run("r", {f"s{i}-F": False for i in range(3)})
+    run.preds["tokens"] = pd.Series(tokens, dtype=object)
+    run.preds["trace"] = pd.Series(traces, dtype=object)
+    labels = pd.DataFrame({"item_id": [f"s{i}-F" for i in range(3)],
+                           "category": ["rule_absent", None, "perception_error"]})
+    return items, run, labels
+
+
+def test_error_audit_terciles_by_trace_characters_without_tokens():
+    items, run, labels = _audit_run([None, None, None], ["x" * 30, "x" * 10, "x" * 20])
+    ter = sb.error_audit(items, run, labels)["by_tercile"]
+    assert ter["short"]["per_100"]["rule_absent"] == 0.0 and ter["short"]["no_error"].k == 1
+    assert ter["middle"]["per_100"]["perception_error"] == 100.0
+    assert ter["long"]["per_100"]["rule_absent"] == 100.0
+
+
+def test_error_audit_reads_a_token_text_that_is_no_number_as_missing():
+    items, run, labels = _audit_run([5, "n/a", 1], ["x" * 30, "x" * 10, "x" * 20])
+    ter = sb.error_audit(items, run, labels)["by_tercile"]
+    assert ter["long"]["per_100"]["rule_absent"] == 100.0  # by characters: s0 (30) is the longest
+
+
+def test_error_audit_reason_when_a_trace_is_missing_and_tokens_too():
+    items, run, labels = _audit_run([None, None, None], ["x" * 30, None, "x" * 20])
+    assert sb.error_audit(items, run, labels)["by_tercile"] == {
+        "reason": "trace lengths unknown (no tokens and no trace text)"}
+
+
+def test_l2_status_unset_counts_and_f_wrong_reason_and_unknown_load():
+    items = make_items([("a", "RI-Pos", 1), ("b", "RI-Pos", 1)])
+    items.loc[items["item_id"] == "b-F", "meta"] = [{"operation": "RI-Pos"}]
+    run = make_run("r", {"a-F": True, "b-F": True})
+    judgements = pd.DataFrame([
+        {"item_id": "a-F", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "status": "ok"},
+        {"item_id": "b-F", "S1": 0, "S2": 1, "S3": 1, "S4": 1, "status": None},
+    ])
+    out = sb.score(items, run, judgements=judgements, seed=None)
+    assert out["l2"]["n_traces"] == 2
+    assert {s: r.reason for s, r in out["l2"]["first_failure_f_wrong"].items()} == {
+        s: "no F-wrong judged traces to count" for s in ("S1", "S2", "S3", "S4")}
+    assert out["l3_attr_tag"] == {
+        "mixed": {"S1": 0, "S2": 0, "S3": 0, "S4": 0, "none": 1},
+        "unknown": {"S1": 1, "S2": 0, "S3": 0, "S4": 0, "none": 0},
+    }
+
+
+def test_token_stats_of_a_text_column_reads_numbers_and_skips_the_rest():
+    items = make_items([("a", "RI-Pos", 1)])
+    run = make_run("r", {"a-P0": True, "a-R": True, "a-F": True}, max_tokens=20)
+    run.preds["tokens"] = pd.Series(["10", "n/a", 20], dtype=object)
+    out = sb.token_stats(items, run)
+    assert (out["n"], out["mean"]) == (2, pytest.approx(15.0))
+    assert (out["cap_hit"].k, out["cap_hit"].n) == (1, 2)
