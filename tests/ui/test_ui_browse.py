@@ -67,9 +67,10 @@ _SHARED: dict[str, dict] = {}
 
 
 def shared_app(request, demo_db, tmp_path_factory) -> dict:
-    """One app for the three UI test modules (started by the first that needs it, stopped at session end):
-    a copy of the demo store plus the Compare module's edited run and the safety module's XSS benchmark.
-    Each module opens its own page."""
+    """One app for the UI test modules that read the demo store (Browse, Compare, safety, links, review; started
+    by the first that needs it in the worker, stopped at session end): a copy of the demo store plus the Compare
+    module's edited run and the safety module's XSS benchmark. Each test opens its own page. A module that writes
+    keeps to what no other module's assertions read (Browse's audit override and review's tag, which it removes)."""
     if "app" in _SHARED:
         return _SHARED["app"]
     import contextlib

@@ -1,5 +1,6 @@
-"""Browse's search, "Where it fails" panel, review keys and tags in the real app (Debian chromium), on a copy of
-the demo store (the tag test writes). Expectations come from the store and the CLI, never from the UI code."""
+"""Browse's search, "Where it fails" panel, review keys and tags in the real app (Debian chromium), on the shared
+app's copy of the demo store (the tag test writes a tag and removes it). Expectations come from the store and the
+CLI, never from the UI code."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import re
 from collections import defaultdict
 
 import pytest
-from conftest import copy_store, run_cli
-from uiharness import browser, open_page, running_app, settle
+from conftest import run_cli
+from test_ui_browse import shared_app
+from uiharness import open_page, settle
 
 from core import groups as G
 
@@ -44,16 +46,14 @@ def in_viewport(page, selector: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def served(demo_db, tmp_path_factory):
-    """The app on a copy of the demo store and a browser, shared by the module's tests."""
-    from db.store import Store
-
-    db = copy_store(demo_db, tmp_path_factory.mktemp("review") / "store")
-    store = Store(db)
-    with running_app(db) as url, browser() as b:
-        runs = [r["name"] for r in store.runs(BENCH)][:2]  # the header's default selection
-        yield {"url": url, "browser": b, "store": store, "db": db, "runs": runs}
-    store.close()
+def served(request, demo_db, tmp_path_factory):
+    """The shared app (tests/ui/test_ui_browse.py `shared_app`: a copy of the demo store, one server and browser
+    for the modules that read it) and the benchmark's runs the header selects by default. Its other modules add
+    only a FrameEvidence run and a generic benchmark, and write nothing on this benchmark but one audit override
+    (Browse), which the expectations here read from the store as they do the UI; the tag test removes its tag."""
+    app = shared_app(request, demo_db, tmp_path_factory)
+    runs = [r["name"] for r in app["store"].runs(BENCH)][:2]  # the header's default selection
+    return {**app, "runs": runs}
 
 
 @pytest.fixture
