@@ -733,20 +733,27 @@ def test_find_ssa_runs_prefers_an_explicit_h0_and_finds_the_base_for_an_ssa_run(
 def test_prefetch_then_score_gives_the_numbers_of_score_alone():
     """`prefetch` resamples, in one pass, the columns `score` will bootstrap for a direct / thinking pair
     (ThinkGain without cap-hit items included); the numbers are those of `score` without it."""
-    from core import stats
-
     items = _three_stems()
     ids = list(items["item_id"])
     direct = make_run("d", {i: i != "a-P0" for i in ids}, {i: 100.0 if i == "b-F" else 10.0 for i in ids},
                       max_tokens=100)
     thinking = make_run("t", {i: i != "b-R" for i in ids}, {i: 10.0 for i in ids}, strategy="thinking",
                         max_tokens=100)
-    alone = to_jsonable(sb.score(items, direct, [thinking]))
-    with stats.ScoringContext().active():
-        sb.prefetch(items, [direct, thinking])
-        shared = to_jsonable(sb.score(items, direct, [thinking]))
-    assert shared == alone
+    alone = _scored_alone_and_prefetched(items, direct, [thinking])
     assert alone["think_gain"]["n_cap_hit"]["k"] == 1
+
+
+def _scored_alone_and_prefetched(items, run, others) -> dict:
+    """`score` of `run` alone, checked equal to its score after the batch prefetch of `run` and `others` inside
+    a ScoringContext (the prefetch changes what is computed ahead, never a number)."""
+    from core import stats
+
+    alone = to_jsonable(sb.score(items, run, others))
+    with stats.ScoringContext().active():
+        sb.prefetch(items, [run, *others])
+        shared = to_jsonable(sb.score(items, run, others))
+    assert shared == alone
+    return alone
 
 
 def test_vg_interval_resamples_stems_in_the_order_the_pair_first_answers_them():
@@ -828,15 +835,9 @@ def test_l2_profile_of_a_single_judgement():
 def test_prefetch_with_a_kind_left_unanswered_in_one_stem():
     """A run that answered no P probe of stem b: its P columns cover fewer stems than the rest; prefetch then
     score still gives the numbers of score alone."""
-    from core import stats
-
     items = _three_stems()
     run = make_run("r", {i: not i.endswith("-R") for i in items["item_id"] if not i.startswith("b-P")})
-    alone = to_jsonable(sb.score(items, run, []))
-    with stats.ScoringContext().active():
-        sb.prefetch(items, [run])
-        shared = to_jsonable(sb.score(items, run, []))
-    assert shared == alone
+    _scored_alone_and_prefetched(items, run, [])
 
 
 def test_decompose_reads_0_1_flags_as_truth_values():
@@ -1032,16 +1033,10 @@ def test_ssa_runs_keep_to_the_input_mode_of_the_run():
 
 def test_prefetch_for_a_vg_pair_with_a_kind_answered_in_fewer_stems():
     """The full run answered no P probe of stem b: its paired P columns cover one stem of two."""
-    from core import stats
-
     items = _three_stems()
     full = make_run("full", {i: not i.endswith("-R") for i in items["item_id"] if i != "b-P0"})
     text = make_run("text", {i: i.endswith("-F") for i in items["item_id"]}, input_mode="text")
-    alone = to_jsonable(sb.score(items, full, [text]))
-    with stats.ScoringContext().active():
-        sb.prefetch(items, [full, text])
-        shared = to_jsonable(sb.score(items, full, [text]))
-    assert shared == alone
+    alone = _scored_alone_and_prefetched(items, full, [text])
     assert alone["vg"]["P"]["n"] == 1
 
 

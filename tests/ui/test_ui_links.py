@@ -44,26 +44,23 @@ def test_resolve_keeps_what_exists_and_names_the_rest(demo_db):
 def test_a_links_group_never_replaces_the_group_the_user_opened(demo_db):
     """Browse applies a link's group when the header's runs change while the page lands on the link; a group
     the user opened meanwhile stays (it was reopened on CI: Back then returned to the user's group)."""
+    import gradio as gr
+
     from db.store import Store
     from ui.browse import linked_group
     from ui.links import resolve
 
+    unchanged = (gr.update(),) * 3
     store = Store(demo_db)
     try:
         view, _ = resolve(store, {"benchmark": "stembind", "runs": RUNS, "group": "sb-007"})
         for shown in (None, "", "sb-007", " sb-007 "):
             q, group, html = linked_group(store, "stembind", RUNS.split(","), view, shown)
             assert group.get("value") == "sb-007" and 'data-group="sb-007"' in html
-        assert linked_group(store, "stembind", RUNS.split(","), view, "sb-010") == (gr_update(),) * 3
-        assert linked_group(store, "stembind", RUNS.split(",")[:1], view, "") == (gr_update(),) * 3  # other runs
+        assert linked_group(store, "stembind", RUNS.split(","), view, "sb-010") == unchanged
+        assert linked_group(store, "stembind", RUNS.split(",")[:1], view, "") == unchanged  # other runs
     finally:
         store.close()
-
-
-def gr_update() -> dict:
-    import gradio as gr
-
-    return gr.update()
 
 
 @pytest.fixture(scope="module")
