@@ -144,12 +144,31 @@ def test_parsing_imports_no_heavy_module(argv):
 
 # What `import-predictions` and `score` of a small VLMEvalKit store must not import (#27 point 1, "modules imported
 # where they are used"): sqlite_utils (it imports pandas; only a pending migration needs it), the UI, the plots,
-# scipy, the judge CLI and the labels import, and for the TSV no spreadsheet reader. pandas is not among them: the
-# import reads the family's parser from its package, which holds its metrics.
+# scipy, the judge CLI and the labels import, and for the TSV no spreadsheet reader. The import reads the family's
+# parser from its package, whose metric modules load on first use (core.families.protocol.deferred): no pandas, no
+# numpy, none of the family's metrics.
 NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
-                                       "python_calamine", "db.labels", "db.judge_cli"},
+                                       "python_calamine", "db.labels", "db.judge_cli", "pandas", "numpy",
+                                       "core.families.generic.metrics", "core.families.generic.groups"},
                 "score": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
                           "python_calamine", "db.labels", "db.judge_cli", "db.import_predictions"}}
+
+
+@pytest.mark.parametrize("family", ["frameevidence", "stembind", "spur", "generic"])
+def test_a_family_loads_its_metric_modules_on_first_use(family):
+    """core.families.protocol.deferred: reading a family's name, kinds and parser imports no pandas; its members
+    are then the modules' own (an attribute read and a call load the module), and `from <package> import metrics`
+    gives the real module, not a stand-in."""
+    code = (f"import sys, inspect\nfrom core import families\nfam = families.get({family!r})\n"
+            "print(fam.parser, len(fam.kinds), 'pandas' in sys.modules, 'numpy' in sys.modules)\n"
+            "patterns = fam.groups.patterns\n"
+            f"from core.families.{family} import groups, metrics, tables\n"
+            "print(patterns is groups.RULES.patterns, inspect.unwrap(fam.score) is metrics.score, metrics.score.__module__,\n"
+            "      fam.tables([]) == tables.tables([]), 'pandas' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    first, second = proc.stdout.strip().splitlines()[-2:]
+    assert first.split()[2:] == ["False", "False"], first
+    assert second.split() == ["True", "True", f"core.families.{family}.metrics", "True", "True"], second
 
 
 def test_import_and_score_of_a_small_store_import_only_what_they_use(tmp_path):

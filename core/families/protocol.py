@@ -5,10 +5,15 @@ code (core.scoring, core.groups, core.outcomes, core.comparison, core.report_tab
 db.frames, db.bulk, the UI) reads a family only through these fields, never by testing its name. mypy checks
 every call: the function members are typing.Protocols (a family's `score` may take more keywords than the three
 positional arguments every caller passes). docs/ARCHITECTURE.md ("Adding a family") walks through them.
+
+A package names the members its heavy modules define (metrics, groups, tables, comparison: pandas and numpy)
+through `deferred`, so importing a family to read its name, kinds or parser (`import-predictions`) imports none of
+them; the first call or attribute read of a member loads its module.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -23,6 +28,60 @@ if TYPE_CHECKING:
     from core.report_tables import RunScore, Table
     from core.schema import Item, RunData
     from core.stats import Clustering
+
+
+_UNSET = object()
+
+
+class _Member:
+    """A member of a module not imported yet: calling it, or reading one of its attributes, imports the module
+    once and goes to the member itself."""
+
+    __slots__ = ("_module", "_name", "_value")
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module, self._name = module, name
+        self._value: Any = _UNSET
+
+    def _load(self) -> Any:
+        if self._value is _UNSET:
+            self._value = getattr(importlib.import_module(self._module), self._name)
+        return self._value
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self._load()(*args, **kw)
+
+    def __getattr__(self, attr: str) -> Any:  # only for names the proxy itself lacks
+        return getattr(self._load(), attr)
+
+    @property
+    def __wrapped__(self) -> Any:  # inspect.unwrap and inspect.signature see the member itself
+        return self._load()
+
+    def __repr__(self) -> str:
+        return f"<deferred {self._module}.{self._name}>"
+
+
+class _Module:
+    """A module not imported yet, whose attributes are `_Member`s."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> _Member:
+        return _Member(self._module, name)
+
+
+def deferred(package: str, *modules: str) -> Any:
+    """Stand-ins for `from <package> import <modules>` that import nothing yet: `deferred(__name__, "metrics").score`
+    is a callable that imports `<package>.metrics` on its first call (an attribute read of a deferred object,
+    such as `groups.RULES.patterns`, imports it too). A family's `__init__.py` imports the real modules under
+    TYPE_CHECKING, so mypy checks its members against this protocol as if they were given directly. One module
+    gives one stand-in, several a tuple."""
+    found = tuple(_Module(f"{package}.{m}") for m in modules)
+    return found[0] if len(found) == 1 else found
 
 
 class Validate(Protocol):

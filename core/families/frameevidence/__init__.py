@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from core.families.frameevidence import compare, groups, metrics
-from core.families.frameevidence.tables import tables
 from core.families.frameevidence.vocab import FQ1_ENTITY_FIELDS, FQ1_VARIANTS, VARIANTS
-from core.families.protocol import Capabilities, Family
+from core.families.protocol import Capabilities, Family, deferred
 from core.report import Report
 from core.schema import Item
+
+if TYPE_CHECKING:
+    from core.families.frameevidence import compare as _compare
+    from core.families.frameevidence import groups as _groups
+    from core.families.frameevidence import metrics as _metrics
+    from core.families.frameevidence import tables as _tables
+else:  # imported on first use (protocol.deferred); not bound to their own names, which `from ... import` reads
+    _compare, _groups, _metrics, _tables = deferred(__name__, "compare", "groups", "metrics", "tables")
 
 KINDS = VARIANTS  # kind -> its variants
 # 000 §3 "Each item ... contains one to five images"; §4.1 "FQ1 reuses two to four ordered images", "FQ2 starts
@@ -217,10 +224,10 @@ FAMILY = Family(
     parser="letter",
     kinds=tuple(KINDS),
     validate=validate,
-    score=metrics.score,
-    groups=groups.RULES,
-    tables=tables,
-    paired_differences=compare.paired_differences,  # macro-F1 is not a ratio of sums
+    score=_metrics.score,
+    groups=_groups.RULES,
+    tables=_tables.tables,
+    paired_differences=_compare.paired_differences,  # macro-F1 is not a ratio of sums
     capabilities=Capabilities(clusterings=True),  # exact-image / union components (000 App. A, D.6)
     scoring_item_columns=("images",),  # the image hashes those clusterings link groups by
     units_by_model=True,

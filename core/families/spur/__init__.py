@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from core.families.protocol import Capabilities, Family
-from core.families.spur import compare, groups, metrics
-from core.families.spur.tables import SHORTCUT_TABLE, tables
-from core.families.spur.vocab import STAGE_OF, TASKS
+from typing import TYPE_CHECKING
+
+from core.families.protocol import Capabilities, Family, deferred
+from core.families.spur.vocab import SHORTCUT_TABLE, STAGE_OF, TASKS
 from core.report import Report
 from core.schema import Item
+
+if TYPE_CHECKING:
+    from core.families.spur import compare as _compare
+    from core.families.spur import groups as _groups
+    from core.families.spur import metrics as _metrics
+    from core.families.spur import tables as _tables
+else:  # imported on first use (protocol.deferred); not bound to their own names, which `from ... import` reads
+    _compare, _groups, _metrics, _tables = deferred(__name__, "compare", "groups", "metrics", "tables")
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -22,10 +30,10 @@ FAMILY = Family(
     parser="letter",
     kinds=TASKS,
     validate=validate,
-    score=metrics.score,
-    groups=groups.RULES,
-    tables=tables,
-    paired_arrays=compare.paired_arrays,
+    score=_metrics.score,
+    groups=_groups.RULES,
+    tables=_tables.tables,
+    paired_arrays=_compare.paired_arrays,
     stage_of=STAGE_OF,
     capabilities=Capabilities(shortcut_table=SHORTCUT_TABLE),  # the text-only shortcut filter (001 §2.3)
     view="ui.views.spur",

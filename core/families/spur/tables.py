@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core.families.spur.vocab import STAGES, TASKS
+from core.families.spur.vocab import SHORTCUT_TABLE, STAGES, TASKS
 from core.report_tables import (
     Cell,
     Row,
@@ -22,10 +22,6 @@ from core.report_tables import (
 
 SPUR_MAIN = [*[(t, ("tasks", t)) for t in TASKS], ("Perception", ("perception",)),
              ("Understanding", ("understanding",)), ("Reasoning", ("reasoning",)), ("Overall", ("overall",))]
-
-# the table the text-only shortcut filter redraws per filter model (Capabilities.shortcut_table)
-SHORTCUT_TABLE = "spur_shortcut"
-
 
 def tables(runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
     """Every table of the family over the selected runs (`controls`: FrameEvidence's baselines; unused)."""

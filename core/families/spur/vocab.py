@@ -11,4 +11,7 @@ STAGES = {
 TASKS = tuple(task for tasks in STAGES.values() for task in tasks)
 STAGE_OF = {task: stage for stage, tasks in STAGES.items() for task in tasks}
 
-__all__ = ["STAGES", "STAGE_OF", "TASKS"]
+# the table the text-only shortcut filter redraws per filter model (001 §2.3; Capabilities.shortcut_table)
+SHORTCUT_TABLE = "spur_shortcut"
+
+__all__ = ["SHORTCUT_TABLE", "STAGES", "STAGE_OF", "TASKS"]

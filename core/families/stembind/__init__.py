@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from core.families.protocol import Capabilities, Family
-from core.families.stembind import compare, groups, metrics
-from core.families.stembind.judging import JUDGING
-from core.families.stembind.tables import tables
+from core.families.protocol import Capabilities, Family, deferred
 from core.families.stembind.vocab import KINDS, OPERATIONS
 from core.report import Report
 from core.schema import Item
+
+if TYPE_CHECKING:
+    from core.families.stembind import compare as _compare
+    from core.families.stembind import groups as _groups
+    from core.families.stembind import judging as _judging
+    from core.families.stembind import metrics as _metrics
+    from core.families.stembind import tables as _tables
+else:  # imported on first use (protocol.deferred); not bound to their own names, which `from ... import` reads
+    _compare, _groups, _judging, _metrics, _tables = deferred(__name__, "compare", "groups", "judging", "metrics",
+                                                              "tables")
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -48,14 +56,14 @@ FAMILY = Family(
     parser="tag",
     kinds=KINDS,
     validate=validate,
-    score=metrics.score,
-    prefetch=metrics.prefetch,
-    groups=groups.RULES,
-    tables=tables,
-    paired_arrays=compare.paired_arrays,
+    score=_metrics.score,
+    prefetch=_metrics.prefetch,
+    groups=_groups.RULES,
+    tables=_tables.tables,
+    paired_arrays=_compare.paired_arrays,
     # stage_of stays {}: its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
     capabilities=Capabilities(ssa_kind="F"),  # SSA runs ask the F items (002 §3.3, App. C.5)
-    judging=JUDGING,  # L2 StepAcc, L3 AttrTag read the stored trace judgements (002 §3.3)
+    judging=_judging.JUDGING,  # L2 StepAcc, L3 AttrTag read the stored trace judgements (002 §3.3)
     units_by_model=True,
     view="ui.views.stembind",
 )

@@ -84,4 +84,4 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
         s.patterns[f"cat_{cat}"] = s.category == cat
 
 
-RULES = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
+RULES: GroupRules = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
