@@ -177,6 +177,9 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
     else:
         import threadpoolctl  # noqa: F401 - imported once, before the fork, for _one_blas_thread
 
+        for bench in dict.fromkeys(bench for bench, _, _ in work):  # the families' metric modules, before the fork
+            families.get(store.benchmark(bench)["family"]).load()
+
         ctx = multiprocessing.get_context("fork")  # the parent's imports come along; no store connection is used
         children = []
         for b in bins[1:]:

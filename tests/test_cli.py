@@ -158,16 +158,19 @@ NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scip
 def test_a_family_loads_its_metric_modules_on_first_use(family):
     """core.families.protocol.deferred: reading a family's name, kinds and parser imports no pandas; its members
     are then the modules' own (an attribute read and a call load the module), and `from <package> import metrics`
-    gives the real module, not a stand-in."""
+    gives the real module, not a stand-in. `Family.load()` (before score --all forks) imports every member's
+    module."""
     code = (f"import sys, inspect\nfrom core import families\nfam = families.get({family!r})\n"
             "print(fam.parser, len(fam.kinds), 'pandas' in sys.modules, 'numpy' in sys.modules)\n"
+            f"loaded = lambda: all(f'core.families.{family}.{{m}}' in sys.modules for m in ('compare', 'metrics'))\n"
+            "print(loaded(), fam.load() is fam and loaded())\n"
             "patterns = fam.groups.patterns\n"
             f"from core.families.{family} import groups, metrics, tables\n"
             "print(patterns is groups.RULES.patterns, inspect.unwrap(fam.score) is metrics.score, metrics.score.__module__,\n"
             "      fam.tables([]) == tables.tables([]), 'pandas' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    first, second = proc.stdout.strip().splitlines()[-2:]
-    assert first.split()[2:] == ["False", "False"], first
+    first, before_load, second = proc.stdout.strip().splitlines()[-3:]
+    assert first.split()[2:] == ["False", "False"] and before_load == "False True", (first, before_load)
     assert second.split() == ["True", "True", f"core.families.{family}.metrics", "True", "True"], second
 
 

@@ -195,6 +195,14 @@ class Family:
         if (self.paired_arrays is None) == (self.paired_differences is None):
             raise TypeError(f"family {self.name!r}: give exactly one of paired_arrays and paired_differences")
 
+    def load(self) -> Family:
+        """Import the modules of its members now (`deferred` loads them at first use): a process about to fork
+        scoring workers calls it, so the workers inherit the modules instead of each importing them."""
+        for value in vars(self).values():
+            if isinstance(value, _Member):
+                value._load()
+        return self
+
     @property
     def judged_traces(self) -> bool:
         """Its metrics read stored trace judgements (StemBind L2 StepAcc, L3 AttrTag)."""
