@@ -411,6 +411,29 @@ def test_cluster_arrays_from_frame():
     np.testing.assert_array_equal(n_tot, [5, 3])
 
 
+def test_cluster_arrays_counts_a_text_cell_as_not_counted():
+    """A success cell that is not a number (a text left in an object column) is NaN: outside that metric's
+    denominator, like None, never an error."""
+    df = pd.DataFrame({"group_id": ["g1", "g1", "g2", "g2"], "correct": pd.Series([True, "n/a", False, 1], dtype=object)})
+    arrays = stats.cluster_arrays(df, "group_id", ["correct"])
+    np.testing.assert_array_equal(arrays.k[:, 0], [1, 1])
+    np.testing.assert_array_equal(arrays.n[:, 0], [1, 2])
+
+
+def test_draw_cache_takes_only_columns_exact_in_float32():
+    """The shared W (float32) serves a column only when clusters x its largest value stays below 2**24, the bound
+    of the largest resampled sum (not columns x value): above it `sums` declines and the block-wise float64 path
+    sums the draws."""
+    bound = stats._EXACT_F32
+    n_clusters = 2000
+    over = np.full((n_clusters, 1), float(bound // n_clusters + 1))  # 2,000 x 8,389 > 2**24; 1 column x 8,389 is not
+    under = np.full((n_clusters, 1), float(bound // n_clusters - 1))
+    assert stats.DrawCache().sums([over], 20, 3) is None
+    got = stats.DrawCache().sums([under], 20, 3)
+    assert got is not None
+    np.testing.assert_array_equal(got[0], np.vstack([w @ under for w in stats._draw_blocks(n_clusters, 20, 3)]))
+
+
 def test_cluster_arrays_refuses_missing_cluster():
     df = pd.DataFrame({"meta": [{"scene": "s1"}, {}], "correct": [True, False]})
     with pytest.raises(MetricUndefined, match="1 rows"):
