@@ -213,8 +213,11 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
 POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
 POOL_MAX_JOBS = 4  # workers at most: each keeps up to two resample count matrices (up to 256 MB each) while idle
 POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
-_PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.frameevidence.metrics",
-            "core.families.spur.metrics", "core.families.stembind.metrics", "core.families.generic.metrics"]
+# the scoring modules the forkserver imports once for every worker; a family's members load on first use
+# (core.families.protocol.deferred), so its modules are named one by one
+_PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.stembind.judging",
+            *(f"core.families.{family}.{module}" for family in ("frameevidence", "spur", "stembind", "generic")
+              for module in ("metrics", "groups", "compare", "tables"))]
 _WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
 _WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
 _WORKER_ITEMS: dict[Any, Any] = {}  # per worker process: the items frames it read (db.frames.load_for_scoring)

@@ -157,8 +157,8 @@ NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scip
 @pytest.mark.parametrize("family", ["frameevidence", "stembind", "spur", "generic"])
 def test_a_family_loads_its_metric_modules_on_first_use(family):
     """core.families.protocol.deferred: reading a family's name, kinds and parser imports no pandas; its members
-    are then the modules' own (an attribute read and a call load the module), and `from <package> import metrics`
-    gives the real module, not a stand-in. `Family.load()` (before score --all forks) imports every member's
+    then stand for the modules' own (an attribute read and a call load the module; inspect.unwrap gives the
+    member), and `from <package> import metrics` gives the real module, not a stand-in. `Family.load()` (before score --all forks) imports every member's
     module."""
     code = (f"import sys, inspect\nfrom core import families\nfam = families.get({family!r})\n"
             "print(fam.parser, len(fam.kinds), 'pandas' in sys.modules, 'numpy' in sys.modules)\n"
@@ -172,6 +172,26 @@ def test_a_family_loads_its_metric_modules_on_first_use(family):
     first, before_load, second = proc.stdout.strip().splitlines()[-3:]
     assert first.split()[2:] == ["False", "False"] and before_load == "False True", (first, before_load)
     assert second.split() == ["True", "True", f"core.families.{family}.metrics", "True", "True"], second
+
+
+def test_a_deferred_member_copies_and_pickles_by_name():
+    """A family's deferred member survives copy, deepcopy (dataclasses.asdict) and pickle as a stand-in for the
+    same member, loaded or not (no recursion through its empty slots)."""
+    import copy
+    import dataclasses
+    import inspect
+    import pickle
+
+    from core import families
+    from core.families import protocol
+
+    fresh = protocol.deferred("core.families.generic", "tables").tables  # not loaded yet
+    copies = [pickle.loads(pickle.dumps(fresh)), copy.copy(fresh), copy.deepcopy(fresh)]
+    from core.families.generic import tables
+
+    assert all(inspect.unwrap(c) is tables.tables for c in [fresh, *copies])
+    spur = families.get("spur")
+    assert inspect.unwrap(dataclasses.asdict(spur)["groups"]).patterns == spur.groups.patterns
 
 
 def test_import_and_score_of_a_small_store_import_only_what_they_use(tmp_path):

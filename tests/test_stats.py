@@ -427,7 +427,8 @@ def test_draw_cache_takes_only_columns_exact_in_float32():
     bound = stats._EXACT_F32
     n_clusters = 2000
     over = np.full((n_clusters, 1), float(bound // n_clusters + 1))  # 2,000 x 8,389 > 2**24; 1 column x 8,389 is not
-    under = np.full((n_clusters, 1), float(bound // n_clusters - 1))
+    under = np.random.default_rng(4).integers(0, bound // n_clusters, (n_clusters, 1)).astype(float)
+    under[7] = bound // n_clusters - 1  # its largest value: clusters x it just under 2**24
     assert stats.DrawCache().sums([over], 20, 3) is None
     got = stats.DrawCache().sums([under], 20, 3)
     assert got is not None

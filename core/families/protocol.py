@@ -35,7 +35,8 @@ _UNSET = object()
 
 class _Member:
     """A member of a module not imported yet: calling it, or reading one of its attributes, imports the module
-    once and goes to the member itself."""
+    once and goes to the member itself. It stays a stand-in: identity, isinstance and the dataclass helpers see
+    it, not the member (`inspect.unwrap` gives the member); a copy or a pickle names the module and the member."""
 
     __slots__ = ("_module", "_name", "_value")
 
@@ -52,7 +53,12 @@ class _Member:
         return self._load()(*args, **kw)
 
     def __getattr__(self, attr: str) -> Any:  # only for names the proxy itself lacks
+        if attr in _Member.__slots__:  # an unset slot (a copy made without __init__): not the member's
+            raise AttributeError(attr)
         return getattr(self._load(), attr)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _Member, (self._module, self._name)
 
     @property
     def __wrapped__(self) -> Any:  # inspect.unwrap and inspect.signature see the member itself
