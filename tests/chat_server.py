@@ -9,9 +9,11 @@ An error action may carry a Retry-After header: "429;retry-after=1.5" sends `Ret
 It counts requests in flight (`max_inflight`), keeps every request body and its arrival time (`times`,
 time.monotonic()), and answers with `responder(body)`. `gate` (a threading.Event, set) holds every answer while
 it is cleared: a test that must see a run still going on clears it, checks, and sets it again. `hold_from` (an
-arrival index, or None) clears the gate when that request arrives: a run at concurrency 1 is held at that request
-however fast the server answers, so a test can cancel or look before its end at a small latency. To release
-it, set `hold_from` to None first, then the gate (a hold not reached yet would clear the gate again).
+arrival index, or None) clears the gate when that request arrives: a run is held at that request however fast
+the server answers, so a test can cancel or look before its end at a small latency. The requests that arrived
+before it are answered whatever the run's concurrency (a Start that sent more requests in flight than the test
+asked for still gets its first answers). To release it, set `hold_from` to None first, then the gate (a hold not
+reached yet would clear the gate again).
 
 Run standalone (bench): python tests/chat_server.py --latency 0.1 [--port 0]; prints "PORT <n>".
 """
@@ -87,20 +89,27 @@ class ChatServer:
 
     # ---- behaviour ----------------------------------------------------------------------------------------
 
-    def _action(self, body: dict[str, Any]) -> str:
+    def _action(self, body: dict[str, Any]) -> tuple[str, bool]:
+        """The request's action, and whether it arrived before a pending `hold_from` (then the gate never holds
+        it)."""
         text = request_text(body)
         with self.lock:
             self.bodies.append(body)
             self.times.append(time.monotonic())
-            if self.hold_from is not None and len(self.bodies) > self.hold_from:
-                self.gate.clear()
-                self.hold_from = None
-            for rule in self.rules:
-                if rule[0] in text and rule[2] != 0:
-                    rule[2] -= 1
-                    return str(rule[1])
-            if self.plan:
-                return self.plan.pop(0)
+            early = self.hold_from is not None and len(self.bodies) <= self.hold_from
+            return self._respond(text), early
+
+    def _respond(self, text: str) -> str:
+        """The action for a request whose text is `text` (under `lock`); clears the gate at a hold's request."""
+        if self.hold_from is not None and len(self.bodies) > self.hold_from:
+            self.gate.clear()
+            self.hold_from = None
+        for rule in self.rules:
+            if rule[0] in text and rule[2] != 0:
+                rule[2] -= 1
+                return str(rule[1])
+        if self.plan:
+            return self.plan.pop(0)
         return "ok"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -133,9 +142,10 @@ class ChatServer:
             return 400, json.dumps({"error": {"message": "bad json"}}).encode(), ""
         if method != "POST" or path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             return 404, json.dumps({"error": {"message": f"no route {path}"}}).encode(), ""
-        action, *params = self._action(body).split(";")
+        decided, early = self._action(body)
+        action, *params = decided.split(";")
         await asyncio.sleep(self.hang if action == "timeout" else self.latency)
-        if not self.gate.is_set():
+        if not early and not self.gate.is_set():
             await asyncio.get_running_loop().run_in_executor(None, self.gate.wait)
         if action in ("429", "500", "503", "400"):
             extra = ""
