@@ -213,11 +213,14 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
 POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
 POOL_MAX_JOBS = 4  # workers at most: each keeps up to two resample count matrices (up to 256 MB each) while idle
 POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
-# the scoring modules the forkserver imports once for every worker; a family's members load on first use
-# (core.families.protocol.deferred), so its modules are named one by one
-_PRELOAD = ["db.bulk", "db.frames", "core.scoring", "core.families.stembind.judging",
-            *(f"core.families.{family}.{module}" for family in ("frameevidence", "spur", "stembind", "generic")
-              for module in ("metrics", "groups", "compare", "tables"))]
+# the scoring modules the forkserver imports once for every worker, with every family's (_preload: a family's
+# members load on first use, core.families.protocol.deferred)
+_PRELOAD = ["db.bulk", "db.frames", "core.scoring"]
+def _preload() -> list[str]:
+    """_PRELOAD and the modules of every known family's members."""
+    return [*_PRELOAD, *(m for name in families.names() for m in families.get(name).modules())]
+
+
 _WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
 _WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
 _WORKER_ITEMS: dict[Any, Any] = {}  # per worker process: the items frames it read (db.frames.load_for_scoring)
@@ -398,7 +401,7 @@ class ScoringPool:
                     raise BrokenProcessPool(f"scoring workers failed to start less than {POOL_RETRY_S:.0f} s ago")
 
                 ctx = multiprocessing.get_context("forkserver")
-                ctx.set_forkserver_preload(_PRELOAD)
+                ctx.set_forkserver_preload(_preload())
                 executors = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_pool_worker_start,
                                                  initargs=(os.getpid(), self.initializer))
                              for _ in range(self.jobs)]

@@ -201,6 +201,10 @@ class Family:
         if (self.paired_arrays is None) == (self.paired_differences is None):
             raise TypeError(f"family {self.name!r}: give exactly one of paired_arrays and paired_differences")
 
+    def modules(self) -> list[str]:
+        """The modules its deferred members come from (the scoring pool's forkserver imports them by name)."""
+        return list(dict.fromkeys(v._module for v in vars(self).values() if isinstance(v, _Member)))
+
     def load(self) -> Family:
         """Import the modules of its members now (`deferred` loads them at first use): a process about to fork
         scoring workers calls it, so the workers inherit the modules instead of each importing them."""
