@@ -354,15 +354,18 @@ def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], sp
     after taking over what ended warm-ups left: `_adopt_warmed`)."""
     from core.stats import DrawCache, ScoringContext
 
+    build = True  # a warm-up builds the W's it draws
     if caches is None:
         _adopt_warmed()
         caches = (_WORKER_ITEMS, _WORKER_WEIGHTS, _WORKER_RUNS)
+        with _WARM_LOCK:  # a request streams a W a running warm-up has not finished, never building its own
+            build = not _WARMING
     items, weights, runs = caches
     with _WARM_LOCK:  # one Store per path (each thread has its own connection to it)
         store = _WORKER_STORES.get(path)
         if store is None:
             store = _WORKER_STORES[path] = Store(path)
-    context = ScoringContext(draws=DrawCache(weights=weights))  # the W's outlive the request
+    context = ScoringContext(draws=DrawCache(weights=weights, build=build))  # the W's outlive the request
     return score_named(store, benchmark, load, names, split, context=context, items_cache=items,
                        runs_cache=runs, **kw)
 

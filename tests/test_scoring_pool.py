@@ -126,7 +126,8 @@ def test_the_warm_up_runs_at_a_lower_priority_than_the_worker(monkeypatch):
 
 def test_a_request_never_waits_for_a_warm_up_in_flight(store, monkeypatch):
     """In a worker (here this process, with its own worker caches), a request arriving while the warm-up runs
-    is scored at once, on its own, with the in-process results; it takes over what the warm-up had finished
+    is scored at once, on its own, with the in-process results, streaming the resample counts it lacks rather
+    than building a W of its own (core.stats.DrawCache `build`); it takes over what the warm-up had finished
     (none of it here: the warm-up is held before it reads anything), and the rest once the warm-up has ended."""
     from db import bulk
 
@@ -153,7 +154,8 @@ def test_a_request_never_waits_for_a_warm_up_in_flight(store, monkeypatch):
         assert list(bulk._WARMING) and not bulk._WARMED  # it is still running
         assert json.dumps(out, sort_keys=True) == _here(store, names)
         mine, mine_items = dict(bulk._WORKER_WEIGHTS), dict(bulk._WORKER_ITEMS)
-        assert len(mine_items) == 1 and mine  # read and drawn by the request itself
+        assert len(mine_items) == 1  # read by the request itself
+        assert not mine  # its resamples streamed: no second W built beside the one the warm-up is drawing
     finally:
         release.set()
     with bulk._WARM_LOCK:
