@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -65,19 +65,55 @@ def read_text(path: Path, report: Report) -> str | None:
 
 def json_lines(text: str, name: str, report: Report) -> list[tuple[int, Any]]:
     """(line number, object) of each JSON line of `text`; blank lines are skipped, a malformed one reported."""
-    out = []
-    loads = orjson.loads
-    for no, line in enumerate(text.split("\n"), start=1):
-        try:
-            out.append((no, loads(line)))
+    return list(JsonLines(text, name, report))
+
+
+class JsonLines:
+    """(line number, object) of each JSON line of `text`, as `json_lines` gives them, decoded CHUNK lines at a
+    time when first read (each chunk once): the predictions import reads a chunk while its writer thread is still
+    inserting the rows of the one before (db/import_writer.py), so decoding no longer comes before all writing.
+    A malformed line is reported when its chunk is read; blank lines are skipped."""
+
+    def __init__(self, text: str, name: str, report: Report, chunk: int = 2000) -> None:
+        self._lines = text.split("\n")
+        if self._lines and not self._lines[-1]:
+            self._lines.pop()  # the file's last newline
+        self._name, self._report, self._chunk = name, report, chunk
+        self._done: list[list[tuple[int, Any]]] = []  # the chunks read so far
+
+    def chunks(self) -> Iterator[list[tuple[int, Any]]]:
+        """Each chunk's (line number, object) pairs, in file order (a chunk of blank lines is an empty list)."""
+        for k in range(0, len(self._lines), self._chunk):
+            n = k // self._chunk
+            if n == len(self._done):
+                self._done.append(self._read(k, self._lines[k:k + self._chunk]))
+            yield self._done[n]
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        for part in self.chunks():
+            yield from part
+
+    def __bool__(self) -> bool:
+        return any(self.chunks())
+
+    def _read(self, start: int, lines: list[str]) -> list[tuple[int, Any]]:
+        try:  # the usual chunk, every line one JSON value: orjson mapped over the lines in C (469k lines in
+            return list(enumerate(map(orjson.loads, lines), start=start + 1))  # 0.47 s, 0.73 s by the loop below)
         except orjson.JSONDecodeError:
-            if not line.strip():
-                continue  # blank lines are allowed and skipped
+            pass  # a blank or malformed line, or a form only json reads: line by line
+        out = []
+        loads = orjson.loads
+        for no, line in enumerate(lines, start=start + 1):
             try:
-                out.append((no, json.loads(line)))  # orjson is stricter about a few forms; json decides
-            except json.JSONDecodeError as exc:
-                report.error(name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
-    return out
+                out.append((no, loads(line)))
+            except orjson.JSONDecodeError:
+                if not line.strip():
+                    continue  # blank lines are allowed and skipped
+                try:
+                    out.append((no, json.loads(line)))  # orjson is stricter about a few forms; json decides
+                except json.JSONDecodeError as exc:
+                    self._report.error(self._name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+        return out
 
 
 def resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item: str | None,

@@ -34,13 +34,15 @@ from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
 from db import predictions
-from db.import_common import ImportResult, json_lines, read_text, refuse, resolve_benchmark
+from db.import_common import ImportResult, JsonLines, read_text, refuse, resolve_benchmark
 from db.import_writer import RowWriter
 from db.overrides import settle_replaced
 from db.store import Store, config_hash, now, touch_run
 
+_Objs = list[tuple[int, Any]] | JsonLines  # (file line, object) of each line: a JSONL file's read a chunk at a time
 
-def _read_prediction_objects(path: Path, report: Report) -> list[tuple[int, Any]]:
+
+def _read_prediction_objects(path: Path, report: Report) -> _Objs:
     text = read_text(path, report)
     if text is None:
         return []
@@ -56,7 +58,7 @@ def _read_prediction_objects(path: Path, report: Report) -> list[tuple[int, Any]
                 obj["response"] = ""
             out.append((reader.line_num, obj))
         return out
-    return json_lines(text, path.name, report)
+    return JsonLines(text, path.name, report, CHUNK)
 
 
 def _decide(f: PredictionFields, letters: str, parser: str, name: str, no: int, report: Report,
@@ -124,7 +126,7 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
         return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace)
 
 
-def _line_fields(objs: list[tuple[int, Any]], name: str, report: Report
+def _line_fields(objs: _Objs, name: str, report: Report
                  ) -> list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]]:
     """(line, fields or None, key or None) of each line by the line schema (core/formats.PREDICTION_LINE): its
     plain type tests first, the full check (which reports each problem) where they do not decide. The key is
@@ -137,7 +139,7 @@ def _line_fields(objs: list[tuple[int, Any]], name: str, report: Report
     return out
 
 
-def _first_item(objs: list[tuple[int, Any]]) -> str | None:
+def _first_item(objs: _Objs) -> str | None:
     """The item_id of the first line whose key can be read (it tells the benchmark when no other source does)."""
     for _no, obj in objs:
         key = prediction_key(obj)
@@ -146,7 +148,7 @@ def _first_item(objs: list[tuple[int, Any]]) -> str | None:
     return None
 
 
-def import_prediction_lines(store: Store, path: Path, objs: list[tuple[int, Any]], report: Report, run: str,
+def import_prediction_lines(store: Store, path: Path, objs: _Objs, report: Report, run: str,
                             model: str | None, config: dict[str, Any] | None, benchmark: str | None,
                             replace: bool, after: _After | None = None) -> ImportResult:
     """The one import path of predictions lines (`objs`: (line, object) of a JSONL or CSV file, or of another
@@ -223,7 +225,7 @@ class _Good:
 CHUNK = 2000  # lines read and checked between two hand-overs of their rows to the writer
 
 
-def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: list[tuple[int, Any]], name: str,
+def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: _Objs, name: str,
           report: Report, writer: RowWriter | None = None) -> _Good:
     """The rows of the lines without any problem and where each came from. Each line is read by the line schema
     (core/formats.PREDICTION_LINE): the usual line by `usual_fields`, any other by its plain type tests and, where
@@ -246,8 +248,10 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: li
     good = _Good()
     keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
     handed = 0  # plain rows handed to the writer
-    for start in range(0, len(objs), CHUNK):
-        for no, obj in objs[start:start + CHUNK]:
+    # a JSONL file's lines are decoded chunk by chunk here, beside the writer inserting the chunk before
+    parts = objs.chunks() if isinstance(objs, JsonLines) else (objs[k:k + CHUNK] for k in range(0, len(objs), CHUNK))
+    for part in parts:
+        for no, obj in part:
             usual = usual_fields(obj)
             if usual is not None:  # the usual line: the parser decides
                 item = keys_get(usual[0])
@@ -346,7 +350,7 @@ def _plain_values(run_id: int) -> str:
 
 
 def _write_new_run(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any], cfg: dict[str, Any],
-                   digest: str, parser: str, objs: list[tuple[int, Any]], report: Report,
+                   digest: str, parser: str, objs: _Objs, report: Report,
                    after: _After | None) -> ImportResult:
     """Import into a new run, writing while the lines are read: inside one write transaction the run is inserted
     (its id is the one SQLite gives), the plain rows of each chunk of lines go to a `RowWriter` as soon as they

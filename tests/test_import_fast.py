@@ -288,3 +288,42 @@ def test_each_rule_alike(tmp_path, change, fine):
     assert (refused > 0) == (not fine)
     fast.close()
     ref.close()
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1}\n{"b": [2]}\n',  # the usual file: the one C-mapped pass
+    '{"a": 1}\n{"b": 2}',  # no last newline
+    '{"a": 1}\r\n{"b": 2}\r\n',  # CRLF
+    '{"a": 1}\n\n  \n{"b": 2}\n',  # blank lines: skipped, the later line keeps its number
+    '{"a": 1}\n{"b": NaN}\n{"c": 3}\n',  # a form only json reads
+    '{"a": 1}\n{"b": \n{"c": 3}\n',  # a malformed line: reported, the others read
+    '{"a": 1}\n{"b": 2}\n\n',  # two newlines at the end
+])
+def test_json_lines_gives_what_the_line_by_line_read_gives(text):
+    """db.import_common.json_lines reads the usual file in one pass mapped over its lines; every file gives the
+    same (line, object) pairs and the same problems as reading it line by line with orjson, json deciding the
+    forms orjson refuses; so does JsonLines, the predictions import's reader, decoding a chunk at a time."""
+    import orjson
+
+    from core.report import Report
+    from db.import_common import JsonLines, json_lines
+
+    want, problems = [], []
+    for no, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            want.append((no, orjson.loads(line)))
+        except orjson.JSONDecodeError:
+            try:
+                want.append((no, json.loads(line)))
+            except json.JSONDecodeError:
+                problems.append(no)
+    report = Report()
+    got = json_lines(text, "f.jsonl", report)
+    assert json.dumps(got) == json.dumps(want)  # NaN compares unequal to itself; its JSON text does not
+    assert [i.line for i in report.issues] == problems
+    report = Report()
+    lazy = JsonLines(text, "f.jsonl", report, chunk=2)  # the import's reader, chunk by chunk: read once each
+    assert bool(lazy) and json.dumps(list(lazy)) == json.dumps(list(lazy)) == json.dumps(want)
+    assert [i.line for i in report.issues] == problems
