@@ -356,10 +356,10 @@ def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], sp
 
     build = True  # a warm-up builds the W's it draws
     if caches is None:
+        with _WARM_LOCK:  # a request made while a warm-up runs builds no W: it streams those it does not hold
+            build = not _WARMING  # (read first: a warm-up ending now leaves its W's to _adopt_warmed below)
         _adopt_warmed()
         caches = (_WORKER_ITEMS, _WORKER_WEIGHTS, _WORKER_RUNS)
-        with _WARM_LOCK:  # a request streams a W a running warm-up has not finished, never building its own
-            build = not _WARMING
     items, weights, runs = caches
     with _WARM_LOCK:  # one Store per path (each thread has its own connection to it)
         store = _WORKER_STORES.get(path)

@@ -69,10 +69,10 @@ def json_lines(text: str, name: str, report: Report) -> list[tuple[int, Any]]:
 
 
 class JsonLines:
-    """(line number, object) of each JSON line of `text`, as `json_lines` gives them, decoded CHUNK lines at a
-    time when first read (each chunk once): the predictions import reads a chunk while its writer thread is still
-    inserting the rows of the one before (db/import_writer.py), so decoding no longer comes before all writing.
-    A malformed line is reported when its chunk is read; blank lines are skipped."""
+    """(line number, object) of each JSON line of `text`, as `json_lines` gives them, decoded `chunk` lines at a
+    time when first read (each chunk once, its text then let go): the predictions import reads a chunk while its
+    writer thread is still inserting the rows of the one before (db/import_writer.py), so decoding no longer
+    comes before all writing. A malformed line is reported when its chunk is read; blank lines are skipped."""
 
     def __init__(self, text: str, name: str, report: Report, chunk: int = 2000) -> None:
         self._lines = text.split("\n")
@@ -86,7 +86,9 @@ class JsonLines:
         for k in range(0, len(self._lines), self._chunk):
             n = k // self._chunk
             if n == len(self._done):
-                self._done.append(self._read(k, self._lines[k:k + self._chunk]))
+                part = self._lines[k:k + self._chunk]
+                self._done.append(self._read(k, part))
+                self._lines[k:k + len(part)] = [""] * len(part)  # the decoded lines' text is not kept
             yield self._done[n]
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:

@@ -156,7 +156,7 @@ def import_prediction_lines(store: Store, path: Path, objs: _Objs, report: Repor
     line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
     (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
     name = path.name
-    if not objs and report.ok:
+    if not objs and report.ok:  # `not objs` first: it reads a JSONL file's lines, reporting the malformed ones
         report.error(name, 0, "(file)", "no predictions in the file")
     told = Report()  # why the benchmark cannot be told, listed after every line's field problems
     bench = resolve_benchmark(store, run, benchmark, _first_item(objs), told, name)

@@ -298,6 +298,8 @@ def test_each_rule_alike(tmp_path, change, fine):
     '{"a": 1}\n{"b": NaN}\n{"c": 3}\n',  # a form only json reads
     '{"a": 1}\n{"b": \n{"c": 3}\n',  # a malformed line: reported, the others read
     '{"a": 1}\n{"b": 2}\n\n',  # two newlines at the end
+    'x\ny\n',  # only malformed lines: no object, both reported
+    '\n\n{"a": 1}\n',  # a first chunk (of 2 lines) with no object, a later one with one
 ])
 def test_json_lines_gives_what_the_line_by_line_read_gives(text):
     """db.import_common.json_lines reads the usual file in one pass mapped over its lines; every file gives the
@@ -325,5 +327,5 @@ def test_json_lines_gives_what_the_line_by_line_read_gives(text):
     assert [i.line for i in report.issues] == problems
     report = Report()
     lazy = JsonLines(text, "f.jsonl", report, chunk=2)  # the import's reader, chunk by chunk: read once each
-    assert bool(lazy) and json.dumps(list(lazy)) == json.dumps(list(lazy)) == json.dumps(want)
+    assert bool(lazy) is bool(want) and json.dumps(list(lazy)) == json.dumps(list(lazy)) == json.dumps(want)
     assert [i.line for i in report.issues] == problems

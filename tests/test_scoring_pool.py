@@ -187,6 +187,9 @@ def test_a_request_takes_over_what_a_running_warm_up_finished(store, monkeypatch
     bulk._adopt_warmed()
     assert bulk._WORKER_ITEMS == {("items", BENCH): frame} and bulk._WORKER_WEIGHTS == {(3, 10, 1): w}
     assert list(bulk._WARMING.values())[0][1] == {(3, 10, 1): w}  # the warm-up keeps its own
+    bulk._WARMING[threading.current_thread()] = ({}, {(3, 10, 1): object(), (4, 10, 1): w})
+    bulk._adopt_warmed()  # a W the worker holds already is kept; one it lacks is taken
+    assert bulk._WORKER_WEIGHTS == {(3, 10, 1): w, (4, 10, 1): w}
 
 
 def test_serve_starts_the_workers_before_it_imports_gradio(demo_db):
