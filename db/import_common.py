@@ -81,7 +81,7 @@ class JsonLines:
         self._name, self._report, self._chunk = name, report, chunk
         self._done: list[list[tuple[int, Any]]] = []  # the chunks read so far
 
-    def chunks(self) -> Iterator[list[tuple[int, Any]]]:
+    def _chunks(self) -> Iterator[list[tuple[int, Any]]]:
         """Each chunk's (line number, object) pairs, in file order (a chunk of blank lines is an empty list)."""
         for k in range(0, len(self._lines), self._chunk):
             n = k // self._chunk
@@ -92,11 +92,11 @@ class JsonLines:
             yield self._done[n]
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
-        for part in self.chunks():
+        for part in self._chunks():
             yield from part
 
     def __bool__(self) -> bool:
-        return any(self.chunks())
+        return any(self._chunks())
 
     def _read(self, start: int, lines: list[str]) -> list[tuple[int, Any]]:
         try:  # the usual chunk, every line one JSON value: orjson mapped over the lines in C (469k lines in

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -248,9 +249,8 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: _O
     good = _Good()
     keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
     handed = 0  # plain rows handed to the writer
-    # a JSONL file's lines are decoded chunk by chunk here, beside the writer inserting the chunk before
-    parts = objs.chunks() if isinstance(objs, JsonLines) else (objs[k:k + CHUNK] for k in range(0, len(objs), CHUNK))
-    for part in parts:
+    lines = iter(objs)  # a JSONL file's lines are decoded as they are taken, beside the writer's inserts
+    while part := list(islice(lines, CHUNK)):
         for no, obj in part:
             usual = usual_fields(obj)
             if usual is not None:  # the usual line: the parser decides
