@@ -187,15 +187,18 @@ def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | No
 
 
 def linked_group(store: Any, bench: str | None, runs: list[str] | None, link: View | None,
-                 shown: str | None = None) -> tuple[Any, Any, Any]:
-    """(search, group, view) as a link of this benchmark and these runs names them; unchanged otherwise. The
-    link's group never replaces another group `shown` in the Group box: the user opened it while the page was
-    still landing on the link (a late switch of the header's runs would otherwise reopen the link's group)."""
+                 shown: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """(search, group, view, opened group) as a link of this benchmark and these runs names them; unchanged
+    otherwise. The link's group never replaces another group `shown` in the Group box: the user opened it while
+    the page was still landing on the link (a late switch of the header's runs would otherwise reopen the link's
+    group)."""
     on = _linked(link, bench, runs)
     if on is None or (shown or "").strip() not in ("", on.group):
-        return gr.update(), gr.update(), gr.update()
-    view = open_group(store, bench, runs, on.group, None, True) if on.group else gr.update()
-    return gr.update(value=on.q), gr.update(value=on.group) if on.group else gr.update(), view
+        return gr.update(), gr.update(), gr.update(), gr.update()
+    if not on.group:
+        return gr.update(value=on.q), gr.update(), gr.update(), gr.update()
+    return gr.update(value=on.q), gr.update(value=on.group), open_group(store, bench, runs, on.group, None, True), \
+        on.group
 
 
 def field_values(store: Any, bench: str | None, field_v: str | None) -> Any:
@@ -213,11 +216,24 @@ def open_group(store: Any, bench: str | None, runs: list[str] | None, group_id: 
                                                 _runs_of(store, bench, runs), detail_v, bool(boxes_v)), query)
 
 
+def opened_id(store: Any, bench: str | None, group_id: str | None) -> str:
+    """The id of the group a view of `group_id` shows: "" when the benchmark has no such group (the view then
+    says so). The Group box holds what is typed; the address, the tag row and the review keys follow this."""
+    gid = (group_id or "").strip()
+    return gid if bench and gid and gid in cache.bench(store, bench).index.frame.index else ""
+
+
+def submit_group(store: Any, bench: str | None, runs: list[str] | None, group_id: str | None, detail_v: str | None,
+                 boxes_v: bool | None, query: str | None = None) -> tuple[str, str]:
+    """Enter in the Group box: (the group's view, the id of the group it shows)."""
+    return open_group(store, bench, runs, group_id, detail_v, boxes_v, query), opened_id(store, bench, group_id)
+
+
 def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: str | None, boxes_v: bool | None,
-               row: list[Any] | None, query: str | None = None) -> tuple[str | None, str]:
-    """A click on a list row: (its group id, the group's view)."""
+               row: list[Any] | None, query: str | None = None) -> tuple[str | None, str, str]:
+    """A click on a list row: (its group id, the group's view, the id of the group it shows)."""
     gid = str(row[0]) if row else None
-    return gid, open_group(store, bench, runs, gid, detail_v, boxes_v, query)
+    return gid, open_group(store, bench, runs, gid, detail_v, boxes_v, query), opened_id(store, bench, gid)
 
 
 def panel_boxes_shown(store: Any, bench: Any) -> bool:
@@ -265,11 +281,12 @@ def build_browse(ctx: Ctx) -> None:
         boxes = gr.Checkbox(label="Panel boxes (SPUR)", value=True, scale=1, elem_id="cc-browse-boxes",
                             visible=panel_boxes_shown(store, ctx.benchmark.value))
     view = gr.HTML(render_group(store, None, None), elem_id="cc-group-view", js_on_load=ZOOM_JS)
+    opened = gr.State("")  # the id of the group the view shows ("" for none): not what is typed in the Group box
     tools = browse_review.build_tools()
 
     _wire(ctx, {"split": split, "kind": kind, "field": field, "value": value, "pattern": pattern, "search": search,
                 "page": page, "prev": prev_btn, "next": next_btn, "table": table, "group": group, "detail": detail,
-                "boxes": boxes, "view": view, "summary": summary, "tag": tag, "slices": slices, **tools})
+                "boxes": boxes, "view": view, "opened": opened, "summary": summary, "tag": tag, "slices": slices, **tools})
 
     from ui.audit import build_audit
 
@@ -285,8 +302,9 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
                c["page"], c["tag"]]  # the tag filter last (ui.browse_review)
     list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
     reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs, c["search"],
-                     c["group"], c["view"]]
+                     c["group"], c["view"], c["opened"]]
     group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
+    shown_inputs = [ctx.benchmark, ctx.runs, c["opened"], c["detail"], c["boxes"], c["search"]]
 
     def on_load(bench, runs, link, request: gr.Request):
         view = View.of(link) or from_request(store, request)
@@ -317,13 +335,17 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_group(*args):
         return open_group(store, *args)
 
+    def on_submit(*args):
+        return submit_group(store, *args)
+
     def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
         return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
 
     ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
         trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"]], reset_outputs, api_visibility="private")
-    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "group")})
+    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search")})
+    ctx.parts["browse.group"] = c["opened"]  # the address names the group shown, never a half-typed id
 
     def on_boxes_shown(bench: str | None) -> Any:
         return gr.update(visible=panel_boxes_shown(store, bench))
@@ -338,9 +360,9 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["page"].submit(on_list, filters, list_outputs, api_visibility="private")
     c["prev"].click(step(-1), filters, list_outputs, api_visibility="private")
     c["next"].click(step(+1), filters, list_outputs, api_visibility="private")
-    c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"], c["search"]], [c["group"], c["view"]],
-                      api_visibility="private")
-    c["group"].submit(on_group, group_inputs, c["view"], api_visibility="private")
-    c["detail"].input(on_group, group_inputs, c["view"], api_visibility="private")
-    c["boxes"].input(on_group, group_inputs, c["view"], api_visibility="private")
+    c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"], c["search"]],
+                      [c["group"], c["view"], c["opened"]], api_visibility="private")
+    c["group"].submit(on_submit, group_inputs, [c["view"], c["opened"]], api_visibility="private")
+    c["detail"].input(on_group, shown_inputs, c["view"], api_visibility="private")
+    c["boxes"].input(on_group, shown_inputs, c["view"], api_visibility="private")
     browse_review.wire(ctx, c, filters, list_outputs, first_page, on_list)

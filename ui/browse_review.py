@@ -145,10 +145,11 @@ def build_tools() -> dict[str, Any]:
             "next_group": nxt, "prev_group": prv}
 
 
-def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any]:
-    """(group id, its view, the list's page) of the group `delta` away from the opened one in the filtered list;
-    `args`: Browse's filters (ending with page and tag), then group, detail and boxes. From no group (or one
-    the filters left out): the first group of the page shown (the last one going back)."""
+def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any, Any]:
+    """(group id, its view, the list's page, the id again as the group shown) of the group `delta` away from the
+    opened one in the filtered list; `args`: Browse's filters (ending with page and tag), then the opened group,
+    detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
+    one going back)."""
     from ui.browse import PAGE_SIZE, list_groups, open_group
 
     bench, runs, split, kind, field, value, pattern, query, page, tag, gid, detail, boxes = args
@@ -158,7 +159,7 @@ def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any]:
         raise gr.Error(str(exc)) from exc
     ids = [str(g) for g in res.get("ids", [])]
     if not ids:
-        return gr.update(), gr.update(), gr.update()
+        return gr.update(), gr.update(), gr.update(), gr.update()
     cur = (gid or "").strip()
     if cur in ids:
         at = min(max(ids.index(cur) + delta, 0), len(ids) - 1)
@@ -166,7 +167,7 @@ def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any]:
         first = (max(1, int(page or 1)) - 1) * PAGE_SIZE
         at = min(first if delta > 0 else first + PAGE_SIZE - 1, len(ids) - 1)
     new = ids[at]
-    return new, open_group(store, bench, runs, new, detail, boxes, query), at // PAGE_SIZE + 1
+    return new, open_group(store, bench, runs, new, detail, boxes, query), at // PAGE_SIZE + 1, new
 
 
 def wire(ctx: Any, c: dict[str, Any], filters: list[Any], list_outputs: list[Any], first_page: Any,
@@ -182,8 +183,8 @@ def wire(ctx: Any, c: dict[str, Any], filters: list[Any], list_outputs: list[Any
         return handler
 
     for btn, delta in ((c["next_group"], 1), (c["prev_group"], -1)):
-        btn.click(go(delta), [*filters, c["group"], c["detail"], c["boxes"]], [c["group"], c["view"], c["page"]],
-                  api_visibility="private").then(on_list, filters, list_outputs, api_visibility="private")
+        btn.click(go(delta), [*filters, c["opened"], c["detail"], c["boxes"]],
+                  [c["group"], c["view"], c["page"], c["opened"]], api_visibility="private").then(on_list, filters, list_outputs, api_visibility="private")
 
     def on_tags(bench, gid):
         return tags_html(store, bench, gid)
@@ -196,9 +197,10 @@ def wire(ctx: Any, c: dict[str, Any], filters: list[Any], list_outputs: list[Any
     def on_tag_choices(bench, current):
         return tag_choices(store, bench, current)
 
-    c["group"].change(on_tags, [ctx.benchmark, c["group"]], c["tags"], api_visibility="private")
+    # the tag row is the shown group's (c["opened"]), not a half-typed id in the Group box
+    c["opened"].change(on_tags, [ctx.benchmark, c["opened"]], c["tags"], api_visibility="private")
     for btn, remove in ((c["tag_add"], False), (c["tag_remove"], True)):
-        btn.click(on_change(remove), [ctx.benchmark, c["group"], c["tag_name"], c["tag_note"]],
+        btn.click(on_change(remove), [ctx.benchmark, c["opened"], c["tag_name"], c["tag_note"]],
                   [c["tags"], c["tag_name"]], api_visibility="private").then(
             on_tag_choices, [ctx.benchmark, c["tag"]], c["tag"], api_visibility="private")
     c["tag"].focus(on_tag_choices, [ctx.benchmark, c["tag"]], c["tag"], api_visibility="private")

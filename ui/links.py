@@ -245,14 +245,19 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
             return "replace:" + query(shown), {**link, "landed": True}
         return f"{mode}:" + query(view.as_dict()), gr.skip()
 
-    def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:  # a group opened: a new entry once landed
-        return by_app(link, *values, mode="push")
+    def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:
+        """The group view shows another group (`browse.group` is the group shown, set once the view is drawn, never
+        a half-typed id): the link's own group while the page lands on it counts as the landing; any other is
+        the user's (a new history entry, the link landed)."""
+        wanted = View.of(link)
+        if wanted is not None and not link.get("landed") and view_of(*values).group == wanted.group:
+            return by_app(link, *values)
+        return by_user(link, *values)
 
     tabs.select(on_tab, None, tab_state, api_visibility="private", queue=False).then(
         by_user, inputs, [address, ctx.link], api_visibility="private", queue=False, show_progress="hidden")
     user = [ctx.benchmark.input, ctx.runs.input, parts["browse.search"].submit,
-            parts["browse.group"].submit, *(parts[k].input for k in ("browse.split", "browse.kind", "browse.pattern",
-                                                                     "compare.a", "compare.b"))]
+            *(parts[k].input for k in ("browse.split", "browse.kind", "browse.pattern", "compare.a", "compare.b"))]
     gr.on(user, by_user, inputs, [address, ctx.link], api_visibility="private", queue=False, show_progress="hidden")
     gr.on([ctx.runs.change, parts["metrics.opened"].change], by_app, inputs, [address, ctx.link],
           api_visibility="private", queue=False, show_progress="hidden")

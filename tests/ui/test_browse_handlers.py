@@ -130,10 +130,14 @@ def test_open_group_and_select_row(store):
     gid = str(browse.list_groups(store, "stembind", runs, None, None, None, None, None, None, 1)["table"]["group"][0])
     html = browse.open_group(store, "stembind", runs, f"  {gid} ", runs[0], True)
     assert f'data-group="{gid}"' in html and "cc-view-stembind" in html
-    picked, view = browse.select_row(store, "stembind", runs, runs[0], True, [gid, "test"])
-    assert picked == gid and view == html
+    picked, view, shown = browse.select_row(store, "stembind", runs, runs[0], True, [gid, "test"])
+    assert picked == shown == gid and view == html
     assert "No group &#x27;nope&#x27;" in browse.open_group(store, "stembind", runs, "nope", None, True)
-    assert browse.select_row(store, "stembind", runs, None, True, None)[0] is None
+    assert browse.select_row(store, "stembind", runs, None, True, None)[::2] == (None, "")
+    # Enter in the Group box: the view, and the group it shows ("" for a half-typed or unknown id)
+    assert browse.submit_group(store, "stembind", runs, f" {gid} ", runs[0], True) == (html, gid)
+    assert browse.submit_group(store, "stembind", runs, gid[:-1], runs[0], True)[1] == ""
+    assert browse.submit_group(store, "stembind", runs, "nope", None, True)[1] == ""
     # a group opened right after a benchmark switch, the run in detail still the previous benchmark's: the view
     # opens, detailing the first picked run (as the switch's reset then picks)
     other = names(store, "spur")[0]

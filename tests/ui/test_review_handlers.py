@@ -61,9 +61,9 @@ def test_step_moves_through_the_filtered_list_and_stops_at_its_ends(store):
     runs = [r["name"] for r in store.runs(BENCH)][:2]
     ids = [str(g) for g in browse.list_groups(store, BENCH, runs, None, None, None, None, None, None, 1)["ids"]]
     args = [BENCH, runs, None, None, None, None, None, None, 1, None]
-    gid, _, page = step_group(store, [*args, ids[49], None, True], +1)
-    assert (gid, page) == (ids[50], 2)
-    gid, _, page = step_group(store, [*args, ids[0], None, True], -1)
+    gid, _, page, shown = step_group(store, [*args, ids[49], None, True], +1)
+    assert (gid, page, shown) == (ids[50], 2, ids[50])
+    gid, _, page, _ = step_group(store, [*args, ids[0], None, True], -1)
     assert (gid, page) == (ids[0], 1)
-    gid, _, _ = step_group(store, [*args, "", None, True], +1)
+    gid, _, _, _ = step_group(store, [*args, "", None, True], +1)
     assert gid == ids[0]

@@ -5,6 +5,7 @@ browser."""
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -50,13 +51,13 @@ def test_a_links_group_never_replaces_the_group_the_user_opened(demo_db):
     from ui.browse import linked_group
     from ui.links import resolve
 
-    unchanged = (gr.update(),) * 3
+    unchanged = (gr.update(),) * 4
     store = Store(demo_db)
     try:
         view, _ = resolve(store, {"benchmark": "stembind", "runs": RUNS, "group": "sb-007"})
         for shown in (None, "", "sb-007", " sb-007 "):
-            q, group, html = linked_group(store, "stembind", RUNS.split(","), view, shown)
-            assert group.get("value") == "sb-007" and 'data-group="sb-007"' in html
+            q, group, html, opened = linked_group(store, "stembind", RUNS.split(","), view, shown)
+            assert group.get("value") == opened == "sb-007" and 'data-group="sb-007"' in html
         assert linked_group(store, "stembind", RUNS.split(","), view, "sb-010") == unchanged
         assert linked_group(store, "stembind", RUNS.split(",")[:1], view, "") == unchanged  # other runs
     finally:
@@ -112,19 +113,29 @@ def test_link_opens_its_view_survives_reload_and_back(app):
         assert page.locator("#cc-benchmark input").first.input_value().startswith("stembind")
         page.wait_for_function("document.querySelector('#cc-browse-summary').innerText.includes('matching')",
                                timeout=30000)
+        # landed: the address is the view's own (the default tab left out), which names the link's group
+        page.wait_for_function("!location.search.includes('tab=')", timeout=30000)
         got = params(page.url)
         assert got["group"] == "sb-007" and got["runs"] == RUNS and got["pattern"] == "cat_cant_bind"
-        page.reload()
-        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
-        # the user opens another group: the address follows, and Back returns to sb-007
+        # the user types another group's id key by key and presses Enter: the address follows the group opened,
+        # one new history entry and never a half-typed id
         box = page.locator("#cc-browse-group textarea, #cc-browse-group input").first
-        box.fill("sb-010")
+        box.fill("")
+        box.press_sequentially("sb-010", delay=150)
         box.press("Enter")
         page.wait_for_selector("#cc-group-view [data-group='sb-010']", timeout=30000)
         wait_address(page, "group=sb-010")
+        log = json.loads(page.evaluate("() => sessionStorage.getItem('ccAddr')"))
+        others = [line.split(" (entries")[0] for line in log
+                  if not line.startswith("load ") and "group=sb-007" not in line]
+        assert len(others) == 1 and others[0].startswith("pushState ") and params(others[0])["group"] == "sb-010", log
+        # Back returns to sb-007 (the page reloads on that address), and a reload keeps it
         page.go_back()
         wait_address(page, "group=sb-007")
         page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        page.reload()
+        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        assert params(page.url)["group"] == "sb-007"
         assert errors == []
     finally:
         page.close()
