@@ -90,7 +90,10 @@ def wait_address(page, part: str, timeout: float = 30000) -> None:  # type: igno
     try:
         page.wait_for_function("(part) => location.search.includes(part)", arg=part, timeout=timeout)
     except PlaywrightTimeout:
-        log = page.evaluate("() => sessionStorage.getItem('ccAddr')")
+        try:
+            log = page.evaluate("() => sessionStorage.getItem('ccAddr')")
+        except Exception as exc:  # noqa: BLE001 - a page off the app (about:blank after one Back too many) has none
+            log = f"none readable at {page.url}: {exc}"
         raise AssertionError(f"the address never held {part!r}: {page.url}; its changes: {log}") from None
 
 
