@@ -74,7 +74,7 @@ class JsonLines:
     writer thread is still inserting the rows of the one before (db/import_writer.py), so decoding no longer
     comes before all writing. A malformed line is reported when its chunk is read; blank lines are skipped."""
 
-    def __init__(self, text: str, name: str, report: Report, chunk: int = 2000) -> None:
+    def __init__(self, text: str, name: str, report: Report, chunk: int = 500) -> None:
         self._lines = text.split("\n")
         if self._lines and not self._lines[-1]:
             self._lines.pop()  # the file's last newline

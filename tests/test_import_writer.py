@@ -47,7 +47,7 @@ def test_rows_written_while_read_equal_the_reference(tmp_path):
     from db.importers import import_predictions
 
     ids = _ids()
-    assert len(ids) > CHUNK > PER_STATEMENT and len(ids) % PER_STATEMENT  # hand-overs, statements and a tail
+    assert len(ids) > 4 * max(CHUNK, PER_STATEMENT) and len(ids) % PER_STATEMENT  # hand-overs, statements, a tail
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     path = _write(tmp_path / "p.jsonl", _answers(ids))
     got = outcome(fast, lambda: import_predictions(fast, path, "r"))
@@ -65,12 +65,13 @@ def test_bad_line_after_rows_were_written_refuses_the_file(tmp_path):
     ids = _ids()
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     lines = _answers(ids)
-    lines[CHUNK + 100] = {"item_id": ids[CHUNK + 100], "response": "x", "rotation": 9}
+    bad = 3 * CHUNK + 100  # three hand-overs of rows before it: more than a statement's rows written
+    lines[bad] = {"item_id": ids[bad], "response": "x", "rotation": 9}
     path = _write(tmp_path / "bad.jsonl", lines)
     before = fast.counts()
     with pytest.raises(ImportRefused) as got:
         import_predictions(fast, path, "r")
-    assert str(got.value).startswith(f"bad.jsonl:{CHUNK + 101}: rotation:")
+    assert str(got.value).startswith(f"bad.jsonl:{bad + 1}: rotation:")
     assert fast.counts() == before and fast.runs() == []
     assert fast.conn.execute("SELECT count(*) FROM imports WHERE kind = 'predictions'").fetchone()[0] == 0
     fast.close()
@@ -148,4 +149,36 @@ def test_killed_import_leaves_no_half_run(tmp_path):
     assert [r["name"] for r in store.runs()] == ["kept"]
     assert store.counts()["predictions"] == len(ids)
     assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    store.close()
+
+
+def _db_bytes(store) -> int:  # type: ignore[no-untyped-def]
+    return store.path.stat().st_size
+
+
+def test_a_bulk_write_checkpoints_behind_its_commit(tmp_path):
+    """Store.write(behind=True): the COMMIT leaves the WAL's pages to a checkpoint on a thread of its own (the
+    database file grows once it has run: nothing else checkpoints here), the connection's auto-checkpoint is back
+    at SQLite's default after, and a write that fails starts none and restores it too."""
+    from db.store import WAL_AUTOCHECKPOINT, Store
+
+    store = Store(tmp_path / "s.db")
+    conn = store.conn
+    with store.write() as c:
+        c.execute("CREATE TABLE scratch (b BLOB)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    before = _db_bytes(store)
+    blob = os.urandom(64 * 1024)
+    with pytest.raises(RuntimeError):
+        with store.write(behind=True) as c:
+            c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * 100)
+            raise RuntimeError("a bad line")
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT
+    assert store._behind is None and conn.execute("SELECT count(*) FROM scratch").fetchone()[0] == 0
+    n = 2 * WAL_AUTOCHECKPOINT * page_size // len(blob)  # twice the WAL that makes SQLite checkpoint
+    with store.write(behind=True) as c:
+        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * n)
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT
+    store.settle()
+    assert _db_bytes(store) - before >= n * len(blob)  # the pages are in the database file, not only the WAL
     store.close()
