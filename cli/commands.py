@@ -66,8 +66,10 @@ def cmd_import_predictions(args: argparse.Namespace) -> int:
     from db.import_predictions import import_predictions
 
     config = json.loads(args.config) if args.config else None
-    result = import_predictions(_store(args), args.path, args.run, model=args.model, config=config,
+    store = _store(args)
+    result = import_predictions(store, args.path, args.run, model=args.model, config=config,
                                 benchmark=args.benchmark, replace=args.replace, fmt=args.format, key=args.key)
+    store.close()  # waits for the WAL checkpoint the import left running (Store.write(behind=True))
     _print_report(result, args.verbose)
     c = result.report.counts
     print(f"run {args.run!r}: {c['predictions']} predictions written ({c['ok']} ok, {c['invalid']} invalid, "

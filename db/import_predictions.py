@@ -224,7 +224,7 @@ class _Good:
 
 
 CHUNK = 500  # lines read and checked between two hand-overs of their rows to the writer (2,000: the writer started
-#                later and ended later; 24 imports of 19,533 lines, in-process A/B: median 2.45 s against 2.76 s)
+#                later and ended later; docs/FORMATS.md, import speed: 2.60 s against 2.70 s median for 24 imports)
 
 
 def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: _Objs, name: str,

@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # pandas and sqlite_utils (which imports pandas) load where u
     import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
-WAL_AUTOCHECKPOINT = 1000  # pages: SQLite's default auto-checkpoint size, which every connection keeps (write(behind=))
 
 
 class RunConflict(CrosscheckError, ValueError):
@@ -232,11 +231,12 @@ class Store:
         full disk (SQLite's SQLITE_FULL, which may already have rolled the transaction back) is StoreFull.
 
         `behind` (a bulk import's transaction): no WAL checkpoint inside this COMMIT (SQLite's auto-checkpoint,
-        due once the WAL holds WAL_AUTOCHECKPOINT pages); a PASSIVE checkpoint runs after it on a thread of its
-        own, so the caller reads its next file while the committed pages are copied; `settle()` waits for it.
+        off for it and put back after); a PASSIVE checkpoint runs after it on a thread of its own, so the caller
+        reads its next file while the committed pages are copied; `settle()` waits for it.
         What a PASSIVE checkpoint leaves undone (pages a reader still needs) the next one does."""
         conn = self.conn
         if behind:
+            every = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
             conn.execute("PRAGMA wal_autocheckpoint = 0")
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -251,9 +251,10 @@ class Store:
                 raise
         finally:
             if behind:
-                conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {int(every)}")
         if behind:
             self._checkpoint_behind()
+            self._local.behind = True  # this thread's close() waits for the checkpoint
 
     def _checkpoint_behind(self) -> None:
         """Start the checkpoint `write(behind=True)` defers (after every such write: Python's sqlite3 does not
@@ -267,24 +268,32 @@ class Store:
             self._behind.start()
 
     def _run_checkpoints(self) -> None:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        """The checkpoint thread: a PASSIVE checkpoint on a connection of its own, closed before the thread says
+        it is done (so settle() returns with no connection of it left open), again while commits ask for one."""
+        me = threading.current_thread()
         try:
             while True:
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                try:
+                    conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                    try:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    finally:
+                        conn.close()
+                except Exception:  # noqa: BLE001 - the next checkpoint (a later one, or SQLite's own) does the work
+                    log.exception("a deferred WAL checkpoint of %s failed", self.path)
                 with self._behind_lock:
                     if not self._behind_again:
                         self._behind = None
                         return
                     self._behind_again = False
-        except sqlite3.Error:  # the next checkpoint (this connection's or SQLite's own) does the work
-            log.exception("a deferred WAL checkpoint of %s failed", self.path)
+        finally:  # however the thread ends, a later write(behind=True) starts a new one
             with self._behind_lock:
-                self._behind, self._behind_again = None, False
-        finally:
-            conn.close()
+                if self._behind is me:
+                    self._behind, self._behind_again = None, False
 
     def settle(self) -> None:
-        """Wait for a checkpoint that `write(behind=True)` left running (benches time it; close() waits too)."""
+        """Wait for a checkpoint that `write(behind=True)` left running (benches time it; the close() of a thread
+        that made such a write waits too)."""
         thread = self._behind
         if thread is not None:
             thread.join()
@@ -306,7 +315,9 @@ class Store:
                 conn.execute("COMMIT")  # nothing was written: this only ends the read
 
     def close(self) -> None:
-        self.settle()
+        if getattr(self._local, "behind", False):  # not a thread that never asked for one
+            self.settle()
+            self._local.behind = False
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()

@@ -157,13 +157,15 @@ def _db_bytes(store) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_a_bulk_write_checkpoints_behind_its_commit(tmp_path):
-    """Store.write(behind=True): the COMMIT leaves the WAL's pages to a checkpoint on a thread of its own (the
-    database file grows once it has run: nothing else checkpoints here), the connection's auto-checkpoint is back
-    at SQLite's default after, and a write that fails starts none and restores it too."""
-    from db.store import WAL_AUTOCHECKPOINT, Store
+    """Store.write(behind=True): no checkpoint inside the COMMIT (auto-checkpoint 0 during it); the WAL's pages
+    go to the database file on a thread of its own (the file grows once settle() returns: nothing else
+    checkpoints here); the connection's own auto-checkpoint is put back after a commit and after a failed write;
+    close() on that thread waits for the checkpoint."""
+    from db.store import Store
 
     store = Store(tmp_path / "s.db")
     conn = store.conn
+    conn.execute("PRAGMA wal_autocheckpoint = 321")  # not SQLite's default: put back as it was
     with store.write() as c:
         c.execute("CREATE TABLE scratch (b BLOB)")
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -173,12 +175,47 @@ def test_a_bulk_write_checkpoints_behind_its_commit(tmp_path):
         with store.write(behind=True) as c:
             c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * 100)
             raise RuntimeError("a bad line")
-    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT
-    assert store._behind is None and conn.execute("SELECT count(*) FROM scratch").fetchone()[0] == 0
-    n = 2 * WAL_AUTOCHECKPOINT * page_size // len(blob)  # twice the WAL that makes SQLite checkpoint
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 321
+    assert conn.execute("SELECT count(*) FROM scratch").fetchone()[0] == 0
+    n = 4 * 321 * page_size // len(blob)  # a WAL past the size at which SQLite would checkpoint in the COMMIT
     with store.write(behind=True) as c:
+        assert c.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * n)
-    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_AUTOCHECKPOINT
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 321
     store.settle()
     assert _db_bytes(store) - before >= n * len(blob)  # the pages are in the database file, not only the WAL
+    with store.write(behind=True) as c:
+        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * n)
+    grown = _db_bytes(store)
+    store.close()  # waits for the checkpoint of the write above
+    assert store._behind is None and _db_bytes(store) - grown >= n * len(blob) - 2 * page_size * 321
+
+
+def test_a_failed_checkpoint_behind_leaves_the_next_one_free_to_start(tmp_path, monkeypatch):
+    """A checkpoint thread that fails (here: it cannot open its connection) is logged and ends; the next
+    write(behind=True) starts a new one, which checkpoints."""
+    import sqlite3
+
+    import db.store as dbstore
+
+    store = dbstore.Store(tmp_path / "s.db")
+    with store.write() as c:
+        c.execute("CREATE TABLE scratch (b BLOB)")
+    real = sqlite3.connect
+
+    def refuse(*a, **k):  # type: ignore[no-untyped-def]
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(dbstore.sqlite3, "connect", refuse)
+    blob = os.urandom(64 * 1024)
+    with store.write(behind=True) as c:
+        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * 80)
+    store.settle()
+    assert store._behind is None
+    monkeypatch.setattr(dbstore.sqlite3, "connect", real)
+    before = _db_bytes(store)
+    with store.write(behind=True) as c:
+        c.execute("INSERT INTO scratch VALUES (x'00')")
+    store.settle()
+    assert _db_bytes(store) - before >= 80 * len(blob)  # the earlier commit's pages too
     store.close()

@@ -223,6 +223,14 @@ def opened_id(store: Any, bench: str | None, group_id: str | None) -> str:
     return gid if bench and gid and gid in cache.bench(store, bench).index.frame.index else ""
 
 
+def kept_group(store: Any, bench: str | None, opened: str | None) -> tuple[Any, Any, Any]:
+    """(Group box, view, opened group) after the header's benchmark or runs change: a group the benchmark lacks
+    (the previous benchmark's) is closed, every part emptied; otherwise nothing changes."""
+    if not opened or opened_id(store, bench, opened):
+        return gr.update(), gr.update(), gr.update()
+    return "", render_group(store, None, None), ""
+
+
 def submit_group(store: Any, bench: str | None, runs: list[str] | None, group_id: str | None, detail_v: str | None,
                  boxes_v: bool | None, query: str | None = None) -> tuple[str, str]:
     """Enter in the Group box: (the group's view, the id of the group it shows)."""
@@ -312,11 +320,15 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
             bench, runs = view.benchmark, view.runs
         return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
 
-    def on_reset(bench, runs, link, shown):
+    def on_reset(bench, runs, link, shown, opened):
         # a change of the header's benchmark or runs: the header's choice stands (the address bar may still show
-        # the previous view when this runs, so the page's query string is not read here)
+        # the previous view when this runs, so the page's query string is not read here); a group the link does
+        # not open stays open if this benchmark has it
         view = View.of(link)
-        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view, shown))
+        linked = linked_group(store, bench, runs, view, shown)
+        if linked[3] == gr.update():
+            linked = (linked[0], *kept_group(store, bench, opened))
+        return (*reset(store, bench, runs, view), *linked)
 
     def on_list(*args):
         return refresh_list(store, *args)
@@ -343,7 +355,8 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
 
     ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
-        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"]], reset_outputs, api_visibility="private")
+        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"], c["opened"]], reset_outputs,
+                api_visibility="private")
     ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search")})
     ctx.parts["browse.group"] = c["opened"]  # the address names the group shown, never a half-typed id
 

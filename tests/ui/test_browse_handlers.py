@@ -134,6 +134,12 @@ def test_open_group_and_select_row(store):
     assert picked == shown == gid and view == html
     assert "No group &#x27;nope&#x27;" in browse.open_group(store, "stembind", runs, "nope", None, True)
     assert browse.select_row(store, "stembind", runs, None, True, None)[::2] == (None, "")
+    # the header switched benchmark: a group it lacks closes (every part emptied), one it has stays
+    import gradio as gr
+
+    assert browse.kept_group(store, "stembind", gid) == (gr.update(),) * 3 == browse.kept_group(store, "spur", "")
+    closed = browse.kept_group(store, "spur", gid)
+    assert closed[::2] == ("", "") and "data-group" not in closed[1]
     # Enter in the Group box: the view, and the group it shows ("" for a half-typed or unknown id)
     assert browse.submit_group(store, "stembind", runs, f" {gid} ", runs[0], True) == (html, gid)
     assert browse.submit_group(store, "stembind", runs, gid[:-1], runs[0], True)[1] == ""

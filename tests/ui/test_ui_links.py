@@ -129,9 +129,8 @@ def test_link_opens_its_view_survives_reload_and_back(app):
         page.wait_for_selector("#cc-group-view [data-group='sb-010']", timeout=30000)
         wait_address(page, "group=sb-010")
         log = json.loads(page.evaluate("() => sessionStorage.getItem('ccAddr')"))
-        others = [line.split(" (entries")[0] for line in log
-                  if not line.startswith("load ") and "group=sb-007" not in line]
-        assert len(others) == 1 and others[0].startswith("pushState ") and params(others[0])["group"] == "sb-010", log
+        pushed = [line.split(" (entries")[0] for line in log if line.startswith("pushState ")]  # landing replaces
+        assert len(pushed) == 1 and params(pushed[0])["group"] == "sb-010", log
         # Back returns to sb-007 (the page reloads on that address), and a reload keeps it
         page.go_back()
         wait_address(page, "group=sb-007")
@@ -139,6 +138,28 @@ def test_link_opens_its_view_survives_reload_and_back(app):
         page.reload()
         page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
         assert params(page.url)["group"] == "sb-007"
+        assert errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_another_benchmark_closes_a_group_it_lacks(app):
+    """The header switched to another benchmark: the previous benchmark's group closes, and the address (the
+    switch's own entry, then the runs it picks) names no group."""
+    from test_ui_browse import choose
+
+    page, errors = open_page(app, f"benchmark=stembind&runs={RUNS}&group=sb-007")
+    try:
+        page.wait_for_selector("#cc-group-view [data-group='sb-007']", timeout=60000)
+        page.wait_for_function("!location.search.includes('tab=')", timeout=30000)  # landed
+        choose(page, "cc-benchmark", re.compile(r"^spur \("))
+        page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('spur-0')", timeout=30000)
+        wait_address(page, "benchmark=spur")
+        page.wait_for_function("!document.querySelector('#cc-group-view [data-group]')", timeout=30000)
+        assert "group" not in params(page.url) and page.locator("#cc-browse-group input, #cc-browse-group "
+                                                                "textarea").first.input_value() == ""
         assert errors == []
     finally:
         page.close()
