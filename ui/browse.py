@@ -294,7 +294,8 @@ def build_browse(ctx: Ctx) -> None:
 
     _wire(ctx, {"split": split, "kind": kind, "field": field, "value": value, "pattern": pattern, "search": search,
                 "page": page, "prev": prev_btn, "next": next_btn, "table": table, "group": group, "detail": detail,
-                "boxes": boxes, "view": view, "opened": opened, "summary": summary, "tag": tag, "slices": slices, **tools})
+                "boxes": boxes, "view": view, "opened": opened, "summary": summary, "tag": tag, "slices": slices,
+                **tools})
 
     from ui.audit import build_audit
 

@@ -184,7 +184,8 @@ def wire(ctx: Any, c: dict[str, Any], filters: list[Any], list_outputs: list[Any
 
     for btn, delta in ((c["next_group"], 1), (c["prev_group"], -1)):
         btn.click(go(delta), [*filters, c["opened"], c["detail"], c["boxes"]],
-                  [c["group"], c["view"], c["page"], c["opened"]], api_visibility="private").then(on_list, filters, list_outputs, api_visibility="private")
+                  [c["group"], c["view"], c["page"], c["opened"]], api_visibility="private").then(
+            on_list, filters, list_outputs, api_visibility="private")
 
     def on_tags(bench, gid):
         return tags_html(store, bench, gid)

@@ -231,9 +231,8 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
         landed = {**link, "landed": True} if link and not link.get("landed") else gr.skip()
         return "push:" + query(view_of(*values).as_dict()), landed
 
-    def by_app(link: Any, *values: Any, mode: str = "replace") -> tuple[Any, Any]:
-        """A change the app made: the address is replaced (`mode`), once the page shows everything its link
-        names."""
+    def by_app(link: Any, *values: Any) -> tuple[Any, Any]:
+        """A change the app made: the address is replaced, once the page shows everything its link names."""
         view = view_of(*values)
         if link and not link.get("landed"):
             wanted = View.of(link)
@@ -243,7 +242,7 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
                     set(view.runs) != set(wanted.runs):
                 return gr.skip(), gr.skip()  # still landing: the link's address stays
             return "replace:" + query(shown), {**link, "landed": True}
-        return f"{mode}:" + query(view.as_dict()), gr.skip()
+        return "replace:" + query(view.as_dict()), gr.skip()
 
     def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:
         """The group view shows another group (`browse.group` is the group shown, set once the view is drawn, never
