@@ -1,4 +1,5 @@
-"""The predictions import path decides every line alike whether its plain type tests or its full check read it.
+"""The predictions import path decides every line alike whether its plain type tests or its full check read it,
+and whether a line was decoded as a typed line (core.formats.PredictionLine) or as a dict.
 
 `import_predictions` reads each line by the one line schema (core/formats.PREDICTION_LINE): first by plain type
 tests (`prediction_fields`, the common well-formed line), and by the full check (`check_prediction_line`, which
@@ -13,8 +14,11 @@ import json
 import random
 from pathlib import Path
 
+import orjson
 import pytest
 from conftest import fe_lines, write_benchmark
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 STEMBIND_RESPONSES = [
     "The rule shifts one cell per row. <ANSWER>{L}</ANSWER>", "<ANSWER>{L}</ANSWER>", "<answer>{l}</answer>",
@@ -130,6 +134,7 @@ def reference_import(store, path: Path, run: str, **kw):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(importers, "prediction_fields", lambda obj: None)
         mp.setattr(importers, "usual_fields", lambda obj: None)
+        mp.setattr(importers, "decode_prediction_line", orjson.loads)  # dicts, not the typed lines
         report = Report()
         objs = importers._read_prediction_objects(path, report)
         return importers.import_prediction_lines(store, path, objs, report, run, kw.get("model"), kw.get("config"),
@@ -329,3 +334,63 @@ def test_json_lines_gives_what_the_line_by_line_read_gives(text):
     lazy = JsonLines(text, "f.jsonl", report, chunk=2)  # the import's reader, chunk by chunk: read once each
     assert bool(lazy) is bool(want) and json.dumps(list(lazy)) == json.dumps(list(lazy)) == json.dumps(want)
     assert [i.line for i in report.issues] == problems
+
+
+_WILD = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 12), st.integers(10_000_000, 10_000_002), st.integers(2**63, 2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.just(5.0), st.sampled_from(["", "A", "a", "H", "I", "AB", "ok", "invalid",
+                                                                "api_error", "all", "first", "text", "7", " "]),
+    st.text(max_size=8), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(),
+                                                                             max_size=2))
+_VALID = {  # values the plain tests accept, so that whole lines decode often
+    "item_id": st.sampled_from(["s000-P0", "x"]), "response": st.sampled_from(["", "B", "<ANSWER>C</ANSWER>"]),
+    "status": st.sampled_from(["", "ok", "invalid", "api_error"]), "input_mode": st.sampled_from(["", "all", "text"]),
+    "rotation": st.integers(0, 7), "repeat": st.integers(0, 3), "tokens": st.integers(0, 10_000_000),
+    "answer": st.sampled_from(["", "A", "H"]), "trace": st.sampled_from(["", "step"]), "error": st.sampled_from(
+        ["", "HTTP 503"]), "latency": st.floats(0, 9), "probs": st.none(), "extra": st.integers()}
+_PAIR = st.sampled_from(sorted(_VALID)).flatmap(
+    lambda k: st.tuples(st.just(k), st.sampled_from(["valid"] * 6 + ["none", "wild"]).flatmap(
+        lambda how: _VALID[k] if how == "valid" else st.none() if how == "none" else _WILD)))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_PAIR, max_size=8), st.booleans())
+def test_typed_line_reads_as_the_dict_does(pairs, well_keyed):
+    """A line the typed decoder takes reads exactly as its dict does (`prediction_fields`, `usual_fields`' row,
+    `prediction_key`); a line it refuses goes the dict's way, so only lines the dict's plain tests accept may be
+    taken. Keys may repeat (the last one counts in both)."""
+    import msgspec
+
+    from core.formats import decode_prediction_line, prediction_fields, prediction_key, usual_fields
+
+    if well_keyed:
+        pairs = [("item_id", "s000-P0"), ("response", "<ANSWER>A</ANSWER>"), *pairs]
+    text = "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs) + "}"
+    as_dict = orjson.loads(text)
+    try:
+        typed = decode_prediction_line(text)
+    except msgspec.DecodeError:
+        return  # read as the dict: nothing to compare
+    want = prediction_fields(as_dict)
+    assert want is not None and prediction_fields(typed) == want, (text, typed)
+    assert prediction_key(typed) == prediction_key(as_dict)
+    usual = usual_fields(typed)
+    if usual is not None:  # the plain row: every other field as its default
+        assert want == (usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None), text
+
+
+def test_typed_line_edges():
+    """The decoder refuses what the dict's tests refuse (bool and 5.0 tokens, an empty item_id, a null response)
+    and reads repeated and escaped keys as the dict does."""
+    import msgspec
+
+    from core.formats import decode_prediction_line, prediction_fields
+
+    for bad in ('{"item_id": "a", "response": "x", "tokens": true}', '{"item_id": "a", "response": "x", "tokens": 5.0}',
+                '{"item_id": "", "response": "x"}', '{"item_id": "a", "response": null}',
+                '{"item_id": "a", "response": "x", "error": 3}', '{"item_id": "a", "response": "x", "answer": "Z"}'):
+        with pytest.raises(msgspec.DecodeError):
+            decode_prediction_line(bad)
+    for text in ('{"item_id": "a", "item\\u005fid": "b", "response": "x"}',
+                 '{"item_id": "a", "response": "x", "response": "y", "status": "invalid"}'):
+        assert prediction_fields(decode_prediction_line(text)) == prediction_fields(orjson.loads(text))

@@ -27,13 +27,16 @@ def _write(path: Path, lines: list[dict]) -> Path:
     return path
 
 
-def _answers(ids: list[str]) -> list[dict]:
-    """One line per item, varied: tagged, untagged, empty, with tokens, a rotated one, an error line."""
+def _answers(ids: list[str], traced: bool = False) -> list[dict]:
+    """One line per item, varied: tagged, untagged, empty, with tokens, a rotated one, an error line; `traced`:
+    every other line with a trace (a whole row: more of them than a statement's rows)."""
     out: list[dict] = []
     for k, i in enumerate(ids):
         line: dict = {"item_id": i, "response": ["<ANSWER>B</ANSWER>", "Final answer: opt C", "", "A"][k % 4]}
         if k % 3 == 0:
             line["tokens"] = k
+        if traced and k % 2:
+            line["trace"] = f"step {k}"
         if k % 97 == 5:
             line["status"] = "api_error"
             line["response"] = ""
@@ -41,7 +44,8 @@ def _answers(ids: list[str]) -> list[dict]:
     return out
 
 
-def test_rows_written_while_read_equal_the_reference(tmp_path):
+@pytest.mark.parametrize("traced", [False, True])
+def test_rows_written_while_read_equal_the_reference(tmp_path, traced):
     from db.import_predictions import CHUNK
     from db.import_writer import PER_STATEMENT
     from db.importers import import_predictions
@@ -49,7 +53,7 @@ def test_rows_written_while_read_equal_the_reference(tmp_path):
     ids = _ids()
     assert len(ids) > 4 * max(CHUNK, PER_STATEMENT) and len(ids) % PER_STATEMENT  # hand-overs, statements, a tail
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
-    path = _write(tmp_path / "p.jsonl", _answers(ids))
+    path = _write(tmp_path / "p.jsonl", _answers(ids, traced))
     got = outcome(fast, lambda: import_predictions(fast, path, "r"))
     assert got == outcome(ref, lambda: reference_import(ref, path, "r"))
     assert got[1] == len(ids) and fast.counts()["predictions"] == len(ids)
@@ -78,8 +82,9 @@ def test_bad_line_after_rows_were_written_refuses_the_file(tmp_path):
     ref.close()
 
 
+@pytest.mark.parametrize("extra", [{}, {"trace": "t"}])  # plain rows; whole rows (the writer's second form)
 @pytest.mark.parametrize("at", [10, -1])  # in a statement of the writer's thread; among the last rows (close())
-def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at):
+def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at, extra):
     from core.errors import ImportRefused
     from db.importers import import_predictions
 
@@ -87,8 +92,8 @@ def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at):
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     fast.conn.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON predictions WHEN NEW.response = 'boom' "
                       "BEGIN SELECT RAISE(ABORT, 'boom is refused'); END")
-    lines = [{"item_id": i, "response": "A"} for i in ids]
-    lines[at] = {"item_id": lines[at]["item_id"], "response": "boom"}
+    lines = [{"item_id": i, "response": "A", **extra} for i in ids]
+    lines[at] = {"item_id": lines[at]["item_id"], "response": "boom", **extra}
     path = _write(tmp_path / "p.jsonl", lines)
     before = fast.counts()
     with pytest.raises(ImportRefused) as got:
@@ -121,8 +126,8 @@ from db.store import Store
 
 write = import_writer.RowWriter._write
 
-def write_then_die(self, rows, lines):
-    write(self, rows, lines)  # rows are in the transaction, not committed
+def write_then_die(self, form, rows, lines):
+    write(self, form, rows, lines)  # rows are in the transaction, not committed
     os.kill(os.getpid(), signal.SIGKILL)
 
 import_writer.RowWriter._write = write_then_die
