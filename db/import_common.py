@@ -139,9 +139,9 @@ def resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item:
         return str(row[0])
     if first_item is None:
         return None
-    hits = store.conn.execute(
-        "SELECT b.name FROM items i JOIN benchmarks b ON b.id = i.benchmark_id WHERE i.item_id = ?", (first_item,)
-    ).fetchall()
+    hits = store.conn.execute(  # per benchmark by its (benchmark_id, item_id) index, not a scan of every item
+        "SELECT b.name FROM benchmarks b WHERE EXISTS (SELECT 1 FROM items i WHERE i.benchmark_id = b.id"
+        " AND i.item_id = ?)", (first_item,)).fetchall()
     if len(hits) == 1:
         return str(hits[0][0])
     if not hits:

@@ -224,3 +224,22 @@ def test_a_failed_checkpoint_behind_leaves_the_next_one_free_to_start(tmp_path, 
     store.settle()
     assert _db_bytes(store) - before >= 80 * len(blob)  # the earlier commit's pages too
     store.close()
+
+
+def test_imports_log_holds_each_file_sha256(tmp_path):
+    """The imports log's sha256 of a predictions file (hashed on a thread of its own beside the reading) is the
+    file's, for a new run and for rows added to an existing one."""
+    import hashlib
+
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    first = _write(tmp_path / "first.jsonl", _answers(ids[:1000]))
+    more = _write(tmp_path / "more.jsonl", _answers(ids[1000:1500]))
+    import_predictions(fast, first, "r")
+    import_predictions(fast, more, "r")
+    got = fast.conn.execute("SELECT file, sha256 FROM imports WHERE kind = 'predictions' ORDER BY id").fetchall()
+    assert [tuple(g) for g in got] == [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in (first, more)]
+    fast.close()
+    ref.close()
