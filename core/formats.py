@@ -123,7 +123,8 @@ class Field:
     - choice: one of `allowed` (absent or empty: `default`);
     - int: an integer `lo`..`hi`, also written as a string of digits (absent or "": `default`);
     - letter: one option letter A-H (absent or empty: none);
-    - free: kept as given (absent or empty: none).
+    - free: kept as given, a string or a number (absent or empty: none; an object or a list is refused: a store
+      column holds one value).
     """
 
     name: str
@@ -174,7 +175,7 @@ def _accepts(f: Field) -> Callable[[Any], bool]:
         return lambda v: v is None or (type(v) is int and lo <= v <= hi)
     if f.kind == "letter":
         return lambda v: v is None or v == "" or (type(v) is str and len(v) == 1 and v in LETTERS)
-    return lambda v: True
+    return lambda v: not isinstance(v, (dict, list))  # free: one value a column can hold
 
 
 _ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
@@ -279,6 +280,8 @@ def _check_field(f: Field, obj: dict[str, Any], file: str, line: int, report: Re
             report.error(file, line, key, "expected a string")
         return value
     value = obj.get(key) or f.default
+    if f.kind == "free" and isinstance(value, (dict, list)):
+        report.error(file, line, key, f"expected a string or a number, got {value!r:.40}")
     if value is None or f.kind == "free":
         return value
     if f.kind == "choice" and value not in f.allowed:

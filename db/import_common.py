@@ -83,6 +83,7 @@ class JsonLines:
         if self._lines and not self._lines[-1]:
             self._lines.pop()  # the file's last newline
         self._name, self._report, self._chunk, self._decode = name, report, chunk, decode
+        self._mixed = False  # a chunk needed the line-by-line read: the later ones go straight to it
         self._done: list[list[tuple[int, Any]]] = []  # the chunks read so far
 
     def _chunks(self) -> Iterator[list[tuple[int, Any]]]:
@@ -104,10 +105,13 @@ class JsonLines:
 
     def _read(self, start: int, lines: list[str]) -> list[tuple[int, Any]]:
         decode = self._decode
-        try:  # the usual chunk, every line decoded: the decoder mapped over the lines in C (469k lines in
-            return list(enumerate(map(decode, lines), start=start + 1))  # 0.47 s, 0.73 s by the loop below)
-        except (orjson.JSONDecodeError, msgspec.DecodeError):
-            pass  # a blank or malformed line, a form only json reads, or one the decoder's types refuse: one by one
+        if not self._mixed:
+            try:  # the usual chunk, every line decoded: the decoder mapped over the lines in C (469k lines in
+                return list(enumerate(map(decode, lines), start=start + 1))  # 0.47 s, 0.73 s by the loop below)
+            except (orjson.JSONDecodeError, msgspec.DecodeError):
+                # a blank or malformed line, a form only json reads, or one the decoder's types refuse: one by
+                # one, and so are the next chunks (a file with one such line often has many: not decoded twice)
+                self._mixed = True
         out = []
         for no, line in enumerate(lines, start=start + 1):
             try:

@@ -147,18 +147,18 @@ class _Digest:
     """A file's SHA-256 (the imports log's `sha256`), hashed on a thread of its own from the start of an import:
     the file's reads and hashlib let go of the GIL, so it runs beside the reading of the lines instead of after
     it (2-3 ms of a 19,533-line file's import). `hexdigest()` waits for it and raises what reading the file
-    raised."""
+    raised. The import joins it however it ends."""
 
     def __init__(self, path: Path) -> None:
         self._hex: str | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(path,), name="crosscheck-import-digest", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(path,), name="crosscheck-import-digest")
         self._thread.start()
 
     def _run(self, path: Path) -> None:
         try:
             with path.open("rb") as fh:
-                self._hex = hashlib.file_digest(fh, "sha256").hexdigest()
+                self._hex = hashlib.file_digest(fh, hashlib.sha256).hexdigest()
         except BaseException as exc:  # noqa: BLE001 - raised in the importing thread by hexdigest()
             self._error = exc
 
@@ -197,14 +197,13 @@ def _first_item(objs: _Objs) -> str | None:
 
 def import_prediction_lines(store: Store, path: Path, objs: _Objs, report: Report, run: str,
                             model: str | None, config: dict[str, Any] | None, benchmark: str | None,
-                            replace: bool, after: _After | None = None,
-                            file_sha: Callable[[], str] | None = None) -> ImportResult:
+                            replace: bool, *, file_sha: Callable[[], str],
+                            after: _After | None = None) -> ImportResult:
     """The one import path of predictions lines (`objs`: (line, object) of a JSONL or CSV file, or of another
     tool's rows, db/foreign.py). Every problem is reported (file, line, field) before anything is written: a
     line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
     (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction;
-    `file_sha` gives the file's SHA-256 (by default the file is read again and hashed when written)."""
-    file_sha = file_sha or partial(_file_sha256, path)
+    `file_sha` gives the file's SHA-256 for the imports log (`_Digest.hexdigest`)."""
     name = path.name
     if not objs and report.ok:  # `not objs` first: it reads a JSONL file's lines, reporting the malformed ones
         report.error(name, 0, "(file)", "no predictions in the file")
@@ -346,10 +345,6 @@ def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: _O
     return good
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _run_config(model: str | None, config: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
     cfg = {"runner": "import", "model": model, **(config or {})}
     return cfg, config_hash(cfg)
@@ -409,11 +404,10 @@ def _write_new_run(store: Store, path: Path, run: str, model: str | None, b: dic
                    digest: str, parser: str, objs: _Objs, report: Report,
                    after: _After | None, file_sha: Callable[[], str]) -> ImportResult:
     """Import into a new run, writing while the lines are read: inside one write transaction the run is inserted
-    (its id is the one SQLite gives), the plain rows of each chunk of lines go to a `RowWriter` as soon as they
-    are checked, the other rows after the last line. A file with any problem is refused and the transaction
+    (its id is the one SQLite gives), the rows of each chunk of lines go to a `RowWriter` as soon as they are
+    checked (plain rows and whole ones, its two forms). A file with any problem is refused and the transaction
     rolled back, so nothing of it stays (as when a run of lines is killed midway: nothing is committed)."""
     name, bid = path.name, int(b["id"])
-    sha = file_sha()
     with store.write(behind=True) as conn:  # the next file is read while the WAL is checkpointed
         run_id = _insert_run(conn, run, b, model, cfg, digest)
         if predictions.has_rows(store, run_id):  # leftovers under a reused run id: every row replaces, none plain
@@ -425,14 +419,15 @@ def _write_new_run(store: Store, path: Path, run: str, model: str | None, b: dic
         else:
             with RowWriter(conn, _PLAIN_HEAD, _plain_values(run_id), name, _WHOLE_VALUES) as writer:
                 good = _rows(store, bid, b["name"], parser, run_id, objs, name, report, writer)
-                writer.close()
+                if report.ok:  # a file with a problem is refused with them all; its last rows are not written
+                    writer.close()
             refuse(report)
         n_rows = len(good)
         if n_rows and after is not None:
             after(conn, run_id)
-        if n_rows:
+        if n_rows:  # the file's hash is asked for once it is accepted (a missing file was refused by its report)
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
-                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
+                         "('predictions', ?, ?, ?, ?, ?)", (name, file_sha(), run, n_rows, now()))
     report.counts = {**_counts(n_rows, n_rows, good.statuses()), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 

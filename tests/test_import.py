@@ -504,3 +504,30 @@ def test_stembind_validator_reports_line_field_and_message(items, issues):
     get("stembind").validate(items, "sb.jsonl", report)
     assert [(i.severity, i.line, i.field, i.message) for i in report.issues] == issues
     assert all(i.file == "sb.jsonl" for i in report.issues)
+
+
+def test_a_tsv_item_keeps_each_image_as_its_stored_name(tmp_path):
+    """An image given in another tool's file (base64 in a VLMEvalKit TSV) is stored by its content hash, and the
+    item keeps the stored file's name, hash and extension, for the items export; a new benchmark is no no-op."""
+    import base64
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    from db.importers import import_items
+    from db.store import Store
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), (200, 10, 10)).save(buf, format="PNG")
+    tsv = tmp_path / "MMBench_DEV_EN.tsv"
+    tsv.write_text("index\tquestion\tA\tB\tanswer\timage\n0\tq?\tx\ty\tA\t"
+                   + base64.b64encode(buf.getvalue()).decode("ascii") + "\n", encoding="utf-8")
+    store = Store(tmp_path / "s.db")
+    res = import_items(store, tsv, name="mmb")
+    assert (res.rows, res.unchanged) == (1, False)
+    images, names = store.conn.execute("SELECT images, image_names FROM items").fetchone()
+    [digest] = json.loads(images)
+    assert digest == hashlib.sha256(buf.getvalue()).hexdigest()[:32]
+    assert json.loads(names) == [f"{digest}.png"]
+    store.close()

@@ -291,6 +291,7 @@ def test_rows_left_under_a_reused_run_id_are_replaced(fe_store, tmp_path):
     """Rows left behind under a run id SQLite gives again (a run row deleted by hand, its predictions kept): a new
     run with that id writes every line over them (INSERT OR REPLACE), in one transaction. Leftover rows of items
     the new file does not name stay under the new run too; only the new file's rows are checked here."""
+    from core.errors import ImportRefused
     from db.importers import import_predictions
 
     import_predictions(fe_store, write(tmp_path / "old.jsonl", [{"item_id": "g1_0-cam", "response": "B"},
@@ -300,12 +301,18 @@ def test_rows_left_under_a_reused_run_id_are_replaced(fe_store, tmp_path):
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("DELETE FROM runs WHERE id = ?", (old_id,))
     conn.execute("PRAGMA foreign_keys = ON")
-    rows = [{"item_id": "g1_0-cam", "response": "A"}, {"item_id": "g1_0-scene", "response": "C"}]
+    rows = [{"item_id": "g1_0-cam", "response": "A"}, {"item_id": "g1_0-scene", "response": "C", "trace": "t"}]
+    with pytest.raises(ImportRefused, match=r"unknown item 'nope' \(not in benchmark 'fe'\)"):  # refused: id free
+        import_predictions(fe_store, write(tmp_path / "bad.jsonl", [*rows, {"item_id": "nope", "response": "A"}]),
+                           "bad")
     res = import_predictions(fe_store, write(tmp_path / "new.jsonl", rows), "new")
     assert fe_store.run("new")["id"] == old_id and res.rows == 2
     df = fe_store.predictions_frame("new").sort_values("item_id")
     df = df[df["item_id"].isin(["g1_0-cam", "g1_0-scene"])]
     assert df[["item_id", "response", "answer"]].values.tolist() == [["g1_0-cam", "A", "A"], ["g1_0-scene", "C", "C"]]
+    # a line with other fields (a trace) is a whole row of the new run too
+    assert fe_store.conn.execute("SELECT count(*) FROM predictions WHERE run_id = ? AND trace = 't'",
+                                 (old_id,)).fetchone()[0] == 1
 
 
 # ---- labels -------------------------------------------------------------------------------------------------------

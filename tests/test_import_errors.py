@@ -86,7 +86,8 @@ def test_fast_and_reference_paths_list_the_same(suffix, fe_store, tmp_path):
     report = Report()
     objs = importers._read_prediction_objects(path, report)
     with pytest.raises(ImportRefused) as info:
-        importers.import_prediction_lines(fe_store, path, objs, report, "r", None, None, None, False)
+        importers.import_prediction_lines(fe_store, path, objs, report, "r", None, None, None, False,
+                                          file_sha=lambda: "")  # refused before the hash is asked for
     ref = sorted((i.line, i.field) for i in info.value.report.errors)
     assert entry == ref and len(ref) >= 7
 
@@ -180,6 +181,10 @@ def test_items_zip_refusals_name_the_file_and_member(tmp_path, store):
         ("link.zip", members, ("link.zip", 0, "pics", "zip member is a symbolic link; refused")),
         ("none.zip", {"readme.txt": b"x"}, ("none.zip", 0, "(file)", "expected exactly one .jsonl file in the zip, "
                                                                      "found 0")),
+        ("dots.zip", {**members, "a/../x.txt": b"x"},  # a ".." is refused even where it stays inside
+         ("dots.zip", 0, "a/../x.txt", "zip member escapes the extraction folder; refused")),
+        ("two.zip", {"a/one.jsonl": b"{}", "b/two.jsonl": b"{}"},
+         ("two.zip", 0, "(file)", "expected exactly one .jsonl file in the zip, found 2: a/one.jsonl, b/two.jsonl")),
     ]
     for name, content, (file, line, fld, message) in cases:
         path = tmp_path / name
@@ -191,6 +196,8 @@ def test_items_zip_refusals_name_the_file_and_member(tmp_path, store):
             import_items(store, path)
         [(f, no, got_field, got)] = issues(info)
         assert (f, no, got_field) == (file, line, fld) and got.startswith(message), name
+        if name in ("none.zip", "two.zip"):
+            assert got == message  # the members are listed only when there are some
     assert store.benchmarks() == []
     # macOS's resource forks (__MACOSX/._name.jsonl) are not the items file
     ok = _zip(tmp_path / "mac.zip", {**members, "__MACOSX/._" + jsonl.name: b"\x00\x05"})
@@ -423,3 +430,5 @@ def test_validate_items_file_is_the_import_without_the_store(tmp_path):
     bad = _zip(tmp_path / "bad.zip", {k: v for k, v in members.items() if not k.endswith("g1_0_1.png")})
     assert [(i.file, i.line, i.field) for i in validate_items_file(bad).errors] == [
         ("bad.zip:items.jsonl", n, "images") for n in (1, 2, 3)]
+    # the reader's options reach it: an unknown format is refused, field --format
+    assert [i.field for i in validate_items_file(jsonl, fmt="nope").errors] == ["--format"]

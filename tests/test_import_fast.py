@@ -10,6 +10,7 @@ written, the counts, or the refusal with every issue.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -138,7 +139,8 @@ def reference_import(store, path: Path, run: str, **kw):
         report = Report()
         objs = importers._read_prediction_objects(path, report)
         return importers.import_prediction_lines(store, path, objs, report, run, kw.get("model"), kw.get("config"),
-                                                 kw.get("benchmark"), kw.get("replace", False))
+                                                 kw.get("benchmark"), kw.get("replace", False),
+                                                 file_sha=lambda: hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def make_stores(tmp_path: Path, items: list[dict], name: str):

@@ -243,3 +243,96 @@ def test_imports_log_holds_each_file_sha256(tmp_path):
     assert [tuple(g) for g in got] == [(p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in (first, more)]
     fast.close()
     ref.close()
+
+
+def test_digest_raises_what_reading_the_file_raised(tmp_path):
+    from db.import_predictions import _Digest
+
+    digest = _Digest(tmp_path / "gone.jsonl")
+    with pytest.raises(FileNotFoundError):
+        digest.hexdigest()
+
+
+def test_lines_without_a_readable_item_id_are_each_listed(tmp_path):
+    """No line names an item (nothing tells the benchmark): every line's field problems are listed, a malformed
+    line (named when its chunk is read, so first) among them."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    fast, ref = make_stores(tmp_path, stembind_lines(2), "sb")
+    path = tmp_path / "noid.jsonl"
+    path.write_text('{"response": "A"}\n{"item_id": 7, "response": "B", "rotation": 9}\n{not json\n', encoding="utf-8")
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, path, "r")
+    assert [(e.line, e.field) for e in got.value.report.errors] == [(3, "(line)"), (1, "item_id"), (2, "item_id"),
+                                                                    (2, "rotation")]
+    assert got.value.report.errors[0].message.startswith("malformed JSON")
+    assert fast.runs() == []
+    fast.close()
+    ref.close()
+
+
+def test_a_changed_rotated_row_is_named_by_its_key(tmp_path):
+    """A changed row of an existing run, without --replace, is named with its item, rotation and repeat."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    import_predictions(fast, _write(tmp_path / "first.jsonl", [{"item_id": ids[5], "response": "A"}]), "first")
+    import_predictions(fast, _write(tmp_path / "a.jsonl", [{"item_id": ids[0], "response": "A", "rotation": 2}]), "r")
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, _write(tmp_path / "b.jsonl", [{"item_id": ids[0], "response": "B", "rotation": 2}]),
+                           "r")
+    [error] = got.value.report.errors
+    assert (error.file, error.line, error.field) == ("b.jsonl", 1, "response")
+    assert f"{ids[0]!r} rotation 2 repeat 0" in error.message
+    # rows added to that run (its id is not the benchmark's: the first run took that number) land in it
+    assert fast.run("r")["id"] != fast.conn.execute("SELECT id FROM benchmarks").fetchone()[0]
+    import_predictions(fast, _write(tmp_path / "c.jsonl", [{"item_id": ids[1], "response": "C", "rotation": 1}]), "r")
+    got_rows = fast.conn.execute("SELECT i.item_id, p.rotation FROM predictions p JOIN items i ON i.id = p.item_pk "
+                                 "WHERE p.run_id = ? ORDER BY i.item_id", (fast.run("r")["id"],)).fetchall()
+    assert [tuple(r) for r in got_rows] == [(ids[0], 2), (ids[1], 1)]
+    fast.close()
+    ref.close()
+
+
+def test_a_repeated_rotated_key_is_named_as_a_duplicate(tmp_path):
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    lines = [{"item_id": ids[0], "response": "A", "rotation": 1}, {"item_id": ids[0], "response": "B", "rotation": 1}]
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, _write(tmp_path / "dup.jsonl", lines), "r")
+    [error] = got.value.report.errors
+    assert (error.line, error.field) == (2, "item_id")
+    assert error.message == f"duplicate prediction for {ids[0]!r} rotation 1 repeat 0 (first on line 1)"
+    fast.close()
+    ref.close()
+
+
+def test_a_file_with_problems_is_refused_with_them_not_by_the_store(tmp_path):
+    """Rows handed to the writer before a bad line is read are not what the refusal names: a row the store
+    refuses earlier in the file, or an error object (a value no column holds), gives way to the file's own
+    problems, every one listed by line and field."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    ids = _ids()
+    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
+    fast.conn.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON predictions WHEN NEW.response = 'boom' "
+                      "BEGIN SELECT RAISE(ABORT, 'boom is refused'); END")
+    lines = [{"item_id": i, "response": "A", "trace": "t"} for i in ids[:620]]
+    lines[9] = {"item_id": ids[9], "response": "boom", "trace": "t"}  # its statement is written with the first chunk
+    lines[600] = {"item_id": ids[600], "response": "", "status": "api_error", "error": {"code": 503}}
+    lines[601] = {"item_id": ids[601], "response": "x", "rotation": 9}
+    before = fast.counts()
+    with pytest.raises(ImportRefused) as got:
+        import_predictions(fast, _write(tmp_path / "p.jsonl", lines), "r")
+    assert [(e.line, e.field) for e in got.value.report.errors] == [(601, "error"), (602, "rotation")]
+    assert got.value.report.errors[0].message.startswith("expected a string or a number")
+    assert fast.counts() == before and fast.runs() == []
+    fast.close()
+    ref.close()
