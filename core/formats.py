@@ -103,7 +103,7 @@ def _int_field(obj: dict[str, Any], key: str, file: str, line: int, report: Repo
         as_int = int(value)
         if str(as_int) != str(value).strip() and not isinstance(value, int):
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float (1e400 in the file)
         report.error(file, line, key, f"expected an integer {lo}..{hi}, got {value!r:.40}")
         return default
     if not lo <= as_int <= hi:

@@ -80,7 +80,7 @@ def prediction_format(path: Path, fmt: str) -> str:
         line = next((x for x in head.split("\n") if x.strip()), "")
         try:
             first = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return "vlmevalkit"
         if isinstance(first, dict) and "item_id" in first:
             return "jsonl"
@@ -92,7 +92,7 @@ def prediction_format(path: Path, fmt: str) -> str:
     line = next((x for x in head.split("\n") if x.strip()), "")
     try:
         obj = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return "jsonl"  # the JSONL path reports the line
     return "lmms-eval" if lmms_eval.looks_like_samples(obj) else "jsonl"
 

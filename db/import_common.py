@@ -124,11 +124,33 @@ class JsonLines:
             try:
                 out.append((no, orjson.loads(line)))  # as a dict (the typed decoder's types refused it)
             except orjson.JSONDecodeError:
-                try:
-                    out.append((no, json.loads(line)))  # orjson is stricter about a few forms; json decides
-                except json.JSONDecodeError as exc:
-                    self._report.error(self._name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+                obj = self._lenient(no, line)  # orjson is stricter about a few forms; json decides
+                if obj is not _REFUSED:
+                    out.append((no, obj))
         return out
+
+    def _lenient(self, no: int, line: str) -> Any:
+        """One line by `json` (NaN, numbers beyond a float...), or _REFUSED with its problem reported: malformed,
+        nested deeper than Python's recursion allows, or holding a lone surrogate escape ("\\ud800"), which no
+        UTF-8 text (nor the store) can hold."""
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            self._report.error(self._name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+            return _REFUSED
+        except RecursionError:
+            self._report.error(self._name, no, "(line)", "malformed JSON (nested too deep)")
+            return _REFUSED
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            self._report.error(self._name, no, "(line)", f"not valid Unicode text (a lone surrogate "
+                               f"{exc.object[exc.start:exc.end].encode('unicode_escape').decode('ascii')})")
+            return _REFUSED
+        return obj
+
+
+_REFUSED = object()  # a line JsonLines reported and left out
 
 
 def resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item: str | None,

@@ -432,3 +432,28 @@ def test_validate_items_file_is_the_import_without_the_store(tmp_path):
         ("bad.zip:items.jsonl", n, "images") for n in (1, 2, 3)]
     # the reader's options reach it: an unknown format is refused, field --format
     assert [i.field for i in validate_items_file(jsonl, fmt="nope").errors] == ["--format"]
+
+
+@pytest.mark.parametrize("first", [False, True])  # the file's first line is also read to tell its format
+def test_lines_python_cannot_hold_are_refused_by_line(fe_store, tmp_path, first):
+    """Lines json reads but no row can hold are refused by line and field, not by a crash: an infinite number
+    (1e400) for an integer, a lone surrogate escape in a string, a value nested deeper than Python recurses."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    deep = '{"item_id": "g1_0-scene", "response": "A", "trace": ' + "[" * 5000 + "]" * 5000 + "}"
+    lines = ['{"item_id": "g1_0-cam", "response": "A", "rotation": 1e400}',
+             '{"item_id": "g1_0-obj", "response": "\\ud800 B"}', deep]
+    if first:
+        lines = [deep, *lines[:2]]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = fe_store.counts()
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, path, "r")
+    got = {(no, fld): msg for _f, no, fld, msg in issues(info)}
+    at = {"deep": 1, "inf": 2, "surrogate": 3} if first else {"inf": 1, "surrogate": 2, "deep": 3}
+    assert got == {(at["inf"], "rotation"): "expected an integer 0..7, got inf",
+                   (at["surrogate"], "(line)"): "not valid Unicode text (a lone surrogate \\ud800)",
+                   (at["deep"], "(line)"): "malformed JSON (nested too deep)"}
+    assert fe_store.counts() == before
