@@ -353,19 +353,24 @@ def test_replace_reports_each_override_it_settles(fe_store, tmp_path):
     from db import overrides as dbo
     from db.importers import import_predictions
 
-    rows = [{"item_id": "g1_0-cam", "response": "A or B"}, {"item_id": "g1_0-obj", "response": "B"}]
+    rows = [{"item_id": "g1_0-cam", "response": "A or B"}, {"item_id": "g1_0-obj", "response": "B"},
+            {"item_id": "g1_0-scene", "response": "C"}]
     import_predictions(fe_store, write(tmp_path / "p.jsonl", rows), "r")
     stale = dbo.apply(fe_store, "r", "g1_0-cam", method="parser:tag")  # still invalid: no letter
     kept = dbo.apply(fe_store, "r", "g1_0-obj", method="manual", letter="C")
-    changed = [{"item_id": "g1_0-cam", "response": "D"}, {"item_id": "g1_0-obj", "response": "B", "tokens": 9}]
+    kept2 = dbo.apply(fe_store, "r", "g1_0-scene", method="manual", letter="D")
+    changed = [{"item_id": "g1_0-cam", "response": "D"}, {"item_id": "g1_0-obj", "response": "B", "tokens": 9},
+               {"item_id": "g1_0-scene", "response": "C", "tokens": 3}]
     res = import_predictions(fe_store, write(tmp_path / "p2.jsonl", changed), "r", replace=True)
     assert sorted((w.file, w.line, w.field, w.message) for w in res.report.warnings) == [
         ("p2.jsonl", 1, "response", f"override #{stale['id']} (parser:tag: invalid) of 'g1_0-cam' rotation 0 repeat 0 "
                                     "is now stale and inactive: the replaced row has another raw response, so it "
                                     "reads as imported; audit it again in run 'r' if needed"),
         ("p2.jsonl", 2, "response", f"override #{kept['id']} (manual: ok C) of 'g1_0-obj' rotation 0 repeat 0 kept: "
+                                    "the replaced row has the same raw response, so it still reads the override"),
+        ("p2.jsonl", 3, "response", f"override #{kept2['id']} (manual: ok D) of 'g1_0-scene' rotation 0 repeat 0 kept: "
                                     "the replaced row has the same raw response, so it still reads the override")]
-    assert (res.report.counts["overrides_kept"], res.report.counts["overrides_stale"]) == (1, 1)
+    assert (res.report.counts["overrides_kept"], res.report.counts["overrides_stale"]) == (2, 1)
 
 
 def test_unreadable_and_unsupported_images_name_the_file_and_path(tmp_path, store):
@@ -457,3 +462,26 @@ def test_lines_python_cannot_hold_are_refused_by_line(fe_store, tmp_path, first)
                    (at["surrogate"], "(line)"): "not valid Unicode text (a lone surrogate \\ud800)",
                    (at["deep"], "(line)"): "malformed JSON (nested too deep)"}
     assert fe_store.counts() == before
+
+
+def test_messages_name_the_file_and_the_benchmark(fe_store, tmp_path):
+    """A label's field problem names its file; a letter that is not the item's names the item's letters; an
+    unknown item in a file for an existing run names the run's benchmark; an identical items file re-imported
+    names its benchmark."""
+    from core.errors import ImportRefused
+    from db.importers import import_items, import_labels, import_predictions
+
+    import_predictions(fe_store, write(tmp_path / "p.jsonl", [{"item_id": "g1_0-cam", "response": "A"}]), "r")
+    with pytest.raises(ImportRefused) as info:
+        import_labels(fe_store, write(tmp_path / "lab.jsonl", [{"item_id": "g1_0-cam", "annotator": "a", "S1": 7}]),
+                      "r")
+    assert {f for f, _no, _fld, _msg in issues(info)} == {"lab.jsonl"}
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(fe_store, write(tmp_path / "q.jsonl", [{"item_id": "g1_0-obj", "response": "x",
+                                                                    "answer": "H"}, {"item_id": "nope", "response": "A"}]),
+                           "r")
+    assert issues(info) == [("q.jsonl", 1, "answer", "'H' is not an option letter of this item (expected one of "
+                                                     f"{fe_store.item_keys(fe_store.benchmark('fe')['id'])['g1_0-obj'][1]})"),
+                            ("q.jsonl", 2, "item_id", "unknown item 'nope' (not in benchmark 'fe')")]
+    again = import_items(fe_store, tmp_path / "fe" / "items.jsonl", name="fe")  # the fixture's own file
+    assert (again.target, again.rows, again.unchanged) == ("fe", 0, True)
