@@ -344,6 +344,9 @@ def _vlmevalkit_json(path: Path, report: Report) -> list[tuple[int, dict[str, An
     except json.JSONDecodeError as exc:
         report.error(path.name, exc.lineno, "(file)", f"malformed JSON ({exc.msg} at column {exc.colno})")
         return []
+    except RecursionError:
+        report.error(path.name, 0, "(file)", "malformed JSON (nested too deep)")
+        return []
     if isinstance(data, dict):
         return [(k, v if isinstance(v, dict) and "prediction" in v and "index" in v else
                  {"index": idx, "prediction": v.get("prediction") if isinstance(v, dict) else v})

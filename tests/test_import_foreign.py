@@ -573,6 +573,22 @@ def test_vlmevalkit_prediction_tsv_csv_json(mmbench_store, tmp_path, suffix):
     assert got == want
 
 
+def test_a_json_nested_too_deep_is_refused_not_a_crash(mmbench_store, tmp_path):
+    """A VLMEvalKit .json predictions file nested deeper than Python recurses is refused, as malformed."""
+    from core.errors import ImportRefused
+    from db.importers import import_predictions
+
+    _root, db = mmbench_store
+    path = tmp_path / "Qwen_MMBench.json"
+    path.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    s = store_at(db)
+    with pytest.raises(ImportRefused) as info:
+        import_predictions(s, path, "deep", benchmark="mmb")
+    s.close()
+    assert [(e.file, e.field, e.message) for e in info.value.report.errors] == [
+        ("Qwen_MMBench.json", "(file)", "malformed JSON (nested too deep)")]
+
+
 def test_prediction_dry_run_writes_nothing(mmbench_store):
     from db.validate import validate_predictions
 
