@@ -121,12 +121,15 @@ class JsonLines:
                 pass
             if not line.strip():
                 continue  # blank lines are allowed and skipped
-            try:
-                out.append((no, orjson.loads(line)))  # as a dict (the typed decoder's types refused it)
-            except orjson.JSONDecodeError:
-                obj = self._lenient(no, line)  # orjson is stricter about a few forms; json decides
-                if obj is not _REFUSED:
-                    out.append((no, obj))
+            if decode is not orjson.loads:  # as a dict (the typed decoder's types refused it)
+                try:
+                    out.append((no, orjson.loads(line)))
+                    continue
+                except orjson.JSONDecodeError:
+                    pass
+            obj = self._lenient(no, line)  # orjson is stricter about a few forms; json decides
+            if obj is not _REFUSED:
+                out.append((no, obj))
         return out
 
     def _lenient(self, no: int, line: str) -> Any:

@@ -390,8 +390,8 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
     return fresh, replaced, lines_of
 
 
-_PLAIN_HEAD, _WHOLE_VALUES = Store.PRED_INSERT.partition("VALUES ")[0] + "VALUES ", Store.PRED_INSERT.partition(
-    "VALUES ")[2]  # the predictions INSERT up to its VALUES, and one whole row's VALUES (RowWriter's form 1)
+_HEAD, _VALUES, _WHOLE_VALUES = Store.PRED_INSERT.partition("VALUES ")
+_PLAIN_HEAD = _HEAD + _VALUES  # the predictions INSERT up to its VALUES; _WHOLE_VALUES: one whole row's (form 1)
 
 
 def _plain_values(run_id: int) -> str:
