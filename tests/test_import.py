@@ -526,6 +526,7 @@ def test_a_tsv_item_keeps_each_image_as_its_stored_name(tmp_path):
     store = Store(tmp_path / "s.db")
     res = import_items(store, tsv, name="mmb")
     assert (res.rows, res.unchanged) == (1, False)
+    assert store.benchmark("mmb")["source"] == "MMBench_DEV_EN.tsv"
     images, names = store.conn.execute("SELECT images, image_names FROM items").fetchone()
     [digest] = json.loads(images)
     assert digest == hashlib.sha256(buf.getvalue()).hexdigest()[:32]

@@ -202,6 +202,9 @@ def test_items_zip_refusals_name_the_file_and_member(tmp_path, store):
     # macOS's resource forks (__MACOSX/._name.jsonl) are not the items file
     ok = _zip(tmp_path / "mac.zip", {**members, "__MACOSX/._" + jsonl.name: b"\x00\x05"})
     assert import_items(store, ok).rows == 12
+    # a folder's own entry before the files is passed over, not the end of the members
+    with_dirs = _zip(tmp_path / "dirs.zip", {"aaa/": b"", **members})
+    assert import_items(store, with_dirs, name="dirs").rows == 12
 
 
 def test_a_one_letter_response_under_a_rotation_is_unrotated(fe_store, tmp_path):
@@ -435,6 +438,9 @@ def test_validate_items_file_is_the_import_without_the_store(tmp_path):
     bad = _zip(tmp_path / "bad.zip", {k: v for k, v in members.items() if not k.endswith("g1_0_1.png")})
     assert [(i.file, i.line, i.field) for i in validate_items_file(bad).errors] == [
         ("bad.zip:items.jsonl", n, "images") for n in (1, 2, 3)]
+    # a family rule names the file it read
+    assert [(i.file, i.line, i.field) for i in validate_items_file(write_benchmark(tmp_path / "short", fe_lines()[1:])
+                                                                   ).errors] == [("items.jsonl", 1, "variant")]
     # the reader's options reach it: an unknown format is refused, field --format
     assert [i.field for i in validate_items_file(jsonl, fmt="nope").errors] == ["--format"]
 

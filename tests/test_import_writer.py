@@ -111,8 +111,12 @@ def test_switch_interval_put_back(tmp_path):
 
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     before = sys.getswitchinterval()
-    import_predictions(fast, _write(tmp_path / "p.jsonl", _answers(_ids())), "r")
-    assert sys.getswitchinterval() == before
+    sys.setswitchinterval(0.005)  # CPython's default, whatever an earlier test left
+    try:
+        import_predictions(fast, _write(tmp_path / "p.jsonl", _answers(_ids())), "r")
+        assert sys.getswitchinterval() == 0.005
+    finally:
+        sys.setswitchinterval(before)
     fast.close()
     ref.close()
 
@@ -266,6 +270,7 @@ def test_lines_without_a_readable_item_id_are_each_listed(tmp_path):
         import_predictions(fast, path, "r")
     assert [(e.line, e.field) for e in got.value.report.errors] == [(3, "(line)"), (1, "item_id"), (2, "item_id"),
                                                                     (2, "rotation")]
+    assert {e.file for e in got.value.report.errors} == {"noid.jsonl"}
     assert got.value.report.errors[0].message.startswith("malformed JSON")
     assert fast.runs() == []
     fast.close()
@@ -289,7 +294,9 @@ def test_a_changed_rotated_row_is_named_by_its_key(tmp_path):
     assert f"{ids[0]!r} rotation 2 repeat 0" in error.message
     # rows added to that run (its id is not the benchmark's: the first run took that number) land in it
     assert fast.run("r")["id"] != fast.conn.execute("SELECT id FROM benchmarks").fetchone()[0]
-    import_predictions(fast, _write(tmp_path / "c.jsonl", [{"item_id": ids[1], "response": "C", "rotation": 1}]), "r")
+    more = import_predictions(fast, _write(tmp_path / "c.jsonl", [{"item_id": ids[1], "response": "C", "rotation": 1}]),
+                              "r")
+    assert (more.target, more.rows) == ("r", 1)
     got_rows = fast.conn.execute("SELECT i.item_id, p.rotation FROM predictions p JOIN items i ON i.id = p.item_pk "
                                  "WHERE p.run_id = ? ORDER BY i.item_id", (fast.run("r")["id"],)).fetchall()
     assert [tuple(r) for r in got_rows] == [(ids[0], 2), (ids[1], 1)]
@@ -334,5 +341,18 @@ def test_a_file_with_problems_is_refused_with_them_not_by_the_store(tmp_path):
     assert [(e.line, e.field) for e in got.value.report.errors] == [(601, "error"), (602, "rotation")]
     assert got.value.report.errors[0].message.startswith("expected a string or a number")
     assert fast.counts() == before and fast.runs() == []
+    fast.close()
+    ref.close()
+
+
+def test_a_synthetic_config_marks_the_run(tmp_path):
+    from db.importers import import_predictions
+
+    fast, ref = make_stores(tmp_path, stembind_lines(2), "sb")
+    ids = [x["item_id"] for x in stembind_lines(2)]
+    import_predictions(fast, _write(tmp_path / "s.jsonl", [{"item_id": ids[0], "response": "A"}]), "s",
+                       config={"synthetic": True})
+    import_predictions(fast, _write(tmp_path / "t.jsonl", [{"item_id": ids[0], "response": "A"}]), "t")
+    assert [fast.run(r)["synthetic"] for r in ("s", "t")] == [1, 0]
     fast.close()
     ref.close()
