@@ -88,6 +88,9 @@ def cmd_import_labels(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from core.families.protocol import ScoreOptions
     from core.scoring import score_all, split_arg
     from db.frames import load_for_scoring, score_extras
 
@@ -105,17 +108,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.compare:  # a run of another benchmark is refused by score_all (MetricUndefined)
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
+    options = ScoreOptions(split=split_arg(args.split), clusterings=_clusterings(args, row["family"]))
     if args.shortcut_model or args.shortcut_pool:
         from core import families
 
         if families.get(row["family"]).capabilities.shortcut_table is None:
             raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
-        extras.update(shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
-    clusterings = _clusterings(args, row["family"])
-    if clusterings:
-        extras["clusterings"] = clusterings
-    result = score_all(items, runs, names=[args.run], compare=compare, split=split_arg(args.split),
-                       **extras)[args.run]
+        options = replace(options, shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
+    result = score_all(items, runs, names=[args.run], compare=compare, options=options,
+                       per_run={args.run: extras})[args.run]
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=None if args.compact else 2))
     else:

@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 
 from core import families, stats
+from core.catalogue import Column, key_of
 from core.errors import MetricUndefined
 from core.schema import Rate, RunData
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per cluster: k_this, n_this, k_other, n_other
+Paired = dict[Column, Arrays]  # a family's paired arrays, keyed by the declared metric (at its breakdown keys)
 
 
 def scope(items: pd.DataFrame, split: str | None) -> pd.DataFrame:
@@ -108,16 +110,19 @@ def disagreement(items: pd.DataFrame, this: RunData, other: RunData, split: str 
     return rate
 
 
-def paired(table: dict[str, Arrays] | str, draws: int, seed: int | None) -> dict[str, Any]:
-    """{"clustering": "groups", "clusters", "metrics"} from per-cluster (k_this, n_this, k_other, n_other) sums
-    per metric (a str: the reason there is nothing to compare)."""
+def paired(table: Paired | str, draws: int, seed: int | None) -> dict[str, Any]:
+    """{"clustering": "groups", "clusters", "metrics", "columns"} from per-cluster (k_this, n_this, k_other,
+    n_other) sums per metric (a str: the reason there is nothing to compare). "metrics" is keyed by each
+    metric's JSON key, "columns" gives the declaration behind each key."""
     if isinstance(table, str):
         return {"reason": table}
-    names = list(table)
-    out: dict[str, Any] = {"clustering": "groups", "clusters": 0, "metrics": {}}
+    declared = list(table)
+    names = [key_of(m) for m in declared]
+    out: dict[str, Any] = {"clustering": "groups", "clusters": 0, "metrics": {},
+                           "columns": dict(zip(names, declared, strict=True))}
     if not names:
         return out
-    kt, nt, ko, no = (np.column_stack([table[m][i] for m in names]).astype(float) for i in range(4))
+    kt, nt, ko, no = (np.column_stack([table[m][i] for m in declared]).astype(float) for i in range(4))
     out["clusters"] = int(kt.shape[0])
     defined = [j for j in range(len(names)) if nt[:, j].sum() > 0 and no[:, j].sum() > 0]
     lo = hi = None
@@ -144,7 +149,7 @@ def paired(table: dict[str, Arrays] | str, draws: int, seed: int | None) -> dict
 
 def differences(result: dict[str, Any]) -> dict[str, Any]:
     """`score --compare`'s `metrics.compare`: the result of `compare` with each metric's difference only."""
-    out = {k: v for k, v in result.items() if k != "metrics"}
+    out = {k: v for k, v in result.items() if k not in ("metrics", "columns")}
     out.update({m: e["difference"] for m, e in result.get("metrics", {}).items()})
     return out
 
@@ -165,14 +170,16 @@ def item_pairs(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     return both
 
 
-def masked(both: pd.DataFrame, masks: dict[str, np.ndarray], index: pd.Index) -> dict[str, Arrays]:
+def masked(both: pd.DataFrame, masks: dict[Column, np.ndarray], index: pd.Index) -> Paired:
     """Item-accuracy arrays per metric: the items of each mask, summed per group."""
     ct, co = both["correct_t"].to_numpy(), both["correct_o"].to_numpy()
     values: dict[str, np.ndarray] = {}
-    for name, m in masks.items():
+    for col, m in masks.items():
+        name = key_of(col)
         values[f"{name}/k_t"], values[f"{name}/k_o"], values[f"{name}/n"] = m & ct, m & co, m
     sums = per_cluster(both["group_id"].to_numpy(), index, values)
-    return {name: (sums[f"{name}/k_t"], sums[f"{name}/n"], sums[f"{name}/k_o"], sums[f"{name}/n"]) for name in masks}
+    return {col: (sums[f"{key_of(col)}/k_t"], sums[f"{key_of(col)}/n"], sums[f"{key_of(col)}/k_o"],
+                  sums[f"{key_of(col)}/n"]) for col in masks}
 
 
 def group_exact_match(both: pd.DataFrame, index: pd.Index) -> Arrays:

@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from core.catalogue import Column, placed
+
 Path_ = tuple[str, ...]
 
 
@@ -78,6 +80,37 @@ def get(metrics: Any, path: Iterable[str]) -> Any:
     """The node at `path` in nested dicts, or None when any step is missing."""
     node = metrics
     for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def read(metrics: Any, path: Path_) -> tuple[Any, Path_]:
+    """(the node at `path`, the path it was read at). A step missing below an undefined rate gives that rate
+    and its path (the block's reason stands for every place inside it); any other missing step gives None."""
+    node = metrics
+    for i, key in enumerate(path):
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif reason_of(node) is not None and is_rate(node):
+            return node, path[:i]
+        else:
+            return None, path
+    return node, path
+
+
+def cell(rs: RunScore, col: Column) -> Cell:
+    """The cell of one run's metric (at its breakdown keys): its node, the path it was read at, its unit."""
+    at = placed(col)
+    node, path = read(rs.metrics, at.path())
+    return Cell(node, path, rs.name, at.shown)
+
+
+def value(rs: RunScore, col: Column) -> Any:
+    """The node of one run's metric at exactly its place (None when the run lacks it)."""
+    node = rs.metrics
+    for key in placed(col).path():
         if not isinstance(node, dict) or key not in node:
             return None
         node = node[key]
@@ -366,38 +399,21 @@ def parse_latex_rows(tex: str) -> list[list[str]]:
 # --------------------------------------------------------------------------- building tables
 
 
-def table_cell(rs: RunScore, path: Sequence[str], kind: str = "auto") -> Cell:
-    """The cell of one run's metric at `path` (the family tables' building block)."""
-    return Cell(get(rs.metrics, path), tuple(path), rs.name, kind)
+def run_table(key: str, title: str, runs: Sequence[RunScore], columns: Sequence[Column], note: str = "") -> Table:
+    """Rows = runs, one cell per declared column (its header and unit from the declaration)."""
+    rows = [Row([r.name], [cell(r, c) for c in columns], r.name, r.synthetic) for r in runs]
+    return Table(key, title, ["Run"], [placed(c).header for c in columns], rows, note)
 
 
-def run_table(key: str, title: str, runs: Sequence[RunScore], columns: Sequence[tuple[str, Sequence[str]]],
-              note: str = "", kind: str = "auto") -> Table:
-    """Rows = runs, one cell per (column header, metrics path)."""
-    rows = [Row([r.name], [table_cell(r, path, kind) for _, path in columns], r.name, r.synthetic) for r in runs]
-    return Table(key, title, ["Run"], [c for c, _ in columns], rows, note)
-
-
-def keys_at(runs: Sequence[RunScore], path: Sequence[str], order: Sequence[str] = ()) -> list[str]:
-    """The union of dict keys at `path` over the runs (known `order` first), skipping rate leaves."""
+def keys_at(runs: Sequence[RunScore], block: Column, order: Sequence[str] = ()) -> list[str]:
+    """The union of the keys of a block (a breakdown) over the runs (known `order` first), skipping rates."""
     found: dict[str, None] = {}
     for r in runs:
-        node = get(r.metrics, path)
+        node = value(r, block)
         if isinstance(node, dict) and not is_rate(node):
             for k in node:
                 found.setdefault(str(k), None)
     return [k for k in order if k in found] + [k for k in found if k not in order]
-
-
-def reason_rows(runs: Sequence[RunScore], path: Sequence[str], width: int, labels: int = 1) -> list[Row]:
-    """One row per run whose node at `path` is undefined: every cell carries the reason."""
-    rows = []
-    for r in runs:
-        node = get(r.metrics, path)
-        if reason_of(node) is not None:
-            cells = [Cell(node if node is not None else None, tuple(path), r.name) for _ in range(width)]
-            rows.append(Row([r.name, *(["—"] * (labels - 1))], cells, r.name, r.synthetic))
-    return rows
 
 
 def tables_for(family: str, runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:

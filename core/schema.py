@@ -12,6 +12,9 @@ STAGES = ("S1", "S2", "S3", "S4")
 # The StemBind reasoning stages as 002 §3.1 names them (Sternberg): the one set of names every prompt, judge
 # rubric, view and doc uses.
 STAGE_NAMES = {"S1": "Encode", "S2": "Infer", "S3": "Map", "S4": "Apply"}
+# The bootstrap's defaults (core.stats): 20,000 percentile draws, paper 000's seed.
+DEFAULT_DRAWS = 20_000
+DEFAULT_SEED = 20261010
 
 
 @dataclass(slots=True)

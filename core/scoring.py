@@ -16,21 +16,24 @@ reason. The engine and the metric set per family are core.comparison's, shared w
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from core import comparison, families, stats
 from core.errors import MetricUndefined
+from core.families.protocol import ScoreOptions
 from core.gcpause import gc_paused
+from core.metrics.catalogue import COMPARE
 from core.metrics.common import item_memoized
-from core.schema import RunData, to_jsonable
+from core.schema import RunData
 
 DEFAULT_SPLIT = "test"  # docs/METRICS.md: `score` scores the test split unless told otherwise
 ALL_SPLITS = "all"  # the `--split` value that scores every split
 NO_TEST_SPLIT = "all (no test split)"  # the label of a default scoring of a benchmark that has no test split
+DEFAULT_OPTIONS = ScoreOptions()  # the test split, the default seed and draws, no family option
 
 
 def resolve_split(items: Any, split: str | None) -> tuple[str | None, str]:
@@ -55,30 +58,30 @@ def split_arg(value: str | None) -> str | None:
 
 
 def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData | None = None,
-              split: str | None = DEFAULT_SPLIT, context: stats.ScoringContext | None = None,
-              **kw: Any) -> dict[str, Any]:
+              options: ScoreOptions = DEFAULT_OPTIONS, context: stats.ScoringContext | None = None
+              ) -> dict[str, Any]:
     """{"benchmark", "run", "family", "synthetic", "split", "metrics"} for one run ("split": the split scored, or
     "all"), with every Rate as {"value", "k", "n"} or a reason.
 
-    `split` scores one split (default "test"), None every split: FrameEvidence takes it itself; for the other
-    families the items are narrowed to it here (a split without items raises MetricUndefined). `compare` adds
-    metrics["compare"] (this run minus `compare`); a run of another benchmark raises MetricUndefined.
-    `context` (a core.stats.ScoringContext) shares work with other calls given the same one; by default the
-    context active in this thread (score_all's), else a fresh one for this call.
+    `options.split` scores one split (default "test"), None every split: a family that `scores_splits` gets every
+    item and scores that split itself; the others get the split's items alone (a split without items raises
+    MetricUndefined). `compare` adds metrics["compare"] (this run minus `compare`); a run of another benchmark
+    raises MetricUndefined. `context` (a core.stats.ScoringContext) shares work with other calls given the same
+    one; by default the context active in this thread (score_all's), else a fresh one for this call.
     """
     family = families.get(run.family)
     if compare is not None:
         comparison.same_benchmark(run, compare)  # before scoring, not after
-    split, label = resolve_split(items, split)
+    split, label = resolve_split(items, options.split)
+    options = replace(options, split=split)
     with _context(context).active():
-        items = _narrow(family, items, split, kw)
-        metrics = family.score(items, run, others, **kw)
+        scoped = items if family.scores_splits else _narrow(items, split)
+        scores = family.score(scoped, run, others, options)
         if compare is not None:
-            # the items are narrowed to the split already unless the family's score() takes `split` itself
-            metrics["compare"] = compare_runs(items, run, compare, split=kw.get("split"),
-                                              clusterings=kw.get("clusterings"))
+            scores[COMPARE] = compare_runs(scoped, run, compare, split=split if family.scores_splits else None,
+                                           clusterings=options.clusterings)
     return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
-            "split": label, "metrics": to_jsonable(metrics)}
+            "split": label, "metrics": scores.json()}
 
 
 def _context(context: stats.ScoringContext | None) -> stats.ScoringContext:
@@ -86,12 +89,8 @@ def _context(context: stats.ScoringContext | None) -> stats.ScoringContext:
     return context or stats.current_context() or stats.ScoringContext()
 
 
-def _narrow(family: families.Family, items: Any, split: str | None, kw: dict[str, Any]) -> Any:
-    """Pass `split` to a family score() that takes it (None included: every split); otherwise keep only the
-    items of that split (None: all of them)."""
-    if "split" in inspect.signature(family.score).parameters:
-        kw["split"] = split
-        return items
+def _narrow(items: Any, split: str | None) -> Any:
+    """The items of `split` (None: all of them)."""
     if split is None:
         return items
     scoped = split_items(items, split)
@@ -113,9 +112,9 @@ def split_items(items: pd.DataFrame, split: str) -> pd.DataFrame:
 
 
 def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names: Sequence[str] | None = None,
-              compare: Mapping[str, RunData] | RunData | None = None, split: str | None = DEFAULT_SPLIT,
-              per_run: Mapping[str, Mapping[str, Any]] | None = None, context: stats.ScoringContext | None = None,
-              **kw: Any) -> dict[str, dict[str, Any]]:
+              compare: Mapping[str, RunData] | RunData | None = None, options: ScoreOptions = DEFAULT_OPTIONS,
+              per_run: Mapping[str, RunExtras | None] | None = None, context: stats.ScoringContext | None = None
+              ) -> dict[str, dict[str, Any]]:
     """`score_run` for each run in `names` (default: every run), each against all the others, sharing work.
 
     `runs` are every run of one benchmark (db.frames.load_benchmark_runs). Intermediate results of a run (item
@@ -125,7 +124,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     context beside the frames and pass it each time: the second call finds the first's work. The call holds
     the context for its whole run, so two threads with one context take turns and two threads with two
     contexts never share state. `compare` is one run to compare every scored run with, or {name: run}.
-    `per_run` adds keyword arguments for single runs ({name: {"judgements": ...}}, db.frames.score_extras).
+    `per_run` adds stored data single runs are scored with ({name: RunExtras}, db.frames.score_extras).
     """
     pool = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
     by_name = {r.name: r for r in pool}
@@ -134,21 +133,31 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     if missing:
         raise MetricUndefined(f"no run named {', '.join(map(repr, missing))} among the runs given")
     out: dict[str, dict[str, Any]] = {}
-    split, label = resolve_split(items, split)
+    split, label = resolve_split(items, options.split)
     ctx = context if context is not None else stats.ScoringContext()
     with gc_paused(), ctx.active():
         chosen = [by_name[n] for n in wanted]
         prefetch = families.get(chosen[0].family).prefetch if chosen else None
-        if prefetch is not None and kw.get("seed", stats.DEFAULT_SEED) is not None:
-            prefetch(items if split is None else split_items(items, split), chosen, kw.get("seed", stats.DEFAULT_SEED))
+        if prefetch is not None and options.seed is not None:
+            prefetch(items if split is None else split_items(items, split), chosen, options.seed)
         for run in chosen:
             other = compare.get(run.name) if isinstance(compare, Mapping) else compare
             others = [o for o in pool if o is not run]
-            extra = dict((per_run or {}).get(run.name) or {})
-            out[run.name] = score_run(items, run, others, compare=other, split=split, context=ctx,
-                                      **{**kw, **extra})
+            extra = (per_run or {}).get(run.name)
+            run_options = replace(options, split=split) if extra is None else replace(
+                options, split=split, judgements=extra.judgements, labels=extra.labels)
+            out[run.name] = score_run(items, run, others, compare=other, options=run_options, context=ctx)
             out[run.name]["split"] = label
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class RunExtras:
+    """Stored data one run is scored with beside its predictions (db.frames.score_extras): StemBind's trace
+    judgements and error-audit labels."""
+
+    judgements: pd.DataFrame | None = None
+    labels: pd.DataFrame | None = None
 
 
 # --------------------------------------------------------------------------- paired differences

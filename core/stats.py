@@ -53,10 +53,8 @@ from core.clustering import (
     cluster_labels,
 )
 from core.errors import MetricUndefined
-from core.schema import Rate
+from core.schema import DEFAULT_DRAWS, DEFAULT_SEED, Rate  # noqa: E402  (re-exported: the seed of paper 000's bootstrap)
 
-DEFAULT_DRAWS = 20_000
-DEFAULT_SEED = 20261010  # the seed of paper 000's bootstrap
 _BLOCK_CELLS = 131_072  # draws x clusters cells per block: bounds memory and keeps the counts in cache
 
 

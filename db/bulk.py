@@ -233,6 +233,7 @@ def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequen
     """{run: score_run result} of `names`, with the runs of `load` (every run of their db.bulk units) loaded
     beside them; `kw` goes to score_all (clusterings). The scoring state is this call's own (`context`, a
     core.stats.ScoringContext; default a fresh one); `items_cache`, `runs_cache`: db.frames.load_for_scoring's."""
+    from core.families.protocol import ScoreOptions
     from core.scoring import score_all
     from core.stats import ScoringContext
     from db.frames import load_for_scoring, score_extras
@@ -240,8 +241,8 @@ def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequen
     items, runs = load_for_scoring(store, benchmark, names=list(load), items_cache=items_cache,
                                    runs_cache=runs_cache, traces="labels" in kw)
     per_run = {n: score_extras(store, n, runs[n].family) for n in names}
-    return score_all(items, runs, names=list(names), split=split, per_run=per_run,
-                     context=context if context is not None else ScoringContext(), **kw)
+    return score_all(items, runs, names=list(names), options=ScoreOptions(split=split, **kw), per_run=per_run,
+                     context=context if context is not None else ScoringContext())
 
 
 def _pool_worker_init() -> None:

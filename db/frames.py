@@ -22,6 +22,7 @@ import pandas as pd
 from core import families
 from core.gcpause import gc_paused
 from core.schema import PRED_COLUMNS, RunData
+from core.scoring import RunExtras
 from db.predictions import SCORING_COLUMNS, object_column, pk_rows, run_frame
 from db.store import Store, decode_item_json
 
@@ -176,14 +177,14 @@ def _keep_run(cache: dict[Any, Any], key: Any, entry: tuple[Any, pd.DataFrame, R
         del cache[next(iter(cache))]
 
 
-def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> dict[str, Any]:
+def score_extras(store: Store, run: str, family: str, judge: str | None = None) -> RunExtras | None:
     """Stored data a family's metrics read beside the predictions: for StemBind, the trace judgements of
     `judge` (default: the most recent judge run of `run`), which feed L2 StepAcc and L3 AttrTag."""
     if not families.get(family).judged_traces:
-        return {}
+        return None
     from db.judging import judge_runs_of, judgements_frame
 
     judges = [judge] if judge else judge_runs_of(store, run)[-1:]
     if not judges:
-        return {}
-    return {"judgements": judgements_frame(store, run, judges)}
+        return None
+    return RunExtras(judgements=judgements_frame(store, run, judges))

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,3 +81,17 @@ def copy_store(src: Path, dst_dir: Path) -> Path:
         if folder.exists():
             shutil.copytree(folder, dst_dir / f"{src.stem}{suffix}")
     return dst
+
+
+def family_score(score: Any, items: Any, run: Any, others: Any = (), **options: Any) -> dict[str, Any]:
+    """A family's score() called with its typed options (core.families.protocol.ScoreOptions), the results keyed
+    by their `score --json` keys: the public names the tests assert on."""
+    from core.families.protocol import ScoreOptions
+
+    return by_key(score(items, run, list(others or ()), ScoreOptions(**options)))
+
+
+def by_key(results: Any) -> Any:
+    """Results keyed by declared metrics (core.catalogue), keyed by their `score --json` keys instead (None as
+    it is)."""
+    return None if results is None else {m.key: v for m, v in results.items()}

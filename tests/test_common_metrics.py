@@ -13,7 +13,9 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from core import stats
 from core.families.generic import metrics as generic
 from core.metrics import common
+from core.metrics.catalogue import ROTATION_METRICS
 from core.schema import RunData
+from tests.helpers import family_score
 
 OPTS = {"A": "左", "B": "前", "C": "后", "D": "右"}
 
@@ -352,7 +354,7 @@ def generic_items() -> pd.DataFrame:
 
 def test_generic_score_single_rotation():
     run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B", "C", "A", None, "D"]))
-    out = generic.score(generic_items(), run, [], seed=1, draws=500)
+    out = family_score(generic.score, generic_items(), run, [], seed=1, draws=500)
     assert (out["accuracy"].k, out["accuracy"].n) == (5, 6)
     assert out["accuracy"].ci[0] <= out["accuracy"].value <= out["accuracy"].ci[1]
     assert out["accuracy"].ci == ratio_interval([3, 2], [3, 3], draws=500, seed=1)  # g1 3 of 3, g2 2 of 3
@@ -371,7 +373,7 @@ def test_generic_letter_matrix_and_strata_by_hand():
     items = generic_items()
     items["meta"] = [{"topic": t} for t in ("a", "a", "b", "b", "b", "a")]
     run = RunData("r", "bench", "generic", {}, preds_frame(["A", "C", "C", "B", None, "D"]))
-    out = generic.score(items, run, [], seed=1, draws=200)
+    out = family_score(generic.score, items, run, [], seed=1, draws=200)
     # gold A B C A B D; predicted A C C B (invalid) D
     assert out["letters"] == {"A": {"A": 1, "B": 1, "C": 0, "D": 0, "none": 0},
                               "B": {"A": 0, "B": 0, "C": 1, "D": 0, "none": 1},
@@ -389,7 +391,7 @@ def test_generic_score_with_rotations():
         preds_frame(["A", "B", "C", "A", "B", None], rotation=3),
     ], ignore_index=True)
     run = RunData("r", "bench", "generic", {"rotations": 4}, preds)
-    out = generic.score(generic_items(), run, [], seed=None)
+    out = family_score(generic.score, generic_items(), run, [], seed=None)
     assert len(golds) == 6
     assert (out["vanilla"].k, out["vanilla"].n) == (6, 6)
     assert (out["circular"].k, out["circular"].n) == (3, 6)  # items 0, 1, 4
@@ -402,7 +404,7 @@ def test_generic_score_with_rotations():
 
 def test_generic_score_empty_run():
     run = RunData("r", "bench", "generic", {}, preds_frame([]))
-    out = generic.score(generic_items(), run, [])
+    out = family_score(generic.score, generic_items(), run, [])
     assert out["accuracy"].value is None and out["accuracy"].reason
     assert out["group_exact_match"].value is None
     assert out["macro_f1"].value is None
@@ -422,7 +424,7 @@ def test_generic_intervals_resample_the_groups_with_the_seed_given():
     kinds = ["x" if int(g[1:]) % 2 else "y" for g in groups]
     answers = [("A" if i < right[g] else "B") for g, size in enumerate(sizes) for i in range(size)]
     run = RunData("r", "bench", "generic", {}, preds_frame(answers))
-    out = generic.score(items_frame(["A"] * len(groups), groups=groups, kinds=kinds), run, [], seed=7, draws=400)
+    out = family_score(generic.score, items_frame(["A"] * len(groups), groups=groups, kinds=kinds), run, [], seed=7, draws=400)
     assert (out["accuracy"].k, out["accuracy"].n) == (15, 24)
     assert out["accuracy"].ci == ratio_interval(right, sizes, draws=400, seed=7)
     odd = [g for g in range(12) if g % 2]
@@ -437,9 +439,9 @@ def test_generic_score_is_the_same_inside_a_scoring_context():
 
     items = generic_items()
     run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B", "C", "A", None, "D"]))
-    alone = to_jsonable(generic.score(items, run, [], seed=3, draws=300))
+    alone = to_jsonable(family_score(generic.score, items, run, [], seed=3, draws=300))
     with stats.ScoringContext().active():
-        shared = to_jsonable(generic.score(items, run, [], seed=3, draws=300))
+        shared = to_jsonable(family_score(generic.score, items, run, [], seed=3, draws=300))
     assert shared == alone
 
 
@@ -453,7 +455,7 @@ def test_generic_rotations_use_repeat_0_and_give_circular_by_kind():
         preds_frame(["A", "B", "C", "A", "B", None], rotation=3),
         preds_frame(["D", "D", "D", "D", "D", "D"], rotation=0, repeat=1),
     ], ignore_index=True)
-    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    out = family_score(generic.score, generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
     assert (out["circular"].k, out["circular"].n) == (3, 6)
     assert out["circular_over"] == "rotations"
     assert {k: (r.k, r.n) for k, r in out["circular_by_category"]["kind"].items()} == {"x": (2, 2), "y": (1, 4)}
@@ -462,8 +464,8 @@ def test_generic_rotations_use_repeat_0_and_give_circular_by_kind():
 
 def test_generic_rotations_without_rotation_0_give_the_reason():
     preds = pd.concat([preds_frame(["A", "B", "C", "A", "B", "D"], rotation=r) for r in (1, 2)], ignore_index=True)
-    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
-    for key in generic.ROTATION_KEYS:
+    out = family_score(generic.score, generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    for key in (m.key for m in ROTATION_METRICS):
         assert out[key].value is None and out[key].reason == "the run has no rotation 0", key
 
 
@@ -474,7 +476,7 @@ def test_generic_per_stratum_takes_meta_fields_of_2_to_16_values(n_values, shown
     items["meta"] = [{"topic": f"t{i:02d}"} for i in range(n_values)]
     items["n_images"] = [1 + i % 2 for i in range(n_values)]
     run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B"] * (n_values // 2) + ["A"] * (n_values % 2)))
-    out = generic.score(items, run, [], seed=None)["per_stratum"]
+    out = family_score(generic.score, items, run, [], seed=None)["per_stratum"]
     assert "n_images" not in out
     assert ("topic" in out) is shown
     if shown:
@@ -492,7 +494,7 @@ def test_generic_score_over_circular_copies():
     items["meta"] = [{"copy": 0}, {"copy": 1}, {"copy": 0}, {"copy": 1}, {}]
     items["options"] = [OPTS, {"A": "前", "B": "左", "C": "后", "D": "右"}] * 2 + [OPTS]
     run = RunData("r", "bench", "generic", {}, preds_frame(["A", "B", "A", "A", "C"]))
-    out = generic.score(items, run, [], seed=None)
+    out = family_score(generic.score, items, run, [], seed=None)
     assert out["circular_over"] == "copies"
     assert (out["circular"].k, out["circular"].n) == (1, 2)  # g right in both copies, h not
     assert (out["consistency"].k, out["consistency"].n) == (1, 2)  # g chose 左 twice; h 左 then 前
@@ -502,15 +504,15 @@ def test_generic_score_over_circular_copies():
 
 def test_generic_rotations_of_a_single_rotation_give_the_reason():
     preds = preds_frame(["A", "B", "C", "A", "B", "D"], rotation=0)
-    out = generic.score(generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
-    for key in generic.ROTATION_KEYS:
+    out = family_score(generic.score, generic_items(), RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    for key in (m.key for m in ROTATION_METRICS):
         assert out[key].value is None and out[key].reason == "the run has a single option rotation", key
 
 
 def test_generic_macro_classes_are_the_gold_letters():
     """Two-option items (gold A or B): macro recall averages A and B only, not four letters."""
     items = items_frame(["A", "B", "A", "B"])
-    out = generic.score(items, RunData("r", "bench", "generic", {}, preds_frame(["A", "A", "A", "B"])), [], seed=None)
+    out = family_score(generic.score, items, RunData("r", "bench", "generic", {}, preds_frame(["A", "A", "A", "B"])), [], seed=None)
     assert out["macro_recall"].value == pytest.approx((1 + 0.5) / 2)
     assert out["macro_precision"].value == pytest.approx((2 / 3 + 1) / 2)
 
@@ -521,6 +523,6 @@ def test_generic_two_rotations_win_over_circular_copies():
     items = generic_items()
     items["meta"] = [{"copy": k} for k in (0, 1, 2, 0, 1, 2)]
     preds = pd.concat([preds_frame(["A", "B", "C", "A", "B", "D"], rotation=r) for r in (0, 1)], ignore_index=True)
-    out = generic.score(items, RunData("r", "bench", "generic", {}, preds), [], seed=None)
+    out = family_score(generic.score, items, RunData("r", "bench", "generic", {}, preds), [], seed=None)
     assert out["circular_over"] == "rotations"
     assert (out["circular"].k, out["circular"].n) == (6, 6)

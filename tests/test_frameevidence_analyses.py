@@ -31,6 +31,7 @@ from core.families.frameevidence import metrics as fe
 from core.report_tables import RunScore, display, get, tables_for
 from core.schema import to_jsonable
 from core.stats import Clustering
+from tests.helpers import family_score
 
 # --------------------------------------------------------------------------- clusterings (App. A, App. D.6)
 
@@ -270,7 +271,7 @@ def test_table13_reasons(gpt_runs):
 
 def test_score_carries_table13_and_the_chosen_clusterings(gpt_runs):
     circular, primary = gpt_runs
-    out = to_jsonable(fe.score(_scened(13), circular, [primary],
+    out = to_jsonable(family_score(fe.score, _scened(13), circular, [primary],
                                clusterings=(Clustering("image"), Clustering("union", ("scene",)))))
     ri = out["repeat_intervals"]
     assert list(ri["clusterings"]) == ["image", "union"]
@@ -318,7 +319,7 @@ def test_table6b_three_seed_mean_sd(family, counts, expected):
         assert round(out[metric]["mean"].value * 100, 2) == mean, metric
         assert round(out[metric]["sd"].value * 100, 2) == sd, metric
     # through score: the run's seed siblings
-    scored = fe.score(PAPER, runs[0], runs[1:])
+    scored = family_score(fe.score, PAPER, runs[0], runs[1:])
     assert round(scored["seeds"]["circular"]["mean"].value * 100, 2) == expected["circular"][0]
 
 
@@ -361,7 +362,7 @@ def test_always_insufficient_equals_scoring_the_rule_as_a_run():
     """The exact reference equals the score of a run that answers every FQ2 item with its insufficient option."""
     items = PAPER[PAPER["kind"] == "FQ2"].reset_index(drop=True)
     answers = {i: m["insufficient_option"] for i, m in zip(items["item_id"], items["meta"], strict=True)}
-    scored = fe.score(items, run("rule", preds_df(answers)), [])
+    scored = family_score(fe.score, items, run("rule", preds_df(answers)), [])
     ref = scored["reference"]["always_insufficient"]
     for key in ("accuracy", "nts", "dis"):
         assert (ref[key].k, ref[key].n) == (scored[key].k, scored[key].n)
@@ -391,7 +392,7 @@ def test_compare_under_image_components():
 
 def test_report_tables_table13_seeds_controls(gpt_runs):
     circular, primary = gpt_runs
-    metrics = to_jsonable(fe.score(_scened(13), circular, [primary]))
+    metrics = to_jsonable(family_score(fe.score, _scened(13), circular, [primary]))
     rs = RunScore("gpt-circular", metrics)
     tables = {t.key: t for t in tables_for("frameevidence", [rs])}
     t13 = tables["fe_table13"]
@@ -414,7 +415,7 @@ def test_report_tables_table13_seeds_controls(gpt_runs):
 def test_report_table6b():
     runs = [_rotation_seed_run(f"q-{s}", s, *c) for s, c in zip((1, 2, 3), [(99, 48, 97), (100, 45, 95),
                                                                              (105, 47, 90)], strict=True)]
-    rs = RunScore("q-1", to_jsonable(fe.score(PAPER, runs[0], runs[1:])))
+    rs = RunScore("q-1", to_jsonable(family_score(fe.score, PAPER, runs[0], runs[1:])))
     t = {t.key: t for t in tables_for("frameevidence", [rs])}["fe_seeds_rotations"]
     assert t.columns == ["Vanilla", "Circular", "Consistency"]
     assert [display(c) for c in t.rows[0].cells] == ["35.2 ± 1.1", "16.2 ± 0.5", "32.6 ± 1.3"]

@@ -29,13 +29,14 @@ from test_frameevidence_metrics import (
 from core.errors import MetricUndefined
 from core.families.frameevidence import metrics as fe
 from core.stats import Clustering
+from tests.helpers import family_score
 
 # --------------------------------------------------------------------------- reasons
 
 
 def test_always_insufficient_reasons_without_fq1_items():
     """On FQ2-only items the rule's accuracy is its FQ2 accuracy; macro P / R / F1 and FQ1-GEM say why not."""
-    out = fe.score(fq2_only(), run("r"), [])["reference"]["always_insufficient"]
+    out = family_score(fe.score, fq2_only(), run("r"), [])["reference"]["always_insufficient"]
     for key in ("macro_precision", "macro_recall", "macro_f1"):
         assert out[key].reason == "a constant-option rule: see FQ2 Acc"
     assert out["fq1_gem"].reason == "no FQ1 groups"
@@ -115,7 +116,7 @@ def test_seeds_in_score_use_the_split_scored():
     items = _two_splits()
     a = run("a", preds_df({"d1-cam": "A", "d1-obj": "B", "d1-scene": "C"}), model="m", seed=1)
     b = run("b", preds_df({"d1-cam": "A", "d2-cam": "B"}), model="m", seed=2)
-    seeds = fe.score(items, a, [b], split="dev")["seeds"]
+    seeds = family_score(fe.score, items, a, [b], split="dev")["seeds"]
     assert seeds["runs"] == ["a", "b"]
     assert seeds["accuracy"]["values"] == [3 / 9, 2 / 9]
 

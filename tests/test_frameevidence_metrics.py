@@ -17,6 +17,7 @@ from sklearn.metrics import f1_score
 from core.errors import MetricUndefined
 from core.families.frameevidence import metrics as fe
 from core.schema import Rate, RunData, to_jsonable
+from tests.helpers import family_score
 
 LETTERS = "ABCD"
 OPTS = {"A": "前", "B": "后", "C": "左", "D": "右"}
@@ -99,7 +100,7 @@ def small():
     mutation testing (mutmut maps each function to the tests during which it runs) would check a mutant of
     strata, say, against test_small_rates alone."""
     r = run("small", preds_df(SMALL_ANSWERS), model="m", strategy="direct", shots=0, input_mode="all")
-    return fe.score(SMALL, r, [])
+    return family_score(fe.score, SMALL, r, [])
 
 
 @pytest.mark.parametrize("key, k, n", [
@@ -215,10 +216,10 @@ def test_score_is_json(small):
 
 def test_other_split_and_missing_predictions():
     r = run("partial", preds_df({"t1-cam": "A", "t1-obj": "B", "g1-cam": "A"}))
-    train = fe.score(SMALL, r, [], split="train")
+    train = family_score(fe.score, SMALL, r, [], split="train")
     assert (train["accuracy"].k, train["accuracy"].n, train["fq1_gem"].n) == (2, 3, 1)
     assert train["nts"].value is None and "FQ2" in train["nts"].reason
-    test = fe.score(SMALL, r, [])
+    test = family_score(fe.score, SMALL, r, [])
     # unanswered items stay in every denominator and count as wrong (000 App. A: full counts)
     assert (test["accuracy"].k, test["accuracy"].n) == (1, 12)
     assert (test["coverage"].k, test["coverage"].n) == (1, 12)
@@ -229,29 +230,29 @@ def test_other_split_and_missing_predictions():
 def test_invalid_and_api_error_are_wrong_and_false_negatives():
     rows = fq1_group("g", "ABC")
     r = run("r", preds_df({"g-cam": None, "g-obj": "", "g-scene": "C"}))
-    out = fe.score(items_df(rows), r, [])
+    out = family_score(fe.score, items_df(rows), r, [])
     assert (out["accuracy"].k, out["fq1_gem"].k) == (1, 0)
     assert out["macro_recall"].value == pytest.approx((0 + 0 + 1 + 0) / 4)
     assert out["macro_precision"].value == pytest.approx((0 + 0 + 1 + 0) / 4)
 
 
 def test_no_fq2_groups_and_no_fq1_groups_give_reasons():
-    only1 = fe.score(items_df(fq1_group("g", "ABC")), run("r", preds_df({"g-cam": "A"})), [])
+    only1 = family_score(fe.score, items_df(fq1_group("g", "ABC")), run("r", preds_df({"g-cam": "A"})), [])
     for key in ("nts", "dis"):
         assert only1[key].value is None and only1[key].reason
         assert only1["independence"][key].reason and only1["reference"]["uniform_random"][key].reason
     assert only1["insufficiency"]["recall"].reason and only1["transitions"].reason
-    only2 = fe.score(items_df(fq2_group("h", "B", "D")), run("r", preds_df({"h-mss": "B"})), [])
+    only2 = family_score(fe.score, items_df(fq2_group("h", "B", "D")), run("r", preds_df({"h-mss": "B"})), [])
     assert only2["fq1_gem"].reason and only2["pairwise_frames"].reason
     assert only2["reference"]["uniform_random"]["fq1_gem"].reason
-    empty = fe.score(items_df(fq2_group("h", "B", "D")), run("r"), [], split="dev")
+    empty = family_score(fe.score, items_df(fq2_group("h", "B", "D")), run("r"), [], split="dev")
     assert empty["accuracy"].reason and empty["macro_f1"].reason and empty["nts"].reason
 
 
 def test_duplicate_predictions_and_broken_groups_raise():
     twice = pd.concat([preds_df({"g1-cam": "A"}), preds_df({"g1-cam": "B"})], ignore_index=True)
     with pytest.raises(MetricUndefined, match="several predictions"):
-        fe.score(SMALL, run("r", twice), [])
+        family_score(fe.score, SMALL, run("r", twice), [])
     doubled = items_df(fq1_group("g", "ABC") + [item("g-cam2", "g", "FQ1", "cam", "D")])
     with pytest.raises(MetricUndefined, match="more than one 'cam'"):
         fe.fq1_gem(fe.frame(doubled, run("r")))
@@ -318,7 +319,7 @@ def test_uniform_random_joint_expectations_are_exact():
 def test_constant_answers_cannot_solve_fq1_or_nts():
     """§3: at least two FQ1 golds differ; deletion gold is the insufficient option, never the MSS gold."""
     for letter in LETTERS:
-        out = fe.score(PAPER, run("c", preds_df({i: letter for i in PAPER["item_id"]})), [])
+        out = family_score(fe.score, PAPER, run("c", preds_df({i: letter for i in PAPER["item_id"]})), [])
         assert out["fq1_gem"].k == 0 and out["nts"].k == 0
         assert out["pairwise_frames"]["repeated"].k == 144 and out["pairwise_frames"]["both_correct"].k == 0
 
@@ -336,7 +337,7 @@ def fq2_only() -> pd.DataFrame:
 def test_table10_majority_letter_row():
     """000 Table 10 "Majority letter": test Acc 23.61, NTS 0.00, DIS 22.92 ("solves 11/48 addition pairs")."""
     items = fq2_only()
-    out = fe.score(items, run("maj", preds_df({i: "A" for i in items["item_id"]})), [])
+    out = family_score(fe.score, items, run("maj", preds_df({i: "A" for i in items["item_id"]})), [])
     assert (out["accuracy"].k, out["accuracy"].n) == (34, 144) and pct(out["accuracy"]) == pytest.approx(23.61, abs=.005)
     assert (out["nts"].k, out["dis"].k, out["dis"].n) == (0, 11, 48)
     assert pct(out["dis"]) == pytest.approx(22.92, abs=0.005)
@@ -346,7 +347,7 @@ def test_always_insufficient_rule():
     """000 §5: always selecting insufficient information gives 33.33% on 144 FQ2 items; NTS = DIS = 0."""
     items = fq2_only()
     ins = {i: m["insufficient_option"] for i, m in zip(items["item_id"], items["meta"], strict=True)}
-    out = fe.score(items, run("ins", preds_df(ins)), [])
+    out = family_score(fe.score, items, run("ins", preds_df(ins)), [])
     assert pct(out["accuracy"]) == pytest.approx(33.33, abs=0.005)
     assert (out["nts"].k, out["dis"].k) == (0, 0)
     assert out["insufficiency"]["recall"].value == 1 and pct(out["insufficiency"]["precision"]) == pytest.approx(
@@ -360,7 +361,7 @@ def test_count_plus_schema_rule_counts():
     correct = {f"{g}-mss" for g in gids[:4]} | {f"{g}-del" for g in gids[:3]} | {f"{gids[3]}-add"}
     correct |= {f"{g}-del" for g in gids[4:44]} | {f"{g}-add" for g in gids[40:46]}
     assert len(correct) == 54
-    out = fe.score(items, run("rule", preds_df(answers_with(correct, items, k=2))), [])
+    out = family_score(fe.score, items, run("rule", preds_df(answers_with(correct, items, k=2))), [])
     assert [round(pct(out[k]), 2) for k in ("accuracy", "nts", "dis")] == [37.50, 6.25, 2.08]
 
 
@@ -413,7 +414,7 @@ def test_table11_multi_seed_mean_sd(family, rows, expected):
     runs = [run(f"{family}-{s}", preds_df(counts_answers(*row)), model=family, strategy="direct", shots=0, seed=s)
             for s, row in zip((20260722, 20260723, 20260724), rows, strict=True)]
     for r, row in zip(runs, rows, strict=True):
-        out = fe.score(PAPER, r, [])
+        out = family_score(fe.score, PAPER, r, [])
         assert (out["accuracy"].k, out["fq1_gem"].k, out["nts"].k, out["dis"].k) == row
     ms = fe.multi_seed(PAPER, runs)
     assert ms["seeds"] == [20260722, 20260723, 20260724]
@@ -421,7 +422,7 @@ def test_table11_multi_seed_mean_sd(family, rows, expected):
         assert pct(ms[key]["mean"]) == pytest.approx(mean, abs=0.005)
         assert pct(ms[key]["sd"]) == pytest.approx(sd, abs=0.005)
     # score finds the seed siblings on its own
-    seeds = fe.score(PAPER, runs[0], runs[1:] + [run("other", model="x", seed=1)])["seeds"]
+    seeds = family_score(fe.score, PAPER, runs[0], runs[1:] + [run("other", model="x", seed=1)])["seeds"]
     assert seeds["runs"] == [r.name for r in runs]
     assert pct(seeds["accuracy"]["mean"]) == pytest.approx(expected["accuracy"][0], abs=0.005)
 
@@ -553,7 +554,7 @@ def test_table12_gpt_circular_row():
     """000 Table 12, GPT-5.6 0-shot: Vanilla 45.49, Mean rot. 42.80, Circular 18.75, Consistency 27.08,
     Drop 26.74 (four rotations with 131, 120, 122, 120 correct; 54 fully correct, 78 consistent sets)."""
     frames = [preds_df(a, rotation=r) for r, a in enumerate(circular_answers())]
-    out = fe.score(PAPER, run("gpt", *frames, rotations=4), [])
+    out = family_score(fe.score, PAPER, run("gpt", *frames, rotations=4), [])
     assert [out["per_rotation"][str(r)].k for r in range(4)] == [131, 120, 122, 120]
     assert (out["circular"].k, out["consistency"].k) == (54, 78)
     got = [round(pct(out[k]), 2) for k in ("vanilla", "mean_rotation", "circular", "consistency", "drop")]
@@ -664,7 +665,7 @@ def test_input_mode_deltas_and_text_only_insufficiency():
     all_run = run("all", preds_df(counts_answers(60, 0, 7, 17, items)), input_mode="all", **base)
     text_run = run("text", preds_df(ins, input_mode="text"), input_mode="text", **base)
     other = run("other-model", preds_df(ins), input_mode="first", model="x", strategy="direct", shots=0)
-    out = fe.score(items, all_run, [text_run, other])
+    out = family_score(fe.score, items, all_run, [text_run, other])
     text = out["input_modes"]["text"]
     assert text["partner"] == "text"
     assert (text["partner_scores"]["nts"].k, text["partner_scores"]["dis"].k) == (0, 0)
@@ -674,7 +675,7 @@ def test_input_mode_deltas_and_text_only_insufficiency():
     assert text["decomposition"]["dis"]["net"] == 17
     assert "no 'first' input-mode run" in out["input_modes"]["first"].reason
     # the text-only run itself gets reasons; two matching partners are ambiguous
-    assert "input mode is 'text'" in fe.score(items, text_run, [all_run])["input_modes"]["text"].reason
+    assert "input mode is 'text'" in family_score(fe.score, items, text_run, [all_run])["input_modes"]["text"].reason
     # two matching partners: the one whose other settings equal this run's wins; two such are ambiguous
     twin = run("text2", preds_df(ins), input_mode="text", temperature=1.0, **base)
     assert fe.input_mode_deltas(items, all_run, [text_run, twin])["text"]["partner"] == "text"

@@ -194,7 +194,7 @@ def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
             items, runs = load_benchmark_runs(store, b["name"], SCORING_COLUMNS)
             assert list(fanned[b["name"]]) == list(runs)
             for name, run in runs.items():
-                alone = score_all(items, runs, names=[name], **score_extras(store, name, run.family))[name]
+                alone = score_all(items, runs, names=[name], per_run={name: score_extras(store, name, run.family)})[name]
                 assert json.dumps(fanned[b["name"]][name], sort_keys=True) == json.dumps(alone, sort_keys=True)
     finally:
         store.close()

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from core.families.generic.metrics import circular_copies
+from tests.helpers import by_key, family_score
 
 OPTS = {"A": "cat", "B": "dog", "C": "cow"}
 # copy k shows the option originally at i at (i + k) mod 3: gold "cat" is A, B, C in copies 0, 1, 2
@@ -38,7 +39,7 @@ def frames(groups: list[list[str | None]]) -> tuple[pd.DataFrame, pd.DataFrame]:
 ])
 def test_circular_copies(groups, circular, consistency, vanilla, mean):
     items, base = frames(groups)
-    out = circular_copies(items, base)
+    out = by_key(circular_copies(items, base))
     assert out is not None
     for key, (k, n) in (("circular", circular), ("consistency", consistency), ("vanilla", vanilla),
                         ("mean_rotation", mean)):
@@ -71,7 +72,7 @@ def test_circular_per_category_over_copies(case):
     items["kind"] = [kinds[int(g)] for g in items["group_id"]]
     if l2 is not None:
         items["meta"] = [{**m, "l2-category": l2[int(g)]} for m, g in zip(items["meta"], items["group_id"], strict=True)]
-    out = circular_copies(items, base)
+    out = by_key(circular_copies(items, base))
     by = out["circular_by_category"]
     assert {c: (r.k, r.n) for c, r in by["kind"].items()} == per_kind
     assert ("l2-category" in by) == (per_l2 is not None)
@@ -93,7 +94,7 @@ def test_circular_per_kind_over_rotations_in_score_json():
                            "answer": "A" if (f"i{i}", r) in right else "B", "shown": None, "response": "",
                            "input_mode": "all", "trace": None, "tokens": float("nan"), "latency": None, "probs": None,
                            "error": None} for i in range(4) for r in (0, 1)], columns=list(PRED_COLUMNS))
-    out = to_jsonable(score(items, RunData("r", "b", "generic", {}, preds), seed=None))
+    out = to_jsonable(family_score(score, items, RunData("r", "b", "generic", {}, preds), seed=None))
     by = out["circular_by_category"]["kind"]
     assert {c: (r["k"], r["n"]) for c, r in by.items()} == {"x": (1, 2), "y": (1, 2)}
     assert out["circular"]["k"] == 2 and "l2-category" not in out["circular_by_category"]
@@ -103,7 +104,7 @@ def test_two_copy_group_with_one_copy_predicted():
     """Two copies are a circular group (at least two items); the unpredicted copy gives no credit and breaks
     consistency. The run's only prediction is copy 0's."""
     items, base = frames([["A", "-"]])
-    out = circular_copies(items, base)
+    out = by_key(circular_copies(items, base))
     assert out is not None
     assert [(out[k].k, out[k].n) for k in ("circular", "consistency", "vanilla", "mean_rotation")] == [
         (0, 1), (0, 1), (1, 1), (1, 2)]
@@ -114,7 +115,7 @@ def test_items_without_a_group_leave_the_circular_groups_whole():
     """An item with no group id (and no copy) is in no circular group; every real group still counts."""
     items, base = frames([["A", "B", "C"], ["B", "C", "A"]])
     lone = pd.DataFrame([{"item_id": "lone", "group_id": None, "meta": {}, "options": OPTS, "answer": "A"}])
-    out = circular_copies(pd.concat([items, lone], ignore_index=True), base)
+    out = by_key(circular_copies(pd.concat([items, lone], ignore_index=True), base))
     assert (out["circular"].k, out["circular"].n) == (1, 2)
     assert (out["consistency"].k, out["consistency"].n) == (2, 2)
 
@@ -125,14 +126,14 @@ def test_l2_category_missing_on_some_groups_is_none():
     items["kind"] = "ocr"
     items["meta"] = [{**m, "l2-category": "perception"} if g == "0" else m
                      for m, g in zip(items["meta"], items["group_id"], strict=True)]
-    by = circular_copies(items, base)["circular_by_category"]
+    by = by_key(circular_copies(items, base))["circular_by_category"]
     assert {c: (r.k, r.n) for c, r in by["l2-category"].items()} == {"(none)": (0, 1), "perception": (1, 1)}
 
 
 def test_drop_without_copy_0_items_gives_the_reason():
     """A circular group of copies 1 and 2 only: Circular stands, Vanilla (over copy-0 items) and Drop say why not."""
     items, base = frames([["A", "B", "C"]])
-    out = circular_copies(items.iloc[1:], base.iloc[1:])
+    out = by_key(circular_copies(items.iloc[1:], base.iloc[1:]))
     assert out is not None and (out["circular"].k, out["circular"].n) == (1, 1)
     assert out["vanilla"].reason == "no items to count"
     assert out["drop"].reason == "no copy-0 items"

@@ -12,6 +12,7 @@ from conftest import fe_lines, write_benchmark
 from test_scoring_compare import _generic, _run, _spur, _stembind
 
 from core.errors import MetricUndefined
+from core.families.protocol import ScoreOptions
 from core.scoring import score_run, split_arg
 
 # Group 0 of each builder moves to "dev": generic 4 groups of 2 items, StemBind 4 stems of 2 P / 1 R / 1 F,
@@ -34,9 +35,9 @@ def test_every_family_scores_the_test_split_by_default(family, make, dev_group, 
     items.loc[items["group_id"] == dev_group, "split"] = "dev"
     run = _run("r", family, dict.fromkeys(items["item_id"], True))
     assert score_run(items, run, [])["metrics"][key]["n"] == n_test
-    assert score_run(items, run, [], split="test")["metrics"][key]["n"] == n_test
-    assert score_run(items, run, [], split="dev")["metrics"][key]["n"] == n_dev
-    every = score_run(items, run, [], split=None)
+    assert score_run(items, run, [], options=ScoreOptions(split="test"))["metrics"][key]["n"] == n_test
+    assert score_run(items, run, [], options=ScoreOptions(split="dev"))["metrics"][key]["n"] == n_dev
+    every = score_run(items, run, [], options=ScoreOptions(split=None))
     assert every["metrics"][key]["n"] == n_all and every["split"] == "all"
 
 
@@ -57,9 +58,9 @@ def test_a_benchmark_without_a_test_split_scores_every_split_labelled_so():
     default = score_run(items, run, [])
     assert default["split"] == NO_TEST_SPLIT and default["metrics"]["accuracy"]["n"] == 8
     assert score_all(items, [run])["r"]["split"] == NO_TEST_SPLIT
-    assert score_run(items, run, [], split=None)["split"] == "all"
+    assert score_run(items, run, [], options=ScoreOptions(split=None))["split"] == "all"
     with pytest.raises(MetricUndefined, match=r"no items in split 'dev' \(splits: train\)"):
-        score_run(items, run, [], split="dev")
+        score_run(items, run, [], options=ScoreOptions(split="dev"))
 
 
 def _generic_lines() -> list[dict]:

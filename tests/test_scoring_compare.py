@@ -9,6 +9,7 @@ import pytest
 from bootstrap_ref import diff_interval
 
 from core.errors import MetricUndefined
+from core.families.protocol import ScoreOptions
 from core.schema import PRED_COLUMNS, RunData
 from core.scoring import compare_runs, score_all, score_run
 
@@ -177,9 +178,9 @@ def test_split_narrows_items_for_families_without_a_split_argument():
     items = _generic()
     items.loc[items["group_id"] == "g3", "split"] = "dev"
     run = _run("r", "generic", dict.fromkeys(items["item_id"], True))
-    assert score_run(items, run, [], split="test")["metrics"]["accuracy"]["n"] == 6
+    assert score_run(items, run, [], options=ScoreOptions(split="test"))["metrics"]["accuracy"]["n"] == 6
     with pytest.raises(MetricUndefined, match="no items in split"):
-        score_run(items, run, [], split="train")
+        score_run(items, run, [], options=ScoreOptions(split="train"))
 
 
 # --------------------------------------------------------------------------- one engine (issue 17)

@@ -13,6 +13,7 @@ from core import stats
 from core.errors import MetricUndefined
 from core.families.spur import metrics as spur
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
+from tests.helpers import family_score
 
 
 def _item(item_id: str, figure: str, task: str, **meta) -> dict:
@@ -59,7 +60,7 @@ def _task_items_and_run():
 @pytest.mark.parametrize(("task", "n", "k"), TASK_TABLE)
 def test_task_accuracy(task, n, k):
     items, run = _task_items_and_run()
-    rate = spur.score(items, run, seed=None)["tasks"][task]
+    rate = family_score(spur.score, items, run, seed=None)["tasks"][task]
     assert (rate.k, rate.n) == (k, n)
 
 
@@ -71,7 +72,7 @@ def test_task_accuracy(task, n, k):
 ])
 def test_stage_micro_averages_and_overall(key, k, n):
     items, run = _task_items_and_run()
-    out = spur.score(items, run)
+    out = family_score(spur.score, items, run)
     assert (out[key].k, out[key].n) == (k, n)
     assert out[key].ci is not None and out[key].ci[0] <= out[key].value <= out[key].ci[1]
     # the interval: figures fig0..fig2 resampled whole, k / n per figure counted from TASK_TABLE by hand
@@ -109,7 +110,7 @@ def test_paper_table3_micro_averages(model):
         for i in range(n):
             rows.append((f"{task}-{i}", f"f{i}", task, {}))
             correct[f"{task}-{i}"] = i < k
-    out = spur.score(make_items(rows), make_run("r", correct), seed=None)
+    out = family_score(spur.score, make_items(rows), make_run("r", correct), seed=None)
     assert out["overall"].n == 4264
     for key, paper in (("perception", row[3]), ("understanding", row[6]), ("reasoning", row[9]),
                        ("overall", row[10])):
@@ -128,7 +129,7 @@ def test_staining_deviation_from_perception_micro():
         ("ta0", "f2", "TA", {"staining": "Cell"}),  # not a perception item: ignored here
     ]
     correct = {"np0": True, "np1": False, "mp0": True, "mp1": True, "mp2": False, "il0": True, "ta0": False}
-    out = spur.score(make_items(rows), make_run("r", correct), seed=None)
+    out = family_score(spur.score, make_items(rows), make_run("r", correct), seed=None)
     micro = 4 / 6
     st = out["by_staining"]
     assert list(st) == ["Cell", "Tissue", "Microorganism"]  # paper order of the present categories
@@ -147,7 +148,7 @@ def test_relations_and_paradigm_breakdowns():
     ]
     correct = {"ta0": True, "ta1": False, "ta2": False, "hi0": True, "q0": True, "q1": True, "q2": False,
                "np0": True}
-    out = spur.score(make_items(rows), make_run("r", correct), seed=None)
+    out = family_score(spur.score, make_items(rows), make_run("r", correct), seed=None)
     rel = out["by_n_relations"]
     assert {k: (v.k, v.n) for k, v in rel["understanding"].items()} == {"1": (2, 3), "4": (0, 1)}
     assert {k: (v.k, v.n) for k, v in rel["TA"].items()} == {"1": (1, 2), "4": (0, 1)}
@@ -195,7 +196,7 @@ def test_reasoning_split_vs_direct_in_score():
     items = make_items(rows)
     direct = make_run("direct", {"p0": True, "r0": True, "r1": False, "p1": False, "r2": True})
     cot = make_run("vot", {"p0": True, "r0": True, "r1": True, "p1": False, "r2": False}, strategy="VoT")
-    out = spur.score(items, cot, [direct], seed=None)["reasoning_by_perception"]
+    out = family_score(spur.score, items, cot, [direct], seed=None)["reasoning_by_perception"]
     assert out["perception_correct"].value == pytest.approx(1.0)
     assert out["vs_direct"]["perception_correct"].value == pytest.approx(0.5)
     assert out["vs_direct"]["perception_incorrect"].value == pytest.approx(-1.0)
@@ -213,7 +214,7 @@ def test_vs_direct_takes_the_first_by_name_of_the_models_direct_runs_in_its_inpu
               make_run("aaa-other-model", {"p0": True, "r0": False, "p1": False, "r1": True}, model="other"),
               make_run("aaa-cot", {"p0": True, "r0": False, "p1": False, "r1": True}, strategy="CoT"),
               make_run("aaa-text", {"p0": True, "r0": False, "p1": False, "r1": True}, input_mode="text")]
-    vs = spur.score(items, cot, others, seed=None)["reasoning_by_perception"]["vs_direct"]
+    vs = family_score(spur.score, items, cot, others, seed=None)["reasoning_by_perception"]["vs_direct"]
     assert vs["direct"] == "direct-a"
     assert vs["perception_correct"].value == pytest.approx(0.0)  # 1.0 - direct-a's 1.0
     assert vs["perception_incorrect"].value == pytest.approx(1.0)  # 1.0 - direct-a's 0.0
@@ -246,10 +247,10 @@ def test_shortcut_in_score():
     items = make_items([("a", "f", "NP", {}), ("b", "f", "TA", {})])
     full = make_run("full", {"a": True, "b": True})
     text = make_run("text", {"a": True, "b": False}, input_mode="text")
-    out = spur.score(items, full, [text], seed=None)["shortcut"]
+    out = family_score(spur.score, items, full, [text], seed=None)["shortcut"]
     assert (out["flagged"].k, out["flagged"].n) == (1, 2)
     assert out["flagged_items"] == ["a"] and out["runs"] == ["text"]
-    assert spur.score(items, full, [], seed=None)["shortcut"].reason
+    assert family_score(spur.score, items, full, [], seed=None)["shortcut"].reason
 
 
 # Two text-only models with 10 randomized trials each (001 §2.3). Item "q": gpt answers it 6 of 10 times, qwen 2
@@ -272,7 +273,7 @@ def _two_model_runs():
 ])
 def test_shortcut_counted_per_model_and_pooled_only_on_request(model, pool, label, flagged, items_flagged):
     items, full, text = _two_model_runs()
-    out = spur.score(items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)["shortcut"]
+    out = family_score(spur.score, items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)["shortcut"]
     assert out["model"] == label and out["pooled"] is pool
     assert (out["flagged"].k, out["flagged"].n) == flagged and out["flagged_items"] == items_flagged
     assert out["trials"] == ({"min": 20, "max": 20} if pool else {"min": 10, "max": 10})
@@ -284,10 +285,10 @@ def test_shortcut_counted_per_model_and_pooled_only_on_request(model, pool, labe
 
 def test_shortcut_with_several_models_and_no_choice_gives_a_reason():
     items, full, text = _two_model_runs()
-    out = spur.score(items, full, text, seed=None)["shortcut"]
+    out = family_score(spur.score, items, full, text, seed=None)["shortcut"]
     assert out["flagged"].value is None and "2 text-only models (gpt-4o, qwen)" in out["flagged"].reason
     assert out["models"] == ["gpt-4o", "qwen"] and set(out["by_model"]) == {"gpt-4o", "qwen"}
-    one = spur.score(items, full, [r for r in text if r.config["model"] == "qwen"], seed=None)["shortcut"]
+    one = family_score(spur.score, items, full, [r for r in text if r.config["model"] == "qwen"], seed=None)["shortcut"]
     assert one["model"] == "qwen" and one["flagged_items"] == ["r"]  # a single model needs no choice
 
 
@@ -298,7 +299,7 @@ def test_shortcut_with_several_models_and_no_choice_gives_a_reason():
 def test_shortcut_choice_refused(model, pool, message):
     items, full, text = _two_model_runs()
     with pytest.raises(MetricUndefined, match=re.escape(message)):
-        spur.score(items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)
+        family_score(spur.score, items, full, text, seed=None, shortcut_model=model, shortcut_pool=pool)
 
 
 # --------------------------------------------------------------------------- edge cases
@@ -310,13 +311,13 @@ def test_repeats_need_every_prediction_correct():
         {"item_id": "a", "rotation": 0, "repeat": 0, "status": "ok", "answer": "A"},
         {"item_id": "a", "rotation": 0, "repeat": 1, "status": "invalid", "answer": None},
     ])
-    out = spur.score(items, RunData("r", "spur", "spur", {}, preds), seed=None)
+    out = family_score(spur.score, items, RunData("r", "spur", "spur", {}, preds), seed=None)
     assert (out["tasks"]["NP"].k, out["tasks"]["NP"].n) == (0, 1)
 
 
 def test_missing_tasks_give_reasons_and_json():
     items = make_items([("a", "f", "NP", {})])
-    out = spur.score(items, make_run("r", {"a": True}))
+    out = family_score(spur.score, items, make_run("r", {"a": True}))
     assert out["tasks"]["Quant"].value is None and "no Quant items" in out["tasks"]["Quant"].reason
     assert out["reasoning"].value is None
     assert out["overall"].k == 1
@@ -379,7 +380,7 @@ def test_breakdown_values_numbers_numerically_then_text_then_paper_order_first()
             ("q2", "f1", "Quant", {"paradigm": "AA"}), ("q3", "f1", "Quant", {"paradigm": "CE"})]
     correct = {"t0": True, "t1": False, "t2": True, "t3": True, "h0": True, "h1": False, "q0": True, "q1": False,
                "q2": True, "q3": True}
-    out = spur.score(make_items(rows), make_run("r", correct), seed=None)
+    out = family_score(spur.score, make_items(rows), make_run("r", correct), seed=None)
     assert list(out["by_n_relations"]["understanding"]) == ["1.5", "2", "3", "10", "many"]
     # an item without the field is left out, and a whole count stays a whole count beside it
     assert {k: (v.k, v.n) for k, v in out["by_n_relations"]["HI"].items()} == {"3": (1, 1)}
@@ -399,7 +400,7 @@ def test_vs_direct_difference_undefined_with_the_empty_side_s_reason(vot_percept
     items = make_items([("p0", "a", "NP", {}), ("r0", "a", "Qual", {})])
     direct = make_run("direct", {"p0": not vot_perception_right, "r0": False})
     vot = make_run("vot", {"p0": vot_perception_right, "r0": True}, strategy="VoT")
-    vs = spur.score(items, vot, [direct], seed=None)["reasoning_by_perception"]["vs_direct"]
+    vs = family_score(spur.score, items, vot, [direct], seed=None)["reasoning_by_perception"]["vs_direct"]
     assert (vs["perception_correct"].value, vs["perception_correct"].reason) == (None, CORRECT_SIDE)
     assert (vs["perception_incorrect"].value, vs["perception_incorrect"].reason) == (None, ERROR_SIDE)
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from core.families.stembind import metrics as sb
 from core.schema import PRED_COLUMNS, Rate, RunData, to_jsonable
+from tests.helpers import family_score
 
 # --------------------------------------------------------------------------- builders
 
@@ -67,7 +68,7 @@ def test_accuracies_overall_per_operation_and_family():
     items = make_items([("a", "RI-Pos", 2), ("b", "VP-Fold", 3), ("c", "RI-Qty", 1)])
     correct = {i: True for i in items["item_id"]}
     correct |= {"a-F": False, "b-P0": False, "c-R": False}
-    out = sb.score(items, make_run("r", correct), seed=None)
+    out = family_score(sb.score, items, make_run("r", correct), seed=None)
     assert (out["p_accuracy"].k, out["p_accuracy"].n) == (5, 6)
     assert (out["r_accuracy"].k, out["r_accuracy"].n) == (2, 3)
     assert (out["f_accuracy"].k, out["f_accuracy"].n) == (2, 3)
@@ -82,7 +83,7 @@ def test_accuracies_overall_per_operation_and_family():
 
 def test_rf_gap_sign_is_r_minus_f():
     items, run = pattern_run([([True], True, False), ([True], True, False), ([True], True, True), ([True], False, True)])
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     assert out["r_accuracy"].value == pytest.approx(0.75)
     assert out["f_accuracy"].value == pytest.approx(0.5)
     assert out["rf_gap"].value == pytest.approx(0.25)
@@ -96,7 +97,7 @@ def test_invalid_and_api_error_are_wrong_and_repeats_need_all_correct():
         {"item_id": "a-R", "rotation": 1, "repeat": 0, "status": "ok", "answer": "B"},
         {"item_id": "a-F", "rotation": 0, "repeat": 0, "status": "api_error", "answer": None},
     ])
-    out = sb.score(items, RunData("r", "sb", "stembind", {"model": "m"}, preds), seed=None)
+    out = family_score(sb.score, items, RunData("r", "sb", "stembind", {"model": "m"}, preds), seed=None)
     assert out["p_accuracy"].k == 0 and out["r_accuracy"].k == 0 and out["f_accuracy"].k == 0
     assert out["decomposition"]["cant_see"].k == 1
 
@@ -104,7 +105,7 @@ def test_invalid_and_api_error_are_wrong_and_repeats_need_all_correct():
 def test_missing_predictions_make_a_stem_incomplete():
     items = make_items([("a", "RI-Pos", 2), ("b", "RI-Pos", 1)])
     correct = stem_correct("a", [True, True], True, True) | {"b-P0": True, "b-R": True}  # b-F unanswered
-    out = sb.score(items, make_run("r", correct), seed=None)
+    out = family_score(sb.score, items, make_run("r", correct), seed=None)
     assert out["decomposition"]["n_stems"] == 1
     assert out["decomposition"]["n_incomplete"] == 1
     assert out["f_accuracy"].n == 1
@@ -127,14 +128,14 @@ DECOMPOSITION_CASES = [
 @pytest.mark.parametrize(("p", "r", "f", "category"), DECOMPOSITION_CASES)
 def test_decomposition_rows(p, r, f, category):
     items, run = pattern_run([(p, r, f)])
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     shares = {c: out["decomposition"][c].k for c in sb.DECOMPOSITION}
     assert shares == {c: int(c == category) for c in sb.DECOMPOSITION}
 
 
 def test_decomposition_table_counts():
     items, run = pattern_run([case[:3] for case in DECOMPOSITION_CASES])
-    dec = sb.score(items, run, seed=None)["decomposition"]
+    dec = family_score(sb.score, items, run, seed=None)["decomposition"]
     assert {c: (dec[c].k, dec[c].n) for c in sb.DECOMPOSITION} == {
         "solved": (2, 7), "cant_bind": (2, 7), "cant_reason": (1, 7), "cant_see": (2, 7)}
     # Among the 5 F-wrong stems, R is correct on 3 (the two can't-bind and one can't-see stem).
@@ -183,7 +184,7 @@ def test_binding_gap_strict_denominator():
         ([True, True], False, True),  # R wrong: outside
     ]
     items, run = pattern_run(patterns)
-    out = sb.score(items, run)
+    out = family_score(sb.score, items, run)
     bg = out["binding_gap"]
     assert (bg.k, bg.n) == (2, 3)
     assert bg.value == pytest.approx(2 / 3)
@@ -199,7 +200,7 @@ def test_binding_gap_strict_denominator():
 
 def test_binding_gap_undefined_without_stratum():
     items, run = pattern_run([([False, True], True, False), ([True], False, True)])
-    out = sb.score(items, run)
+    out = family_score(sb.score, items, run)
     assert out["binding_gap"].value is None and out["binding_gap"].n == 0
     assert "every P probe" in out["binding_gap"].reason
     # F | P, R is 1 - BG over the same stems (docs/METRICS.md): undefined alike, over none of them
@@ -242,14 +243,14 @@ def test_stem_coherent_and_lucky_guess():
         ([True, True], True, False),
     ]
     items, run = pattern_run(patterns)
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     assert (out["stem_coherent"].k, out["stem_coherent"].n) == (1, 4)
     assert (out["lucky_guess"].k, out["lucky_guess"].n) == (2, 3)
 
 
 def test_lucky_guess_undefined_without_solved_stems():
     items, run = pattern_run([([True], True, False)])
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     assert out["lucky_guess"].value is None and out["lucky_guess"].reason
 
 
@@ -265,7 +266,7 @@ def test_vg_against_text_partner_in_others():
     full = make_run("full", {i: True for i in items["item_id"]})
     text = make_run("text", {i: i.endswith("P0") for i in items["item_id"]}, input_mode="text")
     other_model = make_run("x", {i: True for i in items["item_id"]}, input_mode="text", model="other")
-    out = sb.score(items, full, [other_model, text])
+    out = family_score(sb.score, items, full, [other_model, text])
     vg = out["vg"]
     assert vg["partner"] == "text"
     assert vg["overall"].value == pytest.approx(1 - 2 / 6)
@@ -282,7 +283,7 @@ def test_vg_against_text_partner_in_others():
 ])
 def test_vg_reason_without_partner(others, reason):
     items = _three_stems()
-    out = sb.score(items, make_run("full", {i: True for i in items["item_id"]}), others, seed=None)
+    out = family_score(sb.score, items, make_run("full", {i: True for i in items["item_id"]}), others, seed=None)
     assert isinstance(out["vg"], Rate) and out["vg"].value is None and reason in out["vg"].reason
 
 
@@ -291,7 +292,7 @@ def test_think_gain_is_thinking_minus_direct_either_way():
     direct = make_run("d", {i: not i.endswith("P0") for i in items["item_id"]})
     thinking = make_run("t", {i: not i.endswith("-F") for i in items["item_id"]}, strategy="thinking")
     for run, others in ((direct, [thinking]), (thinking, [direct])):
-        tg = sb.score(items, run, others, seed=None)["think_gain"]
+        tg = family_score(sb.score, items, run, others, seed=None)["think_gain"]
         assert tg["at_P"].value == pytest.approx(1.0)
         assert tg["at_R"].value == pytest.approx(0.0)
         assert tg["at_F"].value == pytest.approx(-1.0)
@@ -324,7 +325,7 @@ def test_think_gain_without_cap_hit_items(d_wrong, d_cap, t_wrong, t_cap, plain,
         return make_run(name, {i: i not in wrong for i in ids}, {i: 100.0 if i in cap else 10.0 for i in ids},
                         strategy=strategy, max_tokens=100)
 
-    tg = sb.score(items, run("d", d_wrong, d_cap, "direct"), [run("t", t_wrong, t_cap, "thinking")],
+    tg = family_score(sb.score, items, run("d", d_wrong, d_cap, "direct"), [run("t", t_wrong, t_cap, "thinking")],
                   seed=None)["think_gain"]
     for kind in ("P", "R", "F"):
         assert tg[f"at_{kind}"].value == pytest.approx(plain[kind])
@@ -346,7 +347,7 @@ def test_think_gain_without_cap_hit_needs_tokens_and_cap():
 
 def test_think_gain_reason_without_pair():
     items = _three_stems()
-    out = sb.score(items, make_run("d", {i: True for i in items["item_id"]}), seed=None)
+    out = family_score(sb.score, items, make_run("d", {i: True for i in items["item_id"]}), seed=None)
     assert out["think_gain"].value is None and "paired" in out["think_gain"].reason
 
 
@@ -438,7 +439,7 @@ def test_ssa_common_items_only_and_found_by_score():
     items = make_items([(f"s{i}", "RI-Pos", 1) for i in range(4)])
     base = make_run("base", {f"s{i}-F": i < 1 for i in range(4)})  # no ssa_level: stands for H0
     h3 = make_run("h3", {f"s{i}-F": True for i in range(3)}, ssa_level="H3")  # s3-F missing
-    out = sb.score(items, base, [h3], seed=None)["ssa"]
+    out = family_score(sb.score, items, base, [h3], seed=None)["ssa"]
     assert out["runs"] == {"H0": "base", "H3": "h3"}
     assert out["n_items"] == 3
     assert out["raw_deltas"]["H3-H0"].value == pytest.approx(2 / 3)
@@ -447,7 +448,7 @@ def test_ssa_common_items_only_and_found_by_score():
 def test_ssa_reasons():
     items = make_items([("s0", "RI-Pos", 1)])
     run = make_run("r", {"s0-F": True})
-    assert "no SSA runs" in sb.score(items, run, seed=None)["ssa"].reason
+    assert "no SSA runs" in family_score(sb.score, items, run, seed=None)["ssa"].reason
     only_h2 = make_run("h2", {"s0-F": True}, ssa_level="H2", strategy="thinking")
     assert "no H0" in sb.ssa_curve(items, {"H2": only_h2})["reason"]
 
@@ -521,7 +522,7 @@ def test_l2_profile_step_acc_histograms_and_attr_tag():
          "rotation": 1},
         {"item_id": "a-P0", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "first_failure": None, "status": "ok"},
     ])
-    out = sb.score(items, run, judgements=judgements, seed=None)
+    out = family_score(sb.score, items, run, judgements=judgements, seed=None)
     l2 = out["l2"]
     assert l2["n_traces"] == 4
     assert {s: (r.k, r.n) for s, r in l2["step_acc"].items()} == {
@@ -541,7 +542,7 @@ def test_l2_profile_step_acc_histograms_and_attr_tag():
 
 def test_l2_reason_without_judgements():
     items, run = pattern_run([([True], True, True)])
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     assert out["l2"].value is None and "no trace judgements" in out["l2"].reason
     assert out["l3_attr_tag"].value is None
 
@@ -578,7 +579,7 @@ def test_token_stats_mean_p95_cap_hit():
     items = make_items([("a", "RI-Pos", 3)])
     ids = list(items["item_id"])
     tokens = dict(zip(ids, [10.0, 20.0, 30.0, 40.0, 100.0], strict=True))
-    out = sb.score(items, make_run("r", {i: True for i in ids}, tokens, max_tokens=100), seed=None)["tokens"]
+    out = family_score(sb.score, items, make_run("r", {i: True for i in ids}, tokens, max_tokens=100), seed=None)["tokens"]
     assert out["n"] == 5 and out["mean"] == pytest.approx(40.0)
     assert out["p95"] == pytest.approx(88.0)  # linear interpolation: 40 + 0.8 * 60
     assert (out["cap_hit"].k, out["cap_hit"].n) == (1, 5)
@@ -587,7 +588,7 @@ def test_token_stats_mean_p95_cap_hit():
 def test_token_stats_reasons():
     items = make_items([("a", "RI-Pos", 1)])
     run = make_run("r", {"a-P0": True})
-    assert "no output-token" in sb.score(items, run, seed=None)["tokens"].reason
+    assert "no output-token" in family_score(sb.score, items, run, seed=None)["tokens"].reason
     out = sb.token_stats(items, make_run("r", {"a-P0": True}, {"a-P0": 5.0}))
     assert out["cap_hit"].value is None and "max_tokens" in out["cap_hit"].reason
 
@@ -609,7 +610,7 @@ def test_error_audit_per_100_and_terciles():
     assert ter["middle"]["per_100"]["rule_mutation"] == pytest.approx(50.0)
     assert ter["long"]["per_100"]["correspondence_drift"] == pytest.approx(100.0)
     assert {t: ter[t]["n_items"] for t in ter} == {"short": 2, "middle": 2, "long": 2}
-    in_score = sb.score(items, run, labels=labels, seed=None)["error_audit"]
+    in_score = family_score(sb.score, items, run, labels=labels, seed=None)["error_audit"]
     assert in_score["per_100"] == out["per_100"]
 
 
@@ -635,7 +636,7 @@ def test_error_audit_reasons():
 
 def test_score_keys_and_json():
     items, run = pattern_run([([True, True], True, False), ([True], True, True)])
-    out = sb.score(items, run, [])
+    out = family_score(sb.score, items, run, [])
     for key in ("p_accuracy", "r_accuracy", "f_accuracy", "by_operation", "by_family", "rf_gap", "decomposition",
                 "binding_gap", "f_given_pr", "stem_coherent", "lucky_guess", "vg", "think_gain", "ssa", "l2",
                 "l3_attr_tag", "tokens"):
@@ -648,7 +649,7 @@ def test_score_keys_and_json():
 
 def test_empty_run_gives_reasons_not_zeros():
     items = make_items([("a", "RI-Pos", 1)])
-    out = sb.score(items, make_run("r", {}), seed=None)
+    out = family_score(sb.score, items, make_run("r", {}), seed=None)
     assert out["p_accuracy"].value is None and out["p_accuracy"].reason
     assert out["decomposition"]["solved"].value is None
     assert out["binding_gap"].value is None
@@ -748,10 +749,10 @@ def _scored_alone_and_prefetched(items, run, others) -> dict:
     a ScoringContext (the prefetch changes what is computed ahead, never a number)."""
     from core import stats
 
-    alone = to_jsonable(sb.score(items, run, others))
+    alone = to_jsonable(family_score(sb.score, items, run, others))
     with stats.ScoringContext().active():
         sb.prefetch(items, [run, *others])
-        shared = to_jsonable(sb.score(items, run, others))
+        shared = to_jsonable(family_score(sb.score, items, run, others))
     assert shared == alone
     return alone
 
@@ -853,7 +854,7 @@ def test_decompose_reads_0_1_flags_as_truth_values():
 
 def test_score_of_a_text_run_gives_the_vg_reason_under_vg():
     items = _three_stems()
-    out = sb.score(items, make_run("text", {i: True for i in items["item_id"]}, input_mode="text"), seed=None)
+    out = family_score(sb.score, items, make_run("text", {i: True for i in items["item_id"]}, input_mode="text"), seed=None)
     assert out["vg"].value is None and out["vg"].reason == "this run is itself text-only"
 
 
@@ -861,9 +862,9 @@ def test_score_of_an_ssa_run_carries_its_text_removed_share():
     items = _three_stems()
     run = make_run("h3", {i: True for i in items["item_id"]}, strategy="ssa", ssa_level="H3",
                    ssa_guard={"items": 2, "text_removed": 1})
-    got = sb.score(items, run, seed=None)["ssa_text_removed"]
+    got = family_score(sb.score, items, run, seed=None)["ssa_text_removed"]
     assert (got.k, got.n) == (1, 2) and got.value == pytest.approx(0.5)
-    assert "ssa_text_removed" not in sb.score(items, make_run("d", {"a-P0": True}), seed=None)
+    assert "ssa_text_removed" not in family_score(sb.score, items, make_run("d", {"a-P0": True}), seed=None)
 
 
 def test_ssa_text_removed_with_no_f_items_names_them():
@@ -873,13 +874,13 @@ def test_ssa_text_removed_with_no_f_items_names_them():
 
 def test_l3_attr_tag_carries_the_l2_reason():
     items, run = pattern_run([([True], True, True)])
-    out = sb.score(items, run, seed=None)
+    out = family_score(sb.score, items, run, seed=None)
     assert out["l3_attr_tag"].reason == out["l2"].reason and "no trace judgements" in out["l3_attr_tag"].reason
 
 
 def test_rf_gap_reason_when_r_or_f_is_unanswered():
     items = _three_stems()
-    out = sb.score(items, make_run("r", {"a-P0": True, "a-F": True}), seed=None)
+    out = family_score(sb.score, items, make_run("r", {"a-P0": True, "a-F": True}), seed=None)
     assert out["r_accuracy"].value is None
     assert out["rf_gap"].value is None and out["rf_gap"].reason == "R or F accuracy is undefined"
     assert out["by_operation"]["RI-Pos"]["rf_gap"].reason == "R or F accuracy is undefined"
@@ -904,7 +905,7 @@ def test_items_without_meta_have_no_operation():
 
 def test_accuracies_and_stem_metrics_alone_equal_score():
     items, run = pattern_run([([True, True], True, False), ([True], True, True), ([False], False, False)])
-    out = sb.score(items, run, seed=3)
+    out = family_score(sb.score, items, run, seed=3)
     acc = sb.accuracies(items, run)
     assert (acc["p_accuracy"].k, acc["p_accuracy"].n) == (out["p_accuracy"].k, out["p_accuracy"].n) == (3, 4)
     assert (acc["f_accuracy"].k, acc["f_accuracy"].n) == (1, 3)
@@ -916,7 +917,7 @@ def test_accuracies_and_stem_metrics_alone_equal_score():
 
 def test_r_correct_given_f_wrong_reason_without_f_wrong_stems():
     items, run = pattern_run([([True], True, True), ([False], False, True)])
-    got = sb.score(items, run, seed=None)["decomposition"]["r_correct_given_f_wrong"]
+    got = family_score(sb.score, items, run, seed=None)["decomposition"]["r_correct_given_f_wrong"]
     assert got.value is None and got.reason == "no F-wrong stems to count"
 
 
@@ -936,7 +937,7 @@ def test_a_run_without_a_strategy_is_direct():
     bare = RunData(bare.name, bare.benchmark, bare.family, {k: v for k, v in bare.config.items() if k != "strategy"},
                    bare.preds)
     thinking = make_run("t", {i: not i.endswith("-F") for i in items["item_id"]}, strategy="thinking")
-    tg = sb.score(items, bare, [thinking], seed=None)["think_gain"]
+    tg = family_score(sb.score, items, bare, [thinking], seed=None)["think_gain"]
     assert (tg["direct"], tg["thinking"]) == ("bare", "t") and tg["at_F"].value == pytest.approx(-1.0)
 
 
@@ -971,10 +972,10 @@ def test_accuracy_interval_keeps_a_stem_the_run_answered_once():
         correct |= stem_correct(stem, [j < k for j in range(3)], True, False)
     run = make_run("r", correct)
     with stats.ScoringContext().active():
-        inside = sb.score(items, run, seed=7)
+        inside = family_score(sb.score, items, run, seed=7)
     expected = ratio_interval([1, *p_right], [1] + [3] * 6, seed=7)
     assert expected != ratio_interval(p_right, [3] * 6, seed=7)  # stem a matters here
-    for out in (sb.score(items, run, seed=7), inside):
+    for out in (family_score(sb.score, items, run, seed=7), inside):
         assert (out["p_accuracy"].k, out["p_accuracy"].n) == (10, 19)
         assert out["p_accuracy"].ci == expected
 
@@ -996,7 +997,7 @@ def test_vg_counts_the_items_both_runs_answered_and_masks_the_pair_not_the_items
 
 def test_lucky_guess_reason_names_f():
     items, run = pattern_run([([True], True, False)])
-    assert sb.score(items, run, seed=None)["lucky_guess"].reason == "no stem with F correct"
+    assert family_score(sb.score, items, run, seed=None)["lucky_guess"].reason == "no stem with F correct"
 
 
 def test_stem_table_ignores_an_outcome_row_outside_the_items():
@@ -1020,7 +1021,7 @@ def test_text_partner_is_the_first_by_name():
     t2 = make_run("t2", {i: True for i in items["item_id"]}, input_mode="text")
     t1 = make_run("t1", {i: False for i in items["item_id"]}, input_mode="text")
     assert sb.find_text_partner(full, [t2, t1]) is t1
-    assert sb.score(items, full, [t2, t1], seed=None)["vg"]["partner"] == "t1"
+    assert family_score(sb.score, items, full, [t2, t1], seed=None)["vg"]["partner"] == "t1"
 
 
 def test_ssa_runs_keep_to_the_input_mode_of_the_run():
@@ -1043,7 +1044,7 @@ def test_prefetch_for_a_vg_pair_with_a_kind_answered_in_fewer_stems():
 def test_accuracies_of_items_without_any_operation():
     items = _three_stems()
     items["meta"] = None
-    out = sb.score(items, make_run("r", {i: i != "a-F" for i in items["item_id"]}), seed=None)
+    out = family_score(sb.score, items, make_run("r", {i: i != "a-F" for i in items["item_id"]}), seed=None)
     assert out["by_operation"] == {} and out["by_family"] == {}
     assert (out["f_accuracy"].k, out["f_accuracy"].n) == (1, 2)
 
@@ -1102,7 +1103,7 @@ def test_l2_status_unset_counts_and_f_wrong_reason_and_unknown_load():
         {"item_id": "a-F", "S1": 1, "S2": 1, "S3": 1, "S4": 1, "status": "ok"},
         {"item_id": "b-F", "S1": 0, "S2": 1, "S3": 1, "S4": 1, "status": None},
     ])
-    out = sb.score(items, run, judgements=judgements, seed=None)
+    out = family_score(sb.score, items, run, judgements=judgements, seed=None)
     assert out["l2"]["n_traces"] == 2
     assert {s: r.reason for s, r in out["l2"]["first_failure_f_wrong"].items()} == {
         s: "no F-wrong judged traces to count" for s in ("S1", "S2", "S3", "S4")}

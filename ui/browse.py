@@ -18,7 +18,7 @@ from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, from_request
 from ui.tables import verdict, with_verdicts
-from ui.views import cache, render_group, view_module
+from ui.views import cache, render_group, view_of
 from ui.views.common import ZOOM_JS, esc
 
 PAGE_SIZE = 50
@@ -252,7 +252,7 @@ def panel_boxes_shown(store: Any, bench: Any) -> bool:
         family = families.get(store.benchmark_family(bench)).name
     except CrosscheckError:
         return False
-    return bool(getattr(view_module(family), "PANEL_BOXES", False))
+    return view_of(family).panel_boxes
 
 
 def build_browse(ctx: Ctx) -> None:

@@ -1,21 +1,17 @@
 """Generic plotly figure builders for the Metrics tab (bars, grouped bars, paired differences, an empty
-chart with its reason) and the lookup of the families' charts: each family's own builders, its sections and
-its Metrics settings are `CHARTS` at the end of its view module (`Family.view`, e.g. ui/views/<name>.py;
-`family_charts`). They read the same
-`core.report_tables.Table` objects the tables show (no metric math here), so every bar carries the k / n and
-interval of its cell on hover."""
+chart with its reason) and `FamilyCharts`, the sections and builders each family's view declares
+(ui.views.FamilyView.charts). They read the same `core.report_tables.Table` objects the tables show (no metric
+math here), so every bar carries the k / n and interval of its cell on hover."""
 
 from __future__ import annotations
 
 import html
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 
-from core import families
 from core.report_tables import Cell, RunScore, Table, reason_of, tooltip, value_of
 
 PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c659a6", "#6b7a8f", "#b3a33a",
@@ -142,21 +138,7 @@ class FamilyCharts:
     sections: list[tuple[str, list[str], list[str]]]
     # the family's figures, keyed by the chart keys of `sections`, from the selected runs and their tables
     build: Callable[[Sequence[RunScore], dict[str, Table]], dict[str, go.Figure]]
-    # runs of this runner (config `runner`) are scored beside the picked runs as control rows (FrameEvidence:
-    # the baseline runs of "Metadata controls")
-    control_runner: str | None = None
 
-
-def family_charts(family: str) -> FamilyCharts:
-    """The `CHARTS` of the family's view module (`Family.view`). Whether the tab shows the bootstrap-cluster
-    pickers is the family's own capability (`Family.capabilities.clusterings`), not a chart setting."""
-    view = families.get(family).view
-    found = getattr(importlib.import_module(view), "CHARTS", None)
-    if not isinstance(found, FamilyCharts):
-        raise TypeError(f"{view}.CHARTS must be a ui.charts.FamilyCharts (the view of family {family!r})")
-    return found
-
-
-def charts_for(family: str, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
-    """Figures keyed by the section they belong to, in display order."""
-    return family_charts(family).build(runs, tables) if runs else {}
+    def figures(self, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
+        """Figures keyed by the section they belong to, in display order (none without runs)."""
+        return self.build(runs, tables) if runs else {}

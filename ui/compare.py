@@ -12,6 +12,7 @@ import pandas as pd
 
 from core import comparison, families, stats
 from core import groups as core_groups
+from core.catalogue import Column, placed
 from core.errors import CrosscheckError, NotFound
 from core.report_tables import fmt_signed, signed_interval
 from core.schema import Rate
@@ -26,23 +27,14 @@ from ui.tables import verdict, with_verdicts
 from ui.views import cache, render_group
 from ui.views.common import ZOOM_JS, esc, run_label_html
 
-METRIC_LABELS = {
-    "accuracy": "accuracy", "macro_f1": "macro F1", "fq1_gem": "FQ1 group exact match", "nts": "NTS",
-    "dis": "DIS", "p_accuracy": "P accuracy", "r_accuracy": "R accuracy", "f_accuracy": "F accuracy",
-    "binding_gap": "binding gap", "stem_coherent": "StemCoherent", "perception": "perception",
-    "understanding": "understanding", "reasoning": "reasoning", "overall": "overall",
-    "group_exact_match": "group exact match",
-}
-LOWER_IS_BETTER = frozenset({"binding_gap"})  # a drop is an improvement: coloured green (002 §4.3)
 CHANGE_FILTERS = [("All changed groups", "changed"), ("Newly wrong somewhere", "lost"),
                   ("Newly right somewhere", "gained"), *[(t, t) for t in core_groups.TRANSITIONS]]
 
 
-def metric_label(name: str) -> str:
-    """How the tab names a metric of core.comparison ("tasks.NP" -> "NP task")."""
-    if name.startswith("tasks."):
-        return f"{name.split('.', 1)[1]} task"
-    return METRIC_LABELS.get(name, name)
+def metric_label(col: Column) -> str:
+    """How the tab names a paired metric: its declaration's name in prose ("tasks.NP" -> "NP task")."""
+    at = placed(col)
+    return at.metric.title(*at.keys)
 
 
 def _pct(rate: Any) -> str:
@@ -161,9 +153,11 @@ def differences_html(res: dict[str, Any], draws: int) -> str:
     reason = res.get("comparison", {}).get("reason")
     if reason:
         rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
+    columns = res.get("comparison", {}).get("columns", {})
     for m, d in res["differences"].items():
-        diff, ci = _diff(d["difference"], m in LOWER_IS_BETTER)
-        rows.append(f'<tr><th title="{esc(header_tip(metric_label(m)))}">{esc(metric_label(m))}</th>'
+        label = metric_label(columns[m])
+        diff, ci = _diff(d["difference"], placed(columns[m]).metric.lower_is_better)
+        rows.append(f'<tr><th title="{esc(header_tip(label))}">{esc(label)}</th>'
                     f'<td class="cc-num">{_pct(d["other"])}</td>'
                     f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
     return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'

@@ -12,8 +12,8 @@ from core.report_tables import RunScore, Table, tables_for
 from core.scoring import DEFAULT_SPLIT
 from core.stats import Clustering
 from db.store import Store
-from ui import charts
 from ui.scores import CACHE, ScoreCache, run_scores
+from ui.views import view_of
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Page:
 
     def sections(self) -> list[tuple[int, str, list[str], list[str]]]:
         """(index, title, table keys, chart keys) of each section with something to show."""
-        spec = charts.family_charts(self.family).sections if self.family else []
+        spec = view_of(self.family).charts.sections if self.family else []
         out = [(i, title, [k for k in tk if k in self.tables], [k for k in ck if k in self.figs])
                for i, (title, tk, ck) in enumerate(spec)]
         return [s for s in out if s[2] or s[3]]
@@ -61,7 +61,7 @@ def metrics_page(store: Store, benchmark: str | None, selected: list[str], clust
     page = Page(benchmark=benchmark, family=family, runs=runs,
                 tables={t.key: t for t in tables_for(family, runs, controls)})
     try:
-        page.figs = charts.charts_for(family, runs, page.tables)
+        page.figs = view_of(family).charts.figures(runs, page.tables)
     except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables
         log.exception("charts failed for %s", benchmark)
         page.chart_error = type(exc).__name__

@@ -232,10 +232,8 @@ def start_scoring_workers_soon(store: Store) -> threading.Thread:
 
 def control_names(store: Store, benchmark: str, control_runner: str | None = None) -> list[str]:
     """The runs of `benchmark` scored beside the picked ones as control rows: those of `control_runner` (config
-    `runner`; default: the family's, ui/views/<name>.py CHARTS)."""
-    from ui.charts import family_charts
-
-    runner = control_runner if control_runner is not None else family_charts(store.benchmark_family(benchmark)).control_runner
+    `runner`; default: the family's `control_runner`)."""
+    runner = control_runner if control_runner is not None else families.get(store.benchmark_family(benchmark)).control_runner
     return runs_of_runner(store, benchmark, runner) if runner else []
 
 
@@ -243,7 +241,7 @@ def run_scores(store: Store, benchmark: str, names: Sequence[str], clusterings: 
                split: str | None = DEFAULT_SPLIT, control_runner: str | None = None, cache: ScoreCache = CACHE
                ) -> tuple[str, list[RunScore], list[RunScore]]:
     """(family, the named runs' scores, control runs' scores): the runs of `control_runner` (config `runner`)
-    are scored beside the named ones as control rows (default: the family's, ui/views/<name>.py CHARTS). Only
+    are scored beside the named ones as control rows (default: the family's `control_runner`). Only
     the named runs and the controls are read (their units by db.bulk), never the benchmark's other runs."""
     family = store.benchmark_family(benchmark)
     clusters = families.get(family).capabilities.clusterings

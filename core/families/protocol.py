@@ -18,10 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from core.catalogue import Catalogue, Scores
+from core.schema import DEFAULT_DRAWS, DEFAULT_SEED
+
 if TYPE_CHECKING:
     import pandas as pd
 
-    from core.comparison import Arrays
+    from core.comparison import Paired
     from core.families.stage_judging import StageJudging
     from core.outcomes import Layout, RunSummary
     from core.report import Report
@@ -96,12 +99,27 @@ class Validate(Protocol):
     def __call__(self, items: list[Item], file: str, report: Report, /) -> None: ...
 
 
-class Score(Protocol):
-    """The metric set of one run against the other runs of its benchmark (`<name>/metrics.py`); keywords such
-    as `seed`, `split`, `clusterings`, `judgements` or `shortcut_model` are the family's own."""
+@dataclass(frozen=True, eq=False)
+class ScoreOptions:
+    """How a run is scored. Every family reads the options it has and ignores the others (docs/METRICS.md)."""
 
-    def __call__(self, items: pd.DataFrame, run: RunData, others: list[RunData], /, *args: Any,
-                 **kw: Any) -> dict[str, Any]: ...
+    split: str | None = "test"     # the split scored (None: every split); read by a family with `scores_splits`
+    seed: int | None = DEFAULT_SEED  # the bootstrap's seed; None skips the intervals
+    draws: int = DEFAULT_DRAWS
+    clusterings: tuple[Clustering, ...] = ()  # FrameEvidence: Table 13's clusterings side by side (000 App. D.6)
+    judgements: pd.DataFrame | None = None  # StemBind: the run's stored trace judgements (L2 StepAcc, L3 AttrTag)
+    labels: pd.DataFrame | None = None      # StemBind: error-audit labels (002 App. D.7)
+    shortcut_k: int | None = None           # SPUR: correct text-only trials that flag an item (001 §2.3)
+    shortcut_model: str | None = None       # SPUR: the text-only model whose trials flag items
+    shortcut_pool: bool = False             # SPUR: pool every text-only model (labelled so)
+
+
+class Score(Protocol):
+    """The metric set of one run against the other runs of its benchmark (`<name>/metrics.py`), keyed by the
+    family's declared metrics (its `catalogue`)."""
+
+    def __call__(self, items: pd.DataFrame, run: RunData, others: Sequence[RunData], options: ScoreOptions, /
+                 ) -> Scores: ...
 
 
 class Prefetch(Protocol):
@@ -127,7 +145,7 @@ class PairedArrays(Protocol):
     """Per-cluster (k_this, n_this, k_other, n_other) arrays per metric, or the reason there is nothing to
     compare; the engine (core.comparison) adds the intervals."""
 
-    def __call__(self, items: pd.DataFrame, this: RunData, other: RunData, /) -> dict[str, Arrays] | str: ...
+    def __call__(self, items: pd.DataFrame, this: RunData, other: RunData, /) -> Paired | str: ...
 
 
 class PairedDifferences(Protocol):
@@ -180,6 +198,7 @@ class Family:
     parser: Literal["letter", "tag"]          # how a response's answer is read (core.parsing)
     kinds: tuple[str, ...]                    # its item kinds; () for any kind
     validate: Validate
+    catalogue: Catalogue                      # every metric it reports, declared once (its catalogue.py)
     score: Score
     groups: GroupRules                        # item outcomes and failure patterns (its groups.py)
     tables: Tables
@@ -192,8 +211,14 @@ class Family:
     # item columns its metrics read beyond db.frames.SCORING_ITEM_COLUMNS (FrameEvidence: the image hashes
     # its exact-image / union clusterings link groups by)
     scoring_item_columns: tuple[str, ...] = ()
+    # runs of this runner (config `runner`) are scored beside the picked runs as the tables' control rows
+    # (FrameEvidence: the baseline runs of "Metadata controls", 000 §5, Table 10)
+    control_runner: str | None = None
     # `score --all` may score its runs apart per config `model` (its partner metrics pair runs of one model)
     units_by_model: bool = False
+    # its score() gets every split and scores `options.split` itself (FrameEvidence: partners and repeats are
+    # matched over the whole benchmark); otherwise core.scoring hands it the split's items alone
+    scores_splits: bool = False
     # the dotted name of its UI view module (render, CHARTS); core stays free of ui imports
     view: str = "ui.views.generic"
 

@@ -33,6 +33,7 @@ FAMILY = families.register(families.Family(
     parser="letter",
     kinds=KINDS,
     validate=validate,
+    catalogue=GENERIC.catalogue,
     score=GENERIC.score,  # accuracy, macro P / R / F1, group exact match, ...
     groups=GENERIC.groups,  # the rotation-0 / repeat-0 prediction decides an item; generic patterns
     tables=GENERIC.tables,

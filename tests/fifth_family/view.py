@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ui.views import generic
-
-CHARTS = generic.CHARTS
+from ui.views import FamilyView, generic
 
 
 def render(store: Any, g: Any, boxes: bool = True) -> str:
     return f'<div class="cc-parity">{generic.render(store, g, boxes)}</div>'
+
+
+VIEW = FamilyView(render, generic.VIEW.charts)

@@ -27,11 +27,11 @@ def demo(demo_db):
     s.close()
 
 
-def _cli_scores(store: Store, bench: str, names: list[str], **kw) -> dict:
+def _cli_scores(store: Store, bench: str, names: list[str]) -> dict:
     """What `score --run NAME --json` computes for each name: every run of the benchmark loaded."""
     items, runs = load_for_scoring(store, bench)
     extras = {n: score_extras(store, n, runs[n].family) for n in names}
-    return score_all(items, runs, names=names, per_run=extras, **kw)
+    return score_all(items, runs, names=names, per_run=extras)
 
 
 @pytest.mark.parametrize("bench,names,controls", [

@@ -5,18 +5,19 @@ it reads only the group's rows (db.browse), so it stays fast on large stores. It
 run in detail), and the benchmark's other runs only when they are few (at most OTHER_RUNS): on a store of 1,000
 runs a view reads and draws what it shows, and names how many runs it left out.
 
-A family's view module (its dotted name is the family's `Family.view`, e.g. "ui.views.stembind") has
-`render(store, group, boxes)` and `CHARTS` (ui/charts.py) and may have `run_summary(records, outcomes) -> dict`,
-the per-run facts its view shows beside the marks (StemBind: the stem's category); `view_module(family)` is
-the one lookup.
+The view half of a family is one typed `FamilyView` that its view module (the family's `Family.view`, e.g.
+"ui.views.stembind") builds once at its end as `VIEW`: its group view, its Metrics charts, the per-run facts
+its view shows beside the marks (StemBind: the stem's category) and whether it draws panel boxes; `view_of`
+is the one lookup.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -25,14 +26,43 @@ from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
 from db import predictions
+from ui.charts import FamilyCharts
 from ui.views.common import RunView, esc, message
 
 OTHER_RUNS = 24  # the benchmark's runs besides the picked ones that a group view draws (all, or none when more)
 
 
-def view_module(family: str) -> ModuleType:
-    """The view module of `family` (`Family.view`; ui.views.generic unless the family names its own)."""
-    return importlib.import_module(families.get(family).view)
+class Render(Protocol):
+    """A family's group view: the HTML of one group (`boxes`: draw the panel boxes where the view has them)."""
+
+    def __call__(self, store: Any, g: Group, boxes: bool = True) -> str: ...
+
+
+class RunSummary(Protocol):
+    """What a family's view shows of one run beside its marks, from the group's items and the run's outcomes."""
+
+    def __call__(self, records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tuple[bool, bool]]
+                 ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class FamilyView:
+    """Everything the UI knows about one family's looks: `VIEW` at the end of its module in ui/views/."""
+
+    render: Render
+    charts: FamilyCharts
+    run_summary: RunSummary | None = None
+    panel_boxes: bool = False  # the Browse tab offers its "Panel boxes" toggle (SPUR's figure panels)
+
+
+@functools.cache
+def view_of(family: str) -> FamilyView:
+    """The view of `family` (`Family.view`; ui.views.generic unless the family names its own)."""
+    name = families.get(family).view
+    found = importlib.import_module(name).VIEW
+    if not isinstance(found, FamilyView):
+        raise TypeError(f"{name}.VIEW must be a ui.views.FamilyView (the view of family {family!r})")
+    return found
 
 
 @dataclass
@@ -67,7 +97,7 @@ def load_group(store: Any, benchmark: str, group_id: str, selected: list[str] | 
     scoped = items.drop(columns="pk")
     recs = scoped.to_dict("records")
     preds = predictions.group_prediction_records(store, [r["id"] for r in records], pks)
-    summarise = getattr(view_module(family), "run_summary", None)
+    summarise = view_of(family).run_summary
     views = []
     for rec in records:
         rv = RunView(record=rec, preds=preds.get(rec["id"], []))
@@ -99,5 +129,5 @@ def render_group(store: Any, benchmark: str | None, group_id: str | None, select
         return message(str(exc))
     if g is None:
         return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
-    html = view_module(g.family).render(store, g, boxes=boxes)
+    html = view_of(g.family).render(store, g, boxes=boxes)
     return f'<div class="cc-group" data-group="{esc(group_id)}">{html}</div>'

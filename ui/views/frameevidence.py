@@ -8,10 +8,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.families.frameevidence import catalogue as c
 from core.families.frameevidence.groups import fq2_layout
-from core.report_tables import Cell, RunScore, Table, get, reason_of
+from core.metrics.catalogue import CIRCULAR
+from core.report_tables import Cell, RunScore, Table, reason_of, value
 from ui import charts as ch
-from ui.views import Group, generic
+from ui.views import FamilyView, Group, generic
 from ui.views import common as vc
 
 FQ1_TITLES = {"cam": "Camera frame", "obj": "Object frame", "scene": "Scene frame"}
@@ -127,7 +129,7 @@ def fe_figure5(runs: Sequence[RunScore]) -> go.Figure:
     for variant, symbol, label in (("del", "circle", "deletion → NTS"), ("add", "diamond", "addition → DIS")):
         xs, ys, text, hover_text, xcells, ycells = [], [], [], [], [], []
         for r in runs:
-            ini, cond = get(r.metrics, ("transitions", "initial")), get(r.metrics, ("transitions", "conditional", variant))
+            ini, cond = value(r, c.INITIAL), value(r, c.CONDITIONAL.at(variant))
             if reason_of(ini) is not None or reason_of(cond) is not None:
                 continue
             x, y = 100 * ini["value"], 100 * cond["value"]
@@ -165,7 +167,7 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
     title = "Accuracy per option rotation, with Circular"
     fig = go.Figure()
     for i, r in enumerate(runs):
-        per = get(r.metrics, ("per_rotation",)) or {}
+        per = value(r, c.PER_ROTATION) or {}
         keys = sorted(per, key=lambda k: int(k)) if isinstance(per, dict) else []
         if len(keys) < 2:
             continue
@@ -174,7 +176,7 @@ def rotation_lines(runs: Sequence[RunScore]) -> go.Figure:
         fig.add_scatter(name=ch.series_name(r.name, r.synthetic), x=[f"R{k}" for k in keys], y=[ch.pct(c) for c in cells],
                         mode="lines+markers", line=dict(color=color), customdata=ch.hover(cells), error_y=ch.error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
-        circ = get(r.metrics, ("circular",))
+        circ = value(r, CIRCULAR)
         if reason_of(circ) is None:
             fig.add_scatter(name=f"{r.name} circular", x=[f"R{keys[0]}", f"R{keys[-1]}"],
                             y=[100 * circ["value"]] * 2, mode="lines", line=dict(color=color, dash="dot"),
@@ -206,15 +208,15 @@ def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.F
         out["fe_delta_text"] = ch.diff_bars(tables["fe_delta_text"], "All images minus text-only (points)")
     out["fe_rotations"] = rotation_lines(runs)
     if "fe_insufficiency" in tables:
-        out["fe_insufficiency"] = ch.grouped_bars(tables["fe_insufficiency"], "Insufficiency choices",
-                                               columns=["MSS", "del", "add", "Precision", "Recall"])
+        out["fe_insufficiency"] = ch.grouped_bars(tables["fe_insufficiency"], "Insufficiency choices", columns=[
+            m.label for m in (*c.INSUFFICIENCY_CHOSEN.values(), c.INSUFFICIENCY_PRECISION, c.INSUFFICIENCY_RECALL)])
     for key in ("n_images", "relation", "scene", "source", "ordinal_change"):
         t = tables.get(f"fe_strata_{key}")
         if t is not None and not t.empty:
-            out[t.key] = ch.by_label_bars(t, "Acc", f"Accuracy {t.title.lower()}")
+            out[t.key] = ch.by_label_bars(t, c.STRATUM["accuracy"].label, f"Accuracy {t.title.lower()}")
     if "fe_controls" in tables:
         out["fe_controls"] = ch.grouped_bars(tables["fe_controls"], "Metadata controls vs the uniform reference")
     return out
 
 
-CHARTS = ch.FamilyCharts(SECTIONS, charts, control_runner="baseline")
+VIEW = FamilyView(render, ch.FamilyCharts(SECTIONS, charts))

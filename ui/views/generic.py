@@ -7,8 +7,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.families.generic import catalogue as c
 from core.report_tables import RunScore, Table
 from ui.charts import LAYOUT, FamilyCharts, by_label_bars, grouped_bars
+from ui.views import FamilyView
 from ui.views import common as vc
 
 
@@ -87,8 +89,8 @@ def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.F
     if "generic_letters" in tables:
         out["generic_letters"] = letter_heatmap(tables["generic_letters"])
     if "generic_strata" in tables:
-        out["generic_strata"] = by_label_bars(tables["generic_strata"], "Acc", "Accuracy per stratum")
+        out["generic_strata"] = by_label_bars(tables["generic_strata"], c.STRATUM.label, "Accuracy per stratum")
     return out
 
 
-CHARTS = FamilyCharts(SECTIONS, charts)
+VIEW = FamilyView(render, FamilyCharts(SECTIONS, charts))

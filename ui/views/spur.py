@@ -7,10 +7,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.families.spur import catalogue as c
 from core.families.spur.metrics import STAGES
 from core.groups import ordered
 from core.report_tables import RunScore, Table
 from ui.charts import FamilyCharts, by_label_bars, grouped_bars
+from ui.views import FamilyView
 from ui.views import common as vc
 
 TASK_NAMES = {"NP": "Numerical Perception", "MP": "Morphological Perception", "IL": "Information Localization",
@@ -19,18 +21,6 @@ TASK_NAMES = {"NP": "Numerical Perception", "MP": "Morphological Perception", "I
 STAGE_TITLES = {"perception": "Perception (panel level)", "understanding": "Understanding (cross-panel)",
                 "reasoning": "Reasoning (expert level)"}
 TYPE_COLORS = {"stain": "#8250df", "bar": "#0969da", "line": "#1a7f37", "blot": "#9a6700"}
-PANEL_BOXES = True  # the Browse tab shows its "Panel boxes" toggle only for views that draw them
-# the task codes as the glossary lists them (ui.glossary collects each family view's GLOSSARY)
-GLOSSARY: dict[str, tuple[str, str]] = {
-    "NP": ("SPUR Numerical Perception (perception stage).", "001 §2.1"),
-    "MP": ("SPUR Morphological Perception (perception stage).", "001 §2.1"),
-    "IL": ("SPUR Information Localization: panels mapped to their conditions (perception stage).", "001 §2.1"),
-    "TA": ("SPUR Trend Analysis across isomorphic panels (understanding stage).", "001 §2.1"),
-    "HI": ("SPUR Heterogeneous Integration across diverse panels (understanding stage).", "001 §2.1"),
-    "Qual": ("SPUR Qualitative Reasoning (reasoning stage).", "001 §2.1"),
-    "Quant": ("SPUR Quantitative Reasoning (reasoning stage).", "001 §2.1"),
-}
-
 
 def panel_svg(panels: list[dict[str, Any]], size: tuple[int, int]) -> str:
     """An SVG laid over the figure: one labelled box per panel (meta.panels, pixel boxes [x0, y0, x1, y1])."""
@@ -156,19 +146,19 @@ SECTIONS = [
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
     out = {"spur_table3": grouped_bars(tables["spur_table3"], "Accuracy per task and stage (95% CI)")}
     if "spur_staining" in tables:
-        out["spur_staining"] = by_label_bars(tables["spur_staining"], "Deviation from perception micro",
+        out["spur_staining"] = by_label_bars(tables["spur_staining"], c.STAINING_DEVIATION.label,
                                              "Staining category: deviation from the perception micro average",
                                              y_title="points")
     if "spur_relations" in tables:
-        out["spur_relations"] = by_label_bars(tables["spur_relations"], "Accuracy",
+        out["spur_relations"] = by_label_bars(tables["spur_relations"], c.RELATIONS.label,
                                               "Understanding by number of relations")
     if "spur_paradigm" in tables:
-        out["spur_paradigm"] = by_label_bars(tables["spur_paradigm"], "Accuracy", "Reasoning by paradigm")
+        out["spur_paradigm"] = by_label_bars(tables["spur_paradigm"], c.PARADIGM.label, "Reasoning by paradigm")
     out["spur_table5"] = grouped_bars(tables["spur_table5"], "Reasoning accuracy by perception correctness",
-                                      columns=["Perception correct", "Perception wrong"])
+                                      columns=[c.RBP_CORRECT.label, c.RBP_INCORRECT.label])
     out["spur_mcot"] = grouped_bars(tables["spur_mcot"], "Stage accuracy per prompting strategy",
-                                    columns=["Perception", "Understanding", "Reasoning", "Overall"])
+                                    columns=[m.label for m in (*c.STAGE_METRICS.values(), c.OVERALL)])
     return out
 
 
-CHARTS = FamilyCharts(SECTIONS, charts)
+VIEW = FamilyView(render, FamilyCharts(SECTIONS, charts), panel_boxes=True)

@@ -9,10 +9,12 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from core.families.stembind import catalogue as c
 from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category
-from core.families.stembind.vocab import KINDS, SSA_LEVELS
-from core.report_tables import Cell, RunScore, Table, get, reason_of
+from core.families.stembind.vocab import DECOMPOSITION, SSA_CONTROL, SSA_LEVELS
+from core.report_tables import Cell, RunScore, Table, reason_of, value
 from ui import charts as ch
+from ui.views import FamilyView
 from ui.views import common as vc
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
@@ -119,11 +121,11 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
     fig.add_scatter(x=[0, 100], y=[0, 100], mode="lines", line=dict(color="#aaa", dash="dash"), name="R = F",
                     hoverinfo="skip")
     for i, r in enumerate(runs):
-        rr, ff = get(r.metrics, ("r_accuracy",)), get(r.metrics, ("f_accuracy",))
+        rr, ff = value(r, c.R_ACCURACY), value(r, c.F_ACCURACY)
         if reason_of(rr) is not None or reason_of(ff) is not None:
             continue
         color = ch.PALETTE[i % len(ch.PALETTE)]
-        ops = get(r.metrics, ("by_operation",)) or {}
+        ops = value(r, c.BY_OPERATION) or {}
         xs, ys, names, hov = [], [], [], []
         for op, block in ops.items():
             if reason_of(block.get("r")) is None and reason_of(block.get("f")) is None:
@@ -149,14 +151,12 @@ def sb_rf_chasm(runs: Sequence[RunScore]) -> go.Figure:
 
 def stacked_decomposition(table: Table) -> go.Figure:
     title = "Where stems fail: solved / can't bind / can't reason / can't see"
-    cats = ["solved", "cant bind", "cant reason", "cant see"]
     colors = ["#3a9a5b", "#d9822b", "#b8423a", "#6b7a8f"]
     fig = go.Figure()
     names = [ch.series_name(r.labels[0], r.synthetic) for r in table.rows]
-    for cat, color in zip(cats, colors, strict=True):
-        j = table.columns.index(cat)
+    for key, color in zip(DECOMPOSITION, colors, strict=True):
+        j = table.columns.index(c.CATEGORY[key].label)
         cells = [r.cells[j] for r in table.rows]
-        key = cat.replace(" ", "_")
         fig.add_bar(name=f"{CATEGORY_LABELS[key]} ({CATEGORY_RULES[key]})", y=names, x=[ch.pct(c) for c in cells], orientation="h",
                     marker_color=color, customdata=ch.hover(cells),
                     hovertemplate="%{x:.1f}%<br>%{customdata}<extra>%{fullData.name}</extra>")
@@ -172,14 +172,15 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
     fig = go.Figure()
     seen = set()
     for i, r in enumerate(runs):
-        node = get(r.metrics, ("ssa",))
+        node = value(r, c.SSA)
         if reason_of(node) is not None or not isinstance(node, dict):
             continue
-        ident = tuple(sorted((node.get("runs") or {}).items()))
+        ident = tuple(sorted((value(r, c.SSA_RUNS) or {}).items()))
         if ident in seen:
             continue
         seen.add(ident)
-        acc = node.get("accuracy", {})
+        acc = {lv: value(r, c.SSA_ACCURACY.at(lv)) for lv in (*SSA_LEVELS, SSA_CONTROL)}
+        acc = {lv: rate for lv, rate in acc.items() if rate is not None}
         levels = [lv for lv in SSA_LEVELS if lv in acc]
         cells = [Cell(acc[lv]) for lv in levels]
         color = ch.PALETTE[i % len(ch.PALETTE)]
@@ -187,18 +188,18 @@ def ssa_curves(runs: Sequence[RunScore]) -> go.Figure:
         fig.add_scatter(name=f"{model} raw", x=levels, y=[ch.pct(c) for c in cells], mode="lines+markers",
                         line=dict(color=color), customdata=ch.hover(cells), error_y=ch.error_bars(cells),
                         hovertemplate="%{x}: %{y:.1f}<br>%{customdata}<extra>%{fullData.name}</extra>")
-        iso = node.get("isotonic") or {}
+        iso = {lv: v for lv in SSA_LEVELS if (v := value(r, c.SSA_ISOTONIC.at(lv))) is not None}
         if iso:
             fig.add_scatter(name=f"{model} isotonic", x=list(iso), y=[100 * v for v in iso.values()],
                             mode="lines", line=dict(color=color, width=1, shape="hv"), opacity=0.6,
                             hovertemplate="isotonic %{y:.1f}<extra></extra>")
-        if "irrelevant" in acc and reason_of(acc["irrelevant"]) is None:
-            c = acc["irrelevant"]
-            fig.add_scatter(name=f"{model} irrelevant-S1", x=[levels[0], levels[-1]], y=[100 * c["value"]] * 2,
+        if SSA_CONTROL in acc and reason_of(acc[SSA_CONTROL]) is None:
+            ctl = acc[SSA_CONTROL]
+            fig.add_scatter(name=f"{model} irrelevant-S1", x=[levels[0], levels[-1]], y=[100 * ctl["value"]] * 2,
                             mode="lines", line=dict(color=color, dash="dash"),
-                            hovertemplate=f"irrelevant-S1 {c['k']}/{c['n']}<extra></extra>")
+                            hovertemplate=f"irrelevant-S1 {ctl['k']}/{ctl['n']}<extra></extra>")
     if not fig.data:
-        reason = next((reason_of(get(r.metrics, ("ssa",))) for r in runs), None) or "no SSA runs selected"
+        reason = next((reason_of(value(r, c.SSA)) for r in runs), None) or "no SSA runs selected"
         return ch.empty(title, f"not computed: {reason}")
     fig.update_layout(**ch.LAYOUT, title=title, yaxis_title="F accuracy (%)")
     fig.update_layout(margin=dict(l=56, r=16, t=72, b=24))  # LAYOUT's, with room for the second title line
@@ -216,15 +217,15 @@ SECTIONS = [
 
 def charts(runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
     return {"sb_leaderboard": ch.grouped_bars(tables["sb_leaderboard"], "P / R / F accuracy per run (95% CI)",
-                                           columns=list(KINDS)),
+                                           columns=[m.label for m in c.KIND_ACCURACY.values()]),
             "sb_chasm": sb_rf_chasm(runs),
             "sb_decomposition": stacked_decomposition(tables["sb_decomposition"]),
             "sb_binding_gap": ch.grouped_bars(tables["sb_binding_gap"], "Strict Binding Gap with 95% CI",
-                                           columns=["Binding Gap"]),
+                                           columns=[c.BINDING_GAP.label]),
             "sb_ssa": ssa_curves(runs),
             "sb_thinkgain": ch.diff_bars(tables["sb_thinkgain"], "ThinkGain@P / R / F (points, 95% CI)"),
             "sb_vg": ch.diff_bars(tables["sb_vg"], "Visual gain (points, 95% CI)"),
             "sb_stepacc": ch.diff_bars(tables["sb_stepacc"], "L2 StepAcc per stage")}
 
 
-CHARTS = ch.FamilyCharts(SECTIONS, charts)
+VIEW = FamilyView(render, ch.FamilyCharts(SECTIONS, charts), run_summary=run_summary)

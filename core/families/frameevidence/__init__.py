@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from core.families.frameevidence.catalogue import CATALOGUE
 from core.families.frameevidence.vocab import FQ1_ENTITY_FIELDS, FQ1_VARIANTS, VARIANTS
 from core.families.protocol import Capabilities, Family, deferred
 from core.report import Report
@@ -224,12 +225,15 @@ FAMILY = Family(
     parser="letter",
     kinds=tuple(KINDS),
     validate=validate,
+    catalogue=CATALOGUE,
     score=_metrics.score,
     groups=_groups.RULES,
     tables=_tables.tables,
     paired_differences=_compare.paired_differences,  # macro-F1 is not a ratio of sums
     capabilities=Capabilities(clusterings=True),  # exact-image / union components (000 App. A, D.6)
     scoring_item_columns=("images",),  # the image hashes those clusterings link groups by
+    control_runner="baseline",  # the metadata-control baselines (000 §5, Table 10)
     units_by_model=True,
+    scores_splits=True,  # its column tables are laid out once per items frame and split (outcomes.py)
     view="ui.views.frameevidence",
 )

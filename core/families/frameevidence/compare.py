@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from core import stats
+from core.families.frameevidence import catalogue
 from core.families.frameevidence import metrics as fe
 from core.schema import Rate, RunData
 
@@ -18,7 +19,8 @@ def paired_differences(items: pd.DataFrame, this: RunData, other: RunData, split
     """accuracy, macro_f1, fq1_gem, nts, dis over every item of the split (an unanswered item counts wrong)."""
     raw = fe.compare(items, other, this, split=split, draws=draws, seed=seed, clustering=clustering)  # b - a
     clusters = int(raw.get("clusters", 0))
-    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": clusters, "metrics": {}}
+    out: dict[str, Any] = {"clustering": raw.get("clustering", "groups"), "clusters": clusters, "metrics": {},
+                           "columns": {m.key: m for m in catalogue.COMPARED}}
     for m in fe.COMPARED:
         entry = raw[m]
         if not isinstance(entry, dict):  # no items in the split: every metric carries the reason

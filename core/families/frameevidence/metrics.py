@@ -18,11 +18,11 @@ module is the metric set (`score`) and the family's one import point: every publ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
-from core import stats
+from core.catalogue import Scores
+from core.families.frameevidence import catalogue as c
 from core.families.frameevidence.accuracy import (
     always_insufficient,
     core_metrics,
@@ -75,6 +75,8 @@ from core.families.frameevidence.repeats import (
     rotations,
 )
 from core.families.frameevidence.vocab import CLASSES, FQ1, FQ1_VARIANTS, FQ2, FQ2_VARIANTS, VARIANTS
+from core.families.protocol import ScoreOptions
+from core.metrics.catalogue import ROTATION_METRICS
 from core.schema import Rate, RunData
 
 __all__ = [  # the family's metric names, as before the split (tests and the family's modules read them here)
@@ -130,32 +132,35 @@ __all__ = [  # the family's metric names, as before the split (tests and the fam
 # --------------------------------------------------------------------------- the metric set
 
 
-def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData] = (), split: str | None = "test",
-          clusterings: Sequence[stats.Clustering] | None = None, **_: Any) -> dict[str, Any]:
-    """Every FrameEvidence metric of one run on one split (SPEC §5); see docs/METRICS.md (FrameEvidence)."""
+def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData], options: ScoreOptions) -> Scores:
+    """Every FrameEvidence metric of one run on `options.split` (SPEC §5, its catalogue); see docs/METRICS.md
+    (FrameEvidence). `items` holds every split (the family `scores_splits`)."""
+    split = options.split
     others = list(others or [])
     scope = _scope(items, split)
     df = _outcomes(items, run, split)  # frame()'s rows as an item table
-    out: dict[str, Any] = {"split": split, "items": len(df), "coverage": coverage(df)}
-    out.update(core_metrics(df))
-    out["independence"] = independence(df)
-    out["variant_accuracy"] = variant_accuracy(df)
-    out["kind_accuracy"] = kind_accuracy(df)
-    out["reference"] = {"uniform_random": uniform_random(scope), "always_insufficient": always_insufficient(scope)}
+    core = core_metrics(df)
+    out = Scores({c.SPLIT: split, c.ITEMS: len(df), c.COVERAGE: coverage(df)})
+    out.update({m: core[m.key] for m in (c.ACCURACY, c.MACRO_PRECISION, c.MACRO_RECALL, c.MACRO_F1, *c.JOINT)})
+    out[c.INDEPENDENCE] = independence(df)
+    out[c.VARIANT_ACCURACY] = variant_accuracy(df)
+    out[c.KIND_ACCURACY] = kind_accuracy(df)
+    out[c.REFERENCE] = {"uniform_random": uniform_random(scope), "always_insufficient": always_insufficient(scope)}
     rot = rotations(items, run, split)
-    out.update({k: rot[k] for k in ("vanilla", "circular", "consistency", "mean_rotation", "drop")})
-    out["per_rotation"] = rot["per_rotation"]
-    out["repeats"] = repeat_table(items, run, split)
-    out["repeat_intervals"] = repeat_intervals(items, run, others, split, tuple(clusterings or DEFAULT_CLUSTERINGS))
-    out["insufficiency"] = insufficiency(df)
-    out["strata"] = strata(df)
-    out["transitions"] = transitions(df)
-    out["pairwise_frames"] = pairwise_frames(df)
-    out["input_modes"] = input_mode_deltas(items, run, others, split)
+    out.update({m: rot[m.key] for m in ROTATION_METRICS})
+    out[c.PER_ROTATION] = rot["per_rotation"]
+    out[c.REPEATS] = repeat_table(items, run, split)
+    out[c.REPEAT_INTERVALS] = repeat_intervals(items, run, others, split,
+                                               tuple(options.clusterings or DEFAULT_CLUSTERINGS))
+    out[c.INSUFFICIENCY] = insufficiency(df)
+    out[c.STRATA] = strata(df)
+    out[c.TRANSITIONS] = transitions(df)
+    out[c.PAIRWISE] = pairwise_frames(df)
+    out[c.INPUT_MODES] = input_mode_deltas(items, run, others, split)
     if (run.config or {}).get("seed") is None:
-        out["seeds"] = Rate.undefined("run config has no seed")
+        out[c.SEEDS] = Rate.undefined("run config has no seed")
     else:
         siblings = seed_siblings(run, others)
-        out["seeds"] = (multi_seed(items, [run, *siblings], split) if siblings
+        out[c.SEEDS] = (multi_seed(items, [run, *siblings], split) if siblings
                         else Rate.undefined("no other run differs from this one only in seed"))
     return out

@@ -13,6 +13,7 @@ import pandas as pd
 from core import stats
 from core.comparison import turnover_counts
 from core.errors import MetricUndefined
+from core.families.frameevidence import catalogue
 from core.families.frameevidence.accuracy import core_metrics
 from core.families.frameevidence.outcomes import (
     _all,
@@ -30,7 +31,7 @@ from core.families.frameevidence.repeats import rotations
 from core.families.frameevidence.vocab import CLASSES, FQ1, FQ1_VARIANTS, FQ2
 from core.schema import Rate, RunData
 
-COMPARED = ("accuracy", "macro_f1", "fq1_gem", "nts", "dis")
+COMPARED = tuple(m.key for m in catalogue.COMPARED)
 SEED_METRICS = ("macro_precision", "macro_recall", "macro_f1", "accuracy", "fq1_gem", "nts", "dis")
 ROTATION_SEED_METRICS = ("vanilla", "circular", "consistency")  # Table 6b's three-seed columns
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core.families.generic.catalogue import CATALOGUE
 from core.families.protocol import Capabilities, Family, deferred
 from core.report import Report
 from core.schema import Item
@@ -26,6 +27,7 @@ FAMILY = Family(
     parser="letter",
     kinds=(),  # any kind
     validate=validate,
+    catalogue=CATALOGUE,
     score=_metrics.score,
     groups=_groups.RULES,
     tables=_tables.tables,

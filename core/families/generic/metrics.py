@@ -8,13 +8,18 @@ Rates carry a percentile cluster-bootstrap interval over groups (20,000 draws, c
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from core import stats
+from core.catalogue import Metric, Value
+from core.catalogue import Scores as Scores
+from core.families.generic import catalogue as c
+from core.families.protocol import ScoreOptions
 from core.metrics import common
+from core.metrics.catalogue import ROTATION_METRICS
 from core.schema import Rate, RunData
 
 
@@ -81,24 +86,22 @@ def _gem_with_ci(df: pd.DataFrame, seed: int | None, draws: int) -> Rate:
     return rate
 
 
-def _rotation_block(joined: pd.DataFrame) -> dict[str, Any]:
+def _rotation_block(joined: pd.DataFrame) -> dict[Metric, Value]:
     """Circular metrics over repeat 0, or reasons when the run has a single rotation."""
     rotations = sorted(int(r) for r in joined["rotation"].unique()) if len(joined) else []
-    keys = ROTATION_KEYS
     if len(rotations) < 2:
-        return {k: Rate.undefined("the run has a single option rotation") for k in keys}
+        return {m: Rate.undefined("the run has a single option rotation") for m in ROTATION_METRICS}
     if rotations[0] != 0:
-        return {k: Rate.undefined("the run has no rotation 0") for k in keys}
+        return {m: Rate.undefined("the run has no rotation 0") for m in ROTATION_METRICS}
     scope = common.select(joined, rotation=None, repeat=0)
     block = common.rotation_metrics(scope, rotations)
     items = scope.drop_duplicates("item_id")
     solved = scope.groupby("item_id")["correct"].agg(lambda c: bool(c.all()) and len(c) == len(rotations))
     by_category = _circular_by_category(items, solved.reindex(items["item_id"]).fillna(False).to_numpy(dtype=bool),
                                         "items")
-    return {**{k: block[k] for k in keys}, "circular_by_category": by_category}
+    return {**{m: block[m.key] for m in ROTATION_METRICS}, c.CIRCULAR_BY_CATEGORY: by_category}  # type: ignore[misc]
 
 
-ROTATION_KEYS = ("vanilla", "circular", "consistency", "mean_rotation", "drop")
 
 
 def _copy_answers(items: pd.DataFrame, at: np.ndarray, base: pd.DataFrame
@@ -130,7 +133,7 @@ def _copy_numbers(meta: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return has, has & np.array([c == 0 for c in copies], dtype=bool)
 
 
-def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] | None:
+def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[Metric, Value] | None:
     """VLMEvalKit's circular scores over circular copies (docs/METRICS.md "Circular copies"); None when the
     items have no circular group.
 
@@ -169,9 +172,9 @@ def circular_copies(items: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any] |
     circular = Rate.of(int(solved.sum()), n, "circular groups")
     drop = (Rate(vanilla.value - circular.value) if vanilla.value is not None and circular.value is not None
             else Rate.undefined("no copy-0 items"))
-    return {"vanilla": vanilla, "circular": circular, "consistency": Rate.of(consistent, n, "circular groups"),
-            "mean_rotation": Rate.of(int(correct.sum()), len(correct), "copies"), "drop": drop,
-            "circular_over": "copies", "circular_by_category": by_category}
+    return {c.VANILLA: vanilla, c.CIRCULAR: circular, c.CONSISTENCY: Rate.of(consistent, n, "circular groups"),
+            c.MEAN_ROTATION: Rate.of(int(correct.sum()), len(correct), "copies"), c.DROP: drop,
+            c.CIRCULAR_OVER: "copies", c.CIRCULAR_BY_CATEGORY: by_category}
 
 
 CATEGORY_FIELD = "l2-category"  # VLMEvalKit's second category column (meta.l2-category); `kind` holds `category`
@@ -233,23 +236,24 @@ def per_stratum(base: pd.DataFrame) -> dict[str, dict[str, Rate]]:
     return out
 
 
-def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None, *,
-          seed: int | None = stats.DEFAULT_SEED, draws: int = stats.DEFAULT_DRAWS) -> dict[str, Any]:
-    """The generic metric set of one run (JSON keys as in docs/METRICS.md).
+def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData], options: ScoreOptions) -> Scores:
+    """The generic metric set of one run (its catalogue; JSON keys as in docs/METRICS.md).
 
-    `seed=None` skips the bootstrap intervals. `others` is unused (no paired metric in this family).
+    `options.seed=None` skips the bootstrap intervals. `others` is unused (no paired metric in this family).
     """
+    seed, draws = options.seed, options.draws
     joined = common.join(items, run.preds)
     base = common.select(joined, rotation=0, repeat=0)
     _prefetch_group_columns(base, seed, draws)
-    out: dict[str, Any] = {
-        "accuracy": _with_group_ci(common.accuracy(base), base, seed, draws),
-        **common.macro_prf(base, _classes(base)),
-        "per_kind": _per_kind(base, seed, draws),
-        "group_exact_match": _gem_with_ci(base, seed, draws),
-        "letters": letter_matrix(base, _classes(base)),
-        "per_stratum": per_stratum(base),
-    }
+    prf = common.macro_prf(base, _classes(base))
+    out = Scores({
+        c.ACCURACY: _with_group_ci(common.accuracy(base), base, seed, draws),
+        c.MACRO_PRECISION: prf["macro_precision"], c.MACRO_RECALL: prf["macro_recall"], c.MACRO_F1: prf["macro_f1"],
+        c.PER_KIND: _per_kind(base, seed, draws),
+        c.GROUP_EXACT_MATCH: _gem_with_ci(base, seed, draws),
+        c.LETTERS: letter_matrix(base, _classes(base)),
+        c.PER_STRATUM: per_stratum(base),
+    })
     rotations = joined["rotation"].nunique() if len(joined) else 0
     copies = circular_copies(items, base) if rotations < 2 else None
     if copies is not None:  # VLMEvalKit's circular copies stand for the rotations the run does not have
@@ -257,6 +261,6 @@ def score(items: pd.DataFrame, run: RunData, others: list[RunData] | None = None
     else:
         out.update(_rotation_block(joined))
         if rotations >= 2:
-            out["circular_over"] = "rotations"
-    out["n_predictions"] = int(len(joined))
+            out[c.CIRCULAR_OVER] = "rotations"
+    out[c.N_PREDICTIONS] = int(len(joined))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.families.protocol import Capabilities, Family, deferred
+from core.families.spur.catalogue import CATALOGUE
 from core.families.spur.vocab import SHORTCUT_TABLE, STAGE_OF, TASKS
 from core.report import Report
 from core.schema import Item
@@ -30,6 +31,7 @@ FAMILY = Family(
     parser="letter",
     kinds=TASKS,
     validate=validate,
+    catalogue=CATALOGUE,
     score=_metrics.score,
     groups=_groups.RULES,
     tables=_tables.tables,

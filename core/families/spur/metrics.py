@@ -9,14 +9,17 @@ when every one of them is correct; items without a prediction are left out of ev
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from core import stats
+from core.catalogue import Scores
 from core.errors import MetricUndefined
+from core.families.protocol import ScoreOptions
+from core.families.spur import catalogue as c
 from core.families.spur.vocab import STAGE_OF, STAGES, TASKS
 from core.metrics.common import join, memoized
 from core.schema import Rate, RunData
@@ -258,16 +261,17 @@ def _diff(a: Rate, b: Rate) -> Rate:
     return Rate(a.value - b.value)
 
 
-def score(items: pd.DataFrame, run: RunData, others: Iterable[RunData] = (), seed: int | None = DEFAULT_SEED,
-          shortcut_k: int | None = None, shortcut_model: str | None = None,
-          shortcut_pool: bool = False) -> dict[str, Any]:
-    """Every SPUR metric of `run`. `seed=None` skips the bootstrap CIs. `shortcut_model` / `shortcut_pool`:
-    the text-only model whose trials flag shortcut items, or the labelled pool of every such model
-    (shortcut_summary)."""
+def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData], options: ScoreOptions) -> Scores:
+    """Every SPUR metric of `run` (its catalogue). `options.seed=None` skips the bootstrap CIs;
+    `options.shortcut_model` / `shortcut_pool` / `shortcut_k`: the text-only model whose trials flag shortcut
+    items, or the labelled pool of every such model (shortcut_summary)."""
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
-    result: dict[str, Any] = accuracies(outcomes, seed)
-    result.update(breakdowns(items, outcomes))
+    acc = accuracies(outcomes, options.seed)
+    parts = breakdowns(items, outcomes)
+    result = Scores({c.TASKS: acc["tasks"], c.PERCEPTION: acc["perception"], c.UNDERSTANDING: acc["understanding"],
+                     c.REASONING: acc["reasoning"], c.OVERALL: acc["overall"], c.BY_STAINING: parts["by_staining"],
+                     c.BY_N_RELATIONS: parts["by_n_relations"], c.BY_PARADIGM: parts["by_paradigm"]})
     split = _reasoning_split(items, outcomes)
     direct = None
     if _strategy(run) != "direct":
@@ -283,11 +287,12 @@ def score(items: pd.DataFrame, run: RunData, others: Iterable[RunData] = (), see
             "perception_correct": _diff(split["perception_correct"], base["perception_correct"]),
             "perception_incorrect": _diff(split["perception_incorrect"], base["perception_incorrect"]),
         }
-    result["reasoning_by_perception"] = split
+    result[c.REASONING_BY_PERCEPTION] = split
 
     text_runs = text_only_runs([run, *others])
-    if text_runs or shortcut_model is not None:
-        result["shortcut"] = shortcut_summary(items, text_runs, shortcut_model, shortcut_pool, shortcut_k)
+    if text_runs or options.shortcut_model is not None:
+        result[c.SHORTCUT] = shortcut_summary(items, text_runs, options.shortcut_model, options.shortcut_pool,
+                                              options.shortcut_k)
     else:
-        result["shortcut"] = Rate.undefined("no text-only run of this benchmark")
+        result[c.SHORTCUT] = Rate.undefined("no text-only run of this benchmark")
     return result

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from core.families.protocol import Capabilities, Family, deferred
+from core.families.stembind.catalogue import CATALOGUE
 from core.families.stembind.vocab import KINDS, OPERATIONS
 from core.report import Report
 from core.schema import Item
@@ -56,6 +57,7 @@ FAMILY = Family(
     parser="tag",
     kinds=KINDS,
     validate=validate,
+    catalogue=CATALOGUE,
     score=_metrics.score,
     prefetch=_metrics.prefetch,
     groups=_groups.RULES,

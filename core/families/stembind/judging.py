@@ -79,7 +79,7 @@ def trace_strata(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
     return out[cols].sort_values(KEY).reset_index(drop=True)
 
 
-JUDGING = StageJudging(
+JUDGING: StageJudging = StageJudging(
     stages=STAGES,
     stage_names=STAGE_NAMES,
     judged_kind="F",

@@ -9,13 +9,16 @@ docs/METRICS.md (StemBind) for each definition, its paper section and its edge c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from core import stats
+from core.catalogue import Scores
+from core.families.protocol import ScoreOptions
+from core.families.stembind import catalogue as c
 from core.families.stembind.binding import (
     _attach_cis,
     _ci_arrays,
@@ -200,53 +203,51 @@ def _or_reason(value: dict[str, Any]) -> Any:
     return Rate.undefined(value["reason"]) if set(value) == {"reason"} else value
 
 
-def score(
-    items: pd.DataFrame,
-    run: RunData,
-    others: Iterable[RunData] = (),
-    judgements: pd.DataFrame | None = None,
-    labels: pd.DataFrame | None = None,
-    seed: int | None = DEFAULT_SEED,
-) -> dict[str, Any]:
-    """Every StemBind metric of `run`; paired metrics find their partner in `others` or give a reason.
-
-    `labels` (optional): error-audit labels with a `category` column (adds `error_audit`). `seed=None` skips
-    the bootstrap CIs.
-    """
+def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData], options: ScoreOptions) -> Scores:
+    """Every StemBind metric of `run` (its catalogue); paired metrics find their partner in `others` or give a
+    reason. `options.judgements`: the run's trace judgements (L2 StepAcc, L3 AttrTag); `options.labels`:
+    error-audit labels with a `category` column (adds `error_audit`); `options.seed=None` skips the bootstrap
+    CIs."""
+    seed = options.seed
     others = [o for o in others if o is not run]
     outcomes = item_outcomes(items, run)
-    result: dict[str, Any] = _accuracy_block(outcomes, items)
+    acc = _accuracy_block(outcomes, items)
     masks = _kind_masks(outcomes, items)
-    _attach_cis(outcomes, [(result[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed, items)
-    result.update(_stem_block(_stem_columns(items, outcomes)[0], seed))
+    _attach_cis(outcomes, [(acc[f"{k.lower()}_accuracy"], masks[k]) for k in KINDS], seed, items)
+    stem = _stem_block(_stem_columns(items, outcomes)[0], seed)
+    result = Scores({c.P_ACCURACY: acc["p_accuracy"], c.R_ACCURACY: acc["r_accuracy"], c.F_ACCURACY: acc["f_accuracy"],
+                     c.RF_GAP: acc["rf_gap"], c.BY_OPERATION: acc["by_operation"], c.BY_FAMILY: acc["by_family"],
+                     c.DECOMPOSITION_BLOCK: stem["decomposition"], c.BINDING_GAP: stem["binding_gap"],
+                     c.F_GIVEN_PR: stem["f_given_pr"], c.STEM_COHERENT: stem["stem_coherent"],
+                     c.LUCKY_GUESS: stem["lucky_guess"]})
 
     if _input_mode(run) == "text":
-        result["vg"] = Rate.undefined("this run is itself text-only")
+        result[c.VG] = Rate.undefined("this run is itself text-only")
     else:
         partner = find_text_partner(run, others)
-        result["vg"] = (visual_gain(items, run, partner, seed) if partner is not None else Rate.undefined(
+        result[c.VG] = (visual_gain(items, run, partner, seed) if partner is not None else Rate.undefined(
             "no text-only run of the same model and strategy"))
 
     if _strategy(run) not in ("direct", "thinking"):
-        result["think_gain"] = Rate.undefined(f"strategy {_strategy(run)!r} has no direct / thinking pair")
+        result[c.THINK_GAIN] = Rate.undefined(f"strategy {_strategy(run)!r} has no direct / thinking pair")
     else:
         partner = find_think_partner(run, others)
         if partner is None:
-            result["think_gain"] = Rate.undefined("no paired direct / thinking run of the same model")
+            result[c.THINK_GAIN] = Rate.undefined("no paired direct / thinking run of the same model")
         else:
             direct, thinking = (run, partner) if _strategy(run) == "direct" else (partner, run)
-            result["think_gain"] = think_gain(items, direct, thinking, seed)
+            result[c.THINK_GAIN] = think_gain(items, direct, thinking, seed)
 
     if _strategy(run) == "ssa":
-        result["ssa_text_removed"] = ssa_text_removed(run)
+        result[c.SSA_TEXT_REMOVED] = ssa_text_removed(run)
     levels = find_ssa_runs(run, others)
-    result["ssa"] = (_or_reason(ssa_curve(items, levels)) if levels else Rate.undefined(
+    result[c.SSA] = (_or_reason(ssa_curve(items, levels)) if levels else Rate.undefined(
         "no SSA runs (config ssa_level) of this model"))
 
-    l2 = l2_profile(items, run, judgements)
-    result["l2"] = _or_reason({k: v for k, v in l2.items() if k != "attr_tag"})
-    result["l3_attr_tag"] = l2["attr_tag"] if "attr_tag" in l2 else Rate.undefined(l2.get("reason", ""))
-    result["tokens"] = _or_reason(token_stats(items, run))
-    if labels is not None:
-        result["error_audit"] = _or_reason(error_audit(items, run, labels))
+    l2 = l2_profile(items, run, options.judgements)
+    result[c.L2] = _or_reason({k: v for k, v in l2.items() if k != "attr_tag"})
+    result[c.L3_ATTR_TAG] = l2["attr_tag"] if "attr_tag" in l2 else Rate.undefined(l2.get("reason", ""))
+    result[c.TOKENS] = _or_reason(token_stats(items, run))
+    if options.labels is not None:
+        result[c.ERROR_AUDIT] = _or_reason(error_audit(items, run, options.labels))
     return result
