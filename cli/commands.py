@@ -323,9 +323,9 @@ def _export_leaderboard(store: Any, args: argparse.Namespace, fmt: str) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """`report`: the one-file HTML report (ui.report.write_report), written through a temporary file."""
-    from ui.report import write_report
+    """`report`: the one-file HTML report (ui.report.write.write_report), written through a temporary file."""
     from ui.report.collect import BadReportRequest
+    from ui.report.write import write_report
 
     t0 = time.perf_counter()
     names = [n.strip() for n in (args.runs or "").split(",") if n.strip()] or None
@@ -355,9 +355,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_hash_password(args: argparse.Namespace) -> int:
-    from ui.auth import hash_password_main
+    """`hash-password USER`: prompt for the password (twice, no echo) or read one line of stdin (--stdin), print
+    the auth-file line (ui.auth.auth_line)."""
+    import getpass
 
-    return int(hash_password_main(args.user, from_stdin=args.stdin) or 0)
+    from ui.auth import auth_line
+
+    if args.stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        try:
+            password = getpass.getpass(f"password for {args.user}: ")
+            again = getpass.getpass("again: ")
+        except EOFError:
+            raise CrosscheckError("no password given (type it at the prompt, or pass --stdin)") from None
+        if again != password:
+            raise CrosscheckError("the two passwords differ")
+    if not password:
+        raise CrosscheckError("empty password refused")
+    print(auth_line(args.user, password))
+    return 0
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
