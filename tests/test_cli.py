@@ -148,10 +148,10 @@ def test_parsing_imports_no_heavy_module(argv):
 # parser from its package, whose metric modules load on first use (core.families.protocol.deferred): no pandas, no
 # numpy, none of the family's metrics.
 NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
-                                       "python_calamine", "db.labels", "db.judge_cli", "pandas", "numpy",
+                                       "python_calamine", "db.labels", "db.judge_runs", "pandas", "numpy",
                                        "core.families.generic.metrics", "core.families.generic.groups"},
                 "score": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
-                          "python_calamine", "db.labels", "db.judge_cli", "db.import_predictions"}}
+                          "python_calamine", "db.labels", "db.judge_runs", "db.import_predictions"}}
 
 
 @pytest.mark.parametrize("family", ["frameevidence", "stembind", "spur", "generic"])
