@@ -479,7 +479,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
 
     store = _store(args)
-    if not store.benchmarks() and not getattr(args, "no_demo", False):  # counts() would scan every prediction
+    if not store.benchmarks() and not args.no_demo:  # counts() would scan every prediction
         try:
             from db.demo import build_demo_store
         except ImportError:

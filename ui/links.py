@@ -15,7 +15,7 @@ browse&group=G` opens exactly that, the address bar follows the user, Back retur
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -28,15 +28,12 @@ from ui.views import cache
 if TYPE_CHECKING:
     from db.store import Store
 
-# query keys in the order a link writes them
-KEYS = ("benchmark", "runs", "tab", "split", "kind", "pattern", "q", "group", "a", "b", "section")
-BROWSE_KEYS = ("split", "kind", "pattern", "q", "group")
-
 
 @dataclass
 class View:
-    """What a link opens. `runs` are the header's picks; Browse's filters and open group, Compare's pair and
-    the Metrics sub-tab (`section`: its id, "<family>-<n>") are empty when the link does not name them."""
+    """What a link opens; its fields are the query keys, in the order a link writes them (KEYS). `runs` are the
+    header's picks; Browse's filters and open group, Compare's pair and the Metrics sub-tab (`section`: its id,
+    "<family>-<n>") are empty when the link does not name them."""
 
     benchmark: str | None = None
     runs: list[str] = field(default_factory=list)
@@ -51,11 +48,14 @@ class View:
     section: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in KEYS}
+        return asdict(self)
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> View | None:
         return cls(**{k: value[k] for k in KEYS if k in value}) if value else None
+
+
+KEYS = tuple(f.name for f in fields(View))  # the query keys, in the order a link writes them
 
 
 def query(view: Mapping[str, Any]) -> str:
