@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = sorted(report.errors, key=lambda i: i.line) if report is not None else []  # type: ignore[attr-defined]
         print(f"error: {exc}", file=sys.stderr)
         if len(errors) > 1:  # then every problem (the first 20 unless -v), in line order
-            shown = errors if getattr(args, "verbose", False) else errors[:20]
+            shown = errors if args.verbose else errors[:20]
             for issue in shown:
                 print(f"  {issue}", file=sys.stderr)
             if len(errors) > len(shown):

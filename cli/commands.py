@@ -324,9 +324,9 @@ def _export_leaderboard(store: Any, args: argparse.Namespace, fmt: str) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """`report`: the one-file HTML report (ui.report.write_report), written through a temporary file."""
-    from ui.report import write_report
+    """`report`: the one-file HTML report (ui.report.write.write_report), written through a temporary file."""
     from ui.report.collect import BadReportRequest
+    from ui.report.write import write_report
 
     t0 = time.perf_counter()
     names = [n.strip() for n in (args.runs or "").split(",") if n.strip()] or None
@@ -348,29 +348,124 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from core.runners.engine import run_from_args
+    """`run`: the run engine (core.runners.engine.run) over the settings the options give (RunSettings' fields
+    by name; an option left out keeps the field's default)."""
+    import dataclasses
 
-    summary = run_from_args(_store(args), args, notify=lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
+    from core.runners.engine import RunSettings, run
+
+    names = {f.name for f in dataclasses.fields(RunSettings)}
+    settings = RunSettings(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    summary = run(_store(args), settings, notify=lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
     print(summary.get("line", json.dumps(summary, default=str)))
     return 0 if summary.get("status", "done") in ("done", "cancelled") else 1
 
 
 def cmd_hash_password(args: argparse.Namespace) -> int:
-    from ui.auth import hash_password_main
+    """`hash-password USER`: prompt for the password (twice, no echo) or read one line of stdin (--stdin), print
+    the auth-file line (ui.auth.auth_line)."""
+    import getpass
 
-    return int(hash_password_main(args.user, from_stdin=args.stdin) or 0)
+    from ui.auth import auth_line
+
+    if args.stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        try:
+            password = getpass.getpass(f"password for {args.user}: ")
+            again = getpass.getpass("again: ")
+        except EOFError:
+            raise CrosscheckError("no password given (type it at the prompt, or pass --stdin)") from None
+        if again != password:
+            raise CrosscheckError("the two passwords differ")
+    if not password:
+        raise CrosscheckError("empty password refused")
+    print(auth_line(args.user, password))
+    return 0
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    from db.judge_cli import run_judge
+    """`judge`: judge the traces of --run into the judge run --judge-run (db.judge_runs.judge_run); exit 1 when a
+    call failed (api_error: the same command asks those again)."""
+    from core.judge import JudgeSpec, make_judge
+    from db.judge_runs import judge_run
 
-    return int(run_judge(_store(args), args) or 0)
+    store = _store(args)
+    judge = make_judge(JudgeSpec(
+        runner=args.judge_runner, threshold=args.threshold, base_url=args.base_url, model=args.model,
+        api_key_env=args.api_key_env, concurrency=args.concurrency, timeout=args.timeout,
+        max_retries=args.max_retries, max_tokens=args.max_tokens, batch_size=args.batch_size,
+        chat_template=args.chat_template))
+    t0 = time.perf_counter()
+    s = judge_run(store, args.run, args.judge_run, judge, sample=args.sample, limit=args.limit)
+    print(f"judge run {args.judge_run!r} on {args.run!r}: {s['n']} traces judged in {time.perf_counter() - t0:.1f} s "
+          f"({s['ok']} ok, {s['malformed']} malformed, {s['api_error']} api_error; {s['inconsistent']} with "
+          f"inconsistent flags), {s['skipped_already_judged']} already judged")
+    ff = ", ".join(f"{k} {v}" for k, v in s["first_failure"].items())
+    print(f"first failure: {ff}")
+    return 0 if s["api_error"] == 0 else 1
 
 
 def cmd_calibration(args: argparse.Namespace) -> int:
-    from db.judge_cli import run_calibration
+    """`calibration`: draw and freeze a sample (--draw-sample NAME, db.judge_runs.draw_sample), or print the
+    judge-human agreement of --run (db.judging.calibration_report; --json: the report as JSON)."""
+    from core import calibration as cal
+    from core.schema import to_jsonable
+    from db.judging import calibration_report
 
-    return int(run_calibration(_store(args), args) or 0)
+    store = _store(args)
+    if args.draw_sample:
+        from db.judge_runs import draw_sample
+
+        res = draw_sample(store, args.run, args.draw_sample, args.per_operation, args.seed)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False, indent=2))
+        else:
+            _print_sample(res)
+        return 0
+    rep = to_jsonable(calibration_report(store, args.run, sample=args.sample, judge=args.judge,
+                                         second=args.second_judge, ceiling=cal.parse_pairs(args.ceiling),
+                                         consensus_of=cal.parse_names(args.consensus)))
+    if args.json:
+        print(json.dumps(rep, ensure_ascii=False, indent=2))
+    else:
+        _print_calibration(rep)
+    sys.stdout.flush()
+    return 0
+
+
+def _print_sample(res: dict[str, Any]) -> None:
+    verb = "already frozen with the same traces" if res["status"] == "unchanged" else "drawn and frozen"
+    print(f"calibration sample {res['name']!r}: {res['n']} traces {verb}")
+    for row in res["table"]:
+        print("  " + "  ".join(f"{k}={v}" for k, v in row.items()))
+
+
+def _print_calibration(rep: dict[str, Any]) -> None:
+    """The calibration report as text: the labelers, kappa and agreement per pair and stage, the human ceiling
+    and consensus, and the first failure under the judge against the consensus."""
+    print(f"run {rep['run']!r}" + (f", sample {rep['sample']!r} ({rep['n_sample']} traces)" if rep["sample"] else "")
+          + f": {rep['n_traces']} labeled traces")
+    for lab in rep["labelers"]:
+        print(f"  {lab['kind']:<6} {lab['name']}: {lab['n']} labels")
+    print(f"{'pair':<44} {'stage':<5} {'kappa':>7} {'agree':>7} {'n':>5}")
+    for p in rep["pairs"]:
+        k = "n/a" if p["kappa"] is None else f"{p['kappa']:.3f}"
+        a = "n/a" if p["agreement"] is None else f"{p['agreement']:.3f}"
+        why = f"  ({p['reason']})" if p["reason"] else ""
+        print(f"{p['a'] + ' vs ' + p['b']:<44.44} {p['stage']:<5} {k:>7} {a:>7} {p['n']:>5}{why}")
+    ceil = rep["human_ceiling"]
+    used = "; ".join(f"{a}-{b}" for a, b in rep["ceiling_pairs"]) or "none"
+    print(f"human ceiling ({rep['ceiling_rule']}: {used}): " + ", ".join(
+        f"{s} {'n/a' if c['kappa'] is None else format(c['kappa'], '.3f')}" for s, c in ceil.items()))
+    print(f"human consensus ({rep['consensus_rule']}): majority of {', '.join(rep['consensus_of']) or 'none'}")
+    ff = rep["first_failure"]
+    if "reason" in ff:
+        print(f"first failure: n/a ({ff['reason']})")
+    else:
+        print(f"first failure ({ff['scope']}, n={ff['n']}): judge {ff['judge_name']}: " + ", ".join(
+            f"{k} {v['k']}" for k, v in ff["judge"].items()) + " | consensus: " + ", ".join(
+            f"{k} {v['k']}" for k, v in ff["human"].items()))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -385,7 +480,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cache_pruning()  # a malformed CROSSCHECK_GRADIO_CACHE stops here too, before any store is opened
 
     store = _store(args)
-    if not store.benchmarks() and not getattr(args, "no_demo", False):  # counts() would scan every prediction
+    if not store.benchmarks() and not args.no_demo:  # counts() would scan every prediction
         try:
             from db.demo import build_demo_store
         except ImportError:

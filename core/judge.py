@@ -13,7 +13,8 @@ Judges:
 - `ModelJudge` wraps any runner of core/runners (OpenAI-compatible `acall`, local transformers `generate`)
   at temperature 0 with the family's system prompt + `build_prompt(...)`;
 - `LexicalJudge` needs no model: content-token overlap of the trace with each stage target (a cheap
-  baseline, and a real-code test double).
+  baseline, and a real-code test double);
+- `make_judge(JudgeSpec(...))` builds either from plain settings (the CLI's and the Calibration tab's).
 
 `parse_judgement` is strict: the judge must give every stage as 0/1 (or true/false); anything else is
 status "malformed" with the raw text kept and no flag filled in. A failed call is status "api_error" (retried
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import CrosscheckError
 from core.families.stage_judging import StageJudging
 from core.runners.base import AsyncRunner, ModelRunner, run_coroutine
 
@@ -394,6 +396,47 @@ class ModelJudge:
 
 
 # --------------------------------------------------------------------------- summaries
+
+
+JUDGE_RUNNERS = ("lexical", "openai", "transformers")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """Which judge to build and how it calls its model (`app.py judge`'s options, the Calibration tab's form):
+    `runner` is one of JUDGE_RUNNERS; `threshold` is the lexical judge's; `base_url`, `api_key_env` (the
+    variable's name, never the key), `concurrency`, `timeout` and `max_retries` the endpoint's; `model` the
+    endpoint's model id or the local checkpoint folder; `batch_size` and `chat_template` the local model's."""
+
+    runner: str
+    threshold: float = 0.5
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    timeout: float = 120.0
+    max_retries: int = 5
+    max_tokens: int = 512
+    batch_size: int = 8
+    chat_template: str | None = None
+
+
+def make_judge(spec: JudgeSpec) -> LexicalJudge | ModelJudge:
+    """The judge `spec` names; a model judge's runner is imported here, when one is asked for."""
+    if spec.runner == "lexical":
+        return LexicalJudge(threshold=spec.threshold)
+    if spec.runner == "openai":
+        from core.runners.openai_runner import OpenAIRunner
+
+        runner = OpenAIRunner(spec.base_url, spec.model or "", api_key_env=spec.api_key_env, concurrency=spec.concurrency,
+                              timeout=spec.timeout, max_retries=spec.max_retries)
+        return ModelJudge(runner, max_tokens=spec.max_tokens)
+    if not spec.model:
+        raise CrosscheckError("--judge-runner transformers needs --model CHECKPOINT_DIR")
+    from core.runners.transformers_runner import TransformersRunner
+
+    local = TransformersRunner(spec.model, chat_template=spec.chat_template)
+    return ModelJudge(local, max_tokens=spec.max_tokens, batch_size=spec.batch_size)
 
 
 def summarize(judgements: Iterable[Judgement], judging: StageJudging) -> dict[str, Any]:

@@ -7,7 +7,6 @@ baselines run through the runner engine (core.runners.engine) on the imported it
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -102,17 +101,3 @@ def build_demo_store(store: Store, workdir: str | Path | None = None, seed: int 
     summary["seconds"] = round(time.perf_counter() - t0, 2)
     say(f"Demo store ready in {summary['seconds']:.1f} s ({len(summary['runs'])} runs).")
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:  # pragma: no cover - convenience: python -m db.demo DB [WORKDIR]
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    store = Store(args[0] if args else "demo.sqlite")
-    out = build_demo_store(store, args[1] if len(args) > 1 else None)
-    print(json.dumps({k: v for k, v in out.items() if k != "runs"}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -39,8 +39,8 @@ def test_load_auth_file(tmp_path):
 
 
 def test_hash_password_command_prints_a_line(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "ui.auth", "alice", "--stdin"], input="pw\n", capture_output=True,
-                         text=True, cwd=ROOT, check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "app.py", "hash-password", "alice", "--stdin"], input="pw\n",
+                         capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
     user, _, encoded = out.partition(":")
     assert user == "alice" and check_password("pw", encoded)
 

@@ -17,13 +17,14 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
 import app
+from cli.commands import cmd_calibration
 from core import calibration as cal
 from core.errors import CalibrationChoice
 from core.families.stembind import judging as sbj
 from core.families.stembind.judging import JUDGING
 from core.judge import LexicalJudge
 from core.schema import to_jsonable
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db.importers import import_labels
 from db.store import Store
 
@@ -243,8 +244,8 @@ def test_second_judge_rank_and_weakest_stage():
 def labeled_store(demo_db, tmp_path):
     db = copy_store(demo_db, tmp_path / "s")
     store = Store(db)
-    judge_cli.judge_run(store, RUN, "lex", LexicalJudge(0.5))
-    res = judge_cli.draw(store, RUN, "cal", per_operation=4, seed=0)
+    judge_runs.judge_run(store, RUN, "lex", LexicalJudge(0.5))
+    res = judge_runs.draw_sample(store, RUN, "cal", per_operation=4, seed=0)
     assert res["status"] == "saved"
     sample = judging.sample_frame(store, "cal")
     jf = judging.judgements_frame(store, RUN, ["lex"]).set_index("item_id")
@@ -264,10 +265,10 @@ def labeled_store(demo_db, tmp_path):
 
 def test_sample_is_frozen_and_reusable(labeled_store):
     store, sample, _ = labeled_store
-    again = judge_cli.draw(store, RUN, "cal", per_operation=4, seed=0)
+    again = judge_runs.draw_sample(store, RUN, "cal", per_operation=4, seed=0)
     assert again["status"] == "unchanged"
     with pytest.raises(judging.SampleFrozen):
-        judge_cli.draw(store, RUN, "cal", per_operation=4, seed=1)
+        judge_runs.draw_sample(store, RUN, "cal", per_operation=4, seed=1)
     assert list(judging.sample_frame(store, "cal")["item_id"]) == list(sample["item_id"])
     assert set(sample["outcome"]) <= set(sbj.OUTCOME_BINS)
     assert (sample.groupby("operation").size() <= 4).all()
@@ -275,9 +276,10 @@ def test_sample_is_frozen_and_reusable(labeled_store):
 
 def test_calibration_json_equals_sklearn(labeled_store, capsys):
     store, sample, lines = labeled_store
-    args = argparse.Namespace(run=RUN, sample="cal", judge=None, second_judge=None, json=True, draw_sample=None,
+    args = argparse.Namespace(command="calibration", db=store.path, run=RUN, sample="cal", judge=None,
+                              second_judge=None, json=True, draw_sample=None,
                               per_operation=20, seed=0, ceiling=None, consensus=None)
-    assert judge_cli.run_calibration(store, args) == 0
+    assert cmd_calibration(args) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["n_sample"] == len(sample) and rep["n_traces"] == len(sample)
     jf = judging.judgements_frame(store, RUN, ["lex"]).set_index("item_id")
@@ -308,9 +310,9 @@ def test_calibration_json_equals_sklearn(labeled_store, capsys):
 def test_calibration_second_judge_over_runs(labeled_store, capsys):
     store, _, _ = labeled_store
     for run in ("synth-sb-balanced-direct", "synth-sb-balanced-thinking"):
-        judge_cli.judge_run(store, run, "lex", LexicalJudge(0.5))
+        judge_runs.judge_run(store, run, "lex", LexicalJudge(0.5))
     for run in (RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"):
-        judge_cli.judge_run(store, run, "lex-strict", LexicalJudge(0.8))
+        judge_runs.judge_run(store, run, "lex-strict", LexicalJudge(0.8))
     rep = judging.calibration_report(store, RUN, sample="cal", judge="lex", second="lex-strict")
     sj = rep["second_judge"]
     assert set(sj["runs"]) == {RUN, "synth-sb-balanced-direct", "synth-sb-balanced-thinking"}
@@ -327,9 +329,10 @@ def test_calibration_second_judge_over_runs(labeled_store, capsys):
 
 def test_calibration_cli_ceiling_and_consensus(labeled_store, capsys):
     store, sample, lines = labeled_store
-    args = argparse.Namespace(run=RUN, sample="cal", judge=None, second_judge=None, json=True, draw_sample=None,
+    args = argparse.Namespace(command="calibration", db=store.path, run=RUN, sample="cal", judge=None,
+                              second_judge=None, json=True, draw_sample=None,
                               per_operation=20, seed=0, ceiling="A2,A3", consensus="A2,A3")
-    assert judge_cli.run_calibration(store, args) == 0
+    assert cmd_calibration(args) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["ceiling_pairs"] == [["A2", "A3"]] and rep["consensus_of"] == ["A2", "A3"]
     human = pd.DataFrame(lines).set_index(["annotator", "item_id"])
@@ -345,7 +348,7 @@ def test_calibration_cli_ceiling_and_consensus(labeled_store, capsys):
     ff = rep["first_failure"]
     assert sum(v["k"] for v in ff["human"].values()) == ff["n"]
     args.json, args.ceiling, args.consensus = False, None, None
-    assert judge_cli.run_calibration(store, args) == 0
+    assert cmd_calibration(args) == 0
     out = capsys.readouterr().out
     assert "human ceiling (every annotator pair: A1-A2; A1-A3; A2-A3)" in out
     assert "human consensus (every annotator): majority of A1, A2, A3" in out

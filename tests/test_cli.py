@@ -133,7 +133,7 @@ def test_a_users_error_is_one_line_in_the_server_log(store):
                                   ["import", "x.jsonl"], ["serve", "--help"]])
 def test_parsing_imports_no_heavy_module(argv):
     """#27: the command line is parsed (or its help printed) without pandas, numpy, Gradio, the store or the
-    judge CLI: they are imported by the handler that uses them."""
+    judge: they are imported by the handler that uses them."""
     code = ("import sys\nimport app\nfrom cli import build_parser\ntry:\n    build_parser().parse_args(sys.argv[1:])\n"
             "except SystemExit:\n    pass\n"
             "heavy = {'pandas', 'numpy', 'gradio', 'scipy', 'db', 'ui', 'torch', 'openai'}\n"
@@ -144,14 +144,14 @@ def test_parsing_imports_no_heavy_module(argv):
 
 # What `import-predictions` and `score` of a small VLMEvalKit store must not import (#27 point 1, "modules imported
 # where they are used"): sqlite_utils (it imports pandas; only a pending migration needs it), the UI, the plots,
-# scipy, the judge CLI and the labels import, and for the TSV no spreadsheet reader. The import reads the family's
-# parser from its package, whose metric modules load on first use (core.families.protocol.deferred): no pandas, no
-# numpy, none of the family's metrics.
+# scipy, the judge runs (db.judge_runs) and the labels import, and for the TSV no spreadsheet reader. The import
+# reads the family's parser from its package, whose metric modules load on first use
+# (core.families.protocol.deferred): no pandas, no numpy, none of the family's metrics.
 NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
-                                       "python_calamine", "db.labels", "db.judge_cli", "pandas", "numpy",
+                                       "python_calamine", "db.labels", "db.judge_runs", "pandas", "numpy",
                                        "core.families.generic.metrics", "core.families.generic.groups"},
                 "score": {"sqlite_utils", "gradio", "plotly", "scipy", "sklearn", "ui", "openpyxl",
-                          "python_calamine", "db.labels", "db.judge_cli", "db.import_predictions"}}
+                          "python_calamine", "db.labels", "db.judge_runs", "db.import_predictions"}}
 
 
 @pytest.mark.parametrize("family", ["frameevidence", "stembind", "spur", "generic"])

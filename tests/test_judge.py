@@ -12,10 +12,11 @@ import pytest
 from chat_server import ChatServer, request_text
 from conftest import copy_store
 
+from cli.commands import cmd_judge
 from core.families.stembind.judging import JUDGING
 from core.families.stembind.stages import first_failure, inconsistent
 from core.judge import JudgeInput, LexicalJudge, build_prompt, parse_judgement, split_steps
-from db import judge_cli, judging
+from db import judging
 from db import labels as dbl
 from db.store import Store
 
@@ -108,10 +109,11 @@ def sb_store(demo_db, tmp_path):
     return copy_store(demo_db, tmp_path / "s")
 
 
-def _args(**kw):
-    base = dict(run=RUN, judge_runner="openai", judge_run="gpt-judge", base_url=None, model="judge-m",
-                api_key_env="CC_JUDGE_KEY", concurrency=4, max_tokens=256, batch_size=4, threshold=0.5, sample=None,
-                limit=None, timeout=5.0, max_retries=2)
+def _args(db, **kw):
+    """`python app.py judge`'s parsed options on the store file `db`."""
+    base = dict(command="judge", db=db, run=RUN, judge_runner="openai", judge_run="gpt-judge", base_url=None,
+                model="judge-m", api_key_env="CC_JUDGE_KEY", concurrency=4, max_tokens=256, batch_size=4,
+                threshold=0.5, sample=None, limit=None, timeout=5.0, max_retries=2, chat_template=None)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -147,7 +149,7 @@ def test_openai_judge_end_to_end(sb_store, monkeypatch, capsys):
     with ChatServer(responder=_scripted(by_trace)) as server:
         server.rules.append([trace["sb-007-F"], "400", 1])   # a non-retryable failure: stored as api_error
         server.rules.append([trace["sb-008-F"], "500", 1])   # retried, then ok
-        code = judge_cli.run_judge(store, _args(base_url=server.base_url))
+        code = cmd_judge(_args(sb_store, base_url=server.base_url))
         assert code == 1  # one api_error
         bodies = list(server.bodies)
     out = capsys.readouterr().out
@@ -176,7 +178,7 @@ def test_openai_judge_end_to_end(sb_store, monkeypatch, capsys):
     assert "EMPTY" not in json.dumps(jr["config"])
     # a rerun resumes: only the api_error trace is asked again
     with ChatServer(responder=_scripted(by_trace)) as server:
-        assert judge_cli.run_judge(store, _args(base_url=server.base_url)) == 0
+        assert cmd_judge(_args(sb_store, base_url=server.base_url)) == 0
         assert len(server.bodies) == 1 and _trace_of(server.bodies[0]) == trace["sb-007-F"]
     assert judging.judgements_frame(store, RUN, ["gpt-judge"]).set_index("item_id").loc["sb-007-F", "status"] == "ok"
     # and the L2 profile of the run reads these judgements (malformed ones left out)
@@ -191,14 +193,14 @@ def test_openai_judge_end_to_end(sb_store, monkeypatch, capsys):
 
 def test_lexical_judge_cli_and_conflicting_identity(sb_store, capsys):
     store = Store(sb_store)
-    assert judge_cli.run_judge(store, _args(judge_runner="lexical", judge_run="lex")) == 0
+    assert cmd_judge(_args(sb_store, judge_runner="lexical", judge_run="lex")) == 0
     assert "judge run 'lex'" in capsys.readouterr().out
     s = judging.judgements_frame(store, RUN, ["lex"])
     assert len(s) == len(judging.trace_records(store, RUN)) and set(s["status"]) == {"ok"}
     from core.errors import CrosscheckError
 
     with pytest.raises(CrosscheckError, match="other settings"):
-        judge_cli.run_judge(store, _args(judge_runner="lexical", judge_run="lex", threshold=0.9))
+        cmd_judge(_args(sb_store, judge_runner="lexical", judge_run="lex", threshold=0.9))
 
 
 # ---------------------------------------------------------------------------- the label write path

@@ -1,7 +1,7 @@
 """Login for a hosted lab: a file of `user:password-hash` lines (docs/HOSTING.md, "Host it for your lab").
 
-Make a line with `python app.py hash-password USER` (or `python -m ui.auth USER` before that subcommand
-exists): it asks for the password twice without echo (or reads one line from stdin with --stdin) and prints
+Make a line with `python app.py hash-password USER` (cli.commands.cmd_hash_password, over `auth_line`): it asks
+for the password twice without echo (or reads one line from stdin with --stdin) and prints
 `USER:pbkdf2_sha256$...`; append it to the auth file and start `python app.py serve --auth FILE`. The
 signed-in name reaches handlers as `gr.Request.username`; no form field ever asks for it.
 """
@@ -46,27 +46,6 @@ def auth_line(user: str, password: str) -> str:
     if not password:
         raise CrosscheckError("the password is empty")
     return f"{user}:{hash_password(password)}"
-
-
-def hash_password_main(user: str, from_stdin: bool = False) -> int:
-    """The `hash-password` command: prompt (twice, no echo) or read stdin, print the auth-file line."""
-    import getpass
-    import sys
-
-    if from_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        try:
-            password = getpass.getpass(f"password for {user}: ")
-            again = getpass.getpass("again: ")
-        except EOFError:
-            raise CrosscheckError("no password given (type it at the prompt, or pass --stdin)") from None
-        if again != password:
-            raise CrosscheckError("the two passwords differ")
-    if not password:
-        raise CrosscheckError("empty password refused")
-    print(auth_line(user, password))
-    return 0
 
 
 class AuthFileError(CrosscheckError):
@@ -137,10 +116,3 @@ def is_local_request(host: str | None, headers: Mapping[str, str] | None = None)
     except ValueError:
         return False
 
-
-if __name__ == "__main__":  # python -m ui.auth USER [--stdin]: the same as `python app.py hash-password`
-    import sys
-
-    from cli import main
-
-    sys.exit(main(["hash-password", *sys.argv[1:]]))

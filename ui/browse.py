@@ -3,6 +3,7 @@ view below the list, with every run's answers; the extraction audit sits in an a
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gradio as gr
@@ -14,6 +15,7 @@ from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
 from ui import browse_review, browse_search, slices_panel
+from ui.audit import build_audit
 from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, from_request
@@ -244,6 +246,29 @@ def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: 
     return gid, open_group(store, bench, runs, gid, detail_v, boxes_v, query), opened_id(store, bench, gid)
 
 
+def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any, Any]:
+    """(group id, its view, the list's page, the id again as the group shown) of the group `delta` away from the
+    opened one in the filtered list; `args`: Browse's filters (ending with page and tag), then the opened group,
+    detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
+    one going back)."""
+    bench, runs, split, kind, field, value, pattern, query, page, tag, gid, detail, boxes = args
+    try:
+        res = list_groups(store, bench, runs, split, kind, field, value, pattern, query, 1, tag)
+    except CrosscheckError as exc:
+        raise gr.Error(str(exc)) from exc
+    ids = [str(g) for g in res.get("ids", [])]
+    if not ids:
+        return gr.update(), gr.update(), gr.update(), gr.update()
+    cur = (gid or "").strip()
+    if cur in ids:
+        at = min(max(ids.index(cur) + delta, 0), len(ids) - 1)
+    else:
+        first = (max(1, int(page or 1)) - 1) * PAGE_SIZE
+        at = min(first if delta > 0 else first + PAGE_SIZE - 1, len(ids) - 1)
+    new = ids[at]
+    return new, open_group(store, bench, runs, new, detail, boxes, query), at // PAGE_SIZE + 1, new
+
+
 def panel_boxes_shown(store: Any, bench: Any) -> bool:
     """Whether the Browse tab offers the "Panel boxes" toggle: only for a family whose view draws panel boxes."""
     if not isinstance(bench, str) or not bench:
@@ -297,8 +322,6 @@ def build_browse(ctx: Ctx) -> None:
                 "boxes": boxes, "view": view, "opened": opened, "summary": summary, "tag": tag, "slices": slices,
                 **tools})
 
-    from ui.audit import build_audit
-
     with gr.Accordion("Extraction audit: invalid parses, re-parse, manual answers", open=False,
                       elem_id="cc-audit"):
         build_audit(ctx)
@@ -310,10 +333,18 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     filters = [ctx.benchmark, ctx.runs, c["split"], c["kind"], c["field"], c["value"], c["pattern"], c["search"],
                c["page"], c["tag"]]  # the tag filter last (ui.browse_review)
     list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
+    _wire_landing(ctx, c, list_outputs)
+    first_page, on_list = _wire_list(ctx, c, filters, list_outputs)
+    _wire_group(ctx, c)
+    browse_review.wire(ctx, c, filters, list_outputs, first_page, on_list, functools.partial(step_group, store))
+
+
+def _wire_landing(ctx: Ctx, c: dict[str, Any], list_outputs: list[Any]) -> None:
+    """The page load (the view of its link) and a change of the header's benchmark or runs: every filter, the
+    list and the group view afresh; the parts a link names registered for ui.links."""
+    store = ctx.store
     reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs, c["search"],
                      c["group"], c["view"], c["opened"]]
-    group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
-    shown_inputs = [ctx.benchmark, ctx.runs, c["opened"], c["detail"], c["boxes"], c["search"]]
 
     def on_load(bench, runs, link, request: gr.Request):
         view = View.of(link) or from_request(store, request)
@@ -331,6 +362,23 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
             linked = (linked[0], *kept_group(store, bench, opened))
         return (*reset(store, bench, runs, view), *linked)
 
+    def on_boxes_shown(bench: str | None) -> Any:
+        return gr.update(visible=panel_boxes_shown(store, bench))
+
+    ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
+    for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
+        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"], c["opened"]], reset_outputs,
+                api_visibility="private")
+    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search")})
+    ctx.parts["browse.group"] = c["opened"]  # the address names the group shown, never a half-typed id
+    ctx.benchmark.change(on_boxes_shown, ctx.benchmark, c["boxes"], api_visibility="private", queue=False)
+
+
+def _wire_list(ctx: Ctx, c: dict[str, Any], filters: list[Any], list_outputs: list[Any]) -> tuple[Any, Any]:
+    """The filters, the search box and the pager: each lists the groups again. Returns (the first page's
+    handler, the shown page's handler) for the review loop's events."""
+    store = ctx.store
+
     def on_list(*args):
         return refresh_list(store, *args)
 
@@ -345,26 +393,6 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     def on_field(bench, field_v):
         return field_values(store, bench, field_v)
 
-    def on_group(*args):
-        return open_group(store, *args)
-
-    def on_submit(*args):
-        return submit_group(store, *args)
-
-    def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
-        return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
-
-    ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
-    for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
-        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"], c["opened"]], reset_outputs,
-                api_visibility="private")
-    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search")})
-    ctx.parts["browse.group"] = c["opened"]  # the address names the group shown, never a half-typed id
-
-    def on_boxes_shown(bench: str | None) -> Any:
-        return gr.update(visible=panel_boxes_shown(store, bench))
-
-    ctx.benchmark.change(on_boxes_shown, ctx.benchmark, c["boxes"], api_visibility="private", queue=False)
     c["field"].input(on_field, [ctx.benchmark, c["field"]], c["value"], api_visibility="private").then(
         first_page, filters, list_outputs, api_visibility="private")
     for comp in (c["split"], c["kind"], c["value"], c["pattern"], c["tag"]):
@@ -374,9 +402,26 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     c["page"].submit(on_list, filters, list_outputs, api_visibility="private")
     c["prev"].click(step(-1), filters, list_outputs, api_visibility="private")
     c["next"].click(step(+1), filters, list_outputs, api_visibility="private")
+    return first_page, on_list
+
+
+def _wire_group(ctx: Ctx, c: dict[str, Any]) -> None:
+    """A click on a row, Enter in the Group box, the run in detail and the panel boxes: the group view."""
+    store = ctx.store
+    group_inputs = [ctx.benchmark, ctx.runs, c["group"], c["detail"], c["boxes"], c["search"]]
+    shown_inputs = [ctx.benchmark, ctx.runs, c["opened"], c["detail"], c["boxes"], c["search"]]
+
+    def on_group(*args):
+        return open_group(store, *args)
+
+    def on_submit(*args):
+        return submit_group(store, *args)
+
+    def on_select(bench, runs, detail_v, boxes_v, query, evt: gr.SelectData):
+        return select_row(store, bench, runs, detail_v, boxes_v, evt.row_value, query)
+
     c["table"].select(on_select, [ctx.benchmark, ctx.runs, c["detail"], c["boxes"], c["search"]],
                       [c["group"], c["view"], c["opened"]], api_visibility="private")
     c["group"].submit(on_submit, group_inputs, [c["view"], c["opened"]], api_visibility="private")
     c["detail"].input(on_group, shown_inputs, c["view"], api_visibility="private")
     c["boxes"].input(on_group, shown_inputs, c["view"], api_visibility="private")
-    browse_review.wire(ctx, c, filters, list_outputs, first_page, on_list)

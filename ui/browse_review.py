@@ -11,12 +11,14 @@ Tags go through db/tags.py (the one write path); `by` is the signed-in user unde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
 from core.errors import CrosscheckError
 from db import tags as dbt
+from ui import slices_panel
 from ui.handlers import username
 from ui.views.common import esc
 
@@ -145,41 +147,15 @@ def build_tools() -> dict[str, Any]:
             "next_group": nxt, "prev_group": prv}
 
 
-def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any, Any]:
-    """(group id, its view, the list's page, the id again as the group shown) of the group `delta` away from the
-    opened one in the filtered list; `args`: Browse's filters (ending with page and tag), then the opened group,
-    detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
-    one going back)."""
-    from ui.browse import PAGE_SIZE, list_groups, open_group
-
-    bench, runs, split, kind, field, value, pattern, query, page, tag, gid, detail, boxes = args
-    try:
-        res = list_groups(store, bench, runs, split, kind, field, value, pattern, query, 1, tag)
-    except CrosscheckError as exc:
-        raise gr.Error(str(exc)) from exc
-    ids = [str(g) for g in res.get("ids", [])]
-    if not ids:
-        return gr.update(), gr.update(), gr.update(), gr.update()
-    cur = (gid or "").strip()
-    if cur in ids:
-        at = min(max(ids.index(cur) + delta, 0), len(ids) - 1)
-    else:
-        first = (max(1, int(page or 1)) - 1) * PAGE_SIZE
-        at = min(first if delta > 0 else first + PAGE_SIZE - 1, len(ids) - 1)
-    new = ids[at]
-    return new, open_group(store, bench, runs, new, detail, boxes, query), at // PAGE_SIZE + 1, new
-
-
 def wire(ctx: Any, c: dict[str, Any], filters: list[Any], list_outputs: list[Any], first_page: Any,
-         on_list: Any) -> None:
-    """The events of the tag filter, the tag row, the keys' buttons and the slices panel (in c["slices"])."""
-    from ui import slices_panel
-
+         on_list: Any, step: Callable[[list[Any], int], tuple[Any, ...]]) -> None:
+    """The events of the tag filter, the tag row, the keys' buttons and the slices panel (in c["slices"]).
+    `step(args, delta)`: the group `delta` away in Browse's filtered list (ui.browse.step_group)."""
     store = ctx.store
 
     def go(delta: int) -> Any:
         def handler(*args):
-            return step_group(store, list(args), delta)
+            return step(list(args), delta)
         return handler
 
     for btn, delta in ((c["next_group"], 1), (c["prev_group"], -1)):

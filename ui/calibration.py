@@ -27,7 +27,7 @@ from core.schema import to_jsonable
 from db import judging
 from db import labels as dbl
 from db.catalog import catalog_signature
-from db.judge_cli import draw
+from db.judge_runs import draw_sample
 from db.store import Store
 from ui import judge_job
 from ui.context import Ctx, keep, refreshed
@@ -279,7 +279,7 @@ def on_draw(store: Store, r: str | None, n: str, k: float | None, sd: float | No
     """Draw and freeze a sample; returns the message, its table, the scope picker and the catalog signature."""
     if not r:
         raise CrosscheckError("choose a traces run first")
-    res = draw(store, r, n, int(k or 20), int(sd or 0))
+    res = draw_sample(store, r, n, int(k or 20), int(sd or 0))
     verb = "already frozen with the same traces (unchanged)" if res["status"] == "unchanged" else "drawn and frozen"
     return (f"Sample **{html.escape(res['name'])}**: {res['n']} traces {verb}. Annotators find it in the Judge "
             "tab's Queue list.", gr.update(value=pd.DataFrame(res["table"]), visible=True),

@@ -244,11 +244,31 @@ def open_changed(store: Any, st: dict[str, Any] | None, row: list[Any] | None) -
     return compare_diff.side_by_side(store, st["bench"], gid, st["a"], st["b"]) + view
 
 
+def linked_pickers(store: Any, bench: str | None, runs: list[str] | None, link: View | None) -> tuple[Any, Any, Any]:
+    """(run A, run B, split) pickers for the header's benchmark and runs, on the pair a link of this benchmark
+    names."""
+    a, b, splits = bench_choices(store, bench, runs)
+    if link is not None and link.benchmark == bench and link.a and link.b:  # the pair a link names
+        a, b = {**a, "value": link.a}, {**b, "value": link.b}
+    return a, b, splits
+
+
+def compare_link(store: Any, link: View | None, which_v: str | None, cluster_v: str | None,
+                 fields_v: list[str] | None) -> Any:
+    """A link to Compare with a pair (ui.links): the comparison, as the Compare button makes it (on the test
+    split where the benchmark has one); nothing for any other link."""
+    if link is None or not link.benchmark or link.tab != "compare" or not (link.a and link.b):
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    splits = cache.bench(store, link.benchmark).splits
+    return run_compare(store, link.benchmark, link.a, link.b, "test" if "test" in splits else "", which_v,
+                       cluster_v, fields_v)
+
+
 # --------------------------------------------------------------------------- layout
 
 
 def build_compare(ctx: Ctx) -> None:
-    store = ctx.store
+    """The tab's layout; its events are wired by _wire to the plain handlers above."""
     gr.Markdown("Two runs of the benchmark picked in the header: what turned right, what turned wrong, and whether "
                 "the metric differences are larger than resampling noise.", elem_classes=["cc-muted"])
     with gr.Row():
@@ -271,28 +291,29 @@ def build_compare(ctx: Ctx) -> None:
         gr.HTML('<div class="cc-muted">Click a row to open the group with both runs\' answers.</div>')
     table = gr.Dataframe(interactive=False, max_height=320, elem_id="cc-compare-changed", show_label=False)
     view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
-    state = gr.State(None)
+    _wire(ctx, {"a": run_a, "b": run_b, "split": split, "go": go, "cluster_row": cluster_row, "cluster": cluster,
+                "fields": fields, "out": out, "which": which, "table": table, "view": view, "state": gr.State(None)})
+
+
+def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
+    """The Compare tab's events: the run and cluster pickers follow the header (on page load, the view of its
+    link), Compare compares, a link naming a pair compares it once the page has landed (ctx.parts["compare.show"],
+    ui.links), the filter and a row click show the changed groups."""
+    store = ctx.store
+    pickers = [c["a"], c["b"], c["split"]]
+    cluster_outputs = [c["cluster_row"], c["fields"]]
+    compared = [c["out"], c["table"], c["state"], c["view"]]
 
     def on_bench(bench: str | None, runs: list[str] | None, link: dict[str, Any] | None,
                  request: gr.Request) -> tuple[Any, Any, Any]:
         if link is None:  # the page load: the benchmark of the page's link, if any (ui.links.landed)
             bench, runs = landed(store, bench, runs, request)
             link = (from_request(store, request) or View()).as_dict()
-        a, b, splits = bench_choices(store, bench, runs)
-        view = View.of(link)
-        if view is not None and view.benchmark == bench and view.a and view.b:  # the pair a link names
-            a, b = {**a, "value": view.a}, {**b, "value": view.b}
-        return a, b, splits
+        return linked_pickers(store, bench, runs, View.of(link))
 
     def linked_compare(link: dict[str, Any] | None, which_v: str | None, cluster_v: str | None,
                        fields_v: list[str] | None) -> Any:
-        """A link to Compare with a pair (ui.links): the comparison, as the Compare button makes it."""
-        view = View.of(link)
-        if view is None or not view.benchmark or view.tab != "compare" or not (view.a and view.b):
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        splits = cache.bench(store, view.benchmark).splits
-        return run_compare(store, view.benchmark, view.a, view.b, "test" if "test" in splits else "", which_v,
-                           cluster_v, fields_v)
+        return compare_link(store, View.of(link), which_v, cluster_v, fields_v)
 
     def on_clusters(bench: str | None, chosen: list[str] | None) -> tuple[Any, Any]:
         return cluster_controls(store, bench, chosen)
@@ -306,16 +327,15 @@ def build_compare(ctx: Ctx) -> None:
     def on_select(st: dict[str, Any] | None, evt: gr.SelectData) -> str:
         return open_changed(store, st, evt.row_value or [])
 
-    pickers = [run_a, run_b, split]
     for trig in (ctx.benchmark.change, ctx.refresh.click, ctx.runs.change):
         trig(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
     for trig in (ctx.benchmark.change, ctx.refresh.click):
-        trig(on_clusters, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
+        trig(on_clusters, [ctx.benchmark, c["fields"]], cluster_outputs, api_visibility="private")
     ctx.page.load(on_bench, [ctx.benchmark, ctx.runs, ctx.link], pickers, api_visibility="private")
-    ctx.page.load(on_clusters_landing, [ctx.benchmark, fields], [cluster_row, fields], api_visibility="private")
-    go.click(do_compare, [ctx.benchmark, run_a, run_b, split, which, cluster, fields], [out, table, state, view],
-             api_visibility="private")  # scripts call ui.api's `compare`
-    which.input(filter_changed, [state, which], table, api_visibility="private")
-    ctx.parts.update({"compare.a": run_a, "compare.b": run_b,
-                      "compare.show": (linked_compare, [which, cluster, fields], [out, table, state, view])})
-    table.select(on_select, state, view, api_visibility="private")
+    ctx.page.load(on_clusters_landing, [ctx.benchmark, c["fields"]], cluster_outputs, api_visibility="private")
+    c["go"].click(do_compare, [ctx.benchmark, *pickers, c["which"], c["cluster"], c["fields"]], compared,
+                  api_visibility="private")  # scripts call ui.api's `compare`
+    c["which"].input(filter_changed, [c["state"], c["which"]], c["table"], api_visibility="private")
+    ctx.parts.update({"compare.a": c["a"], "compare.b": c["b"],
+                      "compare.show": (linked_compare, [c["which"], c["cluster"], c["fields"]], compared)})
+    c["table"].select(on_select, c["state"], c["view"], api_visibility="private")

@@ -1,4 +1,5 @@
-"""What every tab receives: the store, the header pickers it follows, and the store-changed signal."""
+"""What every tab receives: the store, the header pickers it follows, and the store-changed signal; the header
+pickers' choices (`benchmark_choices`, `run_choices`) and how a refreshed picker keeps its value."""
 
 from __future__ import annotations
 
@@ -46,6 +47,22 @@ class Ctx:
         from db.catalog import catalog_signature
 
         return catalog_signature(self.store)
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """How a run is named in pickers: synthetic runs carry a visible badge."""
+    return f"{run['name']} [synthetic]" if run.get("synthetic") else run["name"]
+
+
+def benchmark_choices(store: Store) -> list[tuple[str, str]]:
+    return [(f"{b['name']} ({b['family']}, {b['n_items']} items)", b["name"]) for b in store.benchmarks()]
+
+
+def run_choices(store: Store, benchmark: str | None) -> list[tuple[str, str]]:
+    if not benchmark:
+        return []
+    return [(run_label(r), r["name"]) for r in store.runs(benchmark, with_counts=False)
+            if r["config"].get("role") != "judge"]
 
 
 def keep(value: Any, choices: list[Any], default: Any = None) -> Any:

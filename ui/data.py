@@ -25,9 +25,8 @@ from db import labels as dbl
 from db.catalog import catalog_signature
 from db.exporters import PRED_EXPORT_FIELDS, item_records, prediction_records, write_records
 from db.store import Store
-from ui.context import Ctx, keep, refreshed
+from ui.context import Ctx, benchmark_choices, keep, refreshed, run_choices
 from ui.handlers import bind
-from ui.shell import benchmark_choices, run_choices
 from ui.tables import safe_name
 
 KINDS = [("Items (benchmark JSONL or zip)", "items"), ("Predictions (JSONL or CSV) into a run", "predictions"),

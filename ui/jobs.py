@@ -3,7 +3,7 @@
 
 A job executes in a worker thread owned by the server, not by the browser request: closing the tab leaves it
 going, another browser sees it, and what it makes is committed as it is made (predictions by
-core.runners.engine, judgements by db.judge_cli.judge_run), so a cancelled or killed job resumes where it
+core.runners.engine, judgements by db.judge_runs.judge_run), so a cancelled or killed job resumes where it
 stopped. Every job (a start, a resume, a restart) is its own row of the job history (db/jobs.py), which
 outlives the server. A tab starts a job with `JOBS.start(store, spec, user, work)` and returns at once; its
 progress panel (`progress_html`) is a cheap poll of the job's in-memory counters on the "run-poll" queue,

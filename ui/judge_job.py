@@ -2,7 +2,7 @@
 endpoint judge on the traces run and scope picked above, watch it, cancel it, and see its agreement with the
 annotators when it ends, without a shell.
 
-The judge is what `python app.py judge` runs (db.judge_cli: make_judge, judge_run); it executes as a job of
+The judge is what `python app.py judge` runs (core.judge.make_judge, db.judge_runs.judge_run); it runs as a job of
 the server (ui/jobs.py, the Run tab's machinery: a worker thread, the job history, the "run-poll" timer, the
 progress panel), so closing the page leaves it going. Start refuses at once, with why and before anything is
 stored, what cannot run: no traces run, a run of a family without stage judging, a scope no annotator has
@@ -16,7 +16,6 @@ again. Handlers are module-level functions of the store, the job table and plain
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import os
@@ -28,7 +27,8 @@ import gradio as gr
 
 from core.errors import CrosscheckError, NotFound
 from core.families import stage_judging as sj
-from db import judge_cli, judging
+from core.judge import JudgeSpec, LexicalJudge, ModelJudge, make_judge
+from db import judge_runs, judging
 from db import labels as dbl
 from db.store import Store
 from ui.context import Ctx
@@ -67,12 +67,10 @@ class JudgeSettings:
     def kind(self) -> str:
         return self.runner.split(":", 1)[1]
 
-    def judge_args(self) -> argparse.Namespace:
-        """What db.judge_cli.make_judge reads, as `python app.py judge` would parse it (its other defaults)."""
-        return argparse.Namespace(judge_runner=self.kind, threshold=self.threshold, base_url=self.base_url,
-                                  model=self.model, api_key_env=self.api_key_env, concurrency=self.concurrency,
-                                  timeout=120.0, max_retries=5, max_tokens=self.max_tokens, batch_size=8,
-                                  chat_template=None)
+    def judge_spec(self) -> JudgeSpec:
+        """The judge core.judge.make_judge builds (the other settings: `python app.py judge`'s defaults)."""
+        return JudgeSpec(runner=self.kind, threshold=self.threshold, base_url=self.base_url, model=self.model,
+                         api_key_env=self.api_key_env, concurrency=self.concurrency, max_tokens=self.max_tokens)
 
 
 def default_name(store: Store, traces_run: str | None, kind: str | None, threshold: float | None,
@@ -162,16 +160,16 @@ def check_labels(store: Store, js: JudgeSettings, frame: Any) -> None:
                               "judge with: label traces in the Judge tab (or import labels) first")
 
 
-def judge_work(js: JudgeSettings, judge: Any) -> Work:
-    """The job's work: db.judge_cli.judge_run, reporting each stored judgement to the job."""
+def judge_work(js: JudgeSettings, judge: LexicalJudge | ModelJudge) -> Work:
+    """The job's work: db.judge_runs.judge_run, reporting each stored judgement to the job."""
 
     def work(store: Store, job: Job) -> dict[str, Any]:
         def progress(done: int, total: int, status: str) -> None:
             job.progress(done, total)
             job.count(status)
 
-        s = judge_cli.judge_run(store, js.traces_run, js.run, judge, sample=js.sample, limit=js.limit,
-                                progress=progress, cancel=job.cancel)
+        s = judge_runs.judge_run(store, js.traces_run, js.run, judge, sample=js.sample, limit=js.limit,
+                                 progress=progress, cancel=job.cancel)
         again = " (started again, the same judge run asks them again)" if s["api_error"] else ""
         line = (f"{s['n']} traces judged: {s['ok']} ok, {s['malformed']} malformed, {s['api_error']} api "
                 f"errors{again}; {s['skipped_already_judged']} judged before")
@@ -183,13 +181,13 @@ def judge_work(js: JudgeSettings, judge: Any) -> Work:
 def start(store: Store, jobs: Jobs, js: JudgeSettings, user: str | None) -> Job:
     """Refuse what cannot run, then start the judge as a job."""
     try:
-        judge = judge_cli.make_judge(js.judge_args())
+        judge = make_judge(js.judge_spec())
     except ValueError as exc:  # the lexical judge's threshold (a CrosscheckError is one too)
         raise CrosscheckError(str(exc)) from exc
     check_name(store, js, judge.identity(judging.stage_judging(store, js.traces_run)))
-    frame = judge_cli.scope_frame(store, js.traces_run, js.sample)
+    frame = judge_runs.scope_frame(store, js.traces_run, js.sample)
     check_labels(store, js, frame)
-    held = len(frame) - len(judge_cli.pending(store, frame, js.traces_run, js.run))
+    held = len(frame) - len(judge_runs.pending(store, frame, js.traces_run, js.run))
     return jobs.start(store, js, user, work=judge_work(js, judge), held=held)
 
 

@@ -1,11 +1,11 @@
 """Every view is a link (docs/UI.md, "Links"): the query string carries the view, `?benchmark=B&runs=R1,R2&tab=
 browse&group=G` opens exactly that, the address bar follows the user, Back returns to the previous view.
 
-- `resolve(store, params)`: the view a query string names, as the nearest valid view (a benchmark, run, group,
+- `resolve(store, params, tabs)`: the view a query string names, as the nearest valid view (a benchmark, run, group,
   pattern or sub-tab the store lacks is left out or replaced by the default) and a one-line note saying what was
   left out; never an error.
 - `query(view)`: the query string of a view (keys in `KEYS` order, empty values left out).
-- `wire(demo, ctx, tabs)`: on page load the view of the request's query string (gr.Request.query_params) is
+- `wire(demo, ctx, tabs, ...)`: on page load the view of the request's query string (gr.Request.query_params) is
   kept in a State that the header, Browse, Compare and Metrics read when they fill themselves in; every change
   of the view writes its query string into a hidden textbox whose change runs `ADDRESS_JS` in the browser
   (history.pushState; replaceState while the page lands on a link). Back reloads the page on the previous
@@ -14,26 +14,26 @@ browse&group=G` opens exactly that, the address bar follows the user, Back retur
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import gradio as gr  # at module level: Gradio reads the handlers' `request: gr.Request` annotations by name
 
+from core import groups as core_groups
+from ui.context import run_choices
+from ui.views import cache
+
 if TYPE_CHECKING:
     from db.store import Store
-
-# query keys in the order a link writes them
-KEYS = ("benchmark", "runs", "tab", "split", "kind", "pattern", "q", "group", "a", "b", "section")
-BROWSE_KEYS = ("split", "kind", "pattern", "q", "group")
-TABS = ("browse", "compare", "metrics", "run", "judge", "calibration", "data")  # ui.shell.TABS ids
 
 
 @dataclass
 class View:
-    """What a link opens. `runs` are the header's picks; Browse's filters and open group, Compare's pair and
-    the Metrics sub-tab (`section`: its id, "<family>-<n>") are empty when the link does not name them."""
+    """What a link opens; its fields are the query keys, in the order a link writes them (KEYS). `runs` are the
+    header's picks; Browse's filters and open group, Compare's pair and the Metrics sub-tab (`section`: its id,
+    "<family>-<n>") are empty when the link does not name them."""
 
     benchmark: str | None = None
     runs: list[str] = field(default_factory=list)
@@ -48,11 +48,14 @@ class View:
     section: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in KEYS}
+        return asdict(self)
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> View | None:
         return cls(**{k: value[k] for k in KEYS if k in value}) if value else None
+
+
+KEYS = tuple(f.name for f in fields(View))  # the query keys, in the order a link writes them
 
 
 def query(view: Mapping[str, Any]) -> str:
@@ -73,18 +76,33 @@ def _default_runs(store: Store, benchmark: str) -> list[str]:
     return [r["name"] for r in store.runs(benchmark, with_counts=False)][:2]  # the header's default (ui.shell)
 
 
-def resolve(store: Store, params: Mapping[str, str]) -> tuple[View | None, str]:
+def resolve(store: Store, params: Mapping[str, str], tabs: Collection[str] | None = None) -> tuple[View | None, str]:
     """(the nearest valid view the parameters name, a note of what was left out: "" when nothing was). None
-    when the query string names no view (a plain visit keeps the app's defaults)."""
-    from core import groups as core_groups
-    from ui.views import cache
-
+    when the query string names no view (a plain visit keeps the app's defaults). `tabs`: the page's tab ids
+    (ui.shell.TAB_IDS), against which the link's tab is checked; None where the caller reads no tab (the view's
+    tab is then Browse's)."""
     if not any(params.get(k) for k in KEYS):
         return None, ""
-    missing: list[str] = []
     names = [b["name"] for b in store.benchmarks()]
     if not names:
         return None, "the store holds no benchmark yet"
+    missing: list[str] = []
+    view, known = _picks(store, params, names, missing)
+    tab = params.get("tab") or "browse"
+    if tabs is not None:
+        view.tab = tab if tab in tabs else "browse"
+        if tab not in tabs:
+            missing.append(f"tab {tab!r}")
+    _details(store, view, params, known, missing)
+    note = f"This link names {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not in the " \
+           f"store: showing the nearest view." if missing else ""
+    return view, note
+
+
+def _picks(store: Store, params: Mapping[str, str], names: list[str], missing: list[str]) -> tuple[View, list[str]]:
+    """(the view of the header's picks the parameters name, the benchmark's runs): the benchmark (the store's first
+    when it names none the store holds) and its runs (the header's default when it names none the benchmark
+    holds)."""
     bench = params.get("benchmark") or names[0]
     if bench not in names:
         missing.append(f"benchmark {bench!r}")
@@ -95,12 +113,14 @@ def resolve(store: Store, params: Mapping[str, str]) -> tuple[View | None, str]:
     missing += [f"run {r!r}" for r in asked if r not in known]
     if not asked or not runs:
         runs = _default_runs(store, bench)
-    view = View(benchmark=bench, runs=runs)
-    tab = params.get("tab") or "browse"
-    view.tab = tab if tab in TABS else "browse"
-    if tab not in TABS:
-        missing.append(f"tab {tab!r}")
-    bd = cache.bench(store, bench)
+    return View(benchmark=bench, runs=runs), known
+
+
+def _details(store: Store, view: View, params: Mapping[str, str], known: list[str], missing: list[str]) -> None:
+    """Browse's filters, search and group, Compare's pair and the Metrics sub-tab into `view`: each value the
+    benchmark lacks is left out (and named in `missing`)."""
+    assert view.benchmark is not None
+    bd = cache.bench(store, view.benchmark)
     checks = {"split": bd.splits, "kind": bd.kinds, "pattern": [k for k, _ in core_groups.patterns(bd.family)]}
     for key, allowed in checks.items():
         value = params.get(key) or ""
@@ -125,13 +145,11 @@ def resolve(store: Store, params: Mapping[str, str]) -> tuple[View | None, str]:
         missing.append(f"Metrics section {section!r}")
         section = ""
     view.section = section
-    note = f"This link names {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not in the " \
-           f"store: showing the nearest view." if missing else ""
-    return view, note
 
 
 def from_request(store: Store, request: Any) -> View | None:
-    """The view of the page's query string (gr.Request.query_params), or None without one."""
+    """The view of the page's query string (gr.Request.query_params), or None without one; its tab is not read
+    (the shell's landing, `wire`, opens the link's tab)."""
     params = dict(getattr(request, "query_params", None) or {}) if request is not None else {}
     return resolve(store, params)[0] if params else None
 
@@ -182,77 +200,90 @@ def note_html(note: str) -> str:
     return f"<div class='cc-link-note'>{escape(note)}</div>" if note else ""
 
 
-def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab_ids: list[str]) -> Any:
+def landing(store: Store, opens_on: str | None, params: Mapping[str, str], tab_ids: Collection[str]
+            ) -> tuple[Any, ...]:
+    """The page load's updates for the view its query string names: (the link State, the note, the benchmark
+    picker, the run picker, the tab strip, the Metrics sub-tab, the tab State). `opens_on`: the header's
+    benchmark as every page opens."""
+    view, why = resolve(store, params, tab_ids)
+    if view is None:
+        return None, note_html(why), gr.update(), gr.update(), gr.update(), gr.update(), "browse"
+    # another benchmark than the one the page opens on: the header's own switch (ui.shell.picked_runs) picks the
+    # link's runs (one update of the runs at a time, or the browser may keep the older one); the benchmark the
+    # page opens on: no switch fires, so the runs are picked here (without it a link naming the store's first
+    # benchmark opened on the default picks)
+    runs = (gr.update(choices=run_choices(store, view.benchmark), value=view.runs)
+            if view.benchmark == opens_on else gr.update())
+    return (view.as_dict(), note_html(why), gr.update(value=view.benchmark), runs, gr.update(selected=view.tab),
+            view.section or gr.update(), view.tab)
+
+
+# the parts a view is read from, after the link State, the tab State and the header's pickers (`view_of`)
+VIEW_PARTS = ("browse.split", "browse.kind", "browse.pattern", "browse.search", "browse.group", "compare.a",
+              "compare.b", "metrics.opened")
+
+
+def view_of(tab: str | None, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
+            pattern: str | None, q: str | None, group: str | None, a: str | None, b: str | None,
+            section: str | None) -> View:
+    """The view the page shows (Compare's pair only on Compare, the Metrics sub-tab only on Metrics)."""
+    tab = tab or "browse"
+    return View(bench, list(runs or []), tab, split or "", kind or "", pattern or "", (q or "").strip(),
+                (group or "").strip(), a or "" if tab == "compare" else "", b or "" if tab == "compare" else "",
+                section or "" if tab == "metrics" else "")
+
+
+def by_user(link: Any, *values: Any) -> tuple[str, Any]:
+    """A user's change: a new history entry; a link being landed on counts as landed."""
+    link_up = {**link, "landed": True} if link and not link.get("landed") else gr.skip()
+    return "push:" + query(view_of(*values).as_dict()), link_up
+
+
+def by_app(link: Any, *values: Any) -> tuple[Any, Any]:
+    """A change the app made: the address is replaced, once the page shows everything its link names."""
+    view = view_of(*values)
+    if link and not link.get("landed"):
+        wanted = View.of(link)
+        assert wanted is not None
+        shown = view.as_dict()
+        if any(v and shown.get(k) != v for k, v in wanted.as_dict().items() if k != "runs") or \
+                set(view.runs) != set(wanted.runs):
+            return gr.skip(), gr.skip()  # still landing: the link's address stays
+        return "replace:" + query(shown), {**link, "landed": True}
+    return "replace:" + query(view.as_dict()), gr.skip()
+
+
+def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:
+    """The group view shows another group (`browse.group` is the group shown, set once the view is drawn, never
+    a half-typed id): the link's own group while the page lands on it counts as the landing; any other is
+    the user's (a new history entry, the link landed)."""
+    wanted = View.of(link)
+    if wanted is not None and not link.get("landed") and view_of(*values).group == wanted.group:
+        return by_app(link, *values)
+    return by_user(link, *values)
+
+
+def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab_ids: Sequence[str]) -> Any:
     """Connect the link machinery (module docstring) once every tab has registered its parts; returns the page
     load's landing event, after which the pickers of the store's contents fill themselves in (ui.shell)."""
-    from ui.shell import run_choices
-
     store = ctx.store
     opens_on = ctx.benchmark.value  # the header's benchmark as every page opens (ui.shell)
     tab_state = gr.State("browse")
     parts = ctx.parts
 
     def on_load(request: gr.Request) -> tuple[Any, ...]:
-        view, why = resolve(store, dict(request.query_params or {}))
-        if view is None:
-            return None, note_html(why), gr.update(), gr.update(), gr.update(), gr.update(), "browse"
-        # another benchmark than the one the page opens on: the header's own switch (ui.shell on_benchmark)
-        # picks the link's runs (one update of the runs at a time, or the browser may keep the older one); the
-        # benchmark the page opens on: no switch fires, so the runs are picked here (without it a link naming
-        # the store's first benchmark opened on the default picks)
-        runs = (gr.update(choices=run_choices(store, view.benchmark), value=view.runs)
-                if view.benchmark == opens_on else gr.update())
-        return (view.as_dict(), note_html(why), gr.update(value=view.benchmark), runs, gr.update(selected=view.tab),
-                view.section or gr.update(), view.tab)
+        return landing(store, opens_on, dict(request.query_params or {}), tab_ids)
 
-    landing = demo.load(on_load, None, [ctx.link, note, ctx.benchmark, ctx.runs, tabs, parts["metrics.opened"],
-                                        tab_state], api_visibility="private", queue=False, js=BACK_JS)
+    page_load = demo.load(on_load, None, [ctx.link, note, ctx.benchmark, ctx.runs, tabs, parts["metrics.opened"],
+                                          tab_state], api_visibility="private", queue=False, js=BACK_JS)
     for name in ("metrics.show", "compare.show"):
         fn, inputs, outputs = parts[name]
-        landing.then(fn, [ctx.link, *inputs], outputs, api_visibility="private")
+        page_load.then(fn, [ctx.link, *inputs], outputs, api_visibility="private")
 
     def on_tab(evt: gr.SelectData) -> str:
         return tab_ids[evt.index] if isinstance(evt.index, int) and evt.index < len(tab_ids) else "browse"
 
-    keys = ["browse.split", "browse.kind", "browse.pattern", "browse.search", "browse.group", "compare.a",
-            "compare.b", "metrics.opened"]
-    inputs = [ctx.link, tab_state, ctx.benchmark, ctx.runs, *(parts[k] for k in keys)]
-
-    def view_of(tab: str | None, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
-                pattern: str | None, q: str | None, group: str | None, a: str | None, b: str | None,
-                section: str | None) -> View:
-        tab = tab or "browse"
-        return View(bench, list(runs or []), tab, split or "", kind or "", pattern or "", (q or "").strip(),
-                    (group or "").strip(), a or "" if tab == "compare" else "", b or "" if tab == "compare" else "",
-                    section or "" if tab == "metrics" else "")
-
-    def by_user(link: Any, *values: Any) -> tuple[str, Any]:
-        """A user's change: a new history entry; a link being landed on counts as landed."""
-        landed = {**link, "landed": True} if link and not link.get("landed") else gr.skip()
-        return "push:" + query(view_of(*values).as_dict()), landed
-
-    def by_app(link: Any, *values: Any) -> tuple[Any, Any]:
-        """A change the app made: the address is replaced, once the page shows everything its link names."""
-        view = view_of(*values)
-        if link and not link.get("landed"):
-            wanted = View.of(link)
-            assert wanted is not None
-            shown = view.as_dict()
-            if any(v and shown.get(k) != v for k, v in wanted.as_dict().items() if k != "runs") or \
-                    set(view.runs) != set(wanted.runs):
-                return gr.skip(), gr.skip()  # still landing: the link's address stays
-            return "replace:" + query(shown), {**link, "landed": True}
-        return "replace:" + query(view.as_dict()), gr.skip()
-
-    def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:
-        """The group view shows another group (`browse.group` is the group shown, set once the view is drawn, never
-        a half-typed id): the link's own group while the page lands on it counts as the landing; any other is
-        the user's (a new history entry, the link landed)."""
-        wanted = View.of(link)
-        if wanted is not None and not link.get("landed") and view_of(*values).group == wanted.group:
-            return by_app(link, *values)
-        return by_user(link, *values)
-
+    inputs = [ctx.link, tab_state, ctx.benchmark, ctx.runs, *(parts[k] for k in VIEW_PARTS)]
     tabs.select(on_tab, None, tab_state, api_visibility="private", queue=False).then(
         by_user, inputs, [address, ctx.link], api_visibility="private", queue=False, show_progress="hidden")
     user = [ctx.benchmark.input, ctx.runs.input, parts["browse.search"].submit,
@@ -264,4 +295,4 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
                                  show_progress="hidden")
     address.change(None, address, None, js=ADDRESS_JS, api_visibility="private", queue=False)
     copy.click(None, None, None, js=COPY_JS, api_visibility="private", queue=False)
-    return landing
+    return page_load

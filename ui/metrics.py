@@ -35,6 +35,7 @@ from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, landed
 from ui.metrics_page import Page, metrics_page
+from ui.report.write import report_html
 from ui.scores import CACHE, ScoreCache, control_names, depends_state, run_scores
 from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
@@ -297,8 +298,6 @@ def _download(label: str, write: Any, dl: gr.DownloadButton, css_class: str, wid
 
 def report_download(store: Store, page: Page) -> Any:
     """The one-file report (ui/report) of the runs on the page, written when the button is pressed."""
-    from ui.report import report_html
-
     names = [r.name for r in page.runs]
     text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})",
                        cache_=CACHE)

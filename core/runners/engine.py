@@ -131,12 +131,6 @@ class RunSettings:
         return int(self.max_tokens or prompts.DEFAULT_MAX_TOKENS[self.strategy])
 
 
-def settings_from_args(args: Any) -> RunSettings:
-    names = {f for f in RunSettings.__dataclass_fields__}
-    values = {k: v for k, v in vars(args).items() if k in names and v is not None}
-    return RunSettings(**values)
-
-
 # ---- tasks ----------------------------------------------------------------------------------------------
 
 
@@ -492,10 +486,3 @@ async def _run_async(sink: PredictionSink, s: RunSettings, runner: AsyncRunner, 
         committer.close()
         if hasattr(runner, "aclose"):
             await runner.aclose()
-
-
-def run_from_args(store: PredictionSink, args: Any, progress: Callable[[int, int], None] | None = None,
-                  cancel: threading.Event | None = None, notify: Callable[[str], None] | None = None
-                  ) -> dict[str, Any]:
-    """The CLI / GUI entry: argparse namespace (see cli/arguments.py, `run`) -> summary dict (`line`, `status`, counts)."""
-    return run(store, settings_from_args(args), progress=progress, cancel=cancel, notify=notify)

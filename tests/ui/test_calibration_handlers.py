@@ -7,7 +7,7 @@ import pytest
 
 from core.errors import CrosscheckError
 from core.judge import LexicalJudge
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db import labels as dbl
 from db.catalog import catalog_signature
 from db.store import Store
@@ -35,7 +35,7 @@ def test_draw_then_pickers_and_report(sb):
     # the table: traces drawn per operation and outcome bin
     assert int(table["value"]["total"].sum()) == n and table["visible"] is True
     assert "already frozen with the same traces (unchanged)" in uc.on_draw(sb, RUN, "cal", 2, 0)[0]
-    judge_cli.judge_run(sb, RUN, "lex", LexicalJudge(0.5))
+    judge_runs.judge_run(sb, RUN, "lex", LexicalJudge(0.5))
     keys = judging.trace_records(sb, RUN).iloc[:4]
     for who, flags in (("ann", [1, 1, 0, 0]), ("bob", [1, 0, 0, 0])):
         for k in keys.itertuples(index=False):
@@ -55,7 +55,7 @@ def test_draw_then_pickers_and_report(sb):
 
 
 def test_refresh_keeps_a_pick_that_is_still_there(sb):
-    judge_cli.draw(sb, RUN, "cal", per_operation=2, seed=0)
+    judge_runs.draw_sample(sb, RUN, "cal", per_operation=2, seed=0)
     run, sample, judge, second = uc.refresh_pickers(sb, RUN, "cal", "", "")
     assert "value" not in run and "value" not in sample and ("cal" in [v for _, v in sample["choices"]])
     run, sample, _, _ = uc.refresh_pickers(sb, "gone", "cal", "", "")

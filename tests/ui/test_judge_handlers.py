@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from core.errors import CrosscheckError
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db import labels as dbl
 from db.store import Store
 from tests.conftest import copy_store
@@ -127,7 +127,7 @@ def test_save_label_api_and_sources(sb):
     with pytest.raises(CrosscheckError, match="unknown error-audit category"):
         uj.save_label_api(sb, False, "ann", RUN, key[0], int(key[1]), int(key[2]), True, True, True, True, "vibes",
                           "")
-    judge_cli.draw(sb, RUN, "cal", per_operation=2, seed=0)
+    judge_runs.draw_sample(sb, RUN, "cal", per_operation=2, seed=0)
     upd = uj.on_run(sb, RUN)
     assert upd["value"] == "sample:cal" and ("all F traces", "filter:all") in upd["choices"]
     n = len(judging.sample_frame(sb, "cal"))

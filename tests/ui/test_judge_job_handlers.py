@@ -14,7 +14,7 @@ import pytest
 from core.families import stage_judging as sj
 from core.judge import LexicalJudge
 from db import jobs as dbjobs
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db import labels as dbl
 from db.store import Store
 from tests.conftest import copy_store
@@ -136,13 +136,13 @@ def test_refuses_a_family_without_judging_a_scope_no_annotator_labeled_and_other
         sb, jobs, traces_run=other["name"])
     msg = _refused(sb, jobs)
     assert f"no annotator has labeled a trace of run &#x27;{RUN}&#x27; yet" in msg and "Judge tab" in msg
-    judge_cli.draw(sb, RUN, "cal", per_operation=1, seed=0)
+    judge_runs.draw_sample(sb, RUN, "cal", per_operation=1, seed=0)
     in_sample = set(judging.sample_frame(sb, "cal")["item_id"])
     outside = next(k for k in judging.trace_records(sb, RUN).itertuples(index=False) if k.item_id not in in_sample)
     dbl.save_label(sb, RUN, (outside.item_id, int(outside.rotation), int(outside.repeat)), "ann",
                    {"S1": 1, "S2": 1, "S3": 1, "S4": 1})
     assert "no annotator has labeled a trace of calibration sample &#x27;cal&#x27;" in _refused(sb, jobs, sample="cal")
-    judge_cli.judge_run(sb, RUN, "strict", LexicalJudge(0.8), limit=1)
+    judge_runs.judge_run(sb, RUN, "strict", LexicalJudge(0.8), limit=1)
     assert "judge run &#x27;strict&#x27; exists with other settings (threshold)" in _refused(sb, jobs, name="strict")
     assert jobs.all() == [] and dbjobs.recent_jobs(sb) == [] and "lexjob" not in [r["name"] for r in sb.runs()]
     jj.on_start(sb, jobs, **form(limit=2))  # the whole run holds a label: it starts

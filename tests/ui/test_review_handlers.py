@@ -8,7 +8,8 @@ from conftest import copy_store
 
 from db import tags as dbt
 from ui import browse, slices_panel
-from ui.browse_review import change_tag, step_group
+from ui.browse import step_group
+from ui.browse_review import change_tag
 
 BENCH = "stembind"
 

@@ -12,7 +12,7 @@ from conftest import copy_store
 from uiharness import browser, open_page, running_app
 
 from core.judge import LexicalJudge
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db import labels as dbl
 from db.importers import import_labels
 from db.store import Store
@@ -27,8 +27,8 @@ SAMPLE = "cal-ui"
 def app_url(demo_db, tmp_path_factory):
     db = copy_store(demo_db, tmp_path_factory.mktemp("uijudge"))
     store = Store(db)
-    judge_cli.judge_run(store, RUN, "lex", LexicalJudge(0.5))
-    judge_cli.draw(store, RUN, SAMPLE, per_operation=3, seed=0)
+    judge_runs.judge_run(store, RUN, "lex", LexicalJudge(0.5))
+    judge_runs.draw_sample(store, RUN, SAMPLE, per_operation=3, seed=0)
     sample = judging.sample_frame(store, SAMPLE)
     path = db.parent / "bob.jsonl"
     path.write_text("".join(json.dumps({"item_id": i, "annotator": "bob", "kind": "human", "S1": 0, "S2": 0, "S3": 0,
@@ -252,7 +252,7 @@ def auth_app(demo_db, tmp_path_factory):
 
     db = copy_store(demo_db, tmp_path_factory.mktemp("uijudge-auth"))
     store = Store(db)
-    judge_cli.draw(store, RUN, SAMPLE, per_operation=3, seed=0)
+    judge_runs.draw_sample(store, RUN, SAMPLE, per_operation=3, seed=0)
     sample = judging.sample_frame(store, SAMPLE)
     store.close()
     users = db.parent / "users.txt"

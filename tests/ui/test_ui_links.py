@@ -22,17 +22,18 @@ def params(url: str) -> dict[str, str]:
 def test_resolve_keeps_what_exists_and_names_the_rest(demo_db):
     from db.store import Store
     from ui.links import query, resolve
+    from ui.shell import TAB_IDS
 
     store = Store(demo_db)
     try:
         view, note = resolve(store, {"benchmark": "stembind", "runs": RUNS, "tab": "browse", "group": "sb-007",
-                                     "pattern": "cat_cant_bind"})
+                                     "pattern": "cat_cant_bind"}, TAB_IDS)
         assert note == "" and view is not None
         assert (view.benchmark, view.runs, view.group, view.pattern) == ("stembind", RUNS.split(","), "sb-007",
                                                                         "cat_cant_bind")
         assert params("?" + query(view.as_dict())) == {"benchmark": "stembind", "runs": RUNS, "group": "sb-007",
                                                        "pattern": "cat_cant_bind"}
-        view, note = resolve(store, {"benchmark": "nope", "runs": "ghost", "tab": "x", "group": "g-9"})
+        view, note = resolve(store, {"benchmark": "nope", "runs": "ghost", "tab": "x", "group": "g-9"}, TAB_IDS)
         assert view is not None and view.benchmark == store.benchmarks()[0]["name"] and view.tab == "browse"
         assert view.group == "" and len(view.runs) == 2
         for part in ("benchmark 'nope'", "run 'ghost'", "tab 'x'", "group 'g-9'"):

@@ -12,7 +12,7 @@ from conftest import copy_store, run_cli
 from uiharness import browser, open_page, open_section, running_app, wait_events
 
 from core.judge import LexicalJudge
-from db import judge_cli, judging
+from db import judge_runs, judging
 from db.importers import import_labels, import_predictions
 from db.store import Store
 
@@ -27,8 +27,8 @@ def store_db(demo_db, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("protocol")
     db = copy_store(demo_db, tmp / "s")
     store = Store(db)
-    judge_cli.judge_run(store, TRACES, "lex", LexicalJudge(0.5))
-    judge_cli.draw(store, TRACES, "cal", per_operation=4, seed=0)
+    judge_runs.judge_run(store, TRACES, "lex", LexicalJudge(0.5))
+    judge_runs.draw_sample(store, TRACES, "cal", per_operation=4, seed=0)
     sample = judging.sample_frame(store, "cal")
     jf = judging.judgements_frame(store, TRACES, ["lex"]).set_index("item_id")
     rng = np.random.default_rng(5)

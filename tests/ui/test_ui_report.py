@@ -119,7 +119,7 @@ def test_link_opens_group_and_keys_step(ui_browser, sb_report):
 def test_model_text_stays_text_in_a_report(ui_browser, tmp_path):
     from db.importers import import_predictions
     from db.store import Store
-    from ui.report import write_report
+    from ui.report.write import write_report
 
     store = Store(tmp_path / "store.db")
     try:
