@@ -23,10 +23,8 @@ import pandas as pd
 from core import families, stats
 from core.catalogue import Column, key_of
 from core.errors import MetricUndefined
+from core.families.protocol import Arrays, Paired
 from core.schema import Rate, RunData
-
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # per cluster: k_this, n_this, k_other, n_other
-Paired = dict[Column, Arrays]  # a family's paired arrays, keyed by the declared metric (at its breakdown keys)
 
 
 def scope(items: pd.DataFrame, split: str | None) -> pd.DataFrame:

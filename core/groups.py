@@ -61,7 +61,7 @@ def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) ->
     """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised
     (core.outcomes.item_marks): the same rules, checked against the family functions in tests/test_groups.py."""
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
-    lay = outcomes.layout(family, items)
+    lay = outcomes.layout(families.get(family).groups, items)
     answered, correct = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, preds))
     return base.assign(answered=answered, correct=correct)
 
@@ -77,7 +77,7 @@ def group_summary(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame)
     `p_<key>` per failure pattern of the family. Computed by core.outcomes (the Browse list's engine).
     """
     preds = run.preds if isinstance(run, RunData) else run
-    lay = outcomes.layout(family, items)
+    lay = outcomes.layout(families.get(family).groups, items)
     summary = outcomes.summarise(lay, outcomes.preds_from_frame(lay, preds))
     return outcomes.frame(lay, summary, [key for key, _ in patterns(family)])
 

@@ -15,22 +15,52 @@ rules of a family are its `Family.groups.summary_patterns(layout, summary)` (cor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
 
-from core import families
 from core.schema import STATUSES
+
+if TYPE_CHECKING:
+    from core.schema import RunData
 
 OTHER_STATUS = len(STATUSES)  # the status code of a text outside STATUSES
 _OK, _INVALID, _API_ERROR = (STATUSES.index(s) for s in ("ok", "invalid", "api_error"))
+
+
+class Outcomes(Protocol):
+    """A frame with `item_id`, `correct` and, where some items may be unanswered, `answered`: the item outcome
+    the group marks and the turnover use, equal to the metrics' own."""
+
+    def __call__(self, items: pd.DataFrame, run: RunData, /) -> pd.DataFrame: ...
+
+
+class SummaryPatterns(Protocol):
+    """Sets the family's failure patterns (and categories) of one run's group summary in place."""
+
+    def __call__(self, lay: Layout, summary: RunSummary, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class GroupRules:
+    """A family's item outcome rule and failure patterns, from its groups.py (Browse marks, Compare turnover):
+    `Family.groups`."""
+
+    outcomes: Outcomes
+    summary_patterns: SummaryPatterns
+    patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
+    every_prediction: bool                    # an item is correct only when every one of its predictions is,
+    #                                           else its rotation-0 / repeat-0 prediction decides
+    unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
+    #                                           wrong, else the items both runs answered
 
 
 @dataclass(frozen=True)
 class Layout:
     """A benchmark's items as arrays, in item row order, with the groups in order of first appearance."""
 
-    family: str
+    rules: GroupRules             # the family's (Family.groups)
     item_ids: np.ndarray          # object, per item
     groups: pd.Index              # group ids (name "group_id")
     group: np.ndarray             # int64 code into `groups`, per item
@@ -44,11 +74,11 @@ class Layout:
         return len(self.groups)
 
 
-def layout(family: str, items: pd.DataFrame) -> Layout:
-    """The Layout of `items` (columns item_id, group_id, kind, variant, answer)."""
+def layout(rules: GroupRules, items: pd.DataFrame) -> Layout:
+    """The Layout of `items` (columns item_id, group_id, kind, variant, answer) under a family's rules."""
     codes, uniques = pd.factorize(items["group_id"], sort=False)
     group = np.asarray(codes, dtype=np.int64)
-    return Layout(family=family, item_ids=items["item_id"].to_numpy(dtype=object),
+    return Layout(rules=rules, item_ids=items["item_id"].to_numpy(dtype=object),
                   groups=pd.Index(uniques, name="group_id", dtype=object), group=group,
                   kind=items["kind"].to_numpy(dtype=object), variant=items["variant"].to_numpy(dtype=object),
                   gold=items["answer"].to_numpy(dtype=object),
@@ -107,7 +137,7 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     """(answered, correct) per item row under the family's item rule."""
     n = len(lay.item_ids)
     known = p.row >= 0
-    if not families.get(lay.family).groups.every_prediction:
+    if not lay.rules.every_prediction:
         known &= p.first
     rows = p.row[known]
     ok = (p.status[known] == _OK) & (p.answer[known] == lay.gold[rows])
@@ -136,7 +166,7 @@ def summarise(lay: Layout, p: Preds) -> RunSummary:
         n_invalid=np.bincount(g_pred[status == _INVALID], minlength=lay.n_groups).astype(np.int64),
         n_api_error=np.bincount(g_pred[status == _API_ERROR], minlength=lay.n_groups).astype(np.int64),
         category=np.full(lay.n_groups, None, dtype=object))
-    families.get(lay.family).groups.summary_patterns(lay, out)
+    lay.rules.summary_patterns(lay, out)
     out.patterns["invalid"] = out.n_invalid > 0
     out.patterns["api_error"] = out.n_api_error > 0
     return out

@@ -414,10 +414,3 @@ def keys_at(runs: Sequence[RunScore], block: Column, order: Sequence[str] = ()) 
             for k in node:
                 found.setdefault(str(k), None)
     return [k for k in order if k in found] + [k for k in found if k not in order]
-
-
-def tables_for(family: str, runs: Sequence[RunScore], controls: Sequence[RunScore] = ()) -> list[Table]:
-    """Every table of SPEC §5 for one family over the selected runs (the family package's `tables`)."""
-    from core import families
-
-    return families.get(family).tables(runs, controls)

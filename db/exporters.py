@@ -85,11 +85,12 @@ def write_records(records: Iterator[dict[str, Any]], out: TextIO, fmt: str, fiel
 
 def leaderboard_frame(store: Store, benchmark: str, split: str | None = None) -> pd.DataFrame:
     """A row per run of `benchmark` (and the headline table's reference rows), a column per headline metric:
-    the family's first Metrics table (core.report_tables.tables_for; the leaderboard / main-results table),
+    the family's first Metrics table (Family.tables; the leaderboard / main-results table),
     scored as `score --all` (db.bulk.score_named), as core.report_tables.to_frame writes it (percent with
     the unit in the header, `_k`, `_n`, `_ci_low`, `_ci_high`, `_reason`), with each run's model and runner."""
+    from core import families
     from core.errors import NotFound
-    from core.report_tables import RunScore, tables_for, to_frame
+    from core.report_tables import RunScore, to_frame
     from core.scoring import split_arg
     from db.bulk import score_named
 
@@ -101,7 +102,7 @@ def leaderboard_frame(store: Store, benchmark: str, split: str | None = None) ->
     scores = score_named(store, benchmark, names, names, split_arg(split))
     scored = [RunScore(r["name"], scores[r["name"]]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}),
                        r["runner"], scores[r["name"]].get("split", "test")) for r in runs]
-    frame = to_frame(tables_for(family, scored)[0])
+    frame = to_frame(families.get(family).tables(scored)[0])
     meta = {r["name"]: r for r in runs}
     at = frame.columns.get_loc("synthetic")
     frame.insert(at, "runner", [meta[n]["runner"] if n in meta else "" for n in frame.iloc[:, 0]])

@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
+from core import families
 from core.errors import CrosscheckError, NotFound
-from core.families import stage_judging as sj
 from core.families.stage_judging import StageJudging
 from core.judge import JudgeInput, Judgement
 from core.schema import STAGES
@@ -74,13 +74,13 @@ def judge_inputs(frame: pd.DataFrame, judging: StageJudging) -> list[JudgeInput]
 
 def judged_benchmarks(store: Store) -> list[str]:
     """The benchmarks whose family has stage judging."""
-    return [b["name"] for b in store.benchmarks() if sj.of(str(b["family"])) is not None]
+    return [b["name"] for b in store.benchmarks() if families.judging_of(str(b["family"])) is not None]
 
 
 def trace_runs(store: Store, benchmark: str | None = None) -> list[dict[str, Any]]:
     """Runs holding judged traces (the judged kind of their family's stage judging), with their synthetic flag;
     judge runs are left out."""
-    judged = {str(b["name"]): j for b in store.benchmarks() if (j := sj.of(str(b["family"]))) is not None}
+    judged = {str(b["name"]): j for b in store.benchmarks() if (j := families.judging_of(str(b["family"]))) is not None}
     names: set[str] = set()
     for b in store.benchmarks():
         judging = judged.get(str(b["name"]))

@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from core import families
 from core.errors import CrosscheckError, NotFound
-from core.families import stage_judging as sj
 from core.families.stage_judging import StageJudging
 from core.schema import STAGES
 from db import predictions
@@ -46,7 +46,7 @@ class NotJudged(CrosscheckError, ValueError):
 def stage_judging(store: Store, run: str) -> StageJudging:
     """The stage judging of `run`'s family (core.families.stage_judging.of); NotJudged when it has none."""
     r = store.run(run)
-    judging = sj.of(str(r["family"]))
+    judging = families.judging_of(str(r["family"]))
     if judging is None:
         raise NotJudged(f"run {run!r} is of family {r['family']!r}, which has no stage-judged traces")
     return judging

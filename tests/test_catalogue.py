@@ -168,11 +168,11 @@ def test_table_columns_carry_their_declaration(demo_db):
     """A table's headers and cell units are its metrics' declarations: the StemBind leaderboard's R−F gap is a
     difference in points because RF_GAP says so, not because a cell was patched."""
     from core.families.stembind import catalogue as c
-    from core.report_tables import RunScore, tables_for
+    from core.report_tables import RunScore
 
     out = run_cli("score", "--run", "synth-sb-balanced-thinking", "--json", db=demo_db, check=True)
     metrics = __import__("json").loads(out.stdout)["metrics"]
-    board = tables_for("stembind", [RunScore("r", metrics)])[0]
+    board = families.get("stembind").tables([RunScore("r", metrics)])[0]
     j = board.columns.index(c.RF_GAP.label)
     assert board.rows[0].cells[j].kind == c.RF_GAP.unit == "diff"
     assert board.rows[0].cells[j].path == c.RF_GAP.path()

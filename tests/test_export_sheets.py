@@ -83,11 +83,12 @@ def test_predictions_export_has_question_gold_prediction_correct(demo_db):
 
 
 def test_metrics_table_exports_as_html():
-    from core.report_tables import RunScore, tables_for
+    from core import families
+    from core.report_tables import RunScore
     from ui.tables import table_html_file
 
     metrics = {"p_accuracy": {"value": 0.5, "k": 1, "n": 2, "ci": [0.1, 0.9]}}
-    table = tables_for("stembind", [RunScore("<b>run</b>", metrics)])[0]
+    table = families.get("stembind").tables([RunScore("<b>run</b>", metrics)])[0]
     text = table_html_file(table, "sb").read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>") and "<script" not in text
     assert "&lt;b&gt;run&lt;/b&gt;" in text and "<b>run</b>" not in text

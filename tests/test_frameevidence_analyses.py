@@ -25,10 +25,10 @@ from test_frameevidence_metrics import (
     wrong,
 )
 
-from core import stats
+from core import families, stats
 from core.errors import MetricUndefined
 from core.families.frameevidence import metrics as fe
-from core.report_tables import RunScore, display, get, tables_for
+from core.report_tables import RunScore, display, get
 from core.schema import to_jsonable
 from core.stats import Clustering
 from tests.helpers import family_score
@@ -394,7 +394,7 @@ def test_report_tables_table13_seeds_controls(gpt_runs):
     circular, primary = gpt_runs
     metrics = to_jsonable(family_score(fe.score, _scened(13), circular, [primary]))
     rs = RunScore("gpt-circular", metrics)
-    tables = {t.key: t for t in tables_for("frameevidence", [rs])}
+    tables = {t.key: t for t in families.get("frameevidence").tables([rs])}
     t13 = tables["fe_table13"]
     assert t13.columns == ["Estimate", "95% CI · groups (96)", "95% CI · union (13)"]
     first = t13.rows[0]
@@ -416,7 +416,7 @@ def test_report_table6b():
     runs = [_rotation_seed_run(f"q-{s}", s, *c) for s, c in zip((1, 2, 3), [(99, 48, 97), (100, 45, 95),
                                                                              (105, 47, 90)], strict=True)]
     rs = RunScore("q-1", to_jsonable(family_score(fe.score, PAPER, runs[0], runs[1:])))
-    t = {t.key: t for t in tables_for("frameevidence", [rs])}["fe_seeds_rotations"]
+    t = {t.key: t for t in families.get("frameevidence").tables([rs])}["fe_seeds_rotations"]
     assert t.columns == ["Vanilla", "Circular", "Consistency"]
     assert [display(c) for c in t.rows[0].cells] == ["35.2 ± 1.1", "16.2 ± 0.5", "32.6 ± 1.3"]
 

@@ -7,6 +7,7 @@ import io
 import pandas as pd
 import pytest
 
+from core import families
 from core.report_tables import (
     Cell,
     RunScore,
@@ -14,7 +15,6 @@ from core.report_tables import (
     latex_escape,
     parse_latex_rows,
     reasons,
-    tables_for,
     to_csv,
     to_frame,
     to_latex,
@@ -77,7 +77,7 @@ def test_cell_display_and_hover(node, kind, shown, tip):
 
 def test_fe_table4_has_reference_row_and_reasons():
     runs = [RunScore("m", FE, synthetic=True)]
-    tables = {t.key: t for t in tables_for("frameevidence", runs, [])}
+    tables = {t.key: t for t in families.get("frameevidence").tables(runs, [])}
     t4 = tables["fe_table4"]
     assert t4.columns == ["P", "R", "F1", "Acc", "GEM", "NTS", "DIS"]
     assert [r.reference for r in t4.rows] == [False, True]
@@ -90,7 +90,7 @@ def test_fe_table4_has_reference_row_and_reasons():
 
 
 def test_csv_round_trip_keeps_percent_counts_and_reasons():
-    t4 = tables_for("frameevidence", [RunScore("m", FE)], [])[0]
+    t4 = families.get("frameevidence").tables([RunScore("m", FE)], [])[0]
     df = pd.read_csv(io.StringIO(to_csv(t4)))
     assert list(df["Run"]) == ["m", "Uniform random (exact)"]
     # the screen's scale (#24): percent, with the unit in the header; k and n as counts
@@ -116,7 +116,7 @@ def test_csv_headers_name_the_unit_and_values_follow_the_screen():
 
 
 def test_latex_is_booktabs_and_parses():
-    t4 = tables_for("frameevidence", [RunScore("m_1", FE, synthetic=True)], [])[0]
+    t4 = families.get("frameevidence").tables([RunScore("m_1", FE, synthetic=True)], [])[0]
     tex = to_latex(t4)
     for token in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}{lrrrrrrr}", r"\label{tab:fe-table4}"):
         assert token in tex
@@ -133,6 +133,6 @@ def test_latex_escape_specials():
 @pytest.mark.parametrize("family,first", [("stembind", "sb_leaderboard"), ("spur", "spur_table3"),
                                           ("generic", "generic_main")])
 def test_every_family_builds_tables_from_empty_metrics(family, first):
-    tables = tables_for(family, [RunScore("r", {})], [])
+    tables = families.get(family).tables([RunScore("r", {})], [])
     assert tables[0].key == first
     assert all(display(c) == "n/a" for c in tables[0].rows[0].cells)

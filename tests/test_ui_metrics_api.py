@@ -9,8 +9,9 @@ import pytest
 from conftest import run_cli
 from uiharness import running_app
 
+from core import families
 from core.report_json import table_json
-from core.report_tables import RunScore, get, reason_of, tables_for, value_of
+from core.report_tables import RunScore, get, reason_of, value_of
 from db.store import Store
 from ui.auth import auth_line
 
@@ -47,7 +48,7 @@ def _expected(demo_db, bench: str, names: list[str], cli: dict[str, dict]) -> li
         return RunScore(name, cli[name]["metrics"], r["synthetic"], dict(r["config"]), r["runner"], cli[name]["split"])
 
     controls = [rs(n) for n, r in meta.items() if r["runner"] == "baseline"] if family == "frameevidence" else []
-    return [table_json(t) for t in tables_for(family, [rs(n) for n in names], controls)]
+    return [table_json(t) for t in families.get(family).tables([rs(n) for n in names], controls)]
 
 
 @pytest.fixture(scope="module")

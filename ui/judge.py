@@ -30,8 +30,8 @@ from typing import Any
 
 import gradio as gr
 
+from core import families
 from core.errors import CrosscheckError
-from core.families import stage_judging as sj
 from core.families.stage_judging import StageJudging
 from core.schema import STAGES
 from db import judging
@@ -53,7 +53,7 @@ def category_choices(jd: StageJudging | None) -> list[tuple[str, str]]:
 
 def run_judging(store: Store, run: str | None) -> StageJudging | None:
     """The stage judging of `run`'s family; None without a run or for a family without it."""
-    return sj.of(str(store.run(run)["family"])) if run else None
+    return families.judging_of(str(store.run(run)["family"])) if run else None
 
 
 def availability(store: Store, bench: str | None) -> tuple[bool, str]:
@@ -76,7 +76,7 @@ def layout_judging(store: Store, run: str | None) -> StageJudging | None:
     family's, else the first judged benchmark's."""
     jd = run_judging(store, run)
     for bench in ([] if jd else judging.judged_benchmarks(store)[:1]):
-        jd = sj.of(store.benchmark_family(bench))
+        jd = families.judging_of(store.benchmark_family(bench))
     return jd
 
 

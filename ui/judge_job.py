@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import gradio as gr
 
+from core import families
 from core.errors import CrosscheckError, NotFound
-from core.families import stage_judging as sj
 from core.judge import JudgeSpec, LexicalJudge, ModelJudge, make_judge
 from db import judge_runs, judging
 from db import labels as dbl
@@ -101,7 +101,7 @@ def settings_from_form(store: Store, traces_run: str | None, sample: str | None,
     if not traces_run:
         raise CrosscheckError("choose a traces run first (the run whose traces the judge reads)")
     r = store.run(traces_run)
-    if sj.of(str(r["family"])) is None:
+    if families.judging_of(str(r["family"])) is None:
         raise CrosscheckError(f"run {traces_run!r} is of the {r['family']} family, which has no stage-judged traces: "
                               "there is nothing to judge")
     name = (name or "").strip()

@@ -23,7 +23,7 @@ import gradio as gr
 from core import families
 from core.errors import CrosscheckError
 from core.report_json import table_json
-from core.report_tables import RunScore, Table, tables_for
+from core.report_tables import RunScore, Table
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
 from db.browse import run_records
@@ -172,7 +172,7 @@ def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | 
     if (split or "").strip() == DEFAULT_SPLIT and scored and scored[0].split == NO_TEST_SPLIT:
         raise BadMetricsRequest(f"benchmark {benchmark!r} has no items in split 'test'; leave split empty to "
                                 "score every split")
-    tables = tables_for(family, scored, controls)
+    tables = families.get(family).tables(scored, controls)
     choice = _shortcut_choice(scored, shortcut_model)
     if choice is not None:
         key = families.get(family).capabilities.shortcut_table

@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.report_tables import RunScore, Table, tables_for
+from core import families
+from core.report_tables import RunScore, Table
 from core.scoring import DEFAULT_SPLIT
 from core.stats import Clustering
 from db.store import Store
@@ -59,7 +60,7 @@ def metrics_page(store: Store, benchmark: str | None, selected: list[str], clust
     if not runs:
         return Page("None of the picked runs exists any more: press **Refresh**.")
     page = Page(benchmark=benchmark, family=family, runs=runs,
-                tables={t.key: t for t in tables_for(family, runs, controls)})
+                tables={t.key: t for t in families.get(family).tables(runs, controls)})
     try:
         page.figs = view_of(family).charts.figures(runs, page.tables)
     except Exception as exc:  # noqa: BLE001 - a broken chart must not hide the tables

@@ -12,12 +12,15 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
 from core.errors import UnknownFamily
 from core.families.protocol import Capabilities, Family
 
-__all__ = ["DEFAULT", "Capabilities", "Family", "builtin", "get", "known", "names", "register"]
+if TYPE_CHECKING:
+    from core.families.stage_judging import StageJudging
+
+__all__ = ["DEFAULT", "Capabilities", "Family", "builtin", "get", "judging_of", "known", "names", "register"]
 
 # The order messages list the paper families and generic in; another package under core/families/ follows them.
 _FIRST = ("frameevidence", "stembind", "spur", "generic")
@@ -55,6 +58,11 @@ def get(name: str) -> Family:
         raise TypeError(f"core.families.{name}.FAMILY must be the Family named {name!r}")
     _REGISTERED[name] = family
     return family
+
+
+def judging_of(name: str) -> StageJudging | None:
+    """The stage judging of family `name`, or None when the family has no judged traces."""
+    return get(name).judging
 
 
 def register(family: Family) -> Family:

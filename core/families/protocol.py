@@ -16,17 +16,23 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from core.catalogue import Catalogue, Scores
 from core.schema import DEFAULT_DRAWS, DEFAULT_SEED
 
+# per cluster: k_this, n_this, k_other, n_other of one paired metric; a family's paired arrays, keyed by the
+# declared metric (at its breakdown keys): the comparison engine (core.comparison) adds the intervals
+Arrays: TypeAlias = "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]"
+Paired: TypeAlias = "dict[Column, Arrays]"
+
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
-    from core.comparison import Paired
+    from core.catalogue import Column
     from core.families.stage_judging import StageJudging
-    from core.outcomes import Layout, RunSummary
+    from core.outcomes import GroupRules
     from core.report import Report
     from core.report_tables import RunScore, Table
     from core.schema import Item, RunData
@@ -128,19 +134,6 @@ class Prefetch(Protocol):
     def __call__(self, items: pd.DataFrame, runs: Iterable[RunData], seed: int | None, /) -> None: ...
 
 
-class Outcomes(Protocol):
-    """A frame with `item_id`, `correct` and, where some items may be unanswered, `answered`: the item outcome
-    the group marks and the turnover use, equal to the metrics' own."""
-
-    def __call__(self, items: pd.DataFrame, run: RunData, /) -> pd.DataFrame: ...
-
-
-class SummaryPatterns(Protocol):
-    """Sets the family's failure patterns (and categories) of one run's group summary in place."""
-
-    def __call__(self, lay: Layout, summary: RunSummary, /) -> None: ...
-
-
 class PairedArrays(Protocol):
     """Per-cluster (k_this, n_this, k_other, n_other) arrays per metric, or the reason there is nothing to
     compare; the engine (core.comparison) adds the intervals."""
@@ -175,19 +168,6 @@ class Capabilities:
     # the key of the table the text-only shortcut filter redraws (SPUR, 001 §2.3: `score --shortcut-model`,
     # the Metrics tab's filter-model picker); None: no shortcut filter
     shortcut_table: str | None = None
-
-
-@dataclass(frozen=True)
-class GroupRules:
-    """A family's item outcome rule and failure patterns, from its groups.py (Browse marks, Compare turnover)."""
-
-    outcomes: Outcomes
-    summary_patterns: SummaryPatterns
-    patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
-    every_prediction: bool                    # an item is correct only when every one of its predictions is,
-    #                                           else its rotation-0 / repeat-0 prediction decides
-    unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
-    #                                           wrong, else the items both runs answered
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,3 @@ class StageJudging:
             raise ValueError(f"stage keys {self.stages} must be among the stored stage columns {STORED_STAGES}")
         if set(self.stage_names) != set(self.stages) or set(self.stage_rules) != set(self.stages):
             raise ValueError("stage_names and stage_rules must name every stage, and only those")
-
-
-def of(family_name: str) -> StageJudging | None:
-    """The stage judging of family `family_name`, or None when the family has no judged traces."""
-    from core import families
-
-    return families.get(family_name).judging

@@ -138,11 +138,11 @@ def test_judge_controls_only_for_a_family_with_stage_judging(sb, store, fe_bench
     """A family without judged traces shows no Judge / Calibration controls: a one-line note instead."""
     import inspect
 
-    from core.families import stage_judging
+    from core import families
     from core.families.stembind.judging import JUDGING
     from db.importers import import_items
 
-    assert inspect.unwrap(stage_judging.of("stembind")) is JUDGING and stage_judging.of("frameevidence") is None
+    assert inspect.unwrap(families.judging_of("stembind")) is JUDGING and families.judging_of("frameevidence") is None
     import_items(store, fe_bench)  # a store of one FrameEvidence benchmark: nothing to judge anywhere
     bench = store.benchmarks()[0]["name"]
     shown, note = uj.availability(store, bench)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.families import stage_judging as sj
+from core import families
 from core.judge import LexicalJudge
 from db import jobs as dbjobs
 from db import judge_runs, judging
@@ -131,7 +131,7 @@ def test_start_refuses_what_cannot_run(labeled, monkeypatch, kw, why):
 
 def test_refuses_a_family_without_judging_a_scope_no_annotator_labeled_and_other_settings(sb):
     jobs = Jobs()
-    other = next(r for r in sb.runs() if sj.of(str(r["family"])) is None)
+    other = next(r for r in sb.runs() if families.judging_of(str(r["family"])) is None)
     assert f"is of the {other['family']} family, which has no stage-judged traces" in _refused(
         sb, jobs, traces_run=other["name"])
     msg = _refused(sb, jobs)

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core import families, outcomes
 from core import groups as core_groups
-from core import outcomes
 from core.schema import RunData
 from db import browse as dbb
 from db import predictions
@@ -64,7 +64,7 @@ def _bench(store: Any, name: str, key: tuple[str, str]) -> BenchData:
                      splits=core_groups.ordered(items["split"].unique(), ["test", "dev", "train"]),
                      kinds=core_groups.ordered(items["kind"].unique(), []),
                      pk_ids=dict(zip(items["pk"].tolist(), items["item_id"].tolist(), strict=True)),
-                     layout=outcomes.layout(str(b["family"]), items), pk_rows=predictions.pk_rows(items["pk"].tolist()))
+                     layout=outcomes.layout(families.get(str(b["family"])).groups, items), pk_rows=predictions.pk_rows(items["pk"].tolist()))
     with _LOCK:
         _BENCH[key] = data
     return data

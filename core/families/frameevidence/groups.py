@@ -12,7 +12,7 @@ import pandas as pd
 from core import outcomes as core_outcomes
 from core.families.frameevidence import metrics as fe
 from core.families.frameevidence.vocab import FQ2_VARIANTS
-from core.families.protocol import GroupRules
+from core.outcomes import GroupRules
 from core.schema import RunData
 
 # The item outcome is the metrics' (000 App. A): the rotation-0 / repeat-0 prediction; an item the run did not

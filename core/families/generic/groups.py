@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from core import outcomes as core_outcomes
-from core.families.protocol import GroupRules
 from core.metrics import common
+from core.outcomes import GroupRules
 from core.schema import RunData
 
 # The item outcome is the metrics' (core.families.generic.metrics): the rotation-0 / repeat-0 prediction; an

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from core import outcomes as core_outcomes
-from core.families.protocol import GroupRules
 from core.families.spur import metrics as sp
 from core.families.spur.vocab import STAGE_OF
+from core.outcomes import GroupRules
 
 # The item outcome is the metrics' (core.families.spur.metrics.item_outcomes): correct only when every
 # prediction of the item is; an item without a prediction is left out (not answered).

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from core import outcomes as core_outcomes
-from core.families.protocol import GroupRules
 from core.families.stembind import metrics as sb
 from core.families.stembind.vocab import KINDS
+from core.outcomes import GroupRules
 
 # The item outcome is the metrics' (core.families.stembind.metrics.item_outcomes): correct only when every
 # prediction of the item is; an item without a prediction is left out (not answered).
