@@ -76,15 +76,15 @@ def read_log(path: Path, report: Report, family: str | None = None, group_by: st
             rows: list[tuple[str, int, dict[str, Any], list[Any]]] = []
             seen: set[str] = set()
             for no, (_where, sample) in enumerate(log.samples(), start=1):
-                got = inspect_log.item_object(sample, name, no, fam, report, group_by)
                 if progress is not None:
                     progress(1)
-                if got is None:
-                    continue
-                obj, pics = got
-                if obj["item_id"] not in seen:
-                    seen.add(obj["item_id"])
-                    rows.append((name, no, obj, pics))
+                sid = str(sample["id"]) if isinstance(sample, dict) and "id" in sample else None
+                if sid is None or sid not in seen:  # an item from each sample's first epoch in the log
+                    got = inspect_log.item_object(sample, name, no, fam, report, group_by)
+                    if got is None:
+                        continue
+                    seen.add(got[0]["item_id"])
+                    rows.append((name, no, got[0], got[1]))
                 line, kept = inspect_log.prediction_object(sample, scorer)
                 read.lines.append((no, line))
                 if kept:

@@ -229,6 +229,9 @@ def _run_names(store: Store, found: list[Found]) -> dict[int, str]:
     for f in found:
         benches[f.model or ""].add(f.benchmark or "")
         per_pair[(f.model or "", f.benchmark or "")] += 1
+    tags: dict[tuple[str, str], Counter[str | None]] = defaultdict(Counter)
+    for f in found:
+        tags[(f.model or "", f.benchmark or "")][f.tag] += 1
     taken = {r["name"] for r in store.runs(with_counts=False)}
     names = {}
     for k, f in enumerate(found):
@@ -236,8 +239,9 @@ def _run_names(store: Store, found: list[Found]) -> dict[int, str]:
         name = model
         if len(benches[f.model or ""]) > 1 and bench:
             name += f"/{bench}"
-        if per_pair[(f.model or "", bench)] > 1:
-            name += f"@{f.tag or f.path.stem}"
+        if per_pair[(f.model or "", bench)] > 1:  # the tag where it tells the files apart, else the file's name
+            unique = f.tag and tags[(f.model or "", bench)][f.tag] == 1
+            name += f"@{f.tag if unique else f.path.stem}"
         base, n = name, 1
         while name in taken:
             n += 1
@@ -362,8 +366,7 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
             tsv = _dataset_tsv(f.benchmark, found, dirs)
             if tsv is not None and all(g.path != tsv for g in found):  # in --data or $LMUData: imported now
                 data = Found(tsv, str(tsv), "dataset", benchmark=f.benchmark, sha=file_sha(tsv))
-                if _imported(store, data.sha) is None:
-                    _guard(result, data, lambda data=data: _import_items_file(store, data, family, result))
+                _guard(result, data, lambda data=data: _import_items_file(store, data, family, result))
             if not _has_benchmark(store, f.benchmark):
                 why = ("its dataset TSV was refused" if tsv is not None else f"its dataset TSV {f.benchmark}.tsv is "
                        "not among the files opened, in --data DIR or in $LMUData")
@@ -373,14 +376,17 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
             result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: lmms-eval samples do "
                                    "not carry the options; open or import the task's items under that name first"})
             f.kind = "refused"
-    runnable = [f for f, _r in log_reads] + [f for f in preds if f.kind != "refused"]
-    names = _run_names(store, runnable)
+    # the log with the most items of a task first: a cancelled or --limit log of it then lands on its benchmark
+    log_reads.sort(key=lambda fr: -len(fr[1][0].items))
+    named = [f for f, _r in log_reads] + preds  # names from every file recognized, refused ones too: stable names
+    names = _run_names(store, named)
     for k, (f, (read, report)) in enumerate(log_reads):
         _guard(result, f, lambda f=f, read=read, report=report, k=k: _import_log(store, f, read, report, names[k],
                                                                              result))
         bar.bar.update()
-    for k, f in enumerate(runnable[len(log_reads):], start=len(log_reads)):
-        _guard(result, f, lambda f=f, k=k: _import_predictions_file(store, f, names[k], result))
+    for k, f in enumerate(preds, start=len(log_reads)):
+        if f.kind != "refused":
+            _guard(result, f, lambda f=f, k=k: _import_predictions_file(store, f, names[k], result))
         bar.bar.update()
 
 

@@ -396,30 +396,31 @@ def item_object(sample: Any, file: str, no: int, family: str, report: Report,
     if not isinstance(sample, dict) or "id" not in sample:
         report.error(file, no, "id", "expected an Inspect sample (an object with id, input, target)")
         return None
+    sid = f"sample {str(sample['id'])!r:.80}"
     attachments = _obj(sample.get("attachments"))
     question, refs = _input_parts(sample, attachments)
     choices = sample.get("choices")
     if not isinstance(choices, list) or not choices:
-        report.error(file, no, "choices", "the sample has no choices: Crosscheck reads multiple-choice samples")
+        report.error(file, no, "choices", f"{sid} has no choices: Crosscheck reads multiple-choice samples")
         return None
     if len(choices) > len(LETTERS):
-        report.error(file, no, "choices", f"{len(choices)} choices, more than the {len(LETTERS)} letters A..H")
+        report.error(file, no, "choices", f"{sid}: {len(choices)} choices, more than the {len(LETTERS)} letters A..H")
         return None
     options = {LETTERS[k]: _text(_resolve(c, attachments)) for k, c in enumerate(choices)}
     target = sample.get("target")
     if isinstance(target, list):
         if len(target) != 1:
-            report.error(file, no, "target", f"expected one target, got {len(target)}")
+            report.error(file, no, "target", f"{sid}: expected one target, got {len(target)}")
             return None
         target = target[0]
     answer, why = letter_of(target, options)
     if answer is None:
-        report.error(file, no, "target", why)
+        report.error(file, no, "target", f"{sid}: {why}")
         return None
     meta = dict(_obj(sample.get("metadata")))
     if group_by is not None:
         if group_by not in meta:
-            report.error(file, no, "metadata", f"no field {group_by!r} to group by (--group-by)")
+            report.error(file, no, "metadata", f"{sid} has no field {group_by!r} to group by (--group-by)")
             return None
         group = meta[group_by]
     else:
