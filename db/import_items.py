@@ -55,33 +55,42 @@ def extract_zip(zpath: Path, dest: Path, report: Report) -> bool:
             report.error(name, 0, "(file)", f"expands to {total} bytes, over the {MAX_ZIP_BYTES} byte limit")
             return False
         root = dest.resolve()
-        for m in members:
-            mode = m.external_attr >> 16
-            pure = PurePosixPath(m.filename.replace("\\", "/"))
-            target = (root / pure).resolve()
-            if pure.is_absolute() or ".." in pure.parts or not target.is_relative_to(root):
-                report.error(name, 0, m.filename, "zip member escapes the extraction folder; refused")
-            elif stat.S_ISLNK(mode):
-                report.error(name, 0, m.filename, "zip member is a symbolic link; refused")
+        _check_members(members, root, name, report)
         if not report.ok:
             return False
-        written = 0
         try:
-            for m in members:
-                if m.is_dir():
-                    continue
-                target = root / PurePosixPath(m.filename.replace("\\", "/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(m) as src, open(target, "wb") as out:
-                    while chunk := src.read(1 << 20):
-                        written += len(chunk)
-                        if written > MAX_ZIP_BYTES:
-                            report.error(name, 0, m.filename, f"the zip expands past the {MAX_ZIP_BYTES} byte limit")
-                            return False
-                        out.write(chunk)
+            return _extract_members(zf, members, root, name, report)
         except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError) as exc:
             report.error(name, 0, "(file)", f"not a readable zip file ({type(exc).__name__}: {exc})")
             return False
+
+
+def _check_members(members: list[zipfile.ZipInfo], root: Path, name: str, report: Report) -> None:
+    """Members that would escape `root` or are links, reported."""
+    for m in members:
+        pure = PurePosixPath(m.filename.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts or not (root / pure).resolve().is_relative_to(root):
+            report.error(name, 0, m.filename, "zip member escapes the extraction folder; refused")
+        elif stat.S_ISLNK(m.external_attr >> 16):
+            report.error(name, 0, m.filename, "zip member is a symbolic link; refused")
+
+
+def _extract_members(zf: zipfile.ZipFile, members: list[zipfile.ZipInfo], root: Path, name: str,
+                     report: Report) -> bool:
+    """Copy the members' bytes out, stopping once they pass MAX_ZIP_BYTES in all."""
+    written = 0
+    for m in members:
+        if m.is_dir():
+            continue
+        target = root / PurePosixPath(m.filename.replace("\\", "/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zf.open(m) as src, open(target, "wb") as out:
+            while chunk := src.read(1 << 20):
+                written += len(chunk)
+                if written > MAX_ZIP_BYTES:
+                    report.error(name, 0, m.filename, f"the zip expands past the {MAX_ZIP_BYTES} byte limit")
+                    return False
+                out.write(chunk)
     return True
 
 

@@ -72,23 +72,7 @@ def read_log(path: Path, report: Report, family: str | None = None, group_by: st
     try:
         with inspect_log.LogFile(path) as log:
             read = LogRead(log.header, report, n_samples=log.n_samples)
-            scorer = log.header.scorer()
-            rows: list[tuple[str, int, dict[str, Any], list[Any]]] = []
-            seen: set[str] = set()
-            for no, (_where, sample) in enumerate(log.samples(), start=1):
-                if progress is not None:
-                    progress(1)
-                sid = str(sample["id"]) if isinstance(sample, dict) and "id" in sample else None
-                if sid is None or sid not in seen:  # an item from each sample's first epoch in the log
-                    got = inspect_log.item_object(sample, name, no, fam, report, group_by)
-                    if got is None:
-                        continue
-                    seen.add(got[0]["item_id"])
-                    rows.append((name, no, got[0], got[1]))
-                line, kept = inspect_log.prediction_object(sample, scorer)
-                read.lines.append((no, line))
-                if kept:
-                    read.kept[no] = kept
+            rows = _samples(log, read, fam, group_by, progress)
     except inspect_log.BadLog as exc:
         report.error(name, 0, "(file)", str(exc))
         return None
@@ -104,6 +88,31 @@ def read_log(path: Path, report: Report, family: str | None = None, group_by: st
     if report.ok:
         read.family, read.items, read.images = finish_items(name, fam, rows, path.parent, report)
     return read
+
+
+def _samples(log: inspect_log.LogFile, read: LogRead, family: str, group_by: str | None,
+             progress: Callable[[int], None] | None) -> list[tuple[str, int, dict[str, Any], list[Any]]]:
+    """One pass over the log's samples: the item objects (one per sample id, from its first epoch in the log)
+    returned, each sample's prediction line and kept score added to `read`."""
+    name, report = log.name, read.report
+    scorer = log.header.scorer()
+    rows: list[tuple[str, int, dict[str, Any], list[Any]]] = []
+    seen: set[str] = set()
+    for no, (_where, sample) in enumerate(log.samples(), start=1):
+        if progress is not None:
+            progress(1)
+        sid = str(sample["id"]) if isinstance(sample, dict) and "id" in sample else None
+        if sid is None or sid not in seen:
+            got = inspect_log.item_object(sample, name, no, family, report, group_by)
+            if got is None:
+                continue
+            seen.add(got[0]["item_id"])
+            rows.append((name, no, got[0], got[1]))
+        line, kept = inspect_log.prediction_object(sample, scorer)
+        read.lines.append((no, line))
+        if kept:
+            read.kept[no] = kept
+    return rows
 
 
 def _check_lines(read: LogRead, name: str, report: Report) -> None:

@@ -167,29 +167,9 @@ def recognize(path: Path, shown: str) -> Found | str:
     if inspect_reader.looks_like_log(path):
         return Found(path, shown, "inspect")
     if suffix in (".xlsx", ".tsv", ".csv"):
-        cols = [] if suffix == ".xlsx" else next(iter([_head_line(path).split("\t" if suffix == ".tsv" else ",")]))
-        if suffix == ".xlsx" or ("index" in cols and "prediction" in cols):
-            model, dataset, tag = _vlmevalkit_names(path)
-            if model is None:
-                return ("a prediction table outside VLMEvalKit's layout (outputs/<model>/<model>_<dataset>.xlsx): "
-                        "import it with `app.py import-predictions FILE --run NAME`")
-            return Found(path, shown, "vlmevalkit", model, dataset, tag)
-        if suffix == ".tsv" and {"index", "question", "answer"} <= set(cols):
-            return Found(path, shown, "dataset", benchmark=path.stem)
-        if suffix == ".csv" and "item_id" in cols:
-            return Found(path, shown, "predictions")
-        return f"a {suffix} file without the columns of a dataset TSV or a prediction table (evaluation output?)"
+        return _table(path, shown, suffix)
     if suffix == ".jsonl":
-        first = _first_json(path)
-        m = LMMS_SAMPLES.match(path.name)
-        if lmms_eval.looks_like_samples(first) or (m and isinstance(first, dict) and "doc_id" in first):
-            task = m.group("task") if m else path.stem
-            return Found(path, shown, "lmms-eval", _lmms_model(path), task)
-        if isinstance(first, dict) and "item_id" in first and "response" in first:
-            return Found(path, shown, "predictions")
-        if isinstance(first, dict) and "item_id" in first:
-            return Found(path, shown, "items", benchmark=path.stem)
-        return "a .jsonl file whose first line is neither an item, a prediction nor an lmms-eval sample"
+        return _json_lines(path, shown)
     if suffix == ".json":
         first = _first_json(path) if path.stat().st_size < 1 << 20 else None
         if isinstance(first, dict) and "results" in first and ("config" in first or "model_name" in first):
@@ -198,6 +178,34 @@ def recognize(path: Path, shown: str) -> Found | str:
     if suffix in (".zip", ".parquet", ".arrow"):
         return Found(path, shown, "items", benchmark=path.stem)
     return f"not a format Crosscheck reads ({suffix or 'no extension'})"
+
+
+def _table(path: Path, shown: str, suffix: str) -> Found | str:
+    """An .xlsx, .tsv or .csv: a VLMEvalKit prediction table, a dataset TSV or a predictions CSV, by its columns."""
+    cols = [] if suffix == ".xlsx" else _head_line(path).split("\t" if suffix == ".tsv" else ",")
+    if suffix == ".xlsx" or ("index" in cols and "prediction" in cols):
+        model, dataset, tag = _vlmevalkit_names(path)
+        if model is None:
+            return ("a prediction table outside VLMEvalKit's layout (outputs/<model>/<model>_<dataset>.xlsx): "
+                    "import it with `app.py import-predictions FILE --run NAME`")
+        return Found(path, shown, "vlmevalkit", model, dataset, tag)
+    if suffix == ".tsv" and {"index", "question", "answer"} <= set(cols):
+        return Found(path, shown, "dataset", benchmark=path.stem)
+    if suffix == ".csv" and "item_id" in cols:
+        return Found(path, shown, "predictions")
+    return f"a {suffix} file without the columns of a dataset TSV or a prediction table (evaluation output?)"
+
+
+def _json_lines(path: Path, shown: str) -> Found | str:
+    """A .jsonl: lmms-eval samples, a predictions file or an items file, by its first line (and its name)."""
+    first = _first_json(path)
+    m = LMMS_SAMPLES.match(path.name)
+    if lmms_eval.looks_like_samples(first) or (m and isinstance(first, dict) and "doc_id" in first):
+        return Found(path, shown, "lmms-eval", _lmms_model(path), m.group("task") if m else path.stem)
+    if isinstance(first, dict) and "item_id" in first:
+        return Found(path, shown, "predictions") if "response" in first else Found(path, shown, "items",
+                                                                                   benchmark=path.stem)
+    return "a .jsonl file whose first line is neither an item, a prediction nor an lmms-eval sample"
 
 
 def _lmms_model(samples: Path) -> str:
@@ -362,19 +370,7 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
         f.tag = str(read.header.eval.get("created") or "")[:19].replace(":", "-") or None
         log_reads.append((f, (read, report)))
     for f in preds:
-        if f.kind == "vlmevalkit" and f.benchmark and not _has_benchmark(store, f.benchmark):
-            tsv = _dataset_tsv(f.benchmark, found, dirs)
-            if tsv is not None and all(g.path != tsv for g in found):  # in --data or $LMUData: imported now
-                data = Found(tsv, str(tsv), "dataset", benchmark=f.benchmark, sha=file_sha(tsv))
-                _guard(result, data, lambda data=data: _import_items_file(store, data, family, result))
-            if not _has_benchmark(store, f.benchmark):
-                why = ("its dataset TSV was refused" if tsv is not None else f"its dataset TSV {f.benchmark}.tsv is "
-                       "not among the files opened, in --data DIR or in $LMUData")
-                result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: {why}"})
-                f.kind = "refused"
-        elif f.kind == "lmms-eval" and f.benchmark and not _has_benchmark(store, f.benchmark):
-            result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: lmms-eval samples do "
-                                   "not carry the options; open or import the task's items under that name first"})
+        if not _benchmark_ready(store, f, found, dirs, family, result):
             f.kind = "refused"
     # the log with the most items of a task first: a cancelled or --limit log of it then lands on its benchmark
     log_reads.sort(key=lambda fr: -len(fr[1][0].items))
@@ -388,6 +384,28 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
         if f.kind != "refused":
             _guard(result, f, lambda f=f, k=k: _import_predictions_file(store, f, names[k], result))
         bar.bar.update()
+
+
+def _benchmark_ready(store: Store, f: Found, found: list[Found], dirs: list[Path], family: str | None,
+                     result: OpenResult) -> bool:
+    """Whether the benchmark of a VLMEvalKit table or lmms-eval samples is in the store, a VLMEvalKit dataset's TSV
+    imported from --data or $LMUData where needed; False with the reason in `refused`."""
+    if f.kind not in ("vlmevalkit", "lmms-eval") or not f.benchmark or _has_benchmark(store, f.benchmark):
+        return True
+    if f.kind == "lmms-eval":
+        result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: lmms-eval samples do "
+                               "not carry the options; open or import the task's items under that name first"})
+        return False
+    tsv = _dataset_tsv(f.benchmark, found, dirs)
+    if tsv is not None and all(g.path != tsv for g in found):  # in --data or $LMUData: imported now
+        data = Found(tsv, str(tsv), "dataset", benchmark=f.benchmark, sha=file_sha(tsv))
+        _guard(result, data, lambda: _import_items_file(store, data, family, result))
+    if _has_benchmark(store, f.benchmark):
+        return True
+    why = ("its dataset TSV was refused" if tsv is not None else f"its dataset TSV {f.benchmark}.tsv is not among "
+           "the files opened, in --data DIR or in $LMUData")
+    result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: {why}"})
+    return False
 
 
 def _guard(result: OpenResult, f: Found, step: Any) -> None:
