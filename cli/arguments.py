@@ -37,8 +37,9 @@ def import_items(p: argparse.ArgumentParser) -> None:
 
 
 def open_paths(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files, folders or zipped folders: Inspect "
-                   "logs, VLMEvalKit outputs, lmms-eval output folders, items and predictions files")
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files, folders or zipped folders: Inspect "
+                   "logs, VLMEvalKit outputs, lmms-eval output folders, items and predictions files (none: serve the "
+                   "store, with the demo when it is empty)")
     p.add_argument("--data", action="append", type=Path, metavar="DIR", default=[],
                    help="a folder of VLMEvalKit dataset TSVs (<dataset>.tsv; $LMUData is searched too)")
     p.add_argument("--group-by", metavar="FIELD", help="Inspect logs: the sample metadata field naming each item's "

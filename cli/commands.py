@@ -67,6 +67,11 @@ def cmd_open(args: argparse.Namespace) -> int:
     --no-serve / --json. Exit status 1 when any file was refused (after the server stops, when it serves)."""
     from db.open import open_paths
 
+    if not args.paths:  # `open` alone: the store as it is, the demo built when it is empty (as `serve`)
+        if args.json or args.no_serve:
+            raise CrosscheckError("open needs a PATH with --json or --no-serve")
+        args.no_demo = False
+        return cmd_serve(args)
     store = _store(args)
     result = open_paths(store, args.paths, data_dirs=args.data, group_by=args.group_by, family=args.family,
                         progress=not args.json)

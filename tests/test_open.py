@@ -366,3 +366,9 @@ def test_json_nested_deeper_than_python_recurses_is_refused(tmp_path):
     doc = tmp_path / "deep.json"
     doc.write_bytes(b'{"version": 2, "status": "success", "eval": ' + deep + b"}")
     assert "malformed JSON" in _refusal(doc, tmp_path)
+
+
+def test_open_without_a_path_serves_the_store_and_refuses_json(tmp_path):
+    proc = run_cli("open", "--json", db=tmp_path / "s.db")
+    assert proc.returncode == 2 and "open needs a PATH with --json or --no-serve" in proc.stderr
+    assert not (tmp_path / "s.db").exists()
