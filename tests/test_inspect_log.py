@@ -9,7 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
-from test_import_foreign import lmms_samples, mmbench_rows, prediction_table, write_jsonl, write_tsv, write_xlsx
+from test_import_foreign import (
+    lmms_samples,
+    mmbench_rows,
+    prediction_table,
+    write_jsonl,
+    write_tsv,
+    write_xlsx,
+)
 
 from core.foreign import inspect_log as il
 from core.report import Report
