@@ -95,6 +95,17 @@ def test_a_json_log_over_its_limit_is_refused_unread(tmp_path, monkeypatch):
         il.LogFile(path)
 
 
+def test_a_chunked_sample_layout_is_named_not_taken_for_an_empty_log(tmp_path):
+    import zipfile
+
+    path = tmp_path / "chunked.eval"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("header.json", json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1/sample.json", "{}")
+    with pytest.raises(il.BadLog, match="chunked layout"):
+        il.LogFile(path)
+
+
 # ---- open without Inspect logs ----------------------------------------------------------------------------
 
 

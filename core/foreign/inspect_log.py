@@ -47,6 +47,7 @@ MAX_ENTRY_BYTES = 256 * 1024**2  # one zip entry's expanded size (a sample with 
 MAX_JSON_LOG_BYTES = 1024**3  # a `.json` log is one document, read whole: larger ones are refused
 READ_CHUNK = 1 << 20  # bytes decompressed per read of a zip entry
 SAMPLE_ENTRY = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
+CHUNKED_SAMPLE = re.compile(r"^samples/.+_epoch_\d+/sample\.json$")  # log/_recorders/chunked/format.py
 HEADER, START = "header.json", "_journal/start.json"
 ZIP_STORED, ZIP_DEFLATED, ZIP_ZSTD = 0, 8, 93
 STATUS_NOTES = {  # EvalLog.status -> what an import of such a log says
@@ -197,6 +198,9 @@ class LogFile:
             names.add(info.filename)
             if SAMPLE_ENTRY.match(info.filename):
                 self._entries.append(info)
+        if not self._entries and any(CHUNKED_SAMPLE.match(n) for n in names):
+            raise BadLog(f"{self.name}: its samples are in Inspect's chunked layout (samples/<id>_epoch_<n>/"
+                         "sample.json with their messages and events in chunks), which Crosscheck does not read")
         if HEADER in names:
             return _header(self._entry_json(HEADER), self.name)
         if START in names:  # a log still being written (or killed): its start record, status "started"
