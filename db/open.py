@@ -45,6 +45,9 @@ from db.store import Store, now
 WORK_FOLDER = re.compile(r"^T\d{8}_G[0-9A-Za-z]+$")  # VLMEvalKit run.py: f"T{timestr('day')}_G{githash(digits=8)}"
 LMMS_SAMPLES = re.compile(r"^(?:.*_)?samples_(?P<task>.+?)(?:_\d{4}-\d{2}-\d{2}T[\d.:-]+)?\.jsonl$")
 SKIP_NAMES = ("__MACOSX", ".DS_Store")
+# the last word of the files VLMEvalKit's evaluations write beside a prediction table (<model>_<dataset>_..._<word>)
+EVALUATION_WORDS = ("result", "acc", "score", "rating", "tmp", "judge", "extract", "auxmatch", "metrics", "fine")
+IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
 ITEM_KINDS = ("items", "dataset")  # the kinds of files that make benchmarks, imported first
 
 
@@ -177,6 +180,8 @@ def recognize(path: Path, shown: str) -> Found | str:
         return "a .json file that is not an Inspect log"
     if suffix in (".zip", ".parquet", ".arrow"):
         return Found(path, shown, "items", benchmark=path.stem)
+    if suffix in IMAGES:
+        return "an image (items files name the images they show)"
     return f"not a format Crosscheck reads ({suffix or 'no extension'})"
 
 
@@ -324,14 +329,20 @@ def open_paths(store: Store, paths: Iterable[str | os.PathLike[str]], *, data_di
     result = OpenResult()
     dirs = [Path(d) for d in data_dirs]
     with ExitStack() as stack:
-        found: list[Found] = []
+        found: list[Found] = []  # the files to import
+        recognized: list[Found] = []  # every file recognized, imported before or not
         seen: dict[str, str] = {}
         for path, shown in _walk([Path(p) for p in paths], stack, result):
             got = recognize(path, shown)
             if isinstance(got, str):
                 result.skip(shown, got)
                 continue
-            got.sha = file_sha(path)
+            recognized.append(got)
+            try:
+                got.sha = file_sha(path)
+            except OSError as exc:
+                result.refused.append({"path": shown, "reason": f"cannot be read ({exc.strerror})"})
+                continue
             if got.sha in seen:
                 result.skip(shown, f"the same content as {seen[got.sha]}")
                 continue
@@ -343,14 +354,14 @@ def open_paths(store: Store, paths: Iterable[str | os.PathLike[str]], *, data_di
             found.append(got)
         bar = _Progress(len(found), progress)
         try:
-            _import_all(store, found, dirs, group_by, family, result, bar)
+            _import_all(store, found, recognized, dirs, group_by, family, result, bar)
         finally:
             bar.close()
     return result
 
 
-def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: str | None, family: str | None,
-                result: OpenResult, bar: _Progress) -> None:
+def _import_all(store: Store, found: list[Found], recognized: list[Found], dirs: list[Path], group_by: str | None,
+                family: str | None, result: OpenResult, bar: _Progress) -> None:
     items = [f for f in found if f.kind in ITEM_KINDS]
     logs = [f for f in found if f.kind == "inspect"]
     preds = [f for f in found if f.kind not in ITEM_KINDS and f.kind != "inspect"]
@@ -370,8 +381,9 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
         f.tag = str(read.header.eval.get("created") or "")[:19].replace(":", "-") or None
         log_reads.append((f, (read, report)))
     for f in preds:
-        if not _benchmark_ready(store, f, found, dirs, family, result):
+        if not _benchmark_ready(store, f, found, recognized, dirs, family, result) and f.kind != "skipped":
             f.kind = "refused"
+    preds = [f for f in preds if f.kind != "skipped"]  # evaluation outputs take no part in the runs' names
     # the log with the most items of a task first: a cancelled or --limit log of it then lands on its benchmark
     log_reads.sort(key=lambda fr: -len(fr[1][0].items))
     named = [f for f, _r in log_reads] + preds  # names from every file recognized, refused ones too: stable names
@@ -386,10 +398,11 @@ def _import_all(store: Store, found: list[Found], dirs: list[Path], group_by: st
         bar.bar.update()
 
 
-def _benchmark_ready(store: Store, f: Found, found: list[Found], dirs: list[Path], family: str | None,
-                     result: OpenResult) -> bool:
+def _benchmark_ready(store: Store, f: Found, found: list[Found], recognized: list[Found], dirs: list[Path],
+                     family: str | None, result: OpenResult) -> bool:
     """Whether the benchmark of a VLMEvalKit table or lmms-eval samples is in the store, a VLMEvalKit dataset's TSV
-    imported from --data or $LMUData where needed; False with the reason in `refused`."""
+    imported from --data or $LMUData where needed; False with the reason in `refused`, or in `skipped` (kind
+    "skipped") for a VLMEvalKit evaluation's output."""
     if f.kind not in ("vlmevalkit", "lmms-eval") or not f.benchmark or _has_benchmark(store, f.benchmark):
         return True
     if f.kind == "lmms-eval":
@@ -402,10 +415,28 @@ def _benchmark_ready(store: Store, f: Found, found: list[Found], dirs: list[Path
         _guard(result, data, lambda: _import_items_file(store, data, family, result))
     if _has_benchmark(store, f.benchmark):
         return True
+    of = _evaluated_table(f, recognized) if tsv is None else None
+    if of is not None:
+        result.skip(f.shown, f"VLMEvalKit's evaluation output for {f.path.parent.name}/{f.model}_{of}.xlsx (its "
+                    "predictions are read from that table)")
+        f.kind = "skipped"
+        return False
     why = ("its dataset TSV was refused" if tsv is not None else f"its dataset TSV {f.benchmark}.tsv is not among "
            "the files opened, in --data DIR or in $LMUData")
     result.refused.append({"path": f.shown, "reason": f"no benchmark {f.benchmark!r}: {why}"})
     return False
+
+
+def _evaluated_table(f: Found, found: list[Found]) -> str | None:
+    """VLMEvalKit's evaluation writes `<model>_<dataset>_<judge>_result.xlsx` (and `_acc`, `_score`, `_rating`,
+    ... files) beside the prediction table `<model>_<dataset>.xlsx`: a table with no dataset of its own, named as
+    another table of its folder plus `_..._<one of those words>`, is that evaluation's output (a dataset such as
+    MMBench_DEV_EN_V11 beside MMBench_DEV_EN is not). Returns the other table's dataset."""
+    name = f.benchmark or ""
+    if name.rsplit("_", 1)[-1].lower() not in EVALUATION_WORDS:
+        return None
+    return next((g.benchmark for g in found if g.kind == "vlmevalkit" and g.path.parent == f.path.parent
+                 and g.benchmark and g.benchmark != name and name.startswith(g.benchmark + "_")), None)
 
 
 def _guard(result: OpenResult, f: Found, step: Any) -> None:
@@ -416,6 +447,8 @@ def _guard(result: OpenResult, f: Found, step: Any) -> None:
         result.refused.append({"path": f.shown, "reason": str(exc)})
     except CrosscheckError as exc:
         result.refused.append({"path": f.shown, "reason": str(exc)})
+    except OSError as exc:  # a file that went away or cannot be read while the others are imported
+        result.refused.append({"path": f.shown, "reason": f"cannot be read ({exc.strerror or exc})"})
 
 
 def _import_items_file(store: Store, f: Found, family: str | None, result: OpenResult) -> None:

@@ -163,6 +163,7 @@ def vlmevalkit_tree(root: Path) -> tuple[Path, Path]:
     (out / "ModelB").mkdir()
     write_xlsx(out / "ModelB" / f"ModelB_{DATASET}.xlsx", predictions_of("ModelB"))
     (out / "ModelB" / f"ModelB_{DATASET}_acc.csv").write_text("split,Overall\ndev,0.5\n")
+    write_xlsx(out / "ModelB" / f"ModelB_{DATASET}_gpt-4o_result.xlsx", predictions_of("ModelB's judge"))
     (out / "ModelB" / "notes.txt").write_text("a note\n")
     return out, data
 
@@ -189,13 +190,16 @@ def test_a_mixed_folder_gives_the_benchmarks_and_runs_and_a_second_open_adds_not
     skipped = {Path(s["path"]).name: s["reason"] for s in got["skipped"]}
     assert "notes.txt" in skipped and "not a format" in skipped["notes.txt"]
     assert "ModelB_MMBench_DEV_EN_acc.csv" in skipped
+    assert "evaluation output for ModelB/ModelB_MMBench_DEV_EN.xlsx" in skipped[
+        "ModelB_MMBench_DEV_EN_gpt-4o_result.xlsx"]
     assert "lmms-eval results summary" in skipped["2025-01-01T00-00-00.000_results.json"]
     assert "same content" in skipped[f"ModelA_{DATASET}.xlsx"]  # the model folder's link to the work folder's table
     counts = Store(db).counts()
     rc, again = open_json(db, outputs, lmms, logs / "mc.eval", extra=("--data", str(data)))
     assert rc == 0 and again["benchmarks"] == [] and again["runs"] == [] and again["refused"] == []
     assert all("already imported" in s["reason"] or "same content" in s["reason"] or "not a" in s["reason"]
-               or "summary" in s["reason"] or "without the columns" in s["reason"] for s in again["skipped"])
+               or "summary" in s["reason"] or "without the columns" in s["reason"] or "evaluation output" in s["reason"]
+               for s in again["skipped"])
     assert Store(db).counts() == counts
 
 
@@ -252,8 +256,10 @@ def test_a_zipped_folder_opens_like_the_folder(logs, tmp_path):
                 zf.write(f, f.relative_to(tmp_path))
         zf.write(data / f"{DATASET}.tsv", f"LMUData/{DATASET}.tsv")
         zf.write(logs / "mc.eval", "logs/mc.eval")
+        zf.writestr("logs/figure.png", b"\x89PNG")
     store = Store(tmp_path / "s.db")
     got = open_paths(store, [zpath], progress=False)
+    assert "an image (items files name the images they show)" in [s["reason"] for s in got.skipped]
     assert {r["name"] for r in got.runs} == {"ModelB", f"ModelA/{DATASET}", "mockllm/model"}
     assert [Path(r["path"]).name for r in got.refused] == ["ModelA_MMBench_DEV_EN_V11.xlsx"]
 
