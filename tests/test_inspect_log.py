@@ -143,3 +143,24 @@ def test_lmms_samples_without_their_benchmark_are_refused_with_the_reason(tmp_pa
     got = open_paths(Store(tmp_path / "s.db"), [tmp_path / "lmms"], progress=False)
     assert got.runs == [] and "no benchmark 'nosuch'" in got.refused[0]["reason"]
     assert Path(got.refused[0]["path"]).name.endswith("_samples_nosuch.jsonl")
+
+
+def test_samples_as_lmms_evals_tracker_writes_them_open_by_doc_id(tmp_path):
+    """Its evaluation tracker drops `doc` and `arguments`, and `resps` where they equal `filtered_resps`: the
+    sample's doc_id is then its position in the benchmark's items."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_tsv(data / "MMB.tsv", mmbench_rows())
+    folder = tmp_path / "lmms" / "m"
+    folder.mkdir(parents=True)
+    samples = lmms_samples(prediction_table())
+    for s in samples:
+        s.pop("doc")
+        s.pop("arguments")
+        s.pop("resps")
+    write_jsonl(folder / "2025-01-01T00-00-00_samples_MMB.jsonl", samples)
+    store = Store(tmp_path / "s.db")
+    got = open_paths(store, [data, tmp_path / "lmms"], progress=False)
+    assert got.refused == [] and [(r["name"], r["predictions"]) for r in got.runs] == [("m", len(samples))]
+    preds = store.run_data("m").preds
+    assert list(preds["response"]) == [s["filtered_resps"][0] for s in samples]
