@@ -26,7 +26,7 @@ import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -366,9 +366,9 @@ def _import_all(store: Store, found: list[Found], recognized: list[Found], dirs:
     logs = [f for f in found if f.kind == "inspect"]
     preds = [f for f in found if f.kind not in ITEM_KINDS and f.kind != "inspect"]
     for f in items:
-        _guard(result, f, lambda f=f: _import_items_file(store, f, family, result))
+        _guard(result, f, _import_items_file, store, f, family, result)
         bar.bar.update()
-    log_reads: list[tuple[Found, Any]] = []
+    log_reads: list[tuple[Found, tuple[inspect_log.LogRead, Report]]] = []
     for f in logs:  # read first: the runs' names depend on every log's model and task
         report = Report()
         with bar.file(f.shown) as sub:
@@ -389,12 +389,11 @@ def _import_all(store: Store, found: list[Found], recognized: list[Found], dirs:
     named = [f for f, _r in log_reads] + preds  # names from every file recognized, refused ones too: stable names
     names = _run_names(store, named)
     for k, (f, (read, report)) in enumerate(log_reads):
-        _guard(result, f, lambda f=f, read=read, report=report, k=k: _import_log(store, f, read, report, names[k],
-                                                                             result))
+        _guard(result, f, _import_log, store, f, read, report, names[k], result)
         bar.bar.update()
     for k, f in enumerate(preds, start=len(log_reads)):
         if f.kind != "refused":
-            _guard(result, f, lambda f=f, k=k: _import_predictions_file(store, f, names[k], result))
+            _guard(result, f, _import_predictions_file, store, f, names[k], result)
         bar.bar.update()
 
 
@@ -412,7 +411,7 @@ def _benchmark_ready(store: Store, f: Found, found: list[Found], recognized: lis
     tsv = _dataset_tsv(f.benchmark, found, dirs)
     if tsv is not None and all(g.path != tsv for g in found):  # in --data or $LMUData: imported now
         data = Found(tsv, str(tsv), "dataset", benchmark=f.benchmark, sha=file_sha(tsv))
-        _guard(result, data, lambda: _import_items_file(store, data, family, result))
+        _guard(result, data, _import_items_file, store, data, family, result)
     if _has_benchmark(store, f.benchmark):
         return True
     of = _evaluated_table(f, recognized) if tsv is None else None
@@ -439,10 +438,10 @@ def _evaluated_table(f: Found, found: list[Found]) -> str | None:
                  and g.benchmark and g.benchmark != name and name.startswith(g.benchmark + "_")), None)
 
 
-def _guard(result: OpenResult, f: Found, step: Any) -> None:
-    """Run one file's import; its refusal (or any product error) goes to `refused` as one line."""
+def _guard(result: OpenResult, f: Found, step: Callable[..., None], *args: Any) -> None:
+    """`step(*args)`, one file's import; its refusal (or any product error) goes to `refused` as one line."""
     try:
-        step()
+        step(*args)
     except ImportRefused as exc:
         result.refused.append({"path": f.shown, "reason": str(exc)})
     except CrosscheckError as exc:
@@ -462,9 +461,11 @@ def _import_items_file(store: Store, f: Found, family: str | None, result: OpenR
     _log_file(store, f, got.target, got.rows)
 
 
-def _import_log(store: Store, f: Found, read: Any, report: Report, run: str, result: OpenResult) -> None:
+def _import_log(store: Store, f: Found, read: inspect_log.LogRead, report: Report, run: str,
+                result: OpenResult) -> None:
     refuse(report)
     bench = read.task
+    assert read.family is not None  # a log read without problems has its family
     got = write_items(store, bench, f.path.name, read.family, read.items, read.images, report, subset=True)
     if not got.unchanged:
         result.benchmarks.append({"name": bench, "family": read.family, "items": len(read.items), "created": True,
@@ -496,7 +497,7 @@ def _warnings(result: OpenResult, report: Report) -> None:
     result.warnings.extend(str(w) for w in report.warnings)
 
 
-def _agreement(store: Store, run: str, bench: str, read: Any) -> dict[str, Any]:
+def _agreement(store: Store, run: str, bench: str, read: inspect_log.LogRead) -> dict[str, Any]:
     """Inspect's score beside Crosscheck's reading of the same samples: how many each counts correct and the
     samples where they differ (the first 20)."""
     hits = read.hits()
