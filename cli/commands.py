@@ -77,6 +77,8 @@ def cmd_open(args: argparse.Namespace) -> int:
                         progress=not args.json)
     store.settle()
     if args.json:
+        for w in result.warnings:  # the object has the four lists; the warnings go where the CLI's always go
+            print(f"warning: {w}", file=sys.stderr)
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
         _print_opened(result, args.verbose)

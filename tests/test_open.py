@@ -122,6 +122,12 @@ def test_import_and_import_predictions_take_the_log(logs, tmp_path):
     assert proc.returncode == 2 and "zip archive" in proc.stderr and "UTF-8" not in proc.stderr.split("zip")[0]
 
 
+def test_json_keeps_its_four_lists_and_warns_on_stderr(logs, tmp_path):
+    proc = run_cli("open", str(logs / "cancelled.eval"), "--json", db=tmp_path / "s.db")
+    assert set(json.loads(proc.stdout)) == {"benchmarks", "runs", "skipped", "refused"}
+    assert "warning: cancelled.eval: status: the eval was cancelled" in proc.stderr
+
+
 def test_cancelled_and_running_logs_import_what_they_hold(logs, tmp_path):
     db = tmp_path / "s.db"
     proc = run_cli("open", str(logs / "mc.eval"), str(logs / "cancelled.eval"), str(logs / "running.eval"),
