@@ -26,11 +26,29 @@ def hash_password(p: argparse.ArgumentParser) -> None:
 def import_items(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", type=Path)
     p.add_argument("--name", help="the benchmark's name (default: the file name without extension)")
-    p.add_argument("--format", choices=("auto", "jsonl", "vlmevalkit", "hf"), default="auto",
-                   help="auto: .tsv is VLMEvalKit; .parquet, .arrow or a folder is Hugging Face; else JSONL")
+    p.add_argument("--format", choices=("auto", "jsonl", "vlmevalkit", "hf", "inspect"), default="auto",
+                   help="auto: .tsv is VLMEvalKit; .parquet, .arrow or a folder is Hugging Face; an .eval (or an "
+                   "Inspect .json log) is Inspect AI's log; else JSONL")
     p.add_argument("--family", help="VLMEvalKit / Hugging Face files: the family (default: generic)")
     p.add_argument("--map", help="Hugging Face files: FIELD=COLUMN,... (see docs/FORMATS.md)")
     p.add_argument("--preset", help="Hugging Face files: force a known layout (mmmu, blink, muirbench, mmbench)")
+    p.add_argument("--group-by", metavar="FIELD", help="Inspect logs: the sample metadata field naming each item's "
+                   "group (default: metadata group_id or group, else one group per sample)")
+
+
+def open_paths(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files, folders or zipped folders: Inspect "
+                   "logs, VLMEvalKit outputs, lmms-eval output folders, items and predictions files (none: serve the "
+                   "store, with the demo when it is empty)")
+    p.add_argument("--data", action="append", type=Path, metavar="DIR", default=[],
+                   help="a folder of VLMEvalKit dataset TSVs (<dataset>.tsv; $LMUData is searched too)")
+    p.add_argument("--group-by", metavar="FIELD", help="Inspect logs: the sample metadata field naming each item's "
+                   "group (default: metadata group_id or group, else one group per sample)")
+    p.add_argument("--family", help="the family of the benchmarks made from dataset TSVs and logs (default: generic)")
+    p.add_argument("--no-serve", action="store_true", help="stop after the import (default: serve the UI on it)")
+    p.add_argument("--json", action="store_true", help='print one object {"benchmarks", "runs", "skipped", '
+                   '"refused"}; implies --no-serve')
+    serve(p)
 
 
 def import_predictions(p: argparse.ArgumentParser) -> None:
@@ -40,8 +58,9 @@ def import_predictions(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", help="the benchmark (default: the run's, or the one holding the items)")
     p.add_argument("--config", help="run settings as a JSON object (e.g. '{\"input_mode\": \"text\"}')")
     p.add_argument("--replace", action="store_true", help="overwrite predictions that differ from stored ones")
-    p.add_argument("--format", choices=("auto", "jsonl", "csv", "vlmevalkit", "lmms-eval"), default="auto",
-                   help="auto: by extension and columns (VLMEvalKit .xlsx/.tsv/.json, lmms-eval samples JSONL)")
+    p.add_argument("--format", choices=("auto", "jsonl", "csv", "vlmevalkit", "lmms-eval", "inspect"), default="auto",
+                   help="auto: by extension and columns (VLMEvalKit .xlsx/.tsv/.json, lmms-eval samples JSONL, "
+                   "Inspect AI .eval / .json logs)")
     p.add_argument("--key", help="lmms-eval: the sample field naming the item (default: doc.index, doc.idx, "
                    "doc.id, doc.question_id, else doc_id as a position)")
 

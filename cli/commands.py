@@ -18,7 +18,7 @@ from typing import Any
 from core.errors import CrosscheckError
 
 # the commands that may create a store where none is; every other one refuses a missing store (and creates nothing)
-CREATES_STORE = ("import", "demo", "serve")
+CREATES_STORE = ("import", "demo", "serve", "open")
 
 
 def store_path(args: argparse.Namespace) -> Path:
@@ -52,7 +52,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from db.import_items import import_items
 
     result = import_items(_store(args), args.path, name=args.name, fmt=args.format, family=args.family,
-                          mapping=args.map, preset=args.preset)
+                          mapping=args.map, preset=args.preset, group_by=args.group_by)
     _print_report(result, args.verbose)
     if result.unchanged:
         print(f"benchmark {result.target!r}: unchanged (already imported from identical items)")
@@ -60,6 +60,61 @@ def cmd_import(args: argparse.Namespace) -> int:
         c = result.report.counts
         print(f"benchmark {result.target!r}: imported {c['items']} items in {c['groups']} groups, {c['images']} images")
     return 0
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    """`open PATH...`: import everything recognized (db.open), print what was done, then serve the UI on it unless
+    --no-serve / --json. Exit status 1 when any file was refused (after the server stops, when it serves)."""
+    from db.open import open_paths
+
+    if not args.paths:  # `open` alone: the store as it is, the demo built when it is empty (as `serve`)
+        if args.json or args.no_serve:
+            raise CrosscheckError("open needs a PATH with --json or --no-serve")
+        args.no_demo = False
+        return cmd_serve(args)
+    store = _store(args)
+    result = open_paths(store, args.paths, data_dirs=args.data, group_by=args.group_by, family=args.family,
+                        progress=not args.json)
+    store.settle()
+    if args.json:
+        for w in result.warnings:  # the object has the four lists; the warnings go where the CLI's always go
+            print(f"warning: {w}", file=sys.stderr)
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        _print_opened(result, args.verbose)
+    status = 1 if result.refused else 0
+    if args.json or args.no_serve:
+        return status
+    args.no_demo = True
+    cmd_serve(args)
+    return status
+
+
+def _print_opened(result: Any, verbose: bool) -> None:
+    for w in result.warnings[: None if verbose else 10]:
+        print(f"warning: {w}", file=sys.stderr)
+    for b in result.benchmarks:
+        what = "created" if b["created"] else "found"
+        print(f"benchmark {b['name']!r} ({b['family']}): {what}, {b['items']} items, from {b['source']}")
+    for r in result.runs:
+        line = (f"run {r['name']!r} on {r['benchmark']!r}: {r['predictions']} predictions ({r['ok']} ok, "
+                f"{r['invalid']} invalid, {r['api_error']} api_error), from {r['source']}")
+        print(line)
+        inspect = r.get("inspect")
+        if inspect and inspect["scored"]:
+            print(f"  Inspect's score: {inspect['inspect_correct']}/{inspect['scored']} correct; Crosscheck reads "
+                  f"{inspect['crosscheck_correct']}/{inspect['scored']}"
+                  + (f"; they differ on {inspect['differ']} samples, e.g. "
+                     + ", ".join(f"{d['item_id']} epoch {d['epoch']} (Inspect {'correct' if d['inspect'] else 'wrong'})"
+                                 for d in inspect["first_differences"][:3]) if inspect["differ"] else ""))
+    for s in result.skipped[: None if verbose else 20]:
+        print(f"skipped {s['path']}: {s['reason']}")
+    if not verbose and len(result.skipped) > 20:
+        print(f"... and {len(result.skipped) - 20} more skipped (use -v to list them)")
+    for r in result.refused:
+        print(f"refused {r['path']}: {r['reason']}", file=sys.stderr)
+    print(f"{len(result.benchmarks)} benchmarks, {len(result.runs)} runs imported; {len(result.skipped)} files "
+          f"skipped, {len(result.refused)} refused")
 
 
 def cmd_import_predictions(args: argparse.Namespace) -> int:

@@ -67,6 +67,9 @@ COMMANDS: tuple[tuple[str, Callable[[argparse.Namespace], int], str, Callable[[a
     ("serve", commands.cmd_serve, "launch the web UI", arguments.serve),
     ("hash-password", commands.cmd_hash_password, "print a user:password-hash line for the --auth file",
      arguments.hash_password),
+    ("open", commands.cmd_open, "open what a tool wrote (Inspect AI logs, VLMEvalKit outputs/, lmms-eval output "
+     "folders, items and predictions files, or a folder or zip of them): import everything recognized, then serve the "
+     "UI on it", arguments.open_paths),
     ("import", commands.cmd_import, "import a benchmark's items (JSONL, a zip of the JSONL and its images, a "
      "VLMEvalKit TSV, or a Hugging Face parquet / arrow dataset)", arguments.import_items),
     ("import-predictions", commands.cmd_import_predictions, "import predictions (JSONL or CSV) into a named run",

@@ -23,16 +23,15 @@ from typing import Any
 
 from core import families
 from core.errors import CrosscheckError
-from core.foreign import hf, lmms_eval, vlmevalkit
+from core.foreign import hf, inspect_log, lmms_eval, vlmevalkit
 from core.foreign.answers import cell_text, is_null
-from core.formats import parse_item
 from core.report import Report
 from core.schema import Item
-from db.import_common import ImageSet, check_item_set, json_lines, read_text, refuse, resolve_benchmark
+from db.import_common import finish_items, json_lines, read_text, refuse, resolve_benchmark
 from db.store import Store
 
-ITEM_FORMATS = ("auto", "jsonl", "vlmevalkit", "hf")
-PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval")
+ITEM_FORMATS = ("auto", "jsonl", "vlmevalkit", "hf", "inspect")
+PREDICTION_FORMATS = ("vlmevalkit", "lmms-eval", "inspect")
 PARQUET = (".parquet",)
 
 csv.field_size_limit(sys.maxsize)  # base64 image cells are long
@@ -51,15 +50,18 @@ def item_format(path: Path, fmt: str, report: Report) -> str | None:
     suffix = path.suffix.lower()
     if path.is_dir() or suffix in (*PARQUET, ".arrow"):
         return "hf"
+    if inspect_log.looks_like_log(path):
+        return "inspect"
     if suffix == ".tsv":
         return "vlmevalkit"
     return "jsonl"
 
 
 def refuse_options_for_jsonl(path: Path, report: Report, family: str | None = None, mapping: str | None = None,
-                             preset: str | None = None) -> None:
-    """--family, --map and --preset belong to other tools' files: a JSONL names its family on every line."""
-    for flag, value in (("--family", family), ("--map", mapping), ("--preset", preset)):
+                             preset: str | None = None, group_by: str | None = None) -> None:
+    """--family, --map, --preset and --group-by belong to other tools' files: a JSONL names its family on every
+    line."""
+    for flag, value in (("--family", family), ("--map", mapping), ("--preset", preset), ("--group-by", group_by)):
         if value:
             report.error(path.name, 0, flag, f"{flag} applies to VLMEvalKit and Hugging Face files; an items "
                          "JSONL names its family in each line's `benchmark` field")
@@ -75,6 +77,8 @@ def prediction_format(path: Path, fmt: str) -> str:
     suffix = path.suffix.lower()
     if suffix in (".xlsx", ".tsv"):
         return "vlmevalkit"
+    if inspect_log.looks_like_log(path):
+        return "inspect"
     head = _head(path)
     if suffix == ".json":  # one JSON document is VLMEvalKit's; one object a line is a JSONL file named .json
         line = next((x for x in head.split("\n") if x.strip()), "")
@@ -186,8 +190,19 @@ def _xlsx_cell(value: Any) -> Any:
 
 
 def read_items(path: Path, fmt: str, report: Report, family: str | None = None, mapping: str | None = None,
-               preset: str | None = None) -> tuple[str | None, list[Item], dict]:
-    """(family, items, images by hash) of a VLMEvalKit TSV or a Hugging Face parquet / arrow dataset."""
+               preset: str | None = None, group_by: str | None = None) -> tuple[str | None, list[Item], dict]:
+    """(family, items, images by hash) of a VLMEvalKit TSV, a Hugging Face parquet / arrow dataset or an Inspect
+    log's samples (db/inspect_log.py)."""
+    if fmt == "inspect":
+        if mapping or preset:
+            report.error(path.name, 0, "--map" if mapping else "--preset", "applies to Hugging Face files only")
+            return None, [], {}
+        from db import inspect_log as inspect_items
+
+        return inspect_items.read_items(path, report, family, group_by)
+    if group_by:
+        report.error(path.name, 0, "--group-by", "applies to Inspect logs only")
+        return None, [], {}
     fam = family or families.DEFAULT
     try:
         families.get(fam)
@@ -200,24 +215,6 @@ def read_items(path: Path, fmt: str, report: Report, family: str | None = None, 
             return None, [], {}
         return _read_vlmevalkit(path, fam, report)
     return _read_hf(path, fam, report, mapping, preset)
-
-
-def _finish(name: str, family: str, rows: list[tuple[str, int, dict[str, Any], list[Any]]], base: Path,
-            report: Report) -> tuple[str | None, list[Item], dict]:
-    """Items from item objects and their images (bytes or file names), checked as the JSONL import checks."""
-    items: list[Item] = []
-    images = ImageSet(base, report)
-    for file, no, obj, pics in rows:
-        it = parse_item(obj, file, no, report)
-        if it is None:
-            continue
-        if pics:
-            images.attach(it, pics, file, no, named=True)
-        items.append(it)
-    fams = check_item_set(items, name, report)
-    if fams and report.ok:
-        families.get(family).validate(items, name, report)
-    return (family if report.ok else None), items, images.images
 
 
 def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | None, list[Item], dict]:
@@ -238,7 +235,7 @@ def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | Non
         obj = vlmevalkit.item_object(row, no, family, name, report, indices)
         if obj is not None:
             objs.append((name, no, obj, [*imgs.blobs] or [*imgs.paths]))
-    return _finish(name, family, objs, path.parent, report)
+    return finish_items(name, family, objs, path.parent, report)
 
 
 def _hf_tables(path: Path, report: Report) -> list[tuple[str, str | None, Any]]:
@@ -313,7 +310,7 @@ def _read_hf(path: Path, family: str, report: Report, mapping: str | None,
         if "split" not in obj and split_of.get(file):
             obj["split"] = split_of[file]
     base = path if path.is_dir() else path.parent
-    return _finish(path.name, family, objs, base, report)  # type: ignore[arg-type]
+    return finish_items(path.name, family, objs, base, report)  # type: ignore[arg-type]
 
 
 # ---- predictions --------------------------------------------------------------------------------------------
@@ -369,6 +366,7 @@ class PredictionLines:
     config: dict[str, Any]
     benchmark: str | None
     after: Callable[[sqlite3.Connection, int], None]
+    model: str | None = None  # the model the file names (an Inspect log's), used when --model is not given
 
 
 def read_predictions(store: Store, path: Path, kind: str, run: str, *, config: dict[str, Any] | None = None,
@@ -376,6 +374,8 @@ def read_predictions(store: Store, path: Path, kind: str, run: str, *, config: d
     """VLMEvalKit prediction tables or lmms-eval samples for run `run`, as the lines of the one predictions
     path; what the tool kept beside each response (its extracted letter, its raw response) goes with them.
     Raises ImportRefused when the rows cannot be read into lines or their benchmark cannot be told."""
+    if kind == "inspect":
+        return _inspect_lines(store, path, run, config, benchmark)
     report = Report()
     name = path.name
     objs: list[tuple[int, dict[str, Any]]] = []
@@ -412,6 +412,23 @@ def read_predictions(store: Store, path: Path, kind: str, run: str, *, config: d
                          " VALUES (?, ?, 0, 0, ?, ?)", rows)
 
     return PredictionLines(objs, report, cfg, benchmark, after)
+
+
+def _inspect_lines(store: Store, path: Path, run: str, config: dict[str, Any] | None,
+                   benchmark: str | None) -> PredictionLines:
+    """An Inspect log's samples as predictions lines (db/inspect_log.py), its eval (task, ids, scores) in the
+    run's config and Inspect's score of each sample kept beside the prediction."""
+    from db import inspect_log as inspect_items
+
+    report = Report()
+    read = inspect_items.read_log(path, report)
+    if read is not None and read.lines and report.ok:
+        benchmark = resolve_benchmark(store, run, benchmark, str(read.lines[0][1]["item_id"]), report, path.name)
+    refuse(report)
+    assert read is not None and benchmark is not None
+    cfg = {**read.header.run_config(), **(config or {})}
+    return PredictionLines(read.lines, report, cfg, benchmark, inspect_items.sources_writer(store, benchmark, read),
+                           read.model or None)
 
 
 def _check_gold(store: Store, benchmark: str, objs: list[tuple[int, dict[str, Any]]], golds: dict[int, str],

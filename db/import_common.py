@@ -52,6 +52,10 @@ def read_text(path: Path, report: Report) -> str | None:
         report.error(name, 0, "(file)", f"no such file: {path}")
         return None
     raw = path.read_bytes()
+    if raw[:4] == b"PK\x03\x04":  # a zip is never a text file: say what it looks like instead of "not UTF-8"
+        report.error(name, 0, "(file)", "a zip archive, not a UTF-8 text file (an Inspect .eval log: --format "
+                     "inspect; a zip of an items JSONL and its images: app.py import; a zipped folder: app.py open)")
+        return None
     try:
         text = raw.decode("utf-8-sig")  # a UTF-8 BOM is accepted and dropped
     except UnicodeDecodeError as exc:
@@ -179,6 +183,29 @@ def resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item:
         report.error(name, 0, "item_id", f"item {first_item!r} is in several benchmarks "
                      f"({', '.join(h[0] for h in hits)}); name one with --benchmark")
     return None
+
+
+def finish_items(name: str, family: str, rows: Sequence[tuple[str, int, dict[str, Any], Sequence[Any]]], base: Path,
+                 report: Report) -> tuple[str | None, list[Item], dict]:
+    """Items from other tools' item objects and their images (bytes or file names relative to `base`), checked as
+    the JSONL import checks them: core.formats.parse_item, the images (`ImageSet`), the file-level rules and the
+    family's group rules. Returns (family or None when any problem, items, images by hash)."""
+    from core import families
+    from core.formats import parse_item
+
+    items: list[Item] = []
+    images = ImageSet(base, report)
+    for file, no, obj, pics in rows:
+        it = parse_item(obj, file, no, report)
+        if it is None:
+            continue
+        if pics:
+            images.attach(it, pics, file, no, named=True)
+        items.append(it)
+    fams = check_item_set(items, name, report)
+    if fams and report.ok:
+        families.get(family).validate(items, name, report)
+    return (family if report.ok else None), items, images.images
 
 
 def check_item_set(items: list[Item], name: str, report: Report) -> set[str]:

@@ -133,8 +133,8 @@ def _import_file(store: Store, path: Path, kind: str, run: str, model: str | Non
     try:
         if kind in foreign.PREDICTION_FORMATS:
             got = foreign.read_predictions(store, path, kind, run, config=config, benchmark=benchmark, key=key)
-            return import_prediction_lines(store, path, got.objs, got.report, run, model, got.config, got.benchmark,
-                                           replace, after=got.after, file_sha=sha.hexdigest)
+            return import_prediction_lines(store, path, got.objs, got.report, run, model or got.model, got.config,
+                                           got.benchmark, replace, after=got.after, file_sha=sha.hexdigest)
         report = Report()
         objs = _read_prediction_objects(path, report)
         return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace,

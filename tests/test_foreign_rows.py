@@ -133,6 +133,10 @@ def test_lmms_eval_sample_fields_kept_beside_the_response():
     assert fields({**sample, "filtered_resps": []}, 1, "s.jsonl", report)[:2] == ("I think B.", "I think B.")
     assert fields({**sample, "resps": []}, 1, "s.jsonl", report) == ("B", "", {"raw": "", "target": "B"})
     assert report.ok
+    # as lmms-eval's tracker writes it: no doc, no arguments, no resps where they equal filtered_resps
+    assert fields({"doc_id": 4, "target": "B", "filtered_resps": ["B"]}, 1, "s.jsonl", report) == (
+        "B", "B", {"raw": "B", "target": "B"})
+    assert lmms_eval.looks_like_samples({"doc_id": 4, "filtered_resps": ["B"]})
 
 
 def test_lmms_eval_sample_refusals():
@@ -143,8 +147,9 @@ def test_lmms_eval_sample_refusals():
                                    report) is None
     assert issues(report) == [
         ("s.jsonl", 2, "(line)", "expected a JSON object (an lmms-eval sample)"),
-        ("s.jsonl", 3, "doc,filtered_resps", "missing (an lmms-eval sample has doc_id, doc, target, resps and "
-                                             "filtered_resps)"),
+        # issue 40: doc and resps are not required (lmms-eval's evaluation tracker leaves them out)
+        ("s.jsonl", 3, "filtered_resps", "missing (an lmms-eval sample has doc_id and filtered_resps, and doc, "
+                                         "target and resps where lmms-eval kept them)"),
         ("s.jsonl", 4, "filtered_resps", "expected a response (a string, or a list holding one)")]
 
 

@@ -423,8 +423,16 @@ def test_reimport_under_the_same_name(tmp_path, store):
     lines[0] = {**lines[0], "question": "another question"}
     with pytest.raises(ImportRefused) as info:
         import_items(store, write(path, lines), name="fe")
-    assert issues(info) == [("items.jsonl", 0, "(file)", "benchmark 'fe' already exists with other items; import "
-                             "under another --name")]
+    assert issues(info) == [("items.jsonl", 0, "(file)", "benchmark 'fe' already exists with other items (item "
+                             "'g1_0-cam' question: 'cam 问题 0' there, 'another question' here); import under another "
+                             "--name")]  # issue 40: the first difference is named
+    # the same items in another order are the same benchmark (an Inspect .json log sorts what an .eval holds as
+    # written); one item fewer is a difference
+    shuffled = write(path, fe_lines()[::-1])
+    assert import_items(store, shuffled, name="fe").unchanged
+    fewer = [line for line in fe_lines() if line["group_id"] != "g1_0"]
+    with pytest.raises(ImportRefused, match="item 'g1_0-cam' is missing here"):
+        import_items(store, write(path, fewer), name="fe")
 
 
 def test_validate_items_file_is_the_import_without_the_store(tmp_path):

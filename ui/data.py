@@ -30,7 +30,9 @@ from ui.handlers import bind
 from ui.tables import safe_name
 
 KINDS = [("Items (benchmark JSONL or zip)", "items"), ("Predictions (JSONL or CSV) into a run", "predictions"),
-         ("Stage labels (JSONL) for a run's traces", "labels")]
+         ("Stage labels (JSONL) for a run's traces", "labels"),
+         ("A log or a zipped folder (Inspect .eval, VLMEvalKit outputs, lmms-eval output), opened as app.py open "
+          "opens a path", "open")]
 EXPORTS = [("Items (JSONL)", "items-jsonl"), ("Items (CSV)", "items-csv"), ("Predictions of a run (JSONL)",
            "predictions-jsonl"), ("Predictions of a run (CSV)", "predictions-csv"),
            ("Metrics of a run (score --json)", "metrics"), ("Stage labels of a run (JSONL)", "labels")]
@@ -99,6 +101,10 @@ def _config(text: str | None) -> dict[str, Any] | None:
 
 def dry_run(store: Store, kind: str, path: Path, name: str, run: str, model: str, bench: str | None,
             config: str) -> Report:
+    if kind == "open":  # each file of it is checked as it is opened, one transaction a file
+        report = Report()
+        report.warn(path.name, 0, "(file)", "a log or folder is checked file by file as it is opened: press Import")
+        return report
     if kind == "items":
         return validate.validate_items(store, path, name.strip() or None)
     if not run.strip():
@@ -112,6 +118,8 @@ def dry_run(store: Store, kind: str, path: Path, name: str, run: str, model: str
 def commit(store: Store, kind: str, path: Path, name: str, run: str, model: str, bench: str | None,
            config: str) -> tuple[Report, str]:
     """Import for real; returns the report and the benchmark the header should show."""
+    if kind == "open":
+        return opened(store, path, bench)
     if kind == "items":
         result = importers.import_items(store, path, name=name.strip() or None)
         return result.report, result.target
@@ -121,6 +129,32 @@ def commit(store: Store, kind: str, path: Path, name: str, run: str, model: str,
         return result.report, store.run(run.strip())["benchmark"]
     result = importers.import_labels(store, path, run.strip())
     return result.report, store.run(run.strip())["benchmark"]
+
+
+def opened(store: Store, path: Path, bench: str | None) -> tuple[Report, str]:
+    """`app.py open` on a dropped log or zipped folder (db.open): the report lists each refused and each skipped
+    file with its reason (the others are imported all the same, one transaction a file); the header shows the
+    first benchmark it made or used. Refused when nothing in it was imported."""
+    from db.open import open_paths
+
+    result = open_paths(store, [path], progress=False)
+    report = Report(counts={"benchmarks": len(result.benchmarks), "runs": len(result.runs),
+                            "skipped": len(result.skipped), "refused": len(result.refused)})
+    for r in result.refused:
+        report.warn(r["path"], 0, "(file)", f"refused, nothing of it written: {r['reason']}")
+    for s in result.skipped:
+        report.warn(s["path"], 0, "(file)", f"skipped: {s['reason']}")
+    for w in result.warnings:  # e.g. a cancelled eval's log: what it held was imported
+        report.warn(path.name, 0, "(note)", w)
+    target = next((b["name"] for b in result.benchmarks), None) or next((r["benchmark"] for r in result.runs), None)
+    if target is None:
+        failed = Report()
+        for issue in report.warnings:
+            failed.error(issue.file, 0, issue.field, issue.message)
+        if not failed.errors:
+            failed.error(path.name, 0, "(file)", "nothing in it was recognized")
+        raise ImportRefused(failed.summary(), failed)
+    return report, target
 
 
 def export_file(store: Store, what: str, bench: str | None, run: str | None) -> Path:
@@ -177,7 +211,7 @@ def header_after_import(store: Store, target: str, bench: str | None, selected: 
 
 def on_kind(k: str) -> tuple[Any, ...]:
     """Which fields the kind of file needs; a new kind needs a new validation before Import."""
-    return (gr.update(visible=k == "items"), gr.update(visible=k != "items"),
+    return (gr.update(visible=k == "items"), gr.update(visible=k in ("predictions", "labels")),
             gr.update(visible=k == "predictions"), gr.update(visible=k == "predictions"),
             gr.update(interactive=False), "")
 
@@ -265,8 +299,9 @@ def _import_column() -> dict[str, Any]:
                 "**Import**. A file with any bad line writes nothing; re-importing the same file changes "
                 "nothing. Formats: docs/FORMATS.md.")
     c["kind"] = gr.Radio(KINDS, value="items", label="What the file holds", elem_id="cc-data-kind")
-    c["upload"] = gr.File(label="File (.jsonl, .zip, .csv; VLMEvalKit .tsv / .xlsx, lmms-eval samples, parquet)",
-                          file_types=[".jsonl", ".zip", ".csv", ".json", ".tsv", ".xlsx", ".parquet", ".arrow"],
+    c["upload"] = gr.File(label="File (.jsonl, .zip, .csv; VLMEvalKit .tsv / .xlsx, lmms-eval samples, parquet; "
+                          "an Inspect .eval log)",
+                          file_types=[".jsonl", ".zip", ".csv", ".json", ".tsv", ".xlsx", ".parquet", ".arrow", ".eval"],
                           type="filepath", elem_id="cc-data-upload")
     with gr.Row():
         c["name"] = gr.Textbox(label="Benchmark name (items; default: the file name)", elem_id="cc-data-name")

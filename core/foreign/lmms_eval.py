@@ -3,7 +3,10 @@
 With --log_samples the evaluator writes, per task, one JSON object a line per document: `doc_id` (the
 document's position in the task's dataset split), `doc` (the dataset row, images left out), `target`,
 `arguments`, `resps` (the raw generations, a list per request) and `filtered_resps` (after the task's
-filters, e.g. answer extraction), plus the metric values.
+filters, e.g. answer extraction), plus the metric values. Its evaluation tracker
+(lmms_eval/loggers/evaluation_tracker.py, `save_results_samples`) writes `<date>_samples_<task>.jsonl` without
+`doc` and `arguments`, and without `resps` where they equal `filtered_resps`: only `doc_id` and
+`filtered_resps` are required.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from core.foreign.answers import cell_text, is_null
 from core.report import Report
 
 DEFAULT_KEYS = ("doc.index", "doc.idx", "doc.id", "doc.question_id")
-REQUIRED = ("doc_id", "doc", "resps", "filtered_resps")
+REQUIRED = ("doc_id", "filtered_resps")
 _REQUIRED = frozenset(REQUIRED)
 
 
 def looks_like_samples(obj: Any) -> bool:
-    return isinstance(obj, dict) and "doc_id" in obj and "resps" in obj
+    return isinstance(obj, dict) and "doc_id" in obj and ("resps" in obj or "filtered_resps" in obj)
 
 
 def _first_text(value: Any) -> str | None:
@@ -55,11 +58,11 @@ def sample_fields(obj: Any, no: int, file: str, report: Report) -> tuple[str, st
         return None
     if not obj.keys() >= _REQUIRED:
         missing = [k for k in REQUIRED if k not in obj]
-        report.error(file, no, ",".join(missing), "missing (an lmms-eval sample has doc_id, doc, target, resps "
-                     "and filtered_resps)")
+        report.error(file, no, ",".join(missing), "missing (an lmms-eval sample has doc_id and filtered_resps, "
+                     "and doc, target and resps where lmms-eval kept them)")
         return None
     filtered = _first_text(obj["filtered_resps"])
-    raw = _first_text(obj["resps"])
+    raw = _first_text(obj["resps"]) if "resps" in obj else filtered  # left out by the tracker where equal
     if filtered is None and raw is None:
         report.error(file, no, "filtered_resps", "expected a response (a string, or a list holding one)")
         return None
