@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core import families, stats
+from core import families, outcomes, stats
 from core.catalogue import Column, key_of
 from core.errors import MetricUndefined
 from core.families.protocol import Arrays, Paired
@@ -219,17 +219,9 @@ def turnover(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | N
     with an unanswered one wrong where the family says so (`unanswered_is_wrong`: FrameEvidence, 000 App. A),
     else the items both runs answered."""
     same_benchmark(run_a, run_b)
-    fam = families.get(run_a.family)
-    part = scope(items, split)
-    ids = part["item_id"]
-
-    def table(run: RunData) -> pd.DataFrame:
-        out = fam.groups.outcomes(part, run).drop_duplicates("item_id").set_index("item_id")
-        answered = out["answered"] if "answered" in out else pd.Series(True, index=out.index)
-        return pd.DataFrame({"answered": answered.reindex(ids, fill_value=False).to_numpy(dtype=bool),
-                             "correct": out["correct"].reindex(ids, fill_value=False).to_numpy(dtype=bool)})
-
-    ta, tb = table(run_a), table(run_b)
-    keep = np.ones(len(ids), dtype=bool) if fam.groups.unanswered_is_wrong else (ta["answered"] & tb["answered"]).to_numpy()
-    return turnover_counts(ta["correct"].to_numpy()[keep] & ta["answered"].to_numpy()[keep],
-                           tb["correct"].to_numpy()[keep] & tb["answered"].to_numpy()[keep])
+    rules = families.get(run_a.family).groups
+    lay = outcomes.layout(rules, scope(items, split))
+    answered_a, correct_a = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, run_a.preds))
+    answered_b, correct_b = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, run_b.preds))
+    keep = np.ones(len(lay.item_ids), dtype=bool) if rules.unanswered_is_wrong else answered_a & answered_b
+    return turnover_counts(correct_a[keep], correct_b[keep])

@@ -18,10 +18,6 @@ import numpy as np
 import pandas as pd
 
 from core import families, outcomes
-
-# Family names ui/views still reads from here (they live in the family packages)
-from core.families.frameevidence.groups import fq2_layout  # noqa: F401
-from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_category  # noqa: F401
 from core.schema import RunData
 
 # Failure patterns of every family (each family's own are its package's PATTERNS).
@@ -42,28 +38,20 @@ def patterns(family: str) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- item outcomes
 
 
-def item_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """One row per item of `items`: item_id, group_id, kind, variant, answered (bool), correct (bool)."""
-    base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
-    if items.empty:
-        return base.assign(answered=pd.Series(dtype=bool), correct=pd.Series(dtype=bool))
-    out = families.get(family).groups.outcomes(items, run)
-    ids = out["item_id"].to_numpy()
-    answered = out["answered"].to_numpy(dtype=bool) if "answered" in out else np.ones(len(ids), dtype=bool)
-    got = dict(zip(ids, answered, strict=True))
-    ok = dict(zip(ids, out["correct"].to_numpy(dtype=bool), strict=True))
-    base["answered"] = [bool(got.get(i, False)) for i in base["item_id"]]
-    base["correct"] = [bool(ok.get(i, False)) and bool(got.get(i, False)) for i in base["item_id"]]
-    return base[_OUT_COLS]
-
-
-def item_outcomes_fast(family: str, items: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
-    """item_outcomes from a bare predictions frame (item_id, rotation, repeat, status, answer), vectorised
-    (core.outcomes.item_marks): the same rules, checked against the family functions in tests/test_groups.py."""
+def item_outcomes(family: str, items: pd.DataFrame, run: RunData | pd.DataFrame) -> pd.DataFrame:
+    """One row per item of `items`: item_id, group_id, kind, variant, answered (bool), correct (bool), by the one
+    item-outcome rule (core.outcomes.item_marks under the family's `every_prediction`)."""
+    preds = run.preds if isinstance(run, RunData) else run
     base = items[["item_id", "group_id", "kind", "variant"]].reset_index(drop=True)
     lay = outcomes.layout(families.get(family).groups, items)
     answered, correct = outcomes.item_marks(lay, outcomes.preds_from_frame(lay, preds))
-    return base.assign(answered=answered, correct=correct)
+    return base.assign(answered=answered, correct=correct)[_OUT_COLS]
+
+
+def answered_outcomes(family: str, items: pd.DataFrame, run: RunData) -> pd.DataFrame:
+    """item_outcomes of the items `run` answered (item_id, group_id, correct, ...): a paired comparison's rows."""
+    out = item_outcomes(family, items, run)
+    return out[out["answered"].to_numpy(dtype=bool)].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- group summaries and patterns
@@ -257,24 +245,21 @@ def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
 
 def group_outcomes(family: str, items: Sequence[Mapping[str, Any]],
                    preds: Sequence[Mapping[str, Any]]) -> dict[str, tuple[bool, bool]]:
-    """item_id -> (answered, correct) for one group's items and one run's predictions of them.
-
-    The same rules as item_outcomes (tests/test_groups.py checks both agree on the demo store), written over
-    plain records so that opening a single group costs microseconds per run.
-    """
-    gold = {str(it["item_id"]): it["answer"] for it in items}
-    by_item: dict[str, list[Mapping[str, Any]]] = {}
-    for p in preds:
-        by_item.setdefault(str(p["item_id"]), []).append(p)
-    out: dict[str, tuple[bool, bool]] = {}
-    every = families.get(family).groups.every_prediction
-    for iid, g in gold.items():
-        ps = by_item.get(iid, [])
-        if not every:
-            ps = [p for p in ps if int(p.get("rotation") or 0) == 0 and int(p.get("repeat") or 0) == 0][:1]
-        if not ps:
-            out[iid] = (False, False)
-            continue
-        out[iid] = (True, all(p.get("status") == "ok" and p.get("answer") == g for p in ps))
-    return out
-
+    """item_id -> (answered, correct) for one group's items and one run's predictions of them: item_outcomes'
+    rule (core.outcomes.item_marks) over plain records, so that opening a single group costs microseconds per
+    run."""
+    ids = [str(it["item_id"]) for it in items]
+    row_of = {iid: i for i, iid in enumerate(ids)}
+    lay = outcomes.Layout(rules=families.get(family).groups, item_ids=np.array(ids, dtype=object),
+                          groups=pd.Index([], dtype=object), group=np.zeros(len(ids), dtype=np.int64),
+                          kind=np.empty(0, dtype=object), variant=np.empty(0, dtype=object),
+                          gold=np.array([it["answer"] for it in items], dtype=object),
+                          n_items=np.zeros(0, dtype=np.int64))
+    p = outcomes.Preds(
+        row=np.array([row_of.get(str(r["item_id"]), -1) for r in preds], dtype=np.int64),
+        first=np.array([int(r.get("rotation") or 0) == 0 and int(r.get("repeat") or 0) == 0 for r in preds],
+                       dtype=bool),
+        status=outcomes.status_codes(np.array([r.get("status") for r in preds], dtype=object)),
+        answer=np.array([r.get("answer") for r in preds], dtype=object))
+    answered, correct = outcomes.item_marks(lay, p)
+    return {iid: (bool(a), bool(c)) for iid, a, c in zip(ids, answered, correct, strict=True)}

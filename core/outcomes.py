@@ -14,26 +14,17 @@ rules of a family are its `Family.groups.summary_patterns(layout, summary)` (cor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from core.schema import STATUSES
 
-if TYPE_CHECKING:
-    from core.schema import RunData
-
 OTHER_STATUS = len(STATUSES)  # the status code of a text outside STATUSES
 _OK, _INVALID, _API_ERROR = (STATUSES.index(s) for s in ("ok", "invalid", "api_error"))
-
-
-class Outcomes(Protocol):
-    """A frame with `item_id`, `correct` and, where some items may be unanswered, `answered`: the item outcome
-    the group marks and the turnover use, equal to the metrics' own."""
-
-    def __call__(self, items: pd.DataFrame, run: RunData, /) -> pd.DataFrame: ...
 
 
 class SummaryPatterns(Protocol):
@@ -44,16 +35,17 @@ class SummaryPatterns(Protocol):
 
 @dataclass(frozen=True)
 class GroupRules:
-    """A family's item outcome rule and failure patterns, from its groups.py (Browse marks, Compare turnover):
-    `Family.groups`."""
+    """A family's settings of the one item-outcome rule (`item_marks`) and its failure patterns, from its groups.py
+    (Browse marks, Compare turnover, the group views, the report): `Family.groups`."""
 
-    outcomes: Outcomes
     summary_patterns: SummaryPatterns
     patterns: tuple[tuple[str, str], ...]     # (key, label): the Browse failure patterns
     every_prediction: bool                    # an item is correct only when every one of its predictions is,
     #                                           else its rotation-0 / repeat-0 prediction decides
     unanswered_is_wrong: bool                 # turnover counts every item of the split, an unanswered one as
     #                                           wrong, else the items both runs answered
+    category_labels: Mapping[str, str] = field(default_factory=dict)  # a group's category (RunSummary.category)
+    #                                           as the Browse list names it (StemBind's decomposition)
 
 
 @dataclass(frozen=True)
@@ -134,7 +126,10 @@ class RunSummary:
 
 
 def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
-    """(answered, correct) per item row under the family's item rule."""
+    """(answered, correct) per item row: the one item-outcome rule of Browse, Compare, the group views and the
+    report. An item is answered when it has a prediction (its rotation-0 / repeat-0 one, unless the family's
+    `every_prediction`), and correct when every such prediction is ok and its letter is the gold one; invalid and
+    api_error count wrong (000 App. A). The metrics' per-item tables follow the same rule (tests/test_groups.py)."""
     n = len(lay.item_ids)
     known = p.row >= 0
     if not lay.rules.every_prediction:

@@ -7,7 +7,6 @@ key), so opening one group costs a few small queries whatever the size of the st
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -135,18 +134,3 @@ def run_versions(store: Store, runs: list[str]) -> dict[str, str]:
     return {r: known[r] for r in runs if r in known}
 
 
-def browse_items(store: Store, benchmark: str) -> pd.DataFrame:
-    """The item columns the Browse list needs (pk, item_id, group_id, split, kind, variant, question, answer,
-    letters, meta, n_images, images), read without the per-cell conversions of Store.items_frame."""
-    b = store.benchmark(benchmark)
-    rows = store.conn.execute(
-        "SELECT id, item_id, group_id, split, kind, variant, question, answer, letters, meta, images FROM items"
-        " WHERE benchmark_id = ? ORDER BY id", (b["id"],)).fetchall()
-    cols = ["pk", "item_id", "group_id", "split", "kind", "variant", "question", "answer", "letters"]
-    df = pd.DataFrame({c: pd.Series([r[i] for r in rows], dtype=object) for i, c in enumerate(cols)})
-    df["pk"] = df["pk"].astype("int64")
-    df["meta"] = pd.Series([json.loads(r[9]) if r[9] else {} for r in rows], dtype=object)
-    imgs = [json.loads(r[10]) if r[10] else [] for r in rows]
-    df["images"] = pd.Series(imgs, dtype=object)
-    df["n_images"] = [len(v) for v in imgs]
-    return df

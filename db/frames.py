@@ -23,8 +23,8 @@ from core import families
 from core.gcpause import gc_paused
 from core.schema import PRED_COLUMNS, RunData
 from core.scoring import RunExtras
-from db.predictions import SCORING_COLUMNS, object_column, pk_rows, run_frame
-from db.store import Store, decode_item_json
+from db.predictions import SCORING_COLUMNS, pk_rows, run_frame
+from db.store import Store
 
 ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer", "images",
                 "meta", "stages", "n_images")
@@ -44,30 +44,10 @@ def scoring_item_columns(family: str) -> tuple[str, ...]:
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
                 ) -> tuple[pd.DataFrame, dict[int, str]]:
-    """`Store.items_frame(benchmark)` restricted to `columns` (in ITEM_COLUMNS order; item_id always), and the
-    map item pk -> item_id. n_images without images is counted by SQLite (json_array_length)."""
-    unknown = [c for c in columns if c not in ITEM_COLUMNS]
-    if unknown:
-        raise ValueError(f"unknown item columns {unknown}; expected some of {', '.join(ITEM_COLUMNS)}")
-    wanted = [c for c in ITEM_COLUMNS if c in columns or c == "item_id"]
-    sql = {"n_images": "NULL" if "images" in wanted else
-           "CASE WHEN images IS NULL OR images = '' THEN 0 ELSE json_array_length(images) END"}
-    b = store.benchmark(benchmark)
-    rows = store.conn.execute(
-        f"SELECT id, {', '.join(sql.get(c, c) for c in wanted)} FROM items WHERE benchmark_id = ? ORDER BY id",
-        (b["id"],)).fetchall()
-    cols = dict(zip(["id", *wanted], zip(*rows, strict=True) if rows else [()] * (len(wanted) + 1), strict=True))
-    data: dict[str, Any] = {}
-    for name in wanted:
-        col = cols[name]
-        if name in ("options", "images", "meta", "stages"):
-            data[name] = object_column(decode_item_json(name, col))
-        elif name == "n_images":
-            counts = (len(v) for v in data["images"]) if "images" in data else col
-            data[name] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(col)))
-        else:
-            data[name] = object_column(col)
-    return pd.DataFrame(data), dict(zip(cols["id"], cols["item_id"], strict=True))
+    """Store.items_frame(benchmark, columns) and the map item pk -> item_id."""
+    df = store.items_frame(benchmark, columns, pk=True)
+    pks = df.pop("pk")
+    return df, dict(zip(pks.tolist(), df["item_id"].tolist(), strict=True))
 
 
 def _runs(store: Store, benchmark: str, names: set[str] | None = None

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from core.errors import CrosscheckError, NotFound
-from core.schema import Item, Prediction, RunData
+from core.schema import ITEM_COLUMNS, Item, Prediction, RunData
 from db import predictions
 from db.schema import migrate
 
@@ -100,13 +100,10 @@ def _dumps(value: Any) -> str | None:
     return _ENCODE(value)
 
 
-def _objects(col: pd.Series) -> pd.Series:
-    """A text column as Python objects with None (not NaN) for SQL NULL."""
-    as_obj = col.astype(object)
-    return as_obj.where(col.notna(), None).astype(object)
-
-
-_ITEM_JSON_EMPTY = {"options": dict, "images": list, "meta": dict}
+_ITEM_JSON_EMPTY = {"options": dict, "images": list, "image_names": list, "meta": dict}
+# What a read of a benchmark's items may ask for: the columns metric code reads, the image paths as written and
+# each item's line in its file (Store.items, the exports).
+ITEM_READS = (*ITEM_COLUMNS, "image_names", "line")
 
 
 def decode_item_json(column: str, values: Iterable[Any]) -> list[Any]:
@@ -116,16 +113,6 @@ def decode_item_json(column: str, values: Iterable[Any]) -> list[Any]:
         return [_loads_fast(v) if isinstance(v, str) and v else None for v in values]
     empty = _ITEM_JSON_EMPTY[column]
     return [_loads_fast(v) if v else empty() for v in values]
-
-
-def decode_items(df: pd.DataFrame) -> pd.DataFrame:
-    """Items rows as read from SQL, decoded into the items DataFrame of docs/ARCHITECTURE.md (in place)."""
-    for col in ("options", "images", "meta", "stages"):
-        df[col] = decode_item_json(col, df[col])
-    df["n_images"] = [len(v) for v in df["images"]]
-    for col in ("item_id", "group_id", "split", "kind", "variant", "question", "letters", "answer"):
-        df[col] = _objects(df[col])
-    return df
 
 
 def _intern(value: Any) -> Any:
@@ -138,10 +125,6 @@ def _loads_fast(value: str) -> Any:
         return orjson.loads(value)
     except orjson.JSONDecodeError:
         return json.loads(value)
-
-
-def _loads(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
 
 
 _ITEMS_INSERT = ("INSERT INTO items (benchmark_id, item_id, group_id, split, kind, variant, question, options,"
@@ -436,24 +419,45 @@ class Store:
         return bid
 
     def items(self, benchmark: str) -> list[Item]:
+        """The benchmark's items as Item records (image paths as written, file lines), from `items_frame`."""
         b = self.benchmark(benchmark)
-        cur = self.conn.execute(
-            "SELECT item_id, group_id, split, kind, variant, question, options, answer, images, image_names, meta,"
-            " stages, line FROM items WHERE benchmark_id = ? ORDER BY id", (b["id"],))
-        return [Item(benchmark=b["family"], item_id=r[0], group_id=r[1], split=r[2], kind=r[3], variant=r[4],
-                     question=r[5], options=json.loads(r[6]), answer=r[7], images=json.loads(r[8] or "[]"),
-                     image_names=json.loads(r[9] or "[]"), meta=json.loads(r[10] or "{}"),
-                     stages=_loads(r[11]), line=r[12]) for r in cur]
+        df = self.items_frame(benchmark, ITEM_READS)
+        cols = [df[c].tolist() for c in ("item_id", "group_id", "split", "kind", "variant", "question", "options",
+                                         "answer", "images", "image_names", "meta", "stages", "line")]
+        return [Item(benchmark=b["family"], item_id=i, group_id=g, split=sp, kind=k, variant=v, question=q,
+                     options=o, answer=a, images=im, image_names=names, meta=m, stages=st, line=int(line))
+                for i, g, sp, k, v, q, o, a, im, names, m, st, line in zip(*cols, strict=True)]
 
-    def items_frame(self, benchmark: str) -> pd.DataFrame:
-        """Items as the DataFrame of docs/ARCHITECTURE.md (one row per item)."""
+    def items_frame(self, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS, pk: bool = False) -> pd.DataFrame:
+        """The one read of a benchmark's items: the items DataFrame of docs/ARCHITECTURE.md restricted to
+        `columns` (in ITEM_READS order; item_id always), one row per item in import order, with each item's pk
+        as a first column `pk` when asked. n_images without images is counted by SQLite (json_array_length)."""
+        import numpy as np
         import pandas as pd
 
+        unknown = [c for c in columns if c not in ITEM_READS]
+        if unknown:
+            raise ValueError(f"unknown item columns {unknown}; expected some of {', '.join(ITEM_READS)}")
+        wanted = [c for c in ITEM_READS if c in columns or c == "item_id"]
+        sql = {"n_images": "NULL" if "images" in wanted else
+               "CASE WHEN images IS NULL OR images = '' THEN 0 ELSE json_array_length(images) END"}
         b = self.benchmark(benchmark)
-        df = pd.read_sql_query(
-            "SELECT item_id, group_id, split, kind, variant, question, options, letters, answer, images, meta,"
-            " stages FROM items WHERE benchmark_id = ? ORDER BY id", self.conn, params=(b["id"],))
-        return decode_items(df)
+        rows = self.conn.execute(
+            f"SELECT id, {', '.join(sql.get(c, c) for c in wanted)} FROM items WHERE benchmark_id = ? ORDER BY id",
+            (b["id"],)).fetchall()
+        cols = dict(zip(["id", *wanted], zip(*rows, strict=True) if rows else [()] * (len(wanted) + 1),
+                        strict=True))
+        data: dict[str, Any] = {"pk": pd.Series(np.array(cols["id"], dtype=np.int64))} if pk else {}
+        for name in wanted:
+            col = cols[name]
+            if name in _ITEM_JSON_EMPTY or name == "stages":
+                data[name] = predictions.object_column(decode_item_json(name, col))
+            elif name == "n_images":
+                counts = (len(v) for v in data["images"]) if "images" in data else col
+                data[name] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(col)))
+            else:
+                data[name] = predictions.object_column(col)
+        return pd.DataFrame(data)
 
     # ---- runs and predictions ---------------------------------------------------------------------------
 

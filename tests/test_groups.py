@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from bootstrap_ref import diff_interval
 from conftest import copy_store
 
 from core import comparison
 from core import groups as G
+from core.families.frameevidence.groups import fq2_layout
+from core.families.stembind.groups import stem_category
 from core.scoring import score_run
 
 
@@ -24,10 +27,27 @@ def demo(demo_db):
     s.close()
 
 
+def metric_outcomes(bench: str, items, rd):
+    """Each family's metrics' own per-item table (answered, correct), indexed by item_id: what its metrics count."""
+    from core.families.frameevidence import metrics as fe
+    from core.families.spur import metrics as sp
+    from core.families.stembind import metrics as sbm
+
+    if bench == "frameevidence":
+        df = fe.frame(items, rd, split=None)
+        return pd.DataFrame({"answered": (df["status"] != fe.MISSING).to_numpy(),
+                             "correct": df["correct"].to_numpy(dtype=bool)}, index=df["item_id"].to_numpy())
+    table = (sbm.item_outcomes if bench == "stembind" else sp.item_outcomes)(items, rd)
+    out = pd.DataFrame({"answered": True, "correct": table["correct"].to_numpy(dtype=bool)},
+                       index=table["item_id"].to_numpy())
+    return out.reindex(items["item_id"], fill_value=False)
+
+
 @pytest.mark.parametrize("bench", ["frameevidence", "stembind", "spur"])
-def test_fast_group_outcomes_agree_with_family_outcomes(demo, bench):
-    """The per-group fast path used by the views gives the same marks and StemBind categories as the
-    family-based outcomes the metrics use, for every run and every group of the demo store."""
+def test_the_one_outcome_rule_agrees_with_the_metrics(demo, bench):
+    """The one item-outcome rule (core.outcomes.item_marks) gives the marks each family's metrics count, and its
+    per-group form (group_outcomes, the views) the same marks and StemBind categories, for every run and every
+    group of the demo store."""
     from db import browse as dbb
 
     items = demo.items_frame(bench)
@@ -35,8 +55,8 @@ def test_fast_group_outcomes_agree_with_family_outcomes(demo, bench):
     for run in dbb.run_records(demo, bench):
         rd = demo.run_data(run["name"])
         slow = G.item_outcomes(bench, items, rd).set_index("item_id")
-        vec = G.item_outcomes_fast(bench, items, rd.preds).set_index("item_id")
-        assert (vec["answered"] == slow["answered"]).all() and (vec["correct"] == slow["correct"]).all()
+        ref = metric_outcomes(bench, items, rd).reindex(slow.index)
+        assert (ref["answered"] == slow["answered"]).all() and (ref["correct"] == slow["correct"]).all()
         summ = G.group_summary(bench, items, rd)
         if bench == "stembind":
             from core.families.stembind import metrics as sbm
@@ -54,7 +74,7 @@ def test_fast_group_outcomes_agree_with_family_outcomes(demo, bench):
                 assert (answered, correct) == (bool(slow.at[iid, "answered"]), bool(slow.at[iid, "correct"])), \
                     (run["name"], iid)
             if bench == "stembind":
-                assert G.stem_category(recs, fast) == summ.at[g, "category"], (run["name"], g)
+                assert stem_category(recs, fast) == summ.at[g, "category"], (run["name"], g)
 
 
 def test_patterns_and_filters(demo):
@@ -82,17 +102,17 @@ def test_fq2_layout_withheld_added_and_ordinal_note():
            "question": "以第2张图片的相机朝向为前方"}
     dele = {"images": ["a", "c"], "meta": {"original_positions": [1, 3]}, "question": mss["question"]}
     add = {"images": ["a", "b", "d", "c"], "meta": {"original_positions": [1, 2, 4, 3]}, "question": mss["question"]}
-    lay = G.fq2_layout({"mss": mss, "del": dele, "add": add})
+    lay = fq2_layout({"mss": mss, "del": dele, "add": add})
     assert lay["withheld"] == {"hash": "b", "position": 2}
     assert lay["added"]["hash"] == "d" and lay["added"]["position"] == 4
     assert "I2" in lay["ordinal_note"] and "I3" in lay["ordinal_note"]
     # deleting a view after the named one changes nothing
     dele2 = {"images": ["a", "b"], "meta": {"original_positions": [1, 2]}, "question": mss["question"]}
-    assert G.fq2_layout({"mss": mss, "del": dele2, "add": add})["ordinal_note"] is None
+    assert fq2_layout({"mss": mss, "del": dele2, "add": add})["ordinal_note"] is None
     # positions derived when meta lacks them; ordinal read from the question text
     bare = {"mss": {"images": ["x", "y"], "meta": {}, "question": "taking image 2 as front"},
             "del": {"images": ["y"], "meta": {}, "question": ""}}
-    lay = G.fq2_layout(bare)
+    lay = fq2_layout(bare)
     assert lay["withheld"] == {"hash": "x", "position": 1}
     assert "no longer exists" in lay["ordinal_note"]
 

@@ -4,6 +4,7 @@ view below the list, with every run's answers; the extraction audit sits in an a
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import gradio as gr
@@ -43,7 +44,7 @@ def run_header(rec: dict[str, Any]) -> str:
     return f"{rec['name']} (synthetic)" if rec.get("synthetic") else str(rec["name"])
 
 
-def _cells(s: outcomes.RunSummary, n_items: np.ndarray, at: np.ndarray) -> list[str]:
+def _cells(s: outcomes.RunSummary, n_items: np.ndarray, at: np.ndarray, labels: Mapping[str, str]) -> list[str]:
     """A run's verdict on each group at positions `at` for the list: k/n correct with a mark (and the
     category where the family has one: the StemBind decomposition)."""
     out = []
@@ -53,7 +54,7 @@ def _cells(s: outcomes.RunSummary, n_items: np.ndarray, at: np.ndarray) -> list[
             continue
         k, n = int(s.n_correct[g]), int(n_items[g])
         cat = s.category[g]
-        extra = " " + core_groups.CATEGORY_LABELS.get(cat, cat) if cat else ""
+        extra = " " + labels.get(cat, cat) if cat else ""
         bad = int(s.n_invalid[g]) + int(s.n_api_error[g])
         out.append(f"{verdict(k, n)}{extra}{f' ⚠{bad}' if bad else ''}")
     return out
@@ -107,7 +108,7 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     columns = _page_columns(bd, chunk, field)
     by_name = {r["name"]: r for r in records}
     for name, summ in loaded:
-        columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk)
+        columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk, lay.rules.category_labels)
     columns["question"] = bd.index.frame.loc[chunk, "question"].to_numpy()
     summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records))
     return {"table": pd.DataFrame(columns), "summary": browse_search.note_html(note) + summary,

@@ -11,6 +11,7 @@ import pytest
 from conftest import copy_store
 
 from core import groups as G
+from core.families.stembind.groups import CATEGORY_LABELS
 from ui import browse
 
 
@@ -33,7 +34,7 @@ def expected_cell(store, bench: str, run: str, gid: str) -> str:
     if int(row["n_answered"]) == 0:
         return "–"
     k, n = int(row["n_correct"]), int(row["n_items"])
-    cat = f" {G.CATEGORY_LABELS[row['category']]}" if row["category"] else ""
+    cat = f" {CATEGORY_LABELS[row['category']]}" if row["category"] else ""
     bad = int(row["n_invalid"]) + int(row["n_api_error"])
     return f"{'✓' if k == n else '✗'} {k}/{n}{cat}{f' ⚠{bad}' if bad else ''}"
 

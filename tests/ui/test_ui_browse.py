@@ -11,6 +11,8 @@ from conftest import copy_store
 from uiharness import browser, open_page, running_app
 
 from core import groups as G
+from core.families.frameevidence.groups import fq2_layout
+from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -141,7 +143,7 @@ def test_fq2_view_withheld_added_and_ordinal(env):
     items = store.items_frame("frameevidence")
     target = None
     for gid, part in items[(items["kind"] == "FQ2") & (items["split"] == "test")].groupby("group_id"):
-        lay = G.fq2_layout({r["variant"]: r for r in part.to_dict("records")})
+        lay = fq2_layout({r["variant"]: r for r in part.to_dict("records")})
         if lay["ordinal_note"]:
             target = (gid, lay)
             break
@@ -194,7 +196,7 @@ def test_stembind_card_categories(env):
         row = summary(store, "stembind", r["name"]).loc[gid]
         if row["n_answered"]:
             cat = row["category"]
-            want[r["name"]] = (f"{G.CATEGORY_LABELS[cat]}: {G.CATEGORY_RULES[cat]}" if cat in G.CATEGORY_LABELS
+            want[r["name"]] = (f"{CATEGORY_LABELS[cat]}: {CATEGORY_RULES[cat]}" if cat in CATEGORY_LABELS
                                else "incomplete")  # the label states its rule (002 §4.3)
     got = {}
     for tr in view.locator("table.cc-decomp tbody tr").all():

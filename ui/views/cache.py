@@ -21,7 +21,6 @@ _LOCK = threading.RLock()
 _BENCH: dict[tuple[str, str], BenchData] = {}
 _RUNS: dict[tuple[str, str], tuple[str, RunData]] = {}
 _SUMM: dict[tuple[str, str], tuple[str, outcomes.RunSummary]] = {}
-_FULL: dict[tuple[str, str], pd.DataFrame] = {}
 _LOADING: dict[tuple[str, str], threading.Lock] = {}  # per benchmark: held while its BenchData is read
 _MAX_RUNS = 64
 _MAX_SUMMARIES = 512  # a RunSummary is ~150 KB at 20k items; the Browse list may show 240 runs at once
@@ -58,7 +57,7 @@ def _bench(store: Any, name: str, key: tuple[str, str]) -> BenchData:
         b = store.benchmark(name)
         if hit is not None and len(hit.items) == int(b["n_items"]):
             return hit
-    items = dbb.browse_items(store, name)
+    items = store.items_frame(name, pk=True)
     data = BenchData(name=name, family=str(b["family"]), items=items, index=core_groups.group_index(items),
                      strata=core_groups.strata_fields(items, max_values=16),
                      splits=core_groups.ordered(items["split"].unique(), ["test", "dev", "train"]),
@@ -71,17 +70,9 @@ def _bench(store: Any, name: str, key: tuple[str, str]) -> BenchData:
 
 
 def full_items(store: Any, name: str) -> pd.DataFrame:
-    """Store.items_frame of a benchmark (every column metric code reads), cached."""
-    key = (str(store.path), name)
-    n = int(store.benchmark(name)["n_items"])
-    with _LOCK:
-        hit = _FULL.get(key)
-        if hit is not None and len(hit) == n:
-            return hit
-    items = store.items_frame(name)
-    with _LOCK:
-        _FULL[key] = items
-    return items
+    """Every item column of a benchmark (the frame the Browse list reads; its `pk` column besides): one read and
+    one in-memory frame per benchmark for Browse, Compare, slices and the report."""
+    return bench(store, name).items
 
 
 def _cached(table: dict, key: tuple[str, str], version: str, make: Any) -> Any:

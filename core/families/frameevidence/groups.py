@@ -13,7 +13,6 @@ from core import outcomes as core_outcomes
 from core.families.frameevidence import metrics as fe
 from core.families.frameevidence.vocab import FQ2_VARIANTS
 from core.outcomes import GroupRules
-from core.schema import RunData
 
 # The item outcome is the metrics' (000 App. A): the rotation-0 / repeat-0 prediction; an item the run did not
 # answer is "missing" (wrong in the metrics and in the turnover, "not answered" in the group marks).
@@ -27,13 +26,6 @@ PATTERNS = [
     ("fq2_mss_del", "FQ2: MSS right, deletion wrong"),
     ("fq2_mss_add", "FQ2: MSS right, addition wrong"),
 ]
-
-
-def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """item_id, answered, correct of every item of `items` (core.families.frameevidence.metrics.frame)."""
-    df = fe.frame(items, run, split=None)
-    return pd.DataFrame({"item_id": df["item_id"].to_numpy(), "answered": (df["status"] != fe.MISSING).to_numpy(),
-                         "correct": df["correct"].to_numpy(dtype=bool)})
 
 
 def _fe_patterns(out: pd.DataFrame, summ: pd.DataFrame, pats: dict[str, pd.Series]) -> None:
@@ -150,4 +142,4 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
         s.patterns[key] = in_fq2 & mss_right & wrong & got
 
 
-RULES: GroupRules = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
+RULES: GroupRules = GroupRules(summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

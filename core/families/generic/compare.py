@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 
 from core.comparison import Paired, group_exact_match, item_pairs, masked
-from core.families.generic.groups import outcomes
+from core.groups import answered_outcomes
 from core.metrics.catalogue import ACCURACY, GROUP_EXACT_MATCH
 from core.schema import RunData
 
 
 def paired_arrays(items: pd.DataFrame, run: RunData, other: RunData) -> Paired | str:
-    both = item_pairs(outcomes(items, run), outcomes(items, other))
+    both = item_pairs(answered_outcomes(run.family, items, run), answered_outcomes(other.family, items, other))
     if both.empty:
         return "no item answered by both runs at rotation 0, repeat 0"
     index = pd.Index(sorted(set(both["group_id"])))

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from core import outcomes as core_outcomes
-from core.metrics import common
 from core.outcomes import GroupRules
-from core.schema import RunData
 
 # The item outcome is the metrics' (core.families.generic.metrics): the rotation-0 / repeat-0 prediction; an
 # item without one is not answered (left out of the turnover).
@@ -19,11 +15,6 @@ PATTERNS = [
 ]
 
 
-def outcomes(items: pd.DataFrame, run: RunData) -> pd.DataFrame:
-    """item_id, correct of every item the run answered at rotation 0, repeat 0."""
-    return common.select(common.join(items, run.preds), rotation=0, repeat=0).drop_duplicates("item_id")
-
-
 def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> None:
     """Groups with an answered item: some item wrong / every item wrong."""
     answered = s.n_answered > 0
@@ -31,4 +22,4 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
     s.patterns["all_wrong"] = answered & (s.n_correct == 0)
 
 
-RULES: GroupRules = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
+RULES: GroupRules = GroupRules(summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

@@ -17,7 +17,6 @@ UNANSWERED_IS_WRONG = False
 PATTERNS = [
     ("perc_ok_reason_wrong", "Figure: perception right, reasoning wrong"),
 ]
-outcomes = sp.item_outcomes
 
 
 def _spur_pattern(out: pd.DataFrame, idx: pd.Index) -> pd.Series:
@@ -43,4 +42,4 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
     s.patterns["perc_ok_reason_wrong"] = perc_ok & reas_bad
 
 
-RULES: GroupRules = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
+RULES: GroupRules = GroupRules(summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)

@@ -24,7 +24,6 @@ PATTERNS = [
     ("cat_cant_reason", "Stem: can't reason (P right, R and F wrong)"),
     ("cat_cant_see", "Stem: can't see (no P right, F wrong)"),
 ]
-outcomes = sb.item_outcomes
 
 CATEGORY_LABELS = {"solved": "solved", "cant_bind": "can't bind", "cant_reason": "can't reason",
                    "cant_see": "can't see"}
@@ -84,4 +83,4 @@ def summary_patterns(lay: core_outcomes.Layout, s: core_outcomes.RunSummary) -> 
         s.patterns[f"cat_{cat}"] = s.category == cat
 
 
-RULES: GroupRules = GroupRules(outcomes, summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG)
+RULES: GroupRules = GroupRules(summary_patterns, tuple(PATTERNS), EVERY_PREDICTION, UNANSWERED_IS_WRONG, CATEGORY_LABELS)
