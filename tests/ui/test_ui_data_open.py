@@ -55,6 +55,7 @@ def test_nothing_recognized_is_refused(store, tmp_path):
         ud.opened(store, junk, None)
 
 
+@pytest.mark.browser
 def test_a_log_dropped_in_the_browser_is_opened(logs, tmp_path):
     db = tmp_path / "data.db"
     Store(db).close()
