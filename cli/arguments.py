@@ -161,7 +161,7 @@ def run(p: argparse.ArgumentParser) -> None:
     strategies = prompts.strategies()  # the built-in ones and every family's own
     p.add_argument("--strategy", default="direct", choices=[s.name for s in strategies])
     for s in strategies:
-        if s.option is not None:  # a strategy's own option (StemBind SSA: --ssa-level)
+        if s.option is not None:  # a family strategy's own option (its StrategyOption's flag)
             p.add_argument(s.option.flag, dest=s.option.key, choices=s.option.choices,
                            help=f"with --strategy {s.name}: {s.option.help or ', '.join(s.option.choices)}")
     p.add_argument("--shots", type=int, default=0, choices=range(prompts.MAX_SHOTS + 1), help="k-shot demos, 0..3")

@@ -200,9 +200,9 @@ def test_a_run_with_its_strategy_through_the_engine(tmp_path, monkeypatch, capsy
     """`run --strategy parity-hint --parity-hint truthful` (the family's strategy and its option, on `run`'s
     command line) against the real chat server: the prompts carry the hint, the config keeps the option and the
     strategy's record, and `score --json` shows what the hint did (a model that answers "yes" when told "odd")."""
-    import app
     from chat_server import ChatServer, request_text
 
+    import app
     from db.importers import import_items
     from db.store import Store
 

@@ -189,7 +189,7 @@ def on_runner(kind: str) -> tuple[Any, ...]:
 
 
 def _option_of(strategy: str | None) -> StrategyOption | None:
-    """The strategy's own option (StemBind SSA's level), None for a strategy without one or an unknown name."""
+    """The strategy's own option (StrategyOption), None for a strategy without one or an unknown name."""
     return next((s.option for s in prompts.strategies() if s.name == strategy), None)
 
 
@@ -351,7 +351,7 @@ def _settings(f: dict[str, Any]) -> None:
     with gr.Row():
         f["strategy"] = gr.Dropdown([s.name for s in prompts.strategies()], value="direct", label="Strategy",
                                     elem_id="cc-run-strategy", interactive=False)
-        # the picked strategy's own option (a family's strategy may have one: StemBind SSA's level)
+        # the picked strategy's own option (a family's strategy may have one: its StrategyOption)
         f["option"] = gr.Dropdown([], value=None, label="Option", visible=False, elem_id="cc-run-option")
         f["shots"] = gr.Slider(0, prompts.MAX_SHOTS, value=0, step=1, label="Shots", interactive=False,
                                elem_id="cc-run-shots")

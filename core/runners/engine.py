@@ -66,8 +66,7 @@ class RunSettings:
     max_tokens: int | None = None
     temperature: float = 0.0
     split: str = "test"
-    # the strategy's own option (its StrategyOption key -> value: StemBind SSA's {"ssa_level": "H3"}), stored in
-    # the run config under that key
+    # the strategy's own option (its StrategyOption's key -> value), stored in the run config under that key
     options: dict[str, str] = field(default_factory=dict)
     probs: bool = False
     chat_template: str | None = None  # transformers: a Jinja file overriding the checkpoint's (its sha256 is in the config)
@@ -160,8 +159,9 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
 
 
 def asked_rows(items: Any, s: RunSettings, family: str) -> Any:
-    """The items of the run's split that its strategy asks (a family's strategy may ask one kind: StemBind SSA's
-    F items); a strategy of another family is refused (prompts.usable), and so is a split without such items."""
+    """The items of the run's split that its strategy asks (a family's strategy may ask one kind,
+    Strategy.kind); a strategy of another family is refused (prompts.usable), and so is a split without such
+    items."""
     kind = prompts.usable(s.strategy, family).kind
     rows = items[items["split"] == s.split]
     if kind is not None:
@@ -294,7 +294,7 @@ def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
         if notify is not None:
             notify(w)
     strategy = prompts.strategy(s.strategy)
-    if strategy.run_config is not None:  # what the strategy adds to the config (StemBind SSA: the guard's count)
+    if strategy.run_config is not None:  # what the strategy records in the run config
         views = [make_view(row, sink.image_path) for _, row in asked_rows(items, s, family).iterrows()]
         config.update(strategy.run_config(items, views, s.option, s.seed))
     sink.ensure_run(s.run, s.benchmark, config)
