@@ -34,14 +34,13 @@ from core.runners.base import (
     Request,
     Strategy,
     image_parts,
-    options_block,
     question_block,
     text_part,
     user,
 )
 
 __all__ = ["BUILTIN", "DEMO_ORDER", "MAX_SHOTS", "Demo", "ItemView", "PromptContext", "answer_instruction",
-           "build_demo_pool", "dialogue", "final_style", "image_parts", "options_block", "question_block",
+           "build_demo_pool", "dialogue", "final_style", "image_parts", "question_block",
            "render_text", "strategies", "strategy", "usable"]
 
 DEMO_ORDER = VARIANTS  # 000 App. A

@@ -114,10 +114,11 @@ def settings_from_form(benchmark: str, name: str, runner: str, baseline: str, mo
                        temperature: float, limit: float | None, concurrency: float, seed: float) -> RunSettings:
     model = {"baseline": baseline, "transformers": (model_path or "").strip(),
              "openai": (api_model or "").strip()}.get(runner)
+    strategy = strategy if runner != "baseline" else "direct"  # a baseline answers without a prompt
     own = _option_of(strategy)
     s = RunSettings(
         benchmark=benchmark, run=(name or "").strip(), runner=runner, model=model or None,
-        strategy=strategy if runner != "baseline" else "direct", shots=int(shots or 0) if runner != "baseline" else 0,
+        strategy=strategy, shots=int(shots or 0) if runner != "baseline" else 0,
         input_mode=input_mode, rotations=int(rotations or 1), repeats=int(repeats or 1), seed=int(seed),
         max_tokens=int(max_tokens) if max_tokens else None, temperature=float(temperature or 0.0),
         split=(split or "test").strip(), options={own.key: option} if own is not None and option else {},

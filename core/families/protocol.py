@@ -14,7 +14,7 @@ them; the first call or attribute read of a member loads its module.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -155,29 +155,14 @@ class Tables(Protocol):
     def __call__(self, runs: Sequence[RunScore], controls: Sequence[RunScore] = (), /) -> list[Table]: ...
 
 
-class Load(Protocol):
-    """What a control's redraw may read, handed over by the UI (core reads no store): the benchmark's items and
-    every run's data."""
-
-    def __call__(self) -> tuple[pd.DataFrame, list[RunData]]: ...
-
-
-class Choices(Protocol):
-    """A control's choices over the scored runs: (label, value) pairs, the first the table as `tables` draws it."""
-
-    def __call__(self, runs: Sequence[RunScore], /) -> list[tuple[str, str]]: ...
-
-
-class Redraw(Protocol):
-    """A control's table for one chosen value (`load`: the store's data, read only when the value needs it)."""
-
-    def __call__(self, runs: Sequence[RunScore], value: str, load: Load, /) -> Table: ...
-
-
-class Pick(Protocol):
-    """The value an endpoint argument's word stands for ("pooled": the pool); ValueError naming the choices."""
-
-    def __call__(self, runs: Sequence[RunScore], word: str, /) -> str: ...
+# A Metrics control's members (TableControl): `load()` returns what the UI reads for it (core reads no store): the
+# benchmark's items and every run's data; `choices(runs)` the (label, value) pairs, the first the table as
+# `tables` draws it; `redraw(runs, value, load)` the table for one value (calling `load` only when it needs
+# the store); `pick(runs, word)` the value an endpoint argument's word stands for (ValueError naming the choices)
+Load: TypeAlias = "Callable[[], tuple[pd.DataFrame, list[RunData]]]"
+Choices: TypeAlias = "Callable[[Sequence[RunScore]], list[tuple[str, str]]]"
+Redraw: TypeAlias = "Callable[[Sequence[RunScore], str, Load], Table]"
+Pick: TypeAlias = "Callable[[Sequence[RunScore], str], str]"
 
 
 @dataclass(frozen=True)

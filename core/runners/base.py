@@ -177,20 +177,11 @@ class PromptContext:
 
 Dialogue: TypeAlias = Generator[Request, str, str]
 ItemText: TypeAlias = Callable[[ItemView], "str | None"]
-
-
-class Prepare(Protocol):
-    """Once per run: a text per item its dialogue reads as `ctx.item_text` (None: it needs none at this option)."""
-
-    def __call__(self, items: pd.DataFrame, option: str | None, seed: int, /) -> ItemText | None: ...
-
-
-class RunConfig(Protocol):
-    """Once per run: what the strategy adds to the run's config (StemBind SSA: the leakage guard's count).
-    `views`: every item of the run's split that the strategy asks (all of them, not only a --limit's)."""
-
-    def __call__(self, items: pd.DataFrame, views: Sequence[ItemView], option: str | None, seed: int, /
-                 ) -> dict[str, Any]: ...
+# A strategy's hooks, each called once per run: `prepare(items, option, seed)` gives a text per item its dialogue
+# reads as `ctx.item_text` (None: none at this option); `run_config(items, views, option, seed)` what it adds to
+# the run's config, `views` being every item of the run's split it asks (not only a --limit's)
+Prepare: TypeAlias = "Callable[[pd.DataFrame, str | None, int], ItemText | None]"
+RunConfig: TypeAlias = "Callable[[pd.DataFrame, Sequence[ItemView], str | None, int], dict[str, Any]]"
 
 
 @dataclass(frozen=True)

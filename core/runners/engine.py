@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import prompts
 from core.errors import RunnerError
@@ -41,6 +41,9 @@ from core.runners.base import (
     run_coroutine,
 )
 from core.schema import INPUT_MODES, Prediction
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUNNERS = ("baseline", "transformers", "openai")
 # Runners that generate on this machine: an empty generation is the model's (invalid) answer, where an empty
@@ -158,7 +161,7 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
         stages=dict(row["stages"]) if isinstance(row.get("stages"), dict) else None)
 
 
-def asked_rows(items: Any, s: RunSettings, family: str) -> Any:
+def asked_rows(items: pd.DataFrame, s: RunSettings, family: str) -> pd.DataFrame:
     """The items of the run's split that its strategy asks (a family's strategy may ask one kind,
     Strategy.kind); a strategy of another family is refused (prompts.usable), and so is a split without such
     items."""

@@ -13,13 +13,16 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import RunnerError
 from core.families.stembind.vocab import SSA_CHOICES, SSA_CONTROL, STAGE_NAMES, STAGES
 from core.parsing import LETTER_FOLLOWERS
 from core.prompts import answer_instruction
 from core.runners.base import Dialogue, ItemText, ItemView, PromptContext, text_part
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SSA_LEVELS = SSA_CHOICES  # the --ssa-level choices: H0..H4 and the irrelevant-S1 control (002 App. C.5)
 
@@ -253,7 +256,7 @@ def ssa_guard_count(views: list[ItemView], level: str, irrelevant: Callable[[Ite
     return {"items": len(views), "text_removed": removed, "removed": dict(sorted(kinds.items()))}
 
 
-def irrelevant_s1_source(items: Any, seed: int) -> Callable[[ItemView], str | None]:
+def irrelevant_s1_source(items: pd.DataFrame, seed: int) -> Callable[[ItemView], str | None]:
     """For the irrelevant-S1 control: a seeded pick of another stem's S1 text (an F item of another group)."""
     pool = [(str(r["group_id"]), str(r["item_id"]), r["stages"]["S1"]) for _, r in items.iterrows()
             if isinstance(r["stages"], dict) and r["stages"].get("S1")]
@@ -268,12 +271,12 @@ def irrelevant_s1_source(items: Any, seed: int) -> Callable[[ItemView], str | No
     return pick
 
 
-def irrelevant_source(items: Any, level: str | None, seed: int) -> ItemText | None:
+def irrelevant_source(items: pd.DataFrame, level: str | None, seed: int) -> ItemText | None:
     """The strategy's `prepare`: another stem's S1 per item at the irrelevant-S1 control, else nothing."""
     return irrelevant_s1_source(items, seed) if level == SSA_CONTROL else None
 
 
-def guard_record(items: Any, views: Sequence[ItemView], level: str | None, seed: int) -> dict[str, Any]:
+def guard_record(items: pd.DataFrame, views: Sequence[ItemView], level: str | None, seed: int) -> dict[str, Any]:
     """The strategy's `run_config`: the leakage guard's count for an SSA run, {"ssa_guard": {"items",
     "text_removed", "removed"}} over every F item of the split that the level can be asked of (not only the
     first --limit ones, so a resumed run keeps its config; 002 C.5, ssa_guard_count)."""
