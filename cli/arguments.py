@@ -177,8 +177,12 @@ def run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY",
                    help="name of the environment variable holding the API key (the key is never stored)")
-    p.add_argument("--strategy", default="direct", choices=prompts.STRATEGIES)
-    p.add_argument("--ssa-level", choices=prompts.SSA_LEVELS, help="with --strategy ssa: H0..H4 or irrelevant")
+    strategies = prompts.strategies()  # the built-in ones and every family's own
+    p.add_argument("--strategy", default="direct", choices=[s.name for s in strategies])
+    for s in strategies:
+        if s.option is not None:  # a family strategy's own option (its StrategyOption's flag)
+            p.add_argument(s.option.flag, dest=s.option.key, choices=s.option.choices,
+                           help=f"with --strategy {s.name}: {s.option.help or ', '.join(s.option.choices)}")
     p.add_argument("--shots", type=int, default=0, choices=range(prompts.MAX_SHOTS + 1), help="k-shot demos, 0..3")
     p.add_argument("--input-mode", default="all", choices=INPUT_MODES)
     p.add_argument("--rotations", type=int, default=1, choices=range(1, 5),

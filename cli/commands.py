@@ -164,11 +164,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
     options = ScoreOptions(split=split_arg(args.split), clusterings=_clusterings(args, row["family"]))
-    if args.shortcut_model or args.shortcut_pool:
+    if args.shortcut_model or args.shortcut_pool:  # the shortcut filter's model: a family control's ScoreOptions
         from core import families
 
-        if families.get(row["family"]).capabilities.shortcut_table is None:
-            raise CrosscheckError("--shortcut-model / --shortcut-pool apply to SPUR benchmarks (001 §2.3)")
+        takers = families.controls_for("shortcut_model")
+        if row["family"] not in takers:
+            raise CrosscheckError("--shortcut-model / --shortcut-pool apply to "
+                                  + " or ".join(c.scope for c in takers.values()))
         options = replace(options, shortcut_model=args.shortcut_model, shortcut_pool=bool(args.shortcut_pool))
     result = score_all(items, runs, names=[args.run], compare=compare, options=options,
                        per_run={args.run: extras})[args.run]
@@ -404,13 +406,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """`run`: the run engine (core.runners.engine.run) over the settings the options give (RunSettings' fields
-    by name; an option left out keeps the field's default)."""
+    by name, a strategy's own option (its StrategyOption) into `options`; an option left out keeps the default)."""
     import dataclasses
 
+    from core.prompts import strategies
     from core.runners.engine import RunSettings, run
 
+    given = {k: v for k, v in vars(args).items() if v is not None}
     names = {f.name for f in dataclasses.fields(RunSettings)}
-    settings = RunSettings(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    options = {s.option.key: given[s.option.key] for s in strategies() if s.option and s.option.key in given}
+    settings = RunSettings(**{k: v for k, v in given.items() if k in names}, options=options)
     summary = run(_store(args), settings, notify=lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
     print(summary.get("line", json.dumps(summary, default=str)))
     return 0 if summary.get("status", "done") in ("done", "cancelled") else 1

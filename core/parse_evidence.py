@@ -64,8 +64,8 @@ _CONNECTIVES = {
     "but", "then", "so", "would", "could", "should", "must", "might", "may", "can", "will", "fits", "matches",
     "corresponds", "describes", "best", "only", "instead", "rather", "not", "too", "also",
 }
-# Words after which a capital "A" is the letter, not the article: the SSA leakage guard (core.prompts) withholds
-# a letter at least wherever the parser would read one.
+# Words after which a capital "A" is the letter, not the article: the SSA leakage guard
+# (core/families/stembind/ssa_prompt.py) withholds a letter at least wherever the parser would read one.
 LETTER_FOLLOWERS = frozenset(_CONNECTIVES)
 _LIST_SEP = r"(?:\s*(?:,|、|/|&|\bor\b|\band\b|和|或者|或|与|及|还是)\s*)"
 _ANSWER_MARKERS = (

@@ -129,7 +129,8 @@ class RunData:
 
     `preds` is a pandas DataFrame with one row per prediction and the columns of PRED_COLUMNS.
     `config` holds the run settings: runner, model, strategy, shots, input_mode, rotations, repeats, seed,
-    max_tokens, synthetic (bool), ssa_level (H0..H4 / irrelevant), and any free keys the runner recorded.
+    max_tokens, synthetic (bool), a strategy's own option and record under their keys (StemBind SSA's
+    ssa_level, H0..H4 / irrelevant, and ssa_guard), and any free keys the runner recorded.
     """
 
     name: str

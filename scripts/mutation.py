@@ -6,9 +6,9 @@ analyses, repeats and paired modules it was split into; db/importers.py and db/i
 of a module) stays covered; the modules split out of core/stats.py are targets of their own. Each target runs
 in a fresh copy of the tracked files (the worktree is never mutated) under `--max-children` workers and a time
 limit; browser tests never run here. A target may be scoped to some of its functions (mutmut's own mutant-name
-filter: prompts covers the SSA leakage guard of core/prompts.py, not the strategies' prompt wording), and
-`--sample N` tests a fixed seeded sample of N mutants per target (default 150, seed 28: the whole run fits in an
-hour on 2 cores; `--sample 0` tests all of them).
+filter: ssa-guard covers the SSA leakage guard of core/families/stembind/ssa_prompt.py, not the strategy's prompt
+wording), and `--sample N` tests a fixed seeded sample of N mutants per target (default 150, seed 28: the whole
+run fits in an hour on 2 cores; `--sample 0` tests all of them).
 
     python scripts/mutation.py [--only NAME ...] [--children N] [--limit SECONDS] [--sample N [--seed S]]
                                [--diffs DIR] [--json FILE] [--again FILE]
@@ -57,7 +57,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "frameevidence-validator": (("core/families/frameevidence/__init__.py",), ("tests/test_frameevidence_rules.py",)),
     "stembind-validator": (("core/families/stembind/__init__.py",), ("tests/test_import.py",)),
     "foreign": (("core/foreign/*.py",), ("tests/test_foreign_rows.py", "tests/test_import_foreign.py")),
-    "prompts": (("core/prompts.py",), ("tests/test_runners_prompts.py",)),
+    "ssa-guard": (("core/families/stembind/ssa_prompt.py",), ("tests/test_runners_prompts.py",)),
     # db/importers.py re-exports import_common, import_items, import_predictions and import_labels
     "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),
                   ("tests/test_import.py", "tests/test_import_errors.py", "tests/test_import_writer.py",
@@ -66,9 +66,9 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # targets scoped to some functions: mutmut mutant-name globs (module.x_function__mutmut_N); the rest of the
 # module is neither mutated into the score nor run
 SCOPES: dict[str, tuple[str, ...]] = {
-    # the SSA leakage guard (core/prompts.py's "SSA (002 §3.3, C.5): leakage guard" section); the strategies'
+    # the SSA leakage guard (core/families/stembind/ssa_prompt.py's "leakage guard" section); the strategy's
     # prompt wording is not what the issue asks to guard
-    "prompts": tuple(f"core.prompts.x_{f}__mutmut_*" for f in (
+    "ssa-guard": tuple(f"core.families.stembind.ssa_prompt.x_{f}__mutmut_*" for f in (
         "_noun_phrase_follows", "_letter_spans", "_merge", "_option_spans", "scrub_stage_text", "ssa_stage_texts",
         "ssa_guarded", "ssa_block", "ssa_guard_count", "irrelevant_s1_source")),
 }

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from core import prompts
 from core.errors import RunnerError
+from core.families.stembind import ssa_prompt
+from core.families.stembind.vocab import STAGE_NAMES
 from core.parsing import rotate_options
 from core.runners.base import Dialog, Task
 from core.runners.engine import RunSettings, build_tasks, make_view
@@ -135,7 +137,7 @@ def sb_items(answer="C") -> pd.DataFrame:
 
 
 def _ssa_prompt(items, level, rotation=0, seed=3):
-    s = RunSettings(benchmark="b", run="r", runner="openai", model="m", strategy="ssa", ssa_level=level,
+    s = RunSettings(benchmark="b", run="r", runner="openai", model="m", strategy="ssa", options={"ssa_level": level},
                     rotations=rotation + 1)
     from core.runners.engine import _dialog_factory
 
@@ -145,7 +147,7 @@ def _ssa_prompt(items, level, rotation=0, seed=3):
     return {t.view.item_id: prompts.render_text(make(t).request) for t in tasks}, tasks
 
 
-@pytest.mark.parametrize("level", prompts.SSA_LEVELS)
+@pytest.mark.parametrize("level", ssa_prompt.SSA_LEVELS)
 @pytest.mark.parametrize("rotation", [0, 1, 3])
 def test_ssa_prompts_never_contain_the_answer(level, rotation):
     items = sb_items()
@@ -250,7 +252,7 @@ OPTION_TEXT_CASES = [
 
 @pytest.mark.parametrize(("text", "kept", "kinds"), OPTION_TEXT_CASES)
 def test_ssa_guard_keeps_option_texts_unless_they_single_one_out(text, kept, kinds):
-    out = prompts.scrub_stage_text(text, SHAPES, "ABC")
+    out = ssa_prompt.scrub_stage_text(text, SHAPES, "ABC")
     assert out.text == kept
     assert {k: out.kinds.count(k) for k in set(out.kinds)} == kinds
     assert len(out.kinds) == len(out.removed)
@@ -271,7 +273,7 @@ def test_ssa_prompt_with_gold_a_never_shows_the_letter_in_any_rotation(s3, rotat
 
 @pytest.mark.parametrize(("text", "kept", "gone"), GUARD_CASES)
 def test_ssa_guard_removes_every_reference_to_an_option(text, kept, gone):
-    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD")
+    out = ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "ABCD")
     assert out.text == kept
     for g in gone:
         assert g not in out.text
@@ -286,12 +288,10 @@ def test_ssa_guard_removes_every_reference_to_an_option(text, kept, gone):
     ("Apply: the target is a white square inside a circle.", "Apply: the target is a white square inside a circle."),
 ])
 def test_ssa_guard_keeps_the_s4_target_instance_description(text, kept):
-    assert prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD", keep_options=True).text == kept
+    assert ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "ABCD", keep_options=True).text == kept
 
 
 def test_ssa_guard_count_goes_into_the_run_config(tmp_path):
-    from core.runners.engine import ssa_guard_record
-
     clean = {"S1": "Encode: three panels per row.", "S2": "Infer: rotate by 90 degrees.",
              "S3": "Map: the last cell keeps one stroke.", "S4": "Apply: the target has one stroke."}
     leaky = {**clean, "S3": "Map: the last cell keeps one stroke, candidate C."}
@@ -299,9 +299,8 @@ def test_ssa_guard_count_goes_into_the_run_config(tmp_path):
             _row("f1", "g1", "test", "F", "", ["h1"], stages=leaky, options=SB_OPTIONS),
             _row("f2", "g2", "test", "F", "", ["h2"], stages={**clean, "S4": "Apply: choose (B)."}, options=SB_OPTIONS)]
     items = pd.DataFrame(rows)
-    record = {lv: ssa_guard_record(items, RunSettings(benchmark="b", run="r", runner="openai", model="m",
-                                                      strategy="ssa", ssa_level=lv), str, "stembind")
-              for lv in ("H0", "H2", "H3", "H4")}
+    views = [_view(r) for _, r in items.iterrows()]
+    record = {lv: ssa_prompt.guard_record(items, views, lv, 0)["ssa_guard"] for lv in ("H0", "H2", "H3", "H4")}
     assert record == {"H0": {"items": 3, "text_removed": 0, "removed": {}},
                       "H2": {"items": 3, "text_removed": 0, "removed": {}},
                       "H3": {"items": 3, "text_removed": 1, "removed": {"letter": 1}},
@@ -319,7 +318,7 @@ def test_ssa_levels_are_cumulative_and_never_downstream(level, shown, hidden):
     texts, _ = _ssa_prompt(sb_items(), level)
     text = texts["sb1-F"]
     for s in shown:
-        assert f"{s} ({prompts.STAGE_NAMES[s]})" in text and "#1" in text
+        assert f"{s} ({STAGE_NAMES[s]})" in text and "#1" in text
     for s in hidden:
         assert f"{s} (" not in text and LEAKY[s].split(":")[0] + ":" not in text
 
@@ -332,7 +331,7 @@ def test_ssa_irrelevant_uses_another_stems_s1():
 
 
 def test_prompts_do_not_depend_on_the_gold_answer():
-    for level in prompts.SSA_LEVELS:
+    for level in ssa_prompt.SSA_LEVELS:
         a, _ = _ssa_prompt(sb_items(answer="C"), level)
         b, _ = _ssa_prompt(sb_items(answer="A"), level)
         assert a == b
@@ -341,7 +340,7 @@ def test_prompts_do_not_depend_on_the_gold_answer():
 
 def test_ssa_needs_stembind_and_stages():
     items = sb_items()
-    s = RunSettings(benchmark="b", run="r", runner="openai", model="m", strategy="ssa", ssa_level="H1")
+    s = RunSettings(benchmark="b", run="r", runner="openai", model="m", strategy="ssa", options={"ssa_level": "H1"})
     with pytest.raises(RunnerError, match="StemBind"):
         build_tasks(items, s, "generic", str)
     with pytest.raises(RunnerError, match="ssa-level"):
@@ -465,8 +464,8 @@ FORMS = {"ascii": lambda c: c, "full-width": lambda c: chr(ord(c) + 0xFEE0), "ci
                           st.sampled_from(NEUTRAL)), min_size=1, max_size=5))
 def test_ssa_guard_leaves_no_letter_in_any_phrasing(parts):
     text = " ".join(f"{n} {p.format(L=FORMS[f](c))}." for p, c, f, n in parts)  # one sentence each
-    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
-    folded = out.translate(prompts._FOLD)
+    out = ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
+    folded = out.translate(ssa_prompt._FOLD)
     for m in re.finditer(r"(?<![A-Za-z0-9])[A-D](?![A-Za-z0-9])", folded):
         # the only capital left standing alone is the article of "A 3x3 grid"
         assert folded[m.start():m.start() + 6] == "A 3x3 ", (text, out)
@@ -503,7 +502,7 @@ GUARD_ROWS = [
 
 @pytest.mark.parametrize(("text", "kept", "removed"), GUARD_ROWS)
 def test_ssa_guard_rule_rows(text, kept, removed):
-    out = prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD")
+    out = ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "ABCD")
     assert out.text == kept
     assert list(zip(out.removed, out.kinds, strict=True)) == removed
 
@@ -524,20 +523,20 @@ OPTION_ROWS = [
 
 @pytest.mark.parametrize(("options", "text", "kept"), OPTION_ROWS)
 def test_ssa_guard_option_text_rows(options, text, kept):
-    out = prompts.scrub_stage_text(text, options)
+    out = ssa_prompt.scrub_stage_text(text, options)
     assert out.text == kept
     assert set(out.kinds) <= {"option text"}
 
 
 def test_ssa_guard_letters_default_to_the_option_keys():
     text = "Map: option C fits, and so does option D."
-    assert prompts.scrub_stage_text(text, SB_OPTIONS).text == prompts.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
-    assert prompts.scrub_stage_text(text, SB_OPTIONS).text == "Map: option [withheld] fits, and so does option [withheld]."
-    assert prompts.scrub_stage_text("Map: row X stays; option C.", SB_OPTIONS).text == \
+    assert ssa_prompt.scrub_stage_text(text, SB_OPTIONS).text == ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "ABCD").text
+    assert ssa_prompt.scrub_stage_text(text, SB_OPTIONS).text == "Map: option [withheld] fits, and so does option [withheld]."
+    assert ssa_prompt.scrub_stage_text("Map: row X stays; option C.", SB_OPTIONS).text == \
         "Map: row X stays; option [withheld]."  # the keys are the letters, nothing between them
     # given letters win over the keys; only Latin letters count (a digit among them is no letter)
-    assert prompts.scrub_stage_text(text, SB_OPTIONS, "AB").text == text
-    assert prompts.scrub_stage_text("Map: 2 strokes per row, option B.", SB_OPTIONS, "AB2").text == \
+    assert ssa_prompt.scrub_stage_text(text, SB_OPTIONS, "AB").text == text
+    assert ssa_prompt.scrub_stage_text("Map: 2 strokes per row, option B.", SB_OPTIONS, "AB2").text == \
         "Map: 2 strokes per row, option [withheld]."
 
 
@@ -547,8 +546,8 @@ def _sb_view(stages, item_id="f0", group_id="g0"):
 
 def test_ssa_block_text():
     view = _sb_view({"S1": "Encode: three panels.", "S2": "Infer: option C fits.", "S3": "c", "S4": "d"})
-    assert prompts.ssa_block(view, SB_OPTIONS, "H0", None) == ""
-    assert prompts.ssa_block(view, SB_OPTIONS, "H2", None) == (
+    assert ssa_prompt.ssa_block(view, SB_OPTIONS, "H0", None) == ""
+    assert ssa_prompt.ssa_block(view, SB_OPTIONS, "H2", None) == (
         "Verified analysis so far (continue from here):\nS1 (Encode): Encode: three panels.\n"
         "S2 (Infer): Infer: option [withheld] fits.")
 
@@ -556,18 +555,18 @@ def test_ssa_block_text():
 def test_ssa_stage_texts_refusals_name_the_problem():
     view = _sb_view({"S1": "a", "S2": "b"})
     with pytest.raises(RunnerError, match=r"^unknown SSA level 'H9'; expected one of H0, H1, H2, H3, H4, irrelevant$"):
-        prompts.ssa_stage_texts(view, "H9", None)
+        ssa_prompt.ssa_stage_texts(view, "H9", None)
     with pytest.raises(RunnerError, match=r"^item f0: no other stem's S1 text for the irrelevant-S1 control$"):
-        prompts.ssa_stage_texts(view, "irrelevant", None)
+        ssa_prompt.ssa_stage_texts(view, "irrelevant", None)
     with pytest.raises(RunnerError, match=r"^item f0: SSA level H3 needs stage S3, which the item lacks$"):
-        prompts.ssa_stage_texts(view, "H3", None)
+        ssa_prompt.ssa_stage_texts(view, "H3", None)
 
 
 def test_ssa_guard_count_at_the_irrelevant_control():
     views = [_sb_view({"S1": "Encode: rows."}, f"f{i}", f"g{i}") for i in range(3)]
-    count = prompts.ssa_guard_count(views, "irrelevant", lambda v: f"Encode: {v.item_id}, candidate C.")
+    count = ssa_prompt.ssa_guard_count(views, "irrelevant", lambda v: f"Encode: {v.item_id}, candidate C.")
     assert count == {"items": 3, "text_removed": 3, "removed": {"letter": 3}}
-    assert prompts.ssa_guard_count(views, "H1", None) == {"items": 3, "text_removed": 0, "removed": {}}
+    assert ssa_prompt.ssa_guard_count(views, "H1", None) == {"items": 3, "text_removed": 0, "removed": {}}
 
 
 def test_irrelevant_s1_pick_is_seeded_over_the_other_stems_in_item_order():
@@ -579,7 +578,7 @@ def test_irrelevant_s1_pick_is_seeded_over_the_other_stems_in_item_order():
     items = pd.DataFrame([_row(i, g, "test", "F", "", ["h"], stages={"S1": s1}, options=SB_OPTIONS)
                           for i, g, s1 in rows])
     for seed in (0, 1, 7):
-        pick = prompts.irrelevant_s1_source(items, seed)
+        pick = ssa_prompt.irrelevant_s1_source(items, seed)
         for item_id, gid, _ in rows:
             others = [s1 for i, g, s1 in sorted(rows) if g != gid]
             view = _view(items[items["item_id"] == item_id].iloc[0].to_dict())

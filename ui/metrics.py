@@ -22,22 +22,21 @@ import gradio as gr
 
 from core import families
 from core.errors import CrosscheckError
+from core.families.protocol import Load, TableControl
 from core.report_json import table_json
-from core.report_tables import RunScore, Table
+from core.report_tables import Table
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
 from db.browse import run_records
 from db.catalog import runs_named
 from db.store import Store
 from ui import charts
-from ui import shortcut as sc
 from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, landed
 from ui.metrics_page import Page, metrics_page
 from ui.report.write import report_html
 from ui.scores import CACHE, ScoreCache, control_names, depends_state, run_scores
-from ui.shortcut import shortcut_block
 from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
 
 __all__ = ["CLUSTER_CHOICES", "MetricsHandlers", "build_metrics", "clusterings_of", "gate", "metrics_json",
@@ -49,7 +48,12 @@ log = logging.getLogger(__name__)
 
 
 class BadMetricsRequest(CrosscheckError, ValueError):
-    """An endpoint argument that names nothing the benchmark has (a run, a clustering, a shortcut model)."""
+    """An endpoint argument that names nothing the benchmark has (a run, a clustering, a control's choice)."""
+
+
+# the endpoint's argument that picks a family's Metrics control (Family.controls, TableControl.argument): SPUR's
+# shortcut filter model, the one control with an argument
+CONTROL_ARGUMENT = "shortcut_model"
 
 
 CLUSTER_CHOICES = [("groups", "group"), ("exact-image components", "image"), ("scene clusters", "scene"),
@@ -127,17 +131,23 @@ def _clusterings_arg(family_pickers: bool, clusters: list[str] | None, fields: l
     return chosen
 
 
-def _shortcut_choice(runs: list[RunScore], model: str | None) -> str | None:
-    """The SPUR shortcut picker value for the endpoint's shortcut_model ("pooled": every text-only model)."""
-    if not model:
+def loader(store: Store, benchmark: str) -> Load:
+    """What a family control's redraw may read (TableControl.redraw's `load`): the benchmark's items and every
+    run's data, read only when called."""
+    return lambda: (store.items_frame(benchmark),
+                    [store.run_data(r["name"]) for r in store.runs(benchmark, with_counts=False)])
+
+
+def _control_arg(family: str, benchmark: str, word: str | None) -> TableControl | None:
+    """The family's control the endpoint's argument picks (None when the argument is empty); an argument its
+    family has no control for is refused, naming the families that take it."""
+    if not word:
         return None
-    choice = sc.POOL if model == "pooled" else model
-    offered = [v for _, v in sc.choices(runs)]
-    if choice not in offered:
-        names = ", ".join(repr(v) for v in offered if v not in (sc.EVERY, sc.POOL)) or "none"
-        raise BadMetricsRequest(f"no text-only model {model!r} to filter shortcuts by (models: {names}"
-                                f"{'; or pooled' if sc.POOL in offered else ''})")
-    return choice
+    takers = families.controls_for(CONTROL_ARGUMENT)
+    if family not in takers:
+        raise BadMetricsRequest(f"{CONTROL_ARGUMENT} applies to {' or '.join(c.scope for c in takers.values())}; "
+                                f"{benchmark!r} is {family}")
+    return takers[family]
 
 
 def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | None = None,
@@ -146,9 +156,10 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     """The Metrics tab's tables for `runs` of `benchmark` as JSON (core.report_json), scored as `score --all`.
 
     `split`: as `score --split` (empty: test, or every split when the benchmark has no test split; "all");
-    `clusters` / `cluster_fields`: as `--cluster` / `--cluster-field` (FrameEvidence); `shortcut_model`: the
-    SPUR shortcut table's text-only model ("pooled": all of them; empty: one row per model). A run the
-    benchmark lacks, or an option it cannot take, is an error naming it; nothing is silently left out."""
+    `clusters` / `cluster_fields`: as `--cluster` / `--cluster-field` (FrameEvidence); `shortcut_model`: the pick
+    of the family's control it names (TableControl.argument: SPUR's shortcut filter, a text-only model or
+    "pooled"; empty: its table as drawn). A run the benchmark lacks, or an option it cannot take, is an error
+    naming it; nothing is silently left out."""
     family = store.benchmark_family(benchmark)  # an unknown benchmark: NotFound naming the known ones
     if not runs:
         known = [r["name"] for r in store.runs(benchmark, with_counts=False)]
@@ -156,8 +167,7 @@ def metrics_json(store: Store, benchmark: str, runs: list[str], split: str | Non
     runs_named(store, benchmark, runs)  # a name the benchmark lacks: NotFound naming it
     caps = families.get(family).capabilities
     clusterings = _clusterings_arg(caps.clusterings, clusters, cluster_fields)
-    if shortcut_model and caps.shortcut_table is None:
-        raise BadMetricsRequest(f"shortcut_model applies to SPUR benchmarks (001 §2.3); {benchmark!r} is {family}")
+    _control_arg(family, benchmark, shortcut_model)
     tag = ("metrics_json", tuple(runs), split, clusterings, shortcut_model)
     return cache.derive(store, benchmark, tag, lambda: _metrics_tables(store, benchmark, list(runs), split,
                                                                         clusterings, shortcut_model, cache),
@@ -173,10 +183,14 @@ def _metrics_tables(store: Store, benchmark: str, runs: list[str], split: str | 
         raise BadMetricsRequest(f"benchmark {benchmark!r} has no items in split 'test'; leave split empty to "
                                 "score every split")
     tables = families.get(family).tables(scored, controls)
-    choice = _shortcut_choice(scored, shortcut_model)
-    if choice is not None:
-        key = families.get(family).capabilities.shortcut_table
-        tables = [sc.shortcut_table(store, benchmark, scored, choice) if t.key == key else t for t in tables]
+    control = _control_arg(family, benchmark, shortcut_model)
+    if control is not None and shortcut_model:
+        try:
+            choice = control.value(scored, shortcut_model)
+        except ValueError as exc:
+            raise BadMetricsRequest(str(exc)) from exc
+        redrawn = control.redraw(scored, choice, loader(store, benchmark))
+        tables = [redrawn if t.key == control.table else t for t in tables]
     return {"benchmark": benchmark, "family": family, "split": scored[0].split if scored else None,
             "runs": [r.name for r in scored], "controls": [r.name for r in controls],
             "tables": [table_json(t) for t in tables]}
@@ -358,11 +372,45 @@ def _section(store: Store, page: Page, present: list[str], plots: list[str], dl:
                         _chart_block(page.figs[key], prefix, key, dl)
     elif plots:
         _chart_block(page.figs[plots[0]], prefix, plots[0], dl)
+    controls = {c.table: c for c in families.get(page.family).controls}
     for key in present:
-        if key == families.get(page.family).capabilities.shortcut_table:  # with its filter-model picker (001 §2.3)
-            shortcut_block(store, page.benchmark, page.runs, page.tables[key], prefix)
+        if key in controls:  # a table with the family's control above it (SPUR's shortcut filter model)
+            _control_block(store, page, controls[key], prefix)
         else:
             _table_block(page.tables[key], prefix, dl)
+
+
+def _control_block(store: Store, page: Page, control: TableControl, prefix: str) -> None:
+    """A family's Metrics control (TableControl): its dropdown (`cc-<name>-pick`), the table (`cc-<name>`) and the
+    CSV / LaTeX / HTML downloads, which follow the pick."""
+    table = page.tables[control.table]
+    offered = control.choices(page.runs)
+    first = offered[0][1] if offered else ""
+    picker = gr.Dropdown(offered, value=first, label=control.label, elem_id=f"cc-{control.name}-pick",
+                         interactive=True)
+    out = gr.HTML(table_html(table), js_on_load=SORT_JS, elem_classes=["cc-metric-table"], elem_id=f"cc-{control.name}")
+    csv_path, tex_path = table_files(table, prefix)
+    html_path = table_html_file(table, prefix)
+    with gr.Row(elem_classes=["cc-exports"]):
+        csv = gr.DownloadButton("CSV", value=str(csv_path), size="sm", scale=0, min_width=70,
+                                elem_classes=["cc-dl-csv"])
+        tex = gr.DownloadButton("LaTeX", value=str(tex_path), size="sm", scale=0, min_width=70,
+                                elem_classes=["cc-dl-tex"])
+        html_btn = gr.DownloadButton("HTML", value=str(html_path), size="sm", scale=0, min_width=70,
+                                     elem_classes=["cc-dl-html"])
+    load = loader(store, page.benchmark)
+
+    def on_pick(choice: str | None) -> tuple[Any, Any, Any, Any]:
+        value = choice or first
+        try:
+            t = control.redraw(page.runs, value, load)
+        except CrosscheckError as exc:
+            raise user_error(str(exc)) from exc
+        name = prefix + (f"_{value.strip('_')}" if value != first else "")  # the files name the pick
+        c, x = table_files(t, name)
+        return table_html(t), str(c), str(x), str(table_html_file(t, name))
+
+    picker.change(on_pick, picker, [out, csv, tex, html_btn], api_visibility="private")
 
 
 def _cluster_pickers() -> tuple[gr.Row, gr.Dropdown, gr.Dropdown]:

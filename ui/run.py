@@ -19,6 +19,7 @@ import gradio as gr
 
 from core import prompts
 from core.errors import CrosscheckError
+from core.runners.base import StrategyOption
 from core.runners.engine import DEFAULT_SEED, RunSettings
 from core.schema import INPUT_MODES
 from db import jobs as dbjobs
@@ -108,17 +109,19 @@ table.cc-jobs th, table.cc-jobs td { padding: 3px 10px; border-bottom: 1px solid
 
 
 def settings_from_form(benchmark: str, name: str, runner: str, baseline: str, model_path: str, base_url: str,
-                       api_model: str, key_env: str, strategy: str, ssa_level: str | None, shots: float,
+                       api_model: str, key_env: str, strategy: str, option: str | None, shots: float,
                        input_mode: str, rotations: float, repeats: float, split: str, max_tokens: float | None,
                        temperature: float, limit: float | None, concurrency: float, seed: float) -> RunSettings:
     model = {"baseline": baseline, "transformers": (model_path or "").strip(),
              "openai": (api_model or "").strip()}.get(runner)
+    strategy = strategy if runner != "baseline" else "direct"  # a baseline answers without a prompt
+    own = _option_of(strategy)
     s = RunSettings(
         benchmark=benchmark, run=(name or "").strip(), runner=runner, model=model or None,
-        strategy=strategy if runner != "baseline" else "direct", shots=int(shots or 0) if runner != "baseline" else 0,
+        strategy=strategy, shots=int(shots or 0) if runner != "baseline" else 0,
         input_mode=input_mode, rotations=int(rotations or 1), repeats=int(repeats or 1), seed=int(seed),
         max_tokens=int(max_tokens) if max_tokens else None, temperature=float(temperature or 0.0),
-        split=(split or "test").strip(), ssa_level=(ssa_level or None) if strategy == "ssa" else None,
+        split=(split or "test").strip(), options={own.key: option} if own is not None and option else {},
         base_url=(base_url or "").strip() or None, api_key_env=(key_env or "").strip(),
         concurrency=max(1, int(concurrency or 1)), limit=int(limit) if limit else None, progress=False)
     if not s.run:
@@ -154,7 +157,7 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "baseline": config.get("model") if runner == "baseline" else None,
         "model_path": config.get("model") if runner == "transformers" else None,
         "api_model": config.get("model") if runner == "openai" else None,
-        "strategy": config.get("strategy") or "direct", "ssa_level": config.get("ssa_level"),
+        "strategy": config.get("strategy") or "direct", "option": _option_value(config),
         "shots": config.get("shots") or 0, "input_mode": config.get("input_mode") or "all",
         "rotations": config.get("rotations") or 1, "repeats": config.get("repeats") or 1,
         "split": config.get("split") or "test", "max_tokens": config.get("max_tokens"),
@@ -186,8 +189,23 @@ def on_runner(kind: str) -> tuple[Any, ...]:
             gr.update(visible=kind == "openai"), gr.update(interactive=model), gr.update(interactive=model))
 
 
+def _option_of(strategy: str | None) -> StrategyOption | None:
+    """The strategy's own option (StrategyOption), None for a strategy without one or an unknown name."""
+    return next((s.option for s in prompts.strategies() if s.name == strategy), None)
+
+
+def _option_value(config: dict[str, Any]) -> str | None:
+    """A stored run's value of its strategy's own option."""
+    own = _option_of(config.get("strategy") or "direct")
+    return config.get(own.key) if own is not None else None
+
+
 def on_strategy(strategy: str) -> Any:
-    return gr.update(visible=strategy == "ssa")
+    """The option dropdown takes the picked strategy's own option (label and choices), hidden for one without."""
+    own = _option_of(strategy)
+    if own is None:
+        return gr.update(visible=False, value=None)
+    return gr.update(visible=True, label=own.label, choices=list(own.choices), value=None)
 
 
 def follow_choices(jobs: Jobs, selected: str | None) -> Any:
@@ -197,12 +215,12 @@ def follow_choices(jobs: Jobs, selected: str | None) -> Any:
 
 def on_start(store: Store, jobs: Jobs, bench_v: str, name_v: str, runner_v: str, baseline_v: str,
              model_path_v: str, base_url_v: str, api_model_v: str, key_env_v: str, strategy_v: str,
-             ssa_v: str | None, shots_v: float, input_v: str, rotations_v: float, repeats_v: float, split_v: str,
+             option_v: str | None, shots_v: float, input_v: str, rotations_v: float, repeats_v: float, split_v: str,
              max_tokens_v: float | None, temperature_v: float, limit_v: float | None, concurrency_v: float,
              seed_v: float, request: gr.Request | None = None) -> Any:
     """Start a job in a worker thread and return at once: Follow run picks it and the poll starts."""
     s = settings_from_form(bench_v, name_v, runner_v, baseline_v, model_path_v, base_url_v, api_model_v,
-                           key_env_v, strategy_v, ssa_v, shots_v, input_v, rotations_v, repeats_v, split_v,
+                           key_env_v, strategy_v, option_v, shots_v, input_v, rotations_v, repeats_v, split_v,
                            max_tokens_v, temperature_v, limit_v, concurrency_v, seed_v)
     check_name(store, s)
     check_runnable(store, s)
@@ -241,7 +259,7 @@ def on_resume(store: Store, jobs: Jobs, run: str | None, key_env_v: str, base_ur
         raise CrosscheckError(f"run {run!r} has nothing left to resume ({r['status']})")
     f = form_from_config(r["config"])
     s = settings_from_form(r["benchmark"], run, f["runner"], f["baseline"] or "random", f["model_path"] or "",
-                           base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["ssa_level"],
+                           base_url_v, f["api_model"] or "", key_env_v, f["strategy"], f["option"],
                            f["shots"], f["input_mode"], f["rotations"], f["repeats"], f["split"],
                            f["max_tokens"], f["temperature"], limit_v, concurrency_v, f["seed"])
     jobs.start(store, s, username(request))
@@ -290,7 +308,7 @@ def build_run(ctx: Ctx) -> None:
 
 
 FORM_FIELDS = ("bench", "name", "runner", "baseline", "model_path", "base_url", "api_model", "key_env", "strategy",
-               "ssa_level", "shots", "input_mode", "rotations", "repeats", "split", "max_tokens", "temperature",
+               "option", "shots", "input_mode", "rotations", "repeats", "split", "max_tokens", "temperature",
                "limit", "concurrency", "seed")  # on_start's arguments, in order
 
 
@@ -332,10 +350,10 @@ def _form(store: Store) -> dict[str, Any]:
 
 def _settings(f: dict[str, Any]) -> None:
     with gr.Row():
-        f["strategy"] = gr.Dropdown(list(prompts.STRATEGIES), value="direct", label="Strategy",
+        f["strategy"] = gr.Dropdown([s.name for s in prompts.strategies()], value="direct", label="Strategy",
                                     elem_id="cc-run-strategy", interactive=False)
-        f["ssa_level"] = gr.Dropdown(list(prompts.SSA_LEVELS), value=None, label="SSA level", visible=False,
-                                     elem_id="cc-run-ssa")
+        # the picked strategy's own option (a family's strategy may have one: its StrategyOption)
+        f["option"] = gr.Dropdown([], value=None, label="Option", visible=False, elem_id="cc-run-option")
         f["shots"] = gr.Slider(0, prompts.MAX_SHOTS, value=0, step=1, label="Shots", interactive=False,
                                elem_id="cc-run-shots")
         f["input_mode"] = gr.Radio(list(INPUT_MODES), value="all", label="Input mode", elem_id="cc-run-input")
@@ -348,7 +366,7 @@ def _settings(f: dict[str, Any]) -> None:
         with gr.Row():
             f["max_tokens"] = gr.Number(value=None, precision=0, label="Max tokens (empty or 0 = the strategy's "
                                         "default)", info="defaults: " + ", ".join(
-                                            f"{k} {v}" for k, v in prompts.DEFAULT_MAX_TOKENS.items()))
+                                            f"{s.name} {s.max_tokens}" for s in prompts.strategies()))
             f["temperature"] = gr.Number(value=0.0, label="Temperature")
             f["seed"] = gr.Number(value=DEFAULT_SEED, precision=0, label="Seed")
             f["concurrency"] = gr.Number(value=8, minimum=1, precision=0, label="Requests in flight (OpenAI)",
@@ -375,7 +393,7 @@ def _wire(ctx: Ctx, f: dict[str, Any], s: dict[str, Any], timer: gr.Timer) -> No
     store, jobs = ctx.store, JOBS
     f["runner"].change(on_runner, f["runner"], [f["g_base"], f["g_tf"], f["g_api"], f["strategy"], f["shots"]],
                        queue=False)
-    f["strategy"].change(on_strategy, f["strategy"], f["ssa_level"], queue=False)
+    f["strategy"].change(on_strategy, f["strategy"], f["option"], queue=False)
     f["start"].click(bind(on_start, store, jobs), [f[k] for k in FORM_FIELDS], [s["follow"], timer, f["cancel"]],
                      concurrency_id="run-control", concurrency_limit=4)
     f["cancel"].click(bind(on_cancel, store, jobs), [s["follow"], f["bench"]],

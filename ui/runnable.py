@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from core import prompts
 from core.errors import CrosscheckError
 from core.runners.baselines import BASELINES
 from core.runners.engine import RunSettings
@@ -20,8 +21,10 @@ FITTED_NEED_TRAIN = "the fitted baselines (" + ", ".join(FITTED) + ") are fitted
 
 
 def check_runnable(store: Store, s: RunSettings) -> None:
-    """Refuse at once, with why, a run the worker could only fail: no items in the split, a fitted baseline on a
-    benchmark without a train split, an API key variable the server lacks, a checkpoint folder it lacks."""
+    """Refuse at once, with why, a run the worker could only fail: another family's prompt strategy, no items in
+    the split, a fitted baseline on a benchmark without a train split, an API key variable the server lacks, a
+    checkpoint folder it lacks."""
+    prompts.usable(s.strategy, store.benchmark_family(s.benchmark))  # a built-in strategy or the family's own
     splits = split_counts(store, s.benchmark)
     if s.split not in splits:
         raise CrosscheckError(f"benchmark {s.benchmark!r} has no items in split {s.split!r} "

@@ -289,13 +289,15 @@ def stembind_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
 
 
 def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) -> dict[str, Any]:
-    """The leakage-guard count the runner would record for this SSA run (core.runners.engine)."""
+    """The leakage-guard count the runner would record for this SSA run (the strategy's run_config)."""
     import pandas as pd
 
-    from core.runners.engine import RunSettings, ssa_guard_record
+    from core.families.stembind.ssa_prompt import guard_record
+    from core.runners.engine import make_view
 
-    s = RunSettings(benchmark="stembind", run=name, runner="synthetic", strategy="ssa", ssa_level=level, seed=seed)
-    return ssa_guard_record(pd.DataFrame(items), s, str, "stembind")
+    frame = pd.DataFrame(items)
+    views = [make_view(row, str) for _, row in frame[(frame["split"] == "test") & (frame["kind"] == "F")].iterrows()]
+    return guard_record(frame, views, level, seed)["ssa_guard"]
 
 
 # ---------------------------------------------------------------- SPUR

@@ -15,12 +15,13 @@ import pkgutil
 from typing import TYPE_CHECKING, TypeGuard
 
 from core.errors import UnknownFamily
-from core.families.protocol import Capabilities, Family
+from core.families.protocol import Capabilities, Family, TableControl
 
 if TYPE_CHECKING:
     from core.families.stage_judging import StageJudging
 
-__all__ = ["DEFAULT", "Capabilities", "Family", "builtin", "get", "judging_of", "known", "names", "register"]
+__all__ = ["DEFAULT", "Capabilities", "Family", "TableControl", "builtin", "controls_for", "get", "judging_of", "known",
+           "names", "register"]
 
 # The order messages list the paper families and generic in; another package under core/families/ follows them.
 _FIRST = ("frameevidence", "stembind", "spur", "generic")
@@ -63,6 +64,13 @@ def get(name: str) -> Family:
 def judging_of(name: str) -> StageJudging | None:
     """The stage judging of family `name`, or None when the family has no judged traces."""
     return get(name).judging
+
+
+def controls_for(argument: str) -> dict[str, TableControl]:
+    """Family name -> its Metrics control that the `metrics` endpoint argument (and ScoreOptions field)
+    `argument` picks, for every family that has one."""
+    found = ((name, next((c for c in get(name).controls if c.argument == argument), None)) for name in names())
+    return {name: control for name, control in found if control is not None}
 
 
 def register(family: Family) -> Family:

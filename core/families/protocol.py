@@ -14,7 +14,7 @@ them; the first call or attribute read of a member loads its module.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from core.outcomes import GroupRules
     from core.report import Report
     from core.report_tables import RunScore, Table
+    from core.runners.base import Strategy
     from core.schema import Item, RunData
     from core.stats import Clustering
 
@@ -154,6 +155,44 @@ class Tables(Protocol):
     def __call__(self, runs: Sequence[RunScore], controls: Sequence[RunScore] = (), /) -> list[Table]: ...
 
 
+# A Metrics control's members (TableControl): `load()` returns what the UI reads for it (core reads no store): the
+# benchmark's items and every run's data; `choices(runs)` the (label, value) pairs, the first the table as
+# `tables` draws it; `redraw(runs, value, load)` the table for one value (calling `load` only when it needs
+# the store); `pick(runs, word)` the value an endpoint argument's word stands for (ValueError naming the choices)
+Load: TypeAlias = "Callable[[], tuple[pd.DataFrame, list[RunData]]]"
+Choices: TypeAlias = "Callable[[Sequence[RunScore]], list[tuple[str, str]]]"
+Redraw: TypeAlias = "Callable[[Sequence[RunScore], str, Load], Table]"
+Pick: TypeAlias = "Callable[[Sequence[RunScore], str], str]"
+
+
+@dataclass(frozen=True)
+class TableControl:
+    """A Metrics-tab control a family declares: a dropdown above one of its tables that redraws it (SPUR's
+    shortcut filter model, 001 §2.3). The tab draws it for any family (ui/metrics.py): the dropdown
+    (`cc-<name>-pick`), the table (`cc-<name>`) and its downloads, which follow the pick."""
+
+    table: str                 # the key of the table it redraws (one of the family's `tables`)
+    name: str                  # its element ids and the suffix of its files
+    label: str                 # the dropdown's label
+    choices: Choices
+    redraw: Redraw
+    # the `metrics` endpoint's argument and the `ScoreOptions` field that pick it (SPUR: "shortcut_model", with
+    # `score --shortcut-model`); "" for a control of the tab alone
+    argument: str = ""
+    pick: Pick | None = None   # an argument's word -> a value (None: the word must be one of the values)
+    scope: str = ""            # what its argument applies to, as a refusal names it ("SPUR benchmarks (001 §2.3)")
+
+    def value(self, runs: Sequence[RunScore], word: str) -> str:
+        """The value an endpoint argument's word picks (ValueError naming the choices when it picks none)."""
+        if self.pick is not None:
+            return self.pick(runs, word)
+        values = [v for _, v in self.choices(runs)]
+        if word not in values:
+            raise ValueError(f"{self.argument or self.name}: no choice {word!r} (choices: "
+                             f"{', '.join(repr(v) for v in values)})")
+        return word
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a family's runs and benchmarks may do beyond the common ones (each declared here, once)."""
@@ -163,11 +202,6 @@ class Capabilities:
     # paired intervals may resample exact-image or union components (FrameEvidence, 000 App. A / D.6); the
     # Metrics and Compare tabs show their cluster pickers, `score --cluster` accepts them
     clusterings: bool = False
-    # the item kind an SSA run asks (StemBind "F", 002 §3.3, App. C.5); None: the family takes no SSA runs
-    ssa_kind: str | None = None
-    # the key of the table the text-only shortcut filter redraws (SPUR, 001 §2.3: `score --shortcut-model`,
-    # the Metrics tab's filter-model picker); None: no shortcut filter
-    shortcut_table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +222,10 @@ class Family:
     stage_of: Mapping[str, str] = field(default_factory=dict)  # kind -> stage (SPUR's tasks); {} otherwise
     capabilities: Capabilities = Capabilities()
     judging: StageJudging | None = None       # free traces judged stage by stage (StemBind S1-S4)
+    # its own prompt strategies beside core.prompts.BUILTIN (StemBind's SSA): `run --strategy`, the Run tab
+    strategies: tuple[Strategy, ...] = ()
+    # its Metrics-tab controls: a dropdown redrawing one of its tables (SPUR's shortcut filter model)
+    controls: tuple[TableControl, ...] = ()
     # item columns its metrics read beyond db.frames.SCORING_ITEM_COLUMNS (FrameEvidence: the image hashes
     # its exact-image / union clusterings link groups by)
     scoring_item_columns: tuple[str, ...] = ()

@@ -13,22 +13,29 @@ commits each `core.schema.Prediction` as soon as it exists into a `PredictionSin
 product). The three runner kinds and the sink are `typing.Protocol`s below; the engine and the judge type
 against them. What a runner may add (`identity()`, `warnings()`, `prepare()`, `aclose()`, `requires_images`,
 `letter_token_strings()`) is read with hasattr / getattr where it is used.
+
+A prompt strategy is one typed `Strategy`: its dialogue (a generator over a `PromptContext`), its defaults and
+what it adds to a run. core/prompts.py declares the built-in ones; a family brings its own in
+`Family.strategies` (StemBind's SSA, core/families/stembind/ssa_prompt.py), and generic code lists both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from core.errors import RunnerError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from core.schema import Prediction
 
 __all__ = ["Request", "Reply", "ItemView", "Task", "Dialog", "RunnerError", "text_part", "image_part",
-           "AnswerRunner", "BatchRunner", "AsyncRunner", "Runner", "ModelRunner", "PredictionSink"]
+           "AnswerRunner", "BatchRunner", "AsyncRunner", "Runner", "ModelRunner", "PredictionSink", "PromptContext",
+           "Demo", "Dialogue", "Strategy", "StrategyOption"]
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -97,6 +104,114 @@ class Task:
     @property
     def key(self) -> tuple[str, int, int]:
         return (self.view.item_id, self.rotation, self.repeat)
+
+
+# ---- what a strategy reads ------------------------------------------------------------------------------
+
+
+def options_block(shown: dict[str, str]) -> str:
+    return "\n".join(f"{letter}. {text}" for letter, text in shown.items())
+
+
+def question_block(question: str, shown: dict[str, str], hint: Any = None) -> str:
+    """The question and its options; an item's `meta.hint` (VLMEvalKit's hint column) goes first, as
+    VLMEvalKit's MCQ prompt puts it (vlmeval/dataset/image_mcq.py: "Hint: ...")."""
+    head = f"Hint: {hint.strip()}\n" if isinstance(hint, str) and hint.strip() else ""
+    return f"{head}{question.strip()}\n\nOptions:\n{options_block(shown)}"
+
+
+def image_parts(images: list[Any]) -> list[dict[str, Any]]:
+    """Images in order; with several, each is labelled "Image i:" so that ordinal references resolve."""
+    if len(images) <= 1:
+        return [image_part(p) for p in images]
+    parts: list[dict[str, Any]] = []
+    for i, p in enumerate(images, 1):
+        parts += [text_part(f"Image {i}:"), image_part(p)]
+    return parts
+
+
+def user(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "user", "content": parts}
+
+
+@dataclass(slots=True)
+class Demo:
+    """One demonstration: a train item shown in original option order with its gold letter."""
+
+    view: ItemView
+    answer: str
+
+
+@dataclass(slots=True)
+class PromptContext:
+    """Everything a strategy needs for one task. `option`: the value of the strategy's own option (StrategyOption,
+    e.g. StemBind SSA's level); `item_text`: the text its `prepare` gave this item (SSA's irrelevant-S1 control)."""
+
+    task: Task
+    family: str
+    max_tokens: int
+    temperature: float = 0.0
+    demos: list[Demo] = field(default_factory=list)  # the k-shot demonstrations (core.prompts.build_demo_pool)
+    input_mode: str = "all"
+    option: str | None = None
+    item_text: str | None = None
+    want_probs: bool = False
+
+    def call(self, parts: list[dict[str, Any]], stage: str, style: str | None = None,
+             history: list[dict[str, Any]] | None = None) -> Request:
+        probs_after = None
+        if self.want_probs and style is not None:
+            probs_after = "<ANSWER>" if style == "tag" else ""
+        return Request(messages=[*(history or []), user(parts)], max_tokens=self.max_tokens,
+                       temperature=self.temperature, letters=self.task.view.letters, probs_after=probs_after,
+                       stage=stage)
+
+    @property
+    def q(self) -> str:
+        return question_block(self.task.view.question, self.task.shown, self.task.view.meta.get("hint"))
+
+    @property
+    def imgs(self) -> list[dict[str, Any]]:
+        return image_parts(self.task.images)
+
+
+Dialogue: TypeAlias = Generator[Request, str, str]
+ItemText: TypeAlias = Callable[[ItemView], "str | None"]
+# A strategy's hooks, each called once per run: `prepare(items, option, seed)` gives a text per item its dialogue
+# reads as `ctx.item_text` (None: none at this option); `run_config(items, views, option, seed)` what it adds to
+# the run's config, `views` being every item of the run's split it asks (not only a --limit's)
+Prepare: TypeAlias = "Callable[[pd.DataFrame, str | None, int], ItemText | None]"
+RunConfig: TypeAlias = "Callable[[pd.DataFrame, Sequence[ItemView], str | None, int], dict[str, Any]]"
+
+
+@dataclass(frozen=True)
+class StrategyOption:
+    """A strategy's one setting beyond the common ones (StemBind SSA's level): the run config stores the value
+    under `key`, the command line takes it as `flag`, the Run tab as a dropdown labelled `label`."""
+
+    key: str                    # the run config key and RunSettings.options key ("ssa_level")
+    flag: str                   # `run`'s option ("--ssa-level")
+    label: str                  # the Run tab's dropdown ("SSA level")
+    choices: tuple[str, ...]
+    help: str = ""              # what the choices mean, for `run --help`
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One prompt strategy: how a task becomes one or more model calls (core/prompts.py's, or a family's own)."""
+
+    name: str                   # `run --strategy NAME`, the run config's `strategy`
+    dialogue: Callable[[PromptContext], Dialogue]
+    max_tokens: int             # the default output cap of each call
+    # the final response's answer format: "tag" (<ANSWER>X</ANSWER>) after free reasoning, whatever the family;
+    # "family" (its parser: one letter, StemBind's tag)
+    final_style: Literal["tag", "family"] = "family"
+    trace: bool = False         # its response is a reasoning trace worth keeping (the L2 judge reads it)
+    kind: str | None = None     # the item kind it asks (StemBind SSA: "F"); None: every item
+    option: StrategyOption | None = None
+    prepare: Prepare | None = None
+    run_config: RunConfig | None = None
+    scope: str = ""             # a family's strategy: what it applies to, as a refusal names it
 
 
 class Dialog:

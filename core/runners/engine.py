@@ -21,24 +21,29 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core import families, prompts
+from core import prompts
 from core.errors import RunnerError
 from core.parsing import parse_answer, rotate_options, unrotate
 from core.runners.base import (
     AnswerRunner,
     AsyncRunner,
     BatchRunner,
+    Demo,
     Dialog,
     ItemView,
     PredictionSink,
     Reply,
     Runner,
+    Strategy,
     Task,
     run_coroutine,
 )
-from core.schema import INPUT_MODES, STAGES, Prediction
+from core.schema import INPUT_MODES, Prediction
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RUNNERS = ("baseline", "transformers", "openai")
 # Runners that generate on this machine: an empty generation is the model's (invalid) answer, where an empty
@@ -64,7 +69,8 @@ class RunSettings:
     max_tokens: int | None = None
     temperature: float = 0.0
     split: str = "test"
-    ssa_level: str | None = None
+    # the strategy's own option (its StrategyOption's key -> value), stored in the run config under that key
+    options: dict[str, str] = field(default_factory=dict)
     probs: bool = False
     chat_template: str | None = None  # transformers: a Jinja file overriding the checkpoint's (its sha256 is in the config)
     # execution settings (do not change answers; not part of the run's identity)
@@ -83,8 +89,7 @@ class RunSettings:
     def check(self) -> None:
         if self.runner not in RUNNERS:
             raise RunnerError(f"unknown runner {self.runner!r}; expected one of {', '.join(RUNNERS)}")
-        if self.strategy not in prompts.STRATEGIES:
-            raise RunnerError(f"unknown strategy {self.strategy!r}; expected one of {', '.join(prompts.STRATEGIES)}")
+        strategy = prompts.strategy(self.strategy)  # an unknown one: RunnerError naming the known ones
         if not 0 <= self.shots <= prompts.MAX_SHOTS:
             raise RunnerError(f"--shots must be 0..{prompts.MAX_SHOTS}, got {self.shots}")
         if self.shots and self.strategy not in ("direct", "thinking"):
@@ -95,11 +100,7 @@ class RunSettings:
             raise RunnerError(f"--rotations must be 1..4 (rotations 0..N-1), got {self.rotations}")
         if self.repeats < 1:
             raise RunnerError(f"--repeats must be at least 1, got {self.repeats}")
-        if self.strategy == "ssa":
-            if (self.ssa_level or "") not in prompts.SSA_LEVELS:
-                raise RunnerError(f"--strategy ssa needs --ssa-level, one of {', '.join(prompts.SSA_LEVELS)}")
-        elif self.ssa_level:
-            raise RunnerError("--ssa-level applies to --strategy ssa only")
+        self._check_option(strategy)
         if self.runner == "baseline":
             from core.runners.baselines import BASELINES
 
@@ -112,6 +113,24 @@ class RunSettings:
         if self.chat_template and self.runner != "transformers":
             raise RunnerError("--chat-template applies to the transformers runner only")
 
+    def _check_option(self, strategy: Strategy) -> None:
+        """The strategy's own option is given, one of its choices; no other strategy's option is."""
+        opt = strategy.option
+        for key in self.options:
+            if opt is None or key != opt.key:
+                owner = next((s for s in prompts.strategies() if s.option and s.option.key == key), None)
+                if owner is None or owner.option is None:
+                    raise RunnerError(f"no strategy takes the option {key!r}")
+                raise RunnerError(f"{owner.option.flag} applies to --strategy {owner.name} only")
+        if opt is not None and self.options.get(opt.key) not in opt.choices:
+            raise RunnerError(f"--strategy {strategy.name} needs {opt.flag}, one of {', '.join(opt.choices)}")
+
+    @property
+    def option(self) -> str | None:
+        """The value of the strategy's own option (None when it has none)."""
+        opt = prompts.strategy(self.strategy).option
+        return self.options.get(opt.key) if opt is not None else None
+
     def identity(self, model: str | None = None) -> dict[str, Any]:
         cfg: dict[str, Any] = {
             "runner": self.runner, "model": model or self.model, "split": self.split, "input_mode": self.input_mode,
@@ -120,15 +139,14 @@ class RunSettings:
         if self.runner != "baseline":
             cfg.update(strategy=self.strategy, shots=self.shots, max_tokens=self.max_tokens_or_default(),
                        temperature=self.temperature)
-            if self.strategy == "ssa":
-                cfg["ssa_level"] = self.ssa_level
+            cfg.update(self.options)  # the strategy's own option (check: no other)
             if self.runner == "transformers":
                 cfg["probs"] = self.probs
         cfg.update(self.extra)
         return cfg
 
     def max_tokens_or_default(self) -> int:
-        return int(self.max_tokens or prompts.DEFAULT_MAX_TOKENS[self.strategy])
+        return int(self.max_tokens or prompts.strategy(self.strategy).max_tokens)
 
 
 # ---- tasks ----------------------------------------------------------------------------------------------
@@ -143,16 +161,22 @@ def make_view(row: Any, image_path: Callable[[str], Any]) -> ItemView:
         stages=dict(row["stages"]) if isinstance(row.get("stages"), dict) else None)
 
 
-def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
+def asked_rows(items: pd.DataFrame, s: RunSettings, family: str) -> pd.DataFrame:
+    """The items of the run's split that its strategy asks (a family's strategy may ask one kind,
+    Strategy.kind); a strategy of another family is refused (prompts.usable), and so is a split without such
+    items."""
+    kind = prompts.usable(s.strategy, family).kind
     rows = items[items["split"] == s.split]
-    ssa_kind = families.get(family).capabilities.ssa_kind if s.strategy == "ssa" else None
-    if s.strategy == "ssa":
-        if ssa_kind is None:
-            raise RunnerError("SSA interventions apply to StemBind benchmarks (F items with S1..S4 stages)")
-        rows = rows[rows["kind"] == ssa_kind]
+    if kind is not None:
+        rows = rows[rows["kind"] == kind]
     if rows.empty:
         raise RunnerError(f"benchmark {s.benchmark!r} has no items in split {s.split!r}"
-                          + (f" of kind {ssa_kind}" if s.strategy == "ssa" else ""))
+                          + (f" of kind {kind}" if kind is not None else ""))
+    return rows
+
+
+def build_tasks(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]) -> list[Task]:
+    rows = asked_rows(items, s, family)
     if s.limit:
         rows = rows.head(int(s.limit))
     tasks = []
@@ -272,8 +296,10 @@ def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
     for w in warnings:
         if notify is not None:
             notify(w)
-    if s.strategy == "ssa":
-        config["ssa_guard"] = ssa_guard_record(items, s, sink.image_path, family)
+    strategy = prompts.strategy(s.strategy)
+    if strategy.run_config is not None:  # what the strategy records in the run config
+        views = [make_view(row, sink.image_path) for _, row in asked_rows(items, s, family).iterrows()]
+        config.update(strategy.run_config(items, views, s.option, s.seed))
     sink.ensure_run(s.run, s.benchmark, config)
     pending = _pending(sink, s, tasks)
     sink.set_run_status(s.run, "running")
@@ -290,7 +316,7 @@ def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
         else:
             make_dialog = _dialog_factory(items, s, family, sink.image_path)
             style = prompts.final_style(s.strategy, family)
-            keep = s.strategy in prompts.TRACE_STRATEGIES
+            keep = strategy.trace
             if isinstance(runner, AsyncRunner):
                 run_coroutine(_run_async(sink, s, runner, pending, make_dialog, style, keep, bar, cancel))
             elif isinstance(runner, BatchRunner):
@@ -349,27 +375,13 @@ def _all_letters(tasks: list[Task]) -> str:
     return "".join(seen)
 
 
-def ssa_guard_record(items: Any, s: RunSettings, image_path: Callable[[str], Any], family: str) -> dict[str, Any]:
-    """The leakage guard's count for an SSA run, over every item of the split of the family's SSA kind (StemBind's
-    F items; not only the first --limit ones, so a resumed run keeps its config): {"items", "text_removed"}
-    (002 C.5; prompts.ssa_guard_count)."""
-    rows = items[(items["split"] == s.split) & (items["kind"] == families.get(family).capabilities.ssa_kind)]
-    views = [make_view(row, image_path) for _, row in rows.iterrows()]
-    level = s.ssa_level or "H0"
-    needed = () if level == prompts.SSA_CONTROL else STAGES[: int(level[1])]
-    views = [v for v in views if all((v.stages or {}).get(st) for st in needed)]  # the others fail when sent
-    irrelevant = prompts.irrelevant_s1_source(items, s.seed) if level == "irrelevant" else None
-    if irrelevant is not None:
-        views = [v for v in views if irrelevant(v)]
-    return prompts.ssa_guard_count(views, level, irrelevant)
-
-
 def _dialog_factory(items: Any, s: RunSettings, family: str, image_path: Callable[[str], Any]
                     ) -> Callable[[Task], Dialog]:
-    pool: dict[str, list[prompts.Demo]] = {}
+    pool: dict[str, list[Demo]] = {}
     if s.shots:
         pool = prompts.build_demo_pool(items, s.seed, s.split, lambda r: make_view(r, image_path))
-    irrelevant = prompts.irrelevant_s1_source(items, s.seed) if s.ssa_level == "irrelevant" else None
+    strategy = prompts.strategy(s.strategy)
+    item_text = strategy.prepare(items, s.option, s.seed) if strategy.prepare is not None else None
     max_tokens = s.max_tokens_or_default()
 
     def make(task: Task) -> Dialog:
@@ -379,9 +391,9 @@ def _dialog_factory(items: Any, s: RunSettings, family: str, image_path: Callabl
                               f"the train split offers {len(demos)} outside the evaluated groups and images")
         ctx = prompts.PromptContext(
             task=task, family=family, max_tokens=max_tokens, temperature=s.temperature, demos=demos,
-            input_mode=s.input_mode, ssa_level=s.ssa_level or "H0",
-            irrelevant_s1=irrelevant(task.view) if irrelevant else None, want_probs=s.probs)
-        return Dialog(task, prompts.dialogue(s.strategy, ctx))
+            input_mode=s.input_mode, option=s.option, item_text=item_text(task.view) if item_text else None,
+            want_probs=s.probs)
+        return Dialog(task, strategy.dialogue(ctx))
 
     return make
 

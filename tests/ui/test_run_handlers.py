@@ -16,7 +16,7 @@ from tests.conftest import fe_lines, write_benchmark
 from ui import run as ur
 
 FORM = dict(bench_v="fe", name_v="rand", runner_v="baseline", baseline_v="random", model_path_v="", base_url_v="",
-            api_model_v="", key_env_v="", strategy_v="direct", ssa_v=None, shots_v=0, input_v="all", rotations_v=1,
+            api_model_v="", key_env_v="", strategy_v="direct", option_v=None, shots_v=0, input_v="all", rotations_v=1,
             repeats_v=1, split_v="test", max_tokens_v=None, temperature_v=0.0, limit_v=0, concurrency_v=1,
             seed_v=0)
 

@@ -87,10 +87,10 @@ def test_shortcut_picker_one_model_or_the_labelled_pool(page, store_db):
     page.locator(".cc-mtable[data-table='spur_table3']").wait_for(timeout=90_000)
     open_section(page, "Shortcuts", "#cc-shortcut tbody tr")
     assert _rows(page) == [OTHER, "synthetic/generalist-v1"]  # one row per model, no pool by default
-    choose(page, "cc-shortcut-model", OTHER)
+    choose(page, "cc-shortcut-pick", OTHER)
     page.wait_for_function("document.querySelectorAll('#cc-shortcut tbody tr').length === 1", timeout=30_000)
     assert _rows(page) == [OTHER]
-    choose(page, "cc-shortcut-model", re.compile(r"^pooled"))
+    choose(page, "cc-shortcut-pick", re.compile(r"^pooled"))
     pooled = page.locator("#cc-shortcut tbody tr", has_text="pooled: ")
     pooled.wait_for(timeout=30_000)
     assert _rows(page)[-1] == f"pooled: {OTHER} + synthetic/generalist-v1"

@@ -11,7 +11,7 @@ STAGES = {
 TASKS = tuple(task for tasks in STAGES.values() for task in tasks)
 STAGE_OF = {task: stage for stage, tasks in STAGES.items() for task in tasks}
 
-# the table the text-only shortcut filter redraws per filter model (001 §2.3; Capabilities.shortcut_table)
+# the table of the text-only shortcut filter, which its Metrics control redraws per filter model (001 §2.3)
 SHORTCUT_TABLE = "spur_shortcut"
 
 __all__ = ["SHORTCUT_TABLE", "STAGES", "STAGE_OF", "TASKS"]

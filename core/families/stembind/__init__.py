@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from core.families.protocol import Capabilities, Family, deferred
+from core.families.protocol import Family, deferred
 from core.families.stembind.catalogue import CATALOGUE
-from core.families.stembind.vocab import KINDS, OPERATIONS
+from core.families.stembind.vocab import KINDS, OPERATIONS, SSA_CHOICES
 from core.report import Report
+from core.runners.base import Strategy, StrategyOption
 from core.schema import Item
 
 if TYPE_CHECKING:
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
     from core.families.stembind import groups as _groups
     from core.families.stembind import judging as _judging
     from core.families.stembind import metrics as _metrics
+    from core.families.stembind import ssa_prompt as _ssa_prompt
     from core.families.stembind import tables as _tables
 else:  # imported on first use (protocol.deferred); not bound to their own names, which `from ... import` reads
-    _compare, _groups, _judging, _metrics, _tables = deferred(__name__, "compare", "groups", "judging", "metrics",
-                                                              "tables")
+    _compare, _groups, _judging, _metrics, _ssa_prompt, _tables = deferred(
+        __name__, "compare", "groups", "judging", "metrics", "ssa_prompt", "tables")
 
 
 def validate(items: list[Item], file: str, report: Report) -> None:
@@ -52,6 +54,14 @@ def validate(items: list[Item], file: str, report: Report) -> None:
                         "will list it as unknown")
 
 
+# SSA (002 §3.3, App. C.5): the F items asked with the verified text of stages S1..Sk injected (H0..H4), or another
+# stem's S1 (the irrelevant-S1 control), through a leakage guard whose count goes into the run config
+SSA = Strategy(
+    "ssa", _ssa_prompt.ssa, 1024, "tag", trace=True, kind="F",
+    option=StrategyOption("ssa_level", "--ssa-level", "SSA level", SSA_CHOICES, help="H0..H4 or irrelevant"),
+    prepare=_ssa_prompt.irrelevant_source, run_config=_ssa_prompt.guard_record,
+    scope="StemBind benchmarks (F items with S1..S4 stages)")
+
 FAMILY = Family(
     name="stembind",
     parser="tag",
@@ -64,8 +74,8 @@ FAMILY = Family(
     tables=_tables.tables,
     paired_arrays=_compare.paired_arrays,
     # stage_of stays {}: its S1..S4 are stages of one trace (vocab.STAGES), not of item kinds
-    capabilities=Capabilities(ssa_kind="F"),  # SSA runs ask the F items (002 §3.3, App. C.5)
     judging=_judging.JUDGING,  # L2 StepAcc, L3 AttrTag read the stored trace judgements (002 §3.3)
+    strategies=(SSA,),
     units_by_model=True,
     view="ui.views.stembind",
 )
