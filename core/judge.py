@@ -33,7 +33,7 @@ from typing import Any
 
 from core.errors import CrosscheckError
 from core.families.stage_judging import StageJudging
-from core.runners.base import AsyncRunner, ModelRunner, run_coroutine
+from core.runners.base import AsyncRunner, ModelRunner, Reply, run_coroutine
 
 __all__ = [
     "JudgeInput", "Judgement", "build_prompt", "parse_judgement", "split_steps", "LexicalJudge", "ModelJudge",
@@ -337,18 +337,18 @@ class ModelJudge:
         self.runner = runner
         self.max_tokens = int(max_tokens)
         self.batch_size = max(1, int(batch_size))
-        self.kind = getattr(runner, "kind", type(runner).__name__)
+        self.kind = runner.kind
 
     def identity(self, judging: StageJudging | None = None) -> dict[str, Any]:
         """The judge run's config: the runner's identity, the prompt version of `judging`'s prompt."""
-        ident = dict(self.runner.identity()) if hasattr(self.runner, "identity") else {}
+        ident = dict(self.runner.identity())
         version = None if judging is None else judging.prompt_version
         return {"judge_runner": self.kind, **ident, "prompt_version": version, "temperature": 0.0,
                 "max_tokens": self.max_tokens}
 
     @staticmethod
-    def _from_reply(reply: Any, judging: StageJudging) -> Judgement:
-        if getattr(reply, "error", None):
+    def _from_reply(reply: Reply, judging: StageJudging) -> Judgement:
+        if reply.error:
             return Judgement("api_error", raw="", reason=str(reply.error)[:2000], judging=judging)
         return parse_judgement(reply.text, judging)
 
@@ -366,7 +366,7 @@ class ModelJudge:
             try:
                 replies = runner.generate([build_request(x, self.max_tokens) for x in chunk])
             except Exception as exc:  # noqa: BLE001 - a failed batch is recorded per trace, never dropped
-                replies = [type("R", (), {"error": f"{type(exc).__name__}: {exc}", "text": ""})()] * len(chunk)
+                replies = [Reply(error=f"{type(exc).__name__}: {exc}")] * len(chunk)
             for inp, reply in zip(chunk, replies, strict=True):
                 on_result(inp, self._from_reply(reply, inp.judging))
 
@@ -375,7 +375,7 @@ class ModelJudge:
         async def one(inp: JudgeInput) -> tuple[JudgeInput, Judgement]:
             return inp, self._from_reply(await runner.acall(build_request(inp, self.max_tokens)), inp.judging)
 
-        window = max(1, int(getattr(runner, "concurrency", 8))) * 2
+        window = max(1, int(runner.concurrency)) * 2
         try:
             pending: set[asyncio.Task[Any]] = set()
             it = iter(todo)
@@ -391,8 +391,7 @@ class ModelJudge:
                 for task in done:
                     on_result(*task.result())
         finally:
-            if hasattr(self.runner, "aclose"):
-                await self.runner.aclose()
+            await self.runner.aclose()
 
 
 # --------------------------------------------------------------------------- summaries

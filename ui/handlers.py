@@ -55,5 +55,5 @@ def bind(fn: Callable[..., Any], *first: Any) -> Callable[..., Any]:
 
 def username(request: Any) -> str | None:
     """The signed-in user of a request (None without --auth, or for a handler called without a request)."""
-    user = getattr(request, "username", None) if request is not None else None
+    user = request.username if request is not None else None
     return str(user) if user else None

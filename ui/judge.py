@@ -196,16 +196,16 @@ def others_of(store: Store, run_name: str, key: tuple[str, int, int], me: str) -
     judges: dict[str, dict[str, Any]] = {}
     jf = judging.judgements_frame(store, run_name)
     jf = jf[(jf["item_id"] == key[0]) & (jf["rotation"] == key[1]) & (jf["repeat"] == key[2])]
-    for r in jf.itertuples(index=False):
-        judges[str(r.judge)] = {"status": r.status, **{s: getattr(r, s) for s in stages}}
+    for r in jf.to_dict("records"):
+        judges[str(r["judge"])] = {"status": r["status"], **{s: r[s] for s in stages}}
     humans: dict[str, dict[str, Any]] = {}
     lf = dbl.labels_frame(store, run_name)
     lf = lf[(lf["item_id"] == key[0]) & (lf["rotation"] == key[1]) & (lf["repeat"] == key[2])]
-    for r in lf.itertuples(index=False):
-        if r.labeler == me:
+    for r in lf.to_dict("records"):
+        if r["labeler"] == me:
             continue
-        target = judges if r.kind == "judge" else humans
-        target[str(r.labeler)] = {s: getattr(r, s) for s in stages}
+        target = judges if r["kind"] == "judge" else humans
+        target[str(r["labeler"])] = {s: r[s] for s in stages}
     return judges, humans
 
 

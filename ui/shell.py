@@ -23,6 +23,7 @@ from ui.compare import build_compare
 from ui.context import Ctx, benchmark_choices, refreshed, run_choices
 from ui.data import build_data
 from ui.glossary import glossary_html
+from ui.handlers import username
 from ui.judge import build_judge
 from ui.metrics import build_metrics
 from ui.run import build_run
@@ -78,11 +79,11 @@ def header_html(store: Store, user: str | None, local: bool) -> str:
 
 
 def request_header(store: Store, request: gr.Request | None) -> str:
-    user = getattr(request, "username", None) if request is not None else None
-    client = getattr(request, "client", None)
+    user = username(request)
+    client = getattr(request, "client", None)  # a queued gr.Request may lack what the HTTP request had
     host = getattr(client, "host", None)
     headers = dict(getattr(request, "headers", None) or {})
-    return header_html(store, str(user) if user else None, is_local_request(host, headers))
+    return header_html(store, user, is_local_request(host, headers))
 
 
 @dataclass

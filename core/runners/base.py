@@ -11,8 +11,9 @@ receives each reply's text. Runners only answer requests:
 The engine (core/runners/engine.py) drives dialogs, parses the final text with the family's parser and
 commits each `core.schema.Prediction` as soon as it exists into a `PredictionSink` (db.store.Store in the
 product). The three runner kinds and the sink are `typing.Protocol`s below; the engine and the judge type
-against them. What a runner may add (`identity()`, `warnings()`, `prepare()`, `aclose()`, `requires_images`,
-`letter_token_strings()`) is read with hasattr / getattr where it is used.
+against them. What a runner may add to answering (`identity()`, `warnings()`, `prepare()`, `aclose()`,
+`requires_images`, `letter_token_strings()`, `kind`, `concurrency`) is declared once, with its default, on
+`RunnerBase`, which every runner extends.
 
 A prompt strategy is one typed `Strategy`: its dialogue (a generator over a `PromptContext`), its defaults and
 what it adds to a run. core/prompts.py declares the built-in ones; a family brings its own in
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from core.schema import Prediction
 
 __all__ = ["Request", "Reply", "ItemView", "Task", "Dialog", "RunnerError", "text_part", "image_part",
-           "AnswerRunner", "BatchRunner", "AsyncRunner", "Runner", "ModelRunner", "PredictionSink", "PromptContext",
+           "AnswerRunner", "BatchRunner", "AsyncRunner", "Runner", "RunnerBase", "ModelRunner", "PredictionSink", "PromptContext",
            "Demo", "Dialogue", "Strategy", "StrategyOption"]
 
 
@@ -249,22 +250,66 @@ class Dialog:
         return "\n\n".join(f"[{stage}]\n{r.text}" for stage, r in zip(self.stages, self.replies, strict=True))
 
 
+class RunnerBase:
+    """What every runner may add to answering, each with its default; a runner overrides what it has."""
+
+    kind = "runner"             # its kind as a judge run's config names it ("openai", "transformers", ...)
+    concurrency = 1             # calls it answers at once (a concurrent runner's bound)
+    requires_images = False     # its processor needs an image in every prompt (PaliGemma)
+
+    def identity(self) -> dict[str, Any]:
+        """What names the model and the prompt decisions it made at load (a run's config); {}: none."""
+        return {}
+
+    def warnings(self) -> list[str]:
+        """Notes about the run's prompts, given as soon as it is loaded."""
+        return []
+
+    def prepare(self) -> None:
+        """Set-up outside the request phase (an HTTP client, its lazily imported modules)."""
+
+    def letter_token_strings(self, letters: str) -> dict[str, list[str]] | None:
+        """The token strings of each option letter, where it reads option probabilities; None: it does not."""
+        return None
+
+    async def aclose(self) -> None:
+        """Let go of what `prepare` opened."""
+
+
+class Answering(Protocol):
+    """RunnerBase's members, as the engine and the judge read them on any runner."""
+
+    kind: str
+    concurrency: int
+    requires_images: bool
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def warnings(self) -> list[str]: ...
+
+    def prepare(self) -> None: ...
+
+    def letter_token_strings(self, letters: str) -> dict[str, list[str]] | None: ...
+
+    async def aclose(self) -> None: ...
+
+
 @runtime_checkable
-class AnswerRunner(Protocol):
+class AnswerRunner(Answering, Protocol):
     """A baseline: the shown letter of a task, without a prompt (core/runners/baselines.py)."""
 
     def answer(self, task: Task) -> str: ...
 
 
 @runtime_checkable
-class BatchRunner(Protocol):
+class BatchRunner(Answering, Protocol):
     """A batched runner: one reply per request, in order (core/runners/transformers_runner.py)."""
 
     def generate(self, requests: list[Request]) -> list[Reply]: ...
 
 
 @runtime_checkable
-class AsyncRunner(Protocol):
+class AsyncRunner(Answering, Protocol):
     """A concurrent runner: one awaited reply per request (core/runners/openai_runner.py)."""
 
     async def acall(self, request: Request) -> Reply: ...

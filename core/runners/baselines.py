@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from core.errors import RunnerError
-from core.runners.base import Task
+from core.runners.base import RunnerBase, Task
 
 BASELINES = ("random", "majority", "count", "count-insufficiency", "tfidf")
 
@@ -48,7 +48,7 @@ def _option_text(question: str, options: dict[str, str]) -> str:
     return question + "\n" + "\n".join(f"{k}. {v}" for k, v in options.items())
 
 
-class Baseline:
+class Baseline(RunnerBase):
     """A fitted baseline; `answer(task)` returns the shown letter."""
 
     def __init__(self, name: str, items: Any, seed: int) -> None:

@@ -283,16 +283,17 @@ def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
     tasks = build_tasks(items, s, family, sink.image_path)
     if runner is None:
         runner = make_runner(s, items)
-    if s.input_mode == "text" and getattr(runner, "requires_images", False):
+    if s.input_mode == "text" and runner.requires_images:
         raise RunnerError(f"{s.model}: this checkpoint's processor needs an image in every prompt; "
                           "--input-mode text cannot run on it")
-    ident = dict(runner.identity()) if hasattr(runner, "identity") else {"model": s.model}
+    ident = dict(runner.identity()) or {"model": s.model}
     config = s.identity(ident.pop("model", s.model))
     config.update(ident)  # prompt decisions the runner made at load (chat template file, images_separated, ...)
     model_id = config["model"]
-    if s.probs and hasattr(runner, "letter_token_strings"):
-        config["probs_tokens"] = runner.letter_token_strings(_all_letters(tasks))
-    warnings = list(runner.warnings()) if hasattr(runner, "warnings") else []
+    tokens = runner.letter_token_strings(_all_letters(tasks)) if s.probs else None
+    if tokens is not None:
+        config["probs_tokens"] = tokens
+    warnings = list(runner.warnings())
     for w in warnings:
         if notify is not None:
             notify(w)
@@ -305,7 +306,7 @@ def run(sink: PredictionSink, s: RunSettings, runner: Runner | None = None,
     sink.set_run_status(s.run, "running")
     bar = _Progress(len(pending), s.progress, progress)
     status = "done"
-    if pending and hasattr(runner, "prepare"):
+    if pending:
         runner.prepare()  # set-up outside the request phase (an HTTP client, its lazily imported modules)
     t_send = time.perf_counter()
     try:
@@ -496,5 +497,4 @@ async def _run_async(sink: PredictionSink, s: RunSettings, runner: AsyncRunner, 
         await asyncio.gather(*(worker() for _ in range(max(1, min(s.concurrency, len(pending) or 1)))))
     finally:
         committer.close()
-        if hasattr(runner, "aclose"):
-            await runner.aclose()
+        await runner.aclose()

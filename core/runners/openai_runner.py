@@ -34,7 +34,7 @@ import orjson
 
 from core.errors import RunnerError
 from core.runners import http11
-from core.runners.base import Reply, Request
+from core.runners.base import Reply, Request, RunnerBase
 
 TRANSPORT_ENV = "CROSSCHECK_OPENAI_TRANSPORT"  # "sdk": always the SDK's HTTP client; unset / "auto": lean for http://
 RETRY_AFTER_MAX = 120.0  # seconds: a longer Retry-After is not waited for (the openai SDK's own limit, too)
@@ -107,7 +107,7 @@ def to_openai_messages(request: Request) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAIRunner:
+class OpenAIRunner(RunnerBase):
     """Bounded-concurrency chat-completions client with retries. `await acall(request)` never raises."""
 
     kind = "openai"
@@ -202,9 +202,8 @@ class OpenAIRunner:
         (retry-after-ms, or Retry-After in seconds or as an HTTP-date) is the wait when it is at most
         `retry_after_max`; a longer one is not waited for (the call fails, saying so); without one, exponential
         backoff with jitter."""
-        response = getattr(exc, "response", None)
-        if isinstance(exc, self.openai.APIStatusError) and exc.status_code in (429, 503) and response is not None:
-            wait = retry_after(response.headers)
+        if isinstance(exc, self.openai.APIStatusError) and exc.status_code in (429, 503):
+            wait = retry_after(exc.response.headers)
             if wait is not None:
                 if wait > self.retry_after_max:
                     return f"Retry-After {wait:g} s exceeds the {self.retry_after_max:g} s the runner waits at most"
@@ -230,7 +229,7 @@ class OpenAIRunner:
                     await asyncio.sleep(delay)
                     continue
                 what = type(exc).__name__
-                status = getattr(exc, "status_code", None)
+                status = exc.status_code if isinstance(exc, self.openai.APIStatusError) else None
                 msg = f"{what}{f' {status}' if status else ''}: {exc}"
                 if attempt:
                     msg += f" (after {attempt} retries)"

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import MissingPackage, RunnerError
-from core.runners.base import Reply, Request
+from core.runners.base import Reply, Request, RunnerBase
 
 TORCH_VERSION = "2.13.0"  # requirements.txt
 TORCHVISION_VERSION = "0.28.0"  # the torchvision built against torch 2.13.0 (its wheel requires torch==2.13.0)
@@ -107,12 +107,12 @@ def _load_image(path: Path) -> Any:
         return im.convert("RGB")
 
 
-class TransformersRunner:
+class TransformersRunner(RunnerBase):
     """Batched generation with a local checkpoint. `generate(requests)` answers a batch."""
 
     kind = "transformers"
 
-    def __init__(self, model_path: str | os.PathLike[str], device: str | None = None, dtype: str | None = None,
+    def __init__(self, model_path: str | os.PathLike[str], device: str | None = None,
                  chat_template: str | os.PathLike[str] | None = None) -> None:
         path = Path(model_path).expanduser()
         if not path.is_dir():
@@ -137,8 +137,7 @@ class TransformersRunner:
                               "pip install -r requirements.txt") from exc
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda")
-                                                         else torch.float32)
+        self.dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         self.path = path.resolve()
         try:
             self.processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
