@@ -19,13 +19,15 @@ from types import ModuleType
 from typing import Any
 
 import pandas as pd
+from markupsafe import Markup
 
 from core import families
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
 from db import predictions
-from ui.views.common import RunView, esc, message
+from ui.templating import render
+from ui.views.common import RunView, message
 
 OTHER_RUNS = 24  # the benchmark's runs besides the picked ones that a group view draws (all, or none when more)
 
@@ -99,5 +101,6 @@ def render_group(store: Any, benchmark: str | None, group_id: str | None, select
         return message(str(exc))
     if g is None:
         return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
-    html = view_module(g.family).render(store, g, boxes=boxes)
-    return f'<div class="cc-group" data-group="{esc(group_id)}">{html}</div>'
+    # the family view's own template wrote `view` (its data escaped there)
+    view = Markup(view_module(g.family).render(store, g, boxes=boxes))
+    return render("views/group.html", group_id=group_id, view=view)
