@@ -41,6 +41,7 @@ from ui import trace_view
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
 from ui.judge_keys import KEYS_HELP, KEYS_JS, STYLE
+from ui.templating import macro
 
 NO_CATEGORY = ("— no decisive error / not audited", "")
 
@@ -92,11 +93,10 @@ def _flags_of(values: list[Any], jd: StageJudging) -> dict[str, int | None]:
 
 def ff_html(values: list[Any], jd: StageJudging | None) -> str:
     if jd is None:
-        return "<div class='jd-ffbox'>First failure: —</div>"
+        return macro("judge.html", "first_failure")("", "")
     ff = jd.first_failure(bool(v) for v in values)
-    if ff == jd.no_failure:
-        return "<div class='jd-ffbox jd-ffok'>First failure: none (every stage correct)</div>"
-    return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {jd.stage_names[ff]}</div>"
+    return macro("judge.html", "first_failure")(ff, "" if ff == jd.no_failure else jd.stage_names[ff],
+                                               ff == jd.no_failure)
 
 
 def parse_action(text: str | None) -> dict[str, Any]:
@@ -237,20 +237,10 @@ def progress_html(store: Store, st: dict[str, Any], me: str, saved: dict[str, An
     n = len(queue)
     pos = st.get("pos", 0)
     key = json.dumps(list(queue[pos])) if pos < n else ""
-    marker = (f"<span id='jd-cur' data-key='{html.escape(key, quote=True)}' data-seq='{int(seq)}' "
-              f"data-ok='{int(ok)}' hidden></span>")
-    if n == 0:
-        return marker + "<span style='color:#6b7280'>The queue is empty.</span>"
-    mine = dbl.labeled_keys(store, st["run"], me) if me else set()
-    done = sum(1 for k in queue if tuple(k) in mine)
-    where = (f"Trace <b>{pos + 1} of {n}</b>" if pos < n else f"<b>End of the queue</b> ({n} traces)")
-    state_note = ""
-    if pos < n:
-        state_note = (" · <span style='color:#15803d'>saved</span>" if saved is not None
-                      else " · <span style='color:#6b7280'>not saved yet</span>")
-    pct = int(100 * done / n)
-    return (f"{marker}<div>{where} · <b>{done} of {n}</b> labeled by {html.escape(me or 'you')}{state_note}</div>"
-            f"<div class='jd-bar'><div style='width:{pct}%'></div></div>")
+    mine = dbl.labeled_keys(store, st["run"], me) if me and n else set()
+    return macro("judge.html", "progress")(
+        key=key, seq=int(seq), ok=int(ok), n=n, pos=pos, done=sum(1 for k in queue if tuple(k) in mine),
+        me=me or "you", saved=saved is not None)
 
 
 def show(store: Store, st: dict[str, Any], me: str, blind_on: bool, msg: str = "", seq: int = 0,
