@@ -254,7 +254,7 @@ def on_judge_tick(store: Store, jobs: Jobs, name: str | None, r: str | None, s: 
     try:
         report = on_compute(store, r, s, js.run, j2, c, cs)
     except CrosscheckError as exc:
-        return head + [catalog_signature(store), picker, judge_job.line(html.escape(str(exc)), refused=True)] + [
+        return head + [catalog_signature(store), picker, judge_job.line(str(exc), refused=True)] + [
             gr.update()] * 6
     return head + [catalog_signature(store), picker, judge_job.ended_line(js, status), *report]
 

@@ -62,3 +62,8 @@ def trusted(text: str) -> Markup:
     """The app's own stylesheet or script text (a constant of the source, never data) as it goes into a <style>
     or <script> element, where HTML escaping would break it."""
     return Markup(text)  # app constants only: see the docstring
+
+
+def style(css: str) -> str:
+    """A <style> element holding the app's own stylesheet text `css` (a constant of the source)."""
+    return macro("style.html", "style")(trusted(css))
