@@ -18,7 +18,7 @@ import gradio as gr
 from core.errors import CrosscheckError
 from db import tags as dbt
 from ui.handlers import username
-from ui.views.common import esc
+from ui.templating import macro
 
 ALL = ""
 
@@ -87,18 +87,13 @@ KEYS_HELP = ("<div class='cc-keyhelp'><kbd>j</kbd> / <kbd>→</kbd> next group �
 
 def tags_html(store: Any, bench: str | None, group_id: str | None, error: str = "") -> str:
     """The opened group's tags as chips (with note, who and when in the tooltip), and an error line if any."""
-    err = f'<div class="cc-search-error">{esc(error)}</div>' if error else ""
     gid = (group_id or "").strip()
     if not bench or not gid:
-        return err + '<div class="cc-muted" id="cc-tags-list">Open a group to tag it.</div>'
+        return macro("browse.html", "tags")(error, "", None)
     frame = dbt.tags_frame(store, bench)
     mine = frame[frame["group_id"] == gid]
-    if mine.empty:
-        return err + f'<div class="cc-muted" id="cc-tags-list" data-group="{esc(gid)}">No tags on this group.</div>'
-    chips = "".join(
-        f'<span class="cc-tag" data-tag="{esc(r.tag)}" title="{esc(r.by or "")} · {esc(r.created)}">{esc(r.tag)}'
-        f'{" — " + esc(r.note) if isinstance(r.note, str) and r.note else ""}</span>' for r in mine.itertuples())
-    return err + f'<div id="cc-tags-list" data-group="{esc(gid)}">Tags: {chips}</div>'
+    return macro("browse.html", "tags")(error, gid, [
+        (r.tag, f"{r.by or ''} · {r.created}", r.note if isinstance(r.note, str) else "") for r in mine.itertuples()])
 
 
 def change_tag(store: Any, bench: str | None, group_id: str | None, name: str | None, note: str | None,
