@@ -18,7 +18,7 @@ import gradio as gr
 from core.errors import CrosscheckError
 from db import tags as dbt
 from ui.handlers import username
-from ui.templating import macro
+from ui.templating import macro, trusted
 
 ALL = ""
 
@@ -66,8 +66,7 @@ if (!window.__ccReview) {
 }
 """
 
-STYLE = """
-<style>
+CSS = """
 .cc-keyhelp{font-size:12px;color:#6b7280}
 .cc-keyhelp kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
@@ -78,11 +77,7 @@ STYLE = """
 #cc-group-view mark{background:#fde68a;color:inherit;padding:0 1px;border-radius:2px}
 .cc-tag{display:inline-block;padding:1px 8px;margin:2px 4px 2px 0;border-radius:10px;background:#e0e7ff;color:#1e1b4b;
  font-size:12px}
-</style>
 """
-
-KEYS_HELP = ("<div class='cc-keyhelp'><kbd>j</kbd> / <kbd>→</kbd> next group · <kbd>k</kbd> / <kbd>←</kbd> previous "
-             "group (of the filtered list, across pages) · <kbd>Esc</kbd> back to the list</div>")
 
 
 def tags_html(store: Any, bench: str | None, group_id: str | None, error: str = "") -> str:
@@ -127,7 +122,7 @@ def tag_filter() -> Any:
 
 def build_tools() -> dict[str, Any]:
     """Under the group view: the keys' help, the tag row and the hidden buttons the keys press."""
-    gr.HTML(STYLE + KEYS_HELP, js_on_load=REVIEW_JS, elem_id="cc-review-js")
+    gr.HTML(macro("browse.html", "review_keys")(trusted(CSS)), js_on_load=REVIEW_JS, elem_id="cc-review-js")
     with gr.Row(equal_height=True):
         name = gr.Textbox(label="Tag", placeholder="e.g. ambiguous", scale=1, elem_id="cc-tag-name", max_lines=1)
         note = gr.Textbox(label="Note (optional)", scale=3, elem_id="cc-tag-note", max_lines=1)

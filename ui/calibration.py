@@ -34,11 +34,10 @@ from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind
 from ui.jobs import JOBS, Jobs
 from ui.judge import availability, on_availability, run_judging
-from ui.templating import macro
+from ui.templating import macro, style
 
 TEMPLATE = "calibration.html"
-STYLE = """
-<style>
+CSS = """
 .cb-table{border-collapse:collapse;width:100%;font-size:13px;margin:4px 0 12px 0;table-layout:fixed}
 .cb-table th:first-child,.cb-table td:first-child{width:260px}
 .cb-table th,.cb-table td{border-bottom:1px solid var(--border-color-primary);padding:4px 8px;text-align:left;
@@ -50,7 +49,6 @@ STYLE = """
 .cb-k{display:inline-block;min-width:46px;padding:0 4px;border-radius:4px}
 .cb-sub{color:#6b7280;font-size:12px}
 .cb-h{font-weight:600;font-size:15px;margin:14px 0 4px 0}
-</style>
 """
 
 
@@ -272,7 +270,7 @@ def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j
 
 
 def build_calibration(ctx: Ctx) -> None:
-    gr.HTML(STYLE)
+    gr.HTML(style(CSS))
     shown, note = availability(ctx.store, ctx.benchmark.value)
     avail = gr.Markdown(note, visible=bool(note), elem_id="cb-availability")
     with gr.Column(visible=shown, elem_id="cb-controls") as controls:

@@ -248,11 +248,11 @@ def build_compare(ctx: Ctx) -> None:
         fields = gr.Dropdown(label="Scene / union clusters link groups sharing a value of",
                              choices=list(stats.DEFAULT_UNION_FIELDS), value=list(stats.DEFAULT_UNION_FIELDS),
                              multiselect=True, allow_custom_value=True, scale=3, elem_id="cc-compare-cluster-fields")
-    out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")
+    out = gr.HTML(macro("compare.html", "muted")("Pick two runs and press Compare."), elem_id="cc-compare-summary")
     with gr.Row():
         which = gr.Dropdown(label="Changed groups", choices=CHANGE_FILTERS, value="changed", scale=1,
                             elem_id="cc-compare-filter")
-        gr.HTML('<div class="cc-muted">Click a row to open the group with both runs\' answers.</div>')
+        gr.HTML(macro("compare.html", "muted")("Click a row to open the group with both runs' answers."))
     table = gr.Dataframe(interactive=False, max_height=320, elem_id="cc-compare-changed", show_label=False)
     view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
     state = gr.State(None)

@@ -40,8 +40,8 @@ from db.store import Store
 from ui import trace_view
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
-from ui.judge_keys import KEYS_HELP, KEYS_JS, STYLE
-from ui.templating import macro
+from ui.judge_keys import CSS, KEYS_JS
+from ui.templating import macro, style
 
 NO_CATEGORY = ("— no decisive error / not audited", "")
 
@@ -415,7 +415,7 @@ def build_judge(ctx: Ctx) -> None:
 
 
 def _layout(ctx: Ctx) -> _Parts:
-    gr.HTML(STYLE, js_on_load=KEYS_JS, elem_id="jd-js")
+    gr.HTML(style(CSS), js_on_load=KEYS_JS, elem_id="jd-js")
     shown, note = availability(ctx.store, ctx.benchmark.value)
     avail = gr.Markdown(note, visible=bool(note), elem_id="jd-availability")
     with gr.Column(visible=shown, elem_id="jd-controls") as controls:
@@ -436,16 +436,10 @@ def _controls(ctx: Ctx) -> _Parts:
         source = gr.Dropdown(src0, value=_first_source(src0), label="Queue", scale=3, elem_id="jd-source")
         start = gr.Button("Start queue", variant="primary", scale=1, elem_id="jd-start")
     with gr.Row(equal_height=True):
-        gr.HTML(
-            "<span class='jd-mode jd-auth'>signed in: labels are saved under your login</span>"
-            if ctx.auth_enabled else
-            "<span class='jd-mode jd-unauth' title='the app runs without --auth'>unauthenticated mode: labels "
-            "are saved under the name you type (start the app with --auth for logins)</span>",
-            elem_id="jd-mode")
+        gr.HTML(macro("judge.html", "mode")(ctx.auth_enabled), elem_id="jd-mode")
         blind = gr.Checkbox(value=True, label="Blind mode: hide the judge and other annotators", scale=0,
                             min_width=360, elem_id="jd-blind")
-    progress = gr.HTML("<span style='color:#6b7280'>Choose a traces run and a queue, then Start.</span>",
-                       elem_id="jd-progress")
+    progress = gr.HTML(macro("judge.html", "waiting")(), elem_id="jd-progress")
     with gr.Row():
         with gr.Column(scale=4):
             view = gr.HTML(trace_view.render(None), elem_id="jd-view")
@@ -463,7 +457,7 @@ def _controls(ctx: Ctx) -> _Parts:
                 skip = gr.Button("Skip [S]", size="sm", elem_id="jd-skip")
                 undo_btn = gr.Button("Undo [U]", size="sm", elem_id="jd-undo")
             status = gr.Markdown("", elem_id="jd-status")
-            gr.HTML(KEYS_HELP)
+            gr.HTML(macro("judge.html", "keys_help")())
     item = gr.Textbox(visible=False, elem_id="jd-item")
     action = gr.Textbox(visible=False, elem_id="jd-action")  # filled by the keyboard queue's pre-js
     rotation = gr.Number(value=0, precision=0, visible=False)

@@ -9,7 +9,6 @@ ui/serving.py), so no page shows the store's folder.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,11 +31,6 @@ COMMON = "views/common.html"
 def text(value: Any) -> str:
     """The text a view shows for a stored value (None -> empty)."""
     return "" if value is None else str(value)
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text of any value (None -> empty), for the modules not yet on templates."""
-    return "" if value is None else html.escape(str(value), quote=True)
 
 
 def file_url(path: Any) -> str:
