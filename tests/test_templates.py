@@ -13,8 +13,16 @@ from typing import Any
 import pytest
 from markupsafe import Markup, escape
 
+from ui.audit import ToolReading
+from ui.calibration import Kappa
+from ui.compare import Differences, DiffRow
+from ui.report.page import ProvenanceRun, Section
+from ui.tables import TableCell, TableRow, TableView
 from ui.templating import ENV, TEMPLATES, macro, render, script_json, style, trusted
+from ui.trace_view import JudgedStage, Main, Side
 from ui.views import common as vc
+from ui.views.frameevidence import Fq2Column
+from ui.views.stembind import Probe
 
 ROOT = Path(__file__).resolve().parent.parent
 H = "<script>alert('x')</script>\"&"  # in every string of every sample below
@@ -39,23 +47,17 @@ DETAIL = vc.Detail(LABEL, [
     vc.DetailItem(H, H, H, MARK, [vc.Prob(H, H, H, H)], RESPONSE,
                   [vc.OtherPrediction(1, 2, MARK, ROT, H, H, True)], TRACE),
     vc.DetailItem(H, H, H, MARK, [], None, [], None)])
-TABLE = {"key": H, "title": H, "heads": [(H, H)], "note": H, "why": [H], "more": 3,
-         "rows": [{"ref": True, "labels": [(H, H, True)],
-                   "cells": [{"text": H, "sort": H, "tip": H, "run": H, "path": H, "value": H, "cls": H}]}]}
+TABLE = TableView(H, H, [(H, H)], [TableRow(True, [(H, H, True)], [TableCell(H, H, H, H, H, H, H)])], H, [H], 3)
 PCT = {"na": "", "text": H, "kn": H}
-DIFFS = {"reason": H, "rows": [{"label": H, "tip": H, "other": PCT, "this": {"na": H, "text": "", "kn": ""},
-                                "diff": {"na": "", "cls": H, "text": H, "ci": H}}],
-         "ci_tip": H, "clusters": H, "draws": H, "seed": H}
-KAPPA = {"na": None, "kappa": H, "bg": H, "ci": H, "ci_na": False, "seed": H, "prevalence": H, "small_n": H,
-         "agree": H, "n": H}
+DIFFS = Differences(H, [DiffRow(H, H, PCT, {"na": H, "text": "", "kn": ""}, {"na": "", "cls": H, "text": H, "ci": H})],
+                    H, H, H, 1)
+KAPPA = Kappa(None, H, H, H, False, 1, H, H, H, H)
 JOB = {"status": H, "held": H, "total": H, "done": H, "errors": H, "id": H, "run": H, "kind": H, "benchmark": H,
        "runner": H, "model": H, "user": H, "max": H, "value": H, "pct": H, "total_text": H, "earlier": H,
        "invalid_word": H, "invalid": H, "elapsed": H, "eta": H, "message": H}
 STEMBIND_CAT = (H, H, H)
-SIDE = {"image": (H, H), "item_id": H, "synthetic": True, "question": H, "options": [(H, H, True, True)],
-        "answer": H, "status": H, "gold": H, "correct": True, "operation": H, "load": H}
-MAIN = {"heads": [H], "blind": True, "own_name": H, "ff_text": H, "others": H, "steps": [H],
-        "rows": [{"stage": H, "name": H, "target": H, "first_failure": True, "cells": [("status", H), ("t", "")]}]}
+SIDE = Side((H, H), H, True, H, [(H, H, True, True)], H, H, H, True, H, H)
+MAIN = Main([H], True, [JudgedStage(H, H, H, [("status", H), ("t", "")], True)], H, H, H, [H])
 
 # each macro (template, name) -> calls of it, each a tuple of arguments
 MACROS: dict[tuple[str, str], list[tuple[Any, ...]]] = {
@@ -95,7 +97,7 @@ MACROS: dict[tuple[str, str], list[tuple[Any, ...]]] = {
     ("compare.html", "side_by_side"): [(H, H, [{"item_id": H, "cells": [(MARK, [(H, True)], [(H, False)])]}])],
     ("compare.html", "muted"): [(H,)],
     ("calibration.html", "reason"): [(H,)],
-    ("calibration.html", "kappa"): [(KAPPA,), ({"na": H},)],
+    ("calibration.html", "kappa"): [(KAPPA,), (Kappa(H),)],
     ("calibration.html", "pairs"): [({"heads": [H], "rows": [(H, H, H, [KAPPA])], "ceiling": [KAPPA],
                                       "gaps": [(H, [(H, H)])], "used": H, "rule": H},)],
     ("calibration.html", "second"): [({"second": H, "first": H, "stages": [H], "kappa": [KAPPA], "rho": [(H, H)],
@@ -106,7 +108,7 @@ MACROS: dict[tuple[str, str], list[tuple[Any, ...]]] = {
     ("audit.html", "problems"): [({"total": H, "ok": H, "invalid": H, "api_error": H},
                                   [{"item_id": H, "group_id": H, "rot_rep": H, "mark": MARK, "status": H,
                                     "response": H, "tool": None, "gold": H}], True)],
-    ("audit.html", "tool"): [({"tool": H, "extracted": H, "hit": H, "has_hit": True, "raw": H},)],
+    ("audit.html", "tool"): [(ToolReading(H, H, H, True, H),)],
     ("audit.html", "state"): [("reverted", H), ("stale", H)],
     ("audit.html", "history"): [([{"id": H, "item_id": H, "rot_rep": H, "method": H, "was": H, "now": H, "by": H,
                                    "created": H, "state": (H, H)}],)],
@@ -133,25 +135,23 @@ PAGES: dict[str, list[dict[str, Any]]] = {
     "views/group.html": [{"group_id": H, "view": Markup("<div>view</div>")}],
     "views/generic.html": [{**VIEW, "images": [THUMB], "cards": [CARD]}],
     "views/stembind.html": [{**VIEW, "images": [THUMB], "cards": [CARD], "n_probes": 1, "probe_runs": [LABEL],
-                             "decomposition": [{"run": LABEL, "selected": True, "kn": [(H, H)], "category": c}
+                             "decomposition": [vc.RunCounts(LABEL, True, [(H, H)], c)
                                                for c in (STEMBIND_CAT, (H, H, ""), None)],
-                             "probes": [{"n": H, "question": H, "answer": H, "options": [(H, H, True)],
-                                         "marks": [MARK]}],
+                             "probes": [Probe(1, H, [(H, H, True)], H, [MARK])],
                              "all_runs": vc.AllRuns(H, [(H, H)], [H], [H],
                                                     [vc.AnswerRow(LABEL, True, [MARK], 1, 2, [STEMBIND_CAT])], 0, "")}],
     "views/spur.html": [{**VIEW, "pics": [THUMB], "legend": [(H, H)], "n_panels": H, "others": [H],
-                         "runs": [{"run": LABEL, "selected": True, "kn": [(H, H)], "flag": True}],
+                         "runs": [vc.RunCounts(LABEL, True, [(H, H)], True)],
                          "stages": [(H, [CARD])]}],
     "views/frameevidence.html": [
         {**VIEW, "view": "fq1", "title": H, "images": [THUMB], "cards": [CARD]},
         {**VIEW, "view": "fq2", "title": H, "note": H, "question": H, "gloss": H, "options": OPTIONS,
-         "cols": [{"title": H, "pics": [THUMB], "gold": H, "gold_text": H, "answers": ANSWERS}]}],
+         "cols": [Fq2Column(H, [THUMB], H, H, ANSWERS)]}],
     "table_page.html": [{"css": trusted("body { margin: 0; }"), "table": TABLE}],
-    "trace_view.html": [{"header": H, "trace": {"side": SIDE, "main": MAIN}}, {"trace": None}],
+    "trace_view.html": [{"header": H, "side": SIDE, "main": MAIN}, {"side": None}],
     "report.html": [{"title": H, "csp": H, "css": trusted("body { margin: 0; }"), "summary": H, "chart_error": H,
-                     "provenance": {"rows": [(H, H)], "runs": [{"name": H, "synthetic": True, "cells": [H],
-                                                                "config": H}]},
-                     "sections": [{"title": H, "charts": [H], "tables": [TABLE]}],
+                     "provenance": [(H, H)], "provenance_runs": [ProvenanceRun(H, True, [H], H)],
+                     "sections": [Section(H, [H], [TABLE])],
                      "islands": [(H, '{"text": "' + H + '"}')], "scripts": [trusted("var ok = 1;")]}],
 }
 
@@ -190,7 +190,7 @@ def test_macro_escapes_hostile_text(template, name):
 def test_page_escapes_hostile_text(template):
     for context in PAGES[template]:
         out = render(template, **context)
-        if context.get("trace", True) is None:
+        if context.get("side", True) is None:
             assert "No trace selected." in out
             continue
         _escaped(out, template)

@@ -4,6 +4,7 @@ every score, Browse and export read it, without rerunning the model, and the imp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -41,13 +42,23 @@ def parse_key(key: str) -> tuple[str, int, int]:
     return item, int(r.lstrip("r")), int(rep.replace("rep", ""))
 
 
-def _tool(src: dict[str, Any] | None) -> dict[str, Any] | None:
+@dataclass(slots=True, frozen=True)
+class ToolReading:
     """The importing tool's own reading of a response (VLMEvalKit's extracted letter and hit, lmms-eval's raw
     response), beside Crosscheck's parse: its name and whichever of extracted / hit / raw it kept."""
+
+    tool: str
+    extracted: str
+    hit: str
+    has_hit: bool
+    raw: str
+
+
+def _tool(src: dict[str, Any] | None) -> ToolReading | None:
     if not src:
         return None
-    return {"tool": text(src["tool"]), "extracted": text(src.get("extracted")),
-            "hit": text(src["hit"]) if "hit" in src else "", "has_hit": "hit" in src, "raw": text(src.get("raw"))}
+    return ToolReading(text(src["tool"]), text(src.get("extracted")), text(src["hit"]) if "hit" in src else "",
+                       "hit" in src, text(src.get("raw")))
 
 
 def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, list[str]]:

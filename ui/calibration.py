@@ -13,6 +13,7 @@ agreement here when it ends. The handlers are module-level functions of the stor
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -52,21 +53,34 @@ CSS = """
 """
 
 
-def _kappa_cell(p: dict[str, Any]) -> dict[str, Any]:
-    """One kappa as its cell shows it: the value shaded green (red below 0), its interval, prevalence and the
-    small-n note, agreement and n; or n/a with the reason."""
+@dataclass(slots=True, frozen=True)
+class Kappa:
+    """One kappa as its cell shows it: the value shaded green (red below 0), its interval (or that it is n/a),
+    prevalence and the small-n note, agreement and n; `na`: the reason it is undefined (None when it is not)."""
+
+    na: str | None
+    kappa: str = ""
+    bg: str = ""
+    ci: str = ""
+    ci_na: bool = False
+    seed: int = stats.DEFAULT_SEED
+    prevalence: str = ""
+    small_n: str = ""
+    agree: str = ""
+    n: str = ""
+
+
+def _kappa_cell(p: dict[str, Any]) -> Kappa:
     if p.get("kappa") is None:
-        return {"na": str(p.get("reason") or "")}
+        return Kappa(str(p.get("reason") or ""))
     k = float(p["kappa"])
     shade = max(0.0, min(1.0, k))
     ci = p.get("kappa_ci")
-    return {"na": None, "kappa": f"{k:.3f}",
-            "bg": f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)",
-            "ci": signed_interval(ci, scale=1, digits=3) if ci else "", "ci_na": not ci and "kappa_ci" in p,
-            "seed": stats.DEFAULT_SEED,
-            "prevalence": "" if p.get("prevalence") is None else f"{100 * p['prevalence']:.0f}%",
-            "small_n": str(p.get("small_n") or ""),
-            "agree": "" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · ", "n": str(p["n"])}
+    return Kappa(None, f"{k:.3f}", f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)",
+                 signed_interval(ci, scale=1, digits=3) if ci else "", not ci and "kappa_ci" in p,
+                 prevalence="" if p.get("prevalence") is None else f"{100 * p['prevalence']:.0f}%",
+                 small_n=str(p.get("small_n") or ""),
+                 agree="" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · ", n=str(p["n"]))
 
 
 def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:

@@ -5,6 +5,7 @@ difference, and the groups that changed, each opening its group view."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -139,12 +140,34 @@ def _disagreement(res: dict[str, Any]) -> tuple[str, str] | None:
     return f"{rate.value * 100:.1f}%", f"{rate.k} of {rate.n} items; {ci}"
 
 
-def _differences(res: dict[str, Any], draws: int) -> dict[str, Any]:
-    rows = [{"label": metric_label(m), "tip": header_tip(metric_label(m)), "other": _pct(d["other"]),
-             "this": _pct(d["this"]), "diff": _diff(d["difference"], m in LOWER_IS_BETTER)}
-            for m, d in res["differences"].items()]
-    return {"reason": text(res.get("comparison", {}).get("reason")), "rows": rows, "ci_tip": header_tip("95% CI"),
-            "clusters": text(res.get("clusters", "groups")), "draws": f"{draws:,}", "seed": stats.DEFAULT_SEED}
+@dataclass(slots=True, frozen=True)
+class DiffRow:
+    """One metric of the differences table: its label and glossary tip, A (other), B (this), B − A."""
+
+    label: str
+    tip: str
+    other: dict[str, str]
+    this: dict[str, str]
+    diff: dict[str, str]
+
+
+@dataclass(slots=True, frozen=True)
+class Differences:
+    """The differences table (a reason when the comparison is undefined) and its bootstrap's settings."""
+
+    reason: str
+    rows: list[DiffRow]
+    ci_tip: str
+    clusters: str
+    draws: str
+    seed: int
+
+
+def _differences(res: dict[str, Any], draws: int) -> Differences:
+    rows = [DiffRow(metric_label(m), header_tip(metric_label(m)), _pct(d["other"]), _pct(d["this"]),
+                    _diff(d["difference"], m in LOWER_IS_BETTER)) for m, d in res["differences"].items()]
+    return Differences(text(res.get("comparison", {}).get("reason")), rows, header_tip("95% CI"),
+                       text(res.get("clusters", "groups")), f"{draws:,}", stats.DEFAULT_SEED)
 
 
 def differences_html(res: dict[str, Any], draws: int) -> str:

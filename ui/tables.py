@@ -12,6 +12,7 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,28 +51,56 @@ def _head_tip(header: str) -> str:
     return f"{tip} · click to sort" if tip else "click to sort"
 
 
-def _cell(cell: Cell) -> dict[str, Any]:
-    """One value's cell: its text, sort key and hover text; a metric's run, path and value as data- attributes
-    (tests and scripts read them)."""
+@dataclass(slots=True, frozen=True)
+class TableCell:
+    """One value's cell: its text, class, sort key and hover text; a metric's run, path (JSON) and value (JSON)
+    as data- attributes (tests and scripts read them), `run` None for a cell that is no metric's."""
+
+    text: str
+    cls: str
+    sort: str
+    tip: str
+    run: str | None = None
+    path: str = ""
+    value: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class TableRow:
+    ref: bool  # a reference row (kept at the bottom when sorting)
+    labels: list[tuple[str, str, bool]]  # (sort key, text, synthetic badge)
+    cells: list[TableCell]
+
+
+@dataclass(slots=True, frozen=True)
+class TableView:
+    """What the `metric_table` macro (ui/templates/tables.html) lays out: title, sortable header (hover text,
+    text), rows, the note and the n/a reasons (the first eight, `more` past them)."""
+
+    key: str
+    title: str
+    heads: list[tuple[str, str]]
+    rows: list[TableRow]
+    note: str
+    why: list[str]
+    more: int
+
+
+def _cell(cell: Cell) -> TableCell:
     text = display(cell)
-    out: dict[str, Any] = {"text": text, "sort": str(sort_key(cell)), "tip": tooltip(cell), "run": None,
-                           "cls": "cc-na" if text == "n/a" else ("cc-num cc-wrap" if len(text) > 16 else "cc-num")}
-    if cell.run is not None and cell.path is not None:  # long text wraps (cc-wrap)
-        out.update(run=cell.run, path=json.dumps(list(cell.path), ensure_ascii=False),
-                   value=json.dumps(value_of(cell.node)))
-    return out
+    cls = "cc-na" if text == "n/a" else ("cc-num cc-wrap" if len(text) > 16 else "cc-num")  # long text wraps
+    if cell.run is None or cell.path is None:
+        return TableCell(text, cls, str(sort_key(cell)), tooltip(cell))
+    return TableCell(text, cls, str(sort_key(cell)), tooltip(cell), cell.run,
+                     json.dumps(list(cell.path), ensure_ascii=False), json.dumps(value_of(cell.node)))
 
 
-def table_data(table: Table) -> dict[str, Any]:
-    """What the `metric_table` macro (ui/templates/tables.html) lays out: title, sortable header, rows, notes."""
+def table_data(table: Table) -> TableView:
     why = reasons(table)
-    return {"key": table.key, "title": table.title,
-            "heads": [(_head_tip(h), str(h)) for h in [*table.index, *table.columns]],
-            "rows": [{"ref": row.reference,
-                      "labels": [(str(label).lower(), str(label), row.synthetic and label == row.run)
-                                 for label in row.labels],
-                      "cells": [_cell(c) for c in row.cells]} for row in table.rows],
-            "note": table.note or "", "why": why[:8], "more": len(why) - 8}
+    return TableView(table.key, table.title, [(_head_tip(h), str(h)) for h in [*table.index, *table.columns]],
+                     [TableRow(row.reference, [(str(label).lower(), str(label), row.synthetic and label == row.run)
+                                               for label in row.labels], [_cell(c) for c in row.cells])
+                      for row in table.rows], table.note or "", why[:8], len(why) - 8)
 
 
 def table_html(table: Table) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ui.report.collect import ReportData
 from ui.tables import CSS as TABLE_CSS
-from ui.tables import SORT_JS, table_data
+from ui.tables import SORT_JS, TableView, table_data
 from ui.templating import render as render_template
 from ui.templating import trusted
 
@@ -41,7 +42,25 @@ def _script_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def _provenance(data: ReportData) -> dict[str, Any]:
+@dataclass(slots=True, frozen=True)
+class ProvenanceRun:
+    name: str
+    synthetic: bool
+    cells: list[str]  # model, runner, created, updated
+    config: str  # JSON
+
+
+@dataclass(slots=True, frozen=True)
+class Section:
+    """A Metrics section: its title, its charts (drawn by the viewer from the charts island) and tables."""
+
+    title: str
+    charts: list[str]
+    tables: list[TableView]
+
+
+def _provenance(data: ReportData) -> tuple[list[tuple[str, str]], list[ProvenanceRun]]:
+    """(what, value) rows of the tool, store and benchmark, and one row per run."""
     p = data.island["provenance"]
     rows = [("Crosscheck", f"{p['crosscheck_version']} · commit {p['git_commit']}"),
             ("Store (content sha256)", p["store_sha256"]),
@@ -49,16 +68,14 @@ def _provenance(data: ReportData) -> dict[str, Any]:
                           f"source {p['benchmark_source']}"),
             ("Benchmark (content sha256)", p["benchmark_sha256"] or "unknown"),
             ("Split scored", p["split"]), ("Written by", p["command"])]
-    runs = [{"name": r["name"], "synthetic": bool(r["synthetic"]),
-             "cells": [str(r[k] or "") for k in ("model", "runner", "created", "updated")],
-             "config": json.dumps(r["config"], ensure_ascii=False, sort_keys=True)} for r in p["runs"]]
-    return {"rows": [(k, str(v)) for k, v in rows], "runs": runs}
+    runs = [ProvenanceRun(r["name"], bool(r["synthetic"]), [str(r[k] or "") for k in ("model", "runner", "created", "updated")],
+                          json.dumps(r["config"], ensure_ascii=False, sort_keys=True)) for r in p["runs"]]
+    return [(k, str(v)) for k, v in rows], runs
 
 
-def _sections(data: ReportData) -> list[dict[str, Any]]:
-    """The Metrics sections: each one's title, chart keys and tables (ui.tables.table_data)."""
+def _sections(data: ReportData) -> list[Section]:
     page = data.page
-    return [{"title": title, "charts": chart_keys, "tables": [table_data(page.tables[k]) for k in table_keys]}
+    return [Section(title, chart_keys, [table_data(page.tables[k]) for k in table_keys])
             for _, title, table_keys, chart_keys in page.sections()]
 
 
@@ -79,9 +96,10 @@ def render(data: ReportData) -> str:
     csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
            f"script-src {' '.join(_script_hash(s) for s in scripts)}")
     charts = "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in data.charts.items()) + "}"
+    provenance, runs = _provenance(data)
     return render_template(
         "report.html", title=f"Crosscheck report: {data.island['benchmark']}", csp=csp, css=trusted(css),
-        provenance=_provenance(data), summary=summary_line(data), chart_error=data.page.chart_error or "",
+        provenance=provenance, provenance_runs=runs, summary=summary_line(data), chart_error=data.page.chart_error or "",
         sections=_sections(data), islands=[(DATA_ID, dumps(data.island)), (CHARTS_ID, charts),
                                            (IMAGES_ID, dumps(data.images))],
         scripts=[trusted(s) for s in scripts])

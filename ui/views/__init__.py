@@ -6,7 +6,8 @@ run in detail), and the benchmark's other runs only when they are few (at most O
 runs a view reads and draws what it shows, and names how many runs it left out.
 
 A family's view module (its dotted name is the family's `Family.view`, e.g. "ui.views.stembind") has
-`render(store, group, boxes)` and `CHARTS` (ui/charts.py) and may have `run_summary(records, outcomes) -> dict`,
+`render(store, group, boxes)` (the group's data, as ui/views/common.py prepares it, laid out by its template
+ui/templates/views/<name>.html) and `CHARTS` (ui/charts.py) and may have `run_summary(records, outcomes) -> dict`,
 the per-run facts its view shows beside the marks (StemBind: the stem's category); `view_module(family)` is
 the one lookup.
 """

@@ -271,6 +271,24 @@ def card(it: Mapping[str, Any], selected: Sequence[RunView], title: str, sub: st
                 answers(selected, it["item_id"]), shows=shows, hint=hint, gloss=gloss)
 
 
+@dataclass(slots=True, frozen=True)
+class RunCounts:
+    """A run's row in a view's per-run table: its label, whether it is picked, (class, k/n text) per kind or
+    stage of the group, and the family's verdict on the whole group (StemBind's category, SPUR's flag)."""
+
+    run: RunLabel
+    selected: bool
+    kn: list[tuple[str, str]]
+    verdict: Any
+
+
+def kn_cell(k: int, n: int) -> tuple[str, str]:
+    """(class, text) of k right of n answered: green when all, red when none, amber between; "–" when n is 0."""
+    if n == 0:
+        return "cc-muted", "–"
+    return ("cc-correct" if k == n else ("cc-wrong" if k == 0 else "cc-partial")), f"{k}/{n}"
+
+
 @dataclass(slots=True)
 class AnswerRow:
     run: RunLabel

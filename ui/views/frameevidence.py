@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -76,13 +77,24 @@ def _fq2_pictures(store: Any, v: str, it: dict[str, Any], mss: dict[str, Any], l
     return pics
 
 
+@dataclass(slots=True, frozen=True)
+class Fq2Column:
+    """One FQ2 variant's column: its title, the views it shows, gold (letter and text), each picked run's answer."""
+
+    title: str
+    pics: list[vc.Thumb]
+    gold: str
+    gold_text: str
+    answers: list[vc.Answer]
+
+
 def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
     items = [by_v[v] for v in FQ2_TITLES]
     lay = fq2_layout(by_v)
     mss = by_v["mss"]
     m = mss.get("meta") or {}
-    cols = [{"title": FQ2_TITLES[v], "pics": _fq2_pictures(store, v, it, mss, lay), "gold": vc.text(it["answer"]),
-             "gold_text": vc.text(it["options"].get(it["answer"], "")), "answers": vc.answers(g.selected, it["item_id"])}
+    cols = [Fq2Column(FQ2_TITLES[v], _fq2_pictures(store, v, it, mss, lay), vc.text(it["answer"]),
+                      vc.text(it["options"].get(it["answer"], "")), vc.answers(g.selected, it["item_id"]))
             for v, it in by_v.items() if v in FQ2_TITLES]
     return render_template(
         "views/frameevidence.html", view="fq2", title="FQ2 evidence triplet", group_id=g.group_id, chips=_chips(mss),

@@ -63,13 +63,9 @@ def panel_boxes(panels: list[dict[str, Any]], size: tuple[int, int]) -> vc.Panel
 
 
 def _stage_kn(rv: Any, recs: list[dict[str, Any]], stage: str) -> tuple[str, str]:
-    """(class, text) of a run's k / n correct on the figure's items of one stage."""
+    """A run's k / n correct on the figure's items of one stage."""
     ids = [r["item_id"] for r in recs if r["kind"] in STAGES[stage]]
-    n = sum(rv.answered.get(i, False) for i in ids)
-    if not n:
-        return "cc-muted", "–"
-    k = sum(rv.correct.get(i, False) for i in ids)
-    return ("cc-correct" if k == n else ("cc-wrong" if k == 0 else "cc-partial")), f"{k}/{n}"
+    return vc.kn_cell(sum(rv.correct.get(i, False) for i in ids), sum(rv.answered.get(i, False) for i in ids))
 
 
 def _flag(rv: Any, recs: list[dict[str, Any]]) -> bool:
@@ -99,9 +95,8 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
         legend = [(TYPE_COLORS.get(t, "#cf222e"), t)
                   for t in ordered((str(p.get("type")) for p in panels), list(TYPE_COLORS))]
     chosen = {r.name for r in g.selected}
-    runs = [{"run": vc.run_label(rv.record, short=True), "selected": rv.name in chosen,
-             "kn": [_stage_kn(rv, recs, s) for s in STAGES], "flag": _flag(rv, recs)}
-            for rv in g.runs if rv.answered_items()]
+    runs = [vc.RunCounts(vc.run_label(rv.record, short=True), rv.name in chosen, [_stage_kn(rv, recs, s) for s in STAGES],
+                         _flag(rv, recs)) for rv in g.runs if rv.answered_items()]
     stages = []
     for stage, tasks in STAGES.items():
         its = [r for r in recs if r["kind"] in tasks]

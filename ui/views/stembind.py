@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -33,26 +34,32 @@ def category(rv: Any) -> tuple[str, str, str] | None:
 
 
 def _kind_kn(rv: Any, recs: list[dict[str, Any]], kind: str) -> tuple[str, str]:
-    """(class, text) of a run's k / n correct on the stem's items of one kind."""
+    """A run's k / n correct on the stem's items of one kind."""
     ids = [r["item_id"] for r in recs if r["kind"] == kind]
-    k = sum(rv.correct.get(i, False) for i in ids)
-    n = sum(rv.answered.get(i, False) for i in ids)
-    if n == 0:
-        return "cc-muted", "–"
-    return ("cc-correct" if k == n else ("cc-wrong" if k == 0 else "cc-partial")), f"{k}/{n}"
+    return vc.kn_cell(sum(rv.correct.get(i, False) for i in ids), sum(rv.answered.get(i, False) for i in ids))
 
 
-def _decomposition(g: Any, recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _decomposition(g: Any, recs: list[dict[str, Any]]) -> list[vc.RunCounts]:
     chosen = {r.name for r in g.selected}
-    return [{"run": vc.run_label(rv.record, short=True), "selected": rv.name in chosen,
-             "kn": [_kind_kn(rv, recs, k) for k in ("P", "R", "F")], "category": category(rv)}
+    return [vc.RunCounts(vc.run_label(rv.record, short=True), rv.name in chosen,
+                         [_kind_kn(rv, recs, k) for k in ("P", "R", "F")], category(rv))
             for rv in g.runs if rv.answered_items()]
 
 
-def _probes(g: Any, probes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"n": i, "question": vc.text(it["question"]), "answer": vc.text(it["answer"]),
-             "options": [(k, vc.text(v), k == it["answer"]) for k, v in it["options"].items()],
-             "marks": [vc.answer_mark_of(r, it["item_id"]) for r in g.selected]}
+@dataclass(slots=True, frozen=True)
+class Probe:
+    """A P probe's row: its number, question, options inline (letter, text, gold), gold, each picked run's mark."""
+
+    n: int
+    question: str
+    options: list[tuple[str, str, bool]]
+    answer: str
+    marks: list[vc.Mark]
+
+
+def _probes(g: Any, probes: list[dict[str, Any]]) -> list[Probe]:
+    return [Probe(i, vc.text(it["question"]), [(k, vc.text(v), k == it["answer"]) for k, v in it["options"].items()],
+                  vc.text(it["answer"]), [vc.answer_mark_of(r, it["item_id"]) for r in g.selected])
             for i, it in enumerate(probes, 1)]
 
 
