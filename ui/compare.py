@@ -47,7 +47,7 @@ def metric_label(name: str) -> str:
     return METRIC_LABELS.get(name, name)
 
 
-def _pct(rate: Any) -> dict[str, str]:
+def _pct(rate: object) -> dict[str, str]:
     """A rate as the table shows it: text ("61.2%"), k/n, or why it is n/a (`na`)."""
     if isinstance(rate, Rate):
         if rate.value is None:
@@ -107,7 +107,7 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     }
 
 
-def _kpi(label: str, rate: Any, cls: str = "") -> tuple[str, str, str, str]:
+def _kpi(label: str, rate: object, cls: str = "") -> tuple[str, str, str, str]:
     """(label, value, the line under it, class) of one turnover number."""
     if isinstance(rate, Rate):
         val = "n/a" if rate.k is None else str(rate.k)

@@ -28,7 +28,7 @@ OUTCOME_MARK = {
 COMMON = "views/common.html"
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     """The text a view shows for a stored value (None -> empty)."""
     return "" if value is None else str(value)
 
@@ -279,7 +279,7 @@ class RunCounts:
     run: RunLabel
     selected: bool
     kn: list[tuple[str, str]]
-    verdict: Any
+    verdict: tuple[str, str, str] | bool | None  # StemBind: (key, label, rule) or None; SPUR: the flag
 
 
 def kn_cell(k: int, n: int) -> tuple[str, str]:
@@ -296,7 +296,7 @@ class AnswerRow:
     marks: list[Mark]
     k: int
     n: int
-    extra: list[Any]
+    extra: list[object]
 
 
 @dataclass(slots=True)
@@ -316,7 +316,7 @@ class AllRuns:
 
 
 def all_runs(g: Any, items: Sequence[Mapping[str, Any]], col_label: Callable[[Mapping[str, Any]], str] | None = None,
-             extra_cols: Sequence[tuple[str, Callable[[RunView], Any]]] = ()) -> AllRuns:
+             extra_cols: Sequence[tuple[str, Callable[[RunView], object]]] = ()) -> AllRuns:
     """The "All runs" section of group `g` (ui.views.Group): the runs it drew, those picked highlighted.
     `extra_cols` are (header, fn(RunView) -> the value its template's cell macro shows)."""
     chosen = {r.name for r in g.selected}
@@ -517,7 +517,7 @@ def _pred_outcome(p: Mapping[str, Any], gold: str) -> str:
     return "correct" if st == "ok" and p.get("answer") == gold else "wrong"
 
 
-def chips(pairs: Iterable[tuple[str, Any]]) -> list[tuple[str, str]]:
+def chips(pairs: Iterable[tuple[str, object]]) -> list[tuple[str, str]]:
     """Small 'key: value' chips for a group header (empty values skipped)."""
     return [(k, text(v)) for k, v in pairs if v not in (None, "", [])]
 

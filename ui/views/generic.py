@@ -22,7 +22,7 @@ def image_labels(records: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def item_card(it: dict[str, Any], selected: list[Any], labels: dict[str, str], title: str | None = None) -> vc.Card:
+def item_card(it: dict[str, Any], selected: Sequence[vc.RunView], labels: dict[str, str], title: str | None = None) -> vc.Card:
     shows = ", ".join(labels[h] for h in it["images"] if h in labels)
     meta = it.get("meta") or {}
     copy = meta.get("copy")

@@ -62,13 +62,13 @@ def panel_boxes(panels: list[dict[str, Any]], size: tuple[int, int]) -> vc.Panel
     return vc.PanelBoxes(w, h, boxes)
 
 
-def _stage_kn(rv: Any, recs: list[dict[str, Any]], stage: str) -> tuple[str, str]:
+def _stage_kn(rv: vc.RunView, recs: list[dict[str, Any]], stage: str) -> tuple[str, str]:
     """A run's k / n correct on the figure's items of one stage."""
     ids = [r["item_id"] for r in recs if r["kind"] in STAGES[stage]]
     return vc.kn_cell(sum(rv.correct.get(i, False) for i in ids), sum(rv.answered.get(i, False) for i in ids))
 
 
-def _flag(rv: Any, recs: list[dict[str, Any]]) -> bool:
+def _flag(rv: vc.RunView, recs: list[dict[str, Any]]) -> bool:
     """Every perception item of the figure right, a reasoning item wrong."""
     perc = [r["item_id"] for r in recs if r["kind"] in STAGES["perception"]]
     reas = [r["item_id"] for r in recs if r["kind"] in STAGES["reasoning"] and rv.answered.get(r["item_id"])]

@@ -15,6 +15,7 @@ from core.families.stembind.vocab import KINDS, SSA_LEVELS
 from core.report_tables import Cell, RunScore, Table, get, reason_of
 from ui import charts as ch
 from ui.templating import render as render_template
+from ui.views import Group
 from ui.views import common as vc
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
@@ -25,7 +26,7 @@ def run_summary(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tup
     return {"category": stem_category(records, outcomes)}
 
 
-def category(rv: Any) -> tuple[str, str, str] | None:
+def category(rv: vc.RunView) -> tuple[str, str, str] | None:
     """The run's category of the stem as its badge shows it: (key, label, rule); None when incomplete."""
     cat = (rv.summary or {}).get("category")
     if not cat:
@@ -33,13 +34,13 @@ def category(rv: Any) -> tuple[str, str, str] | None:
     return str(cat), CATEGORY_LABELS.get(cat, cat), CATEGORY_RULES.get(cat, "")
 
 
-def _kind_kn(rv: Any, recs: list[dict[str, Any]], kind: str) -> tuple[str, str]:
+def _kind_kn(rv: vc.RunView, recs: list[dict[str, Any]], kind: str) -> tuple[str, str]:
     """A run's k / n correct on the stem's items of one kind."""
     ids = [r["item_id"] for r in recs if r["kind"] == kind]
     return vc.kn_cell(sum(rv.correct.get(i, False) for i in ids), sum(rv.answered.get(i, False) for i in ids))
 
 
-def _decomposition(g: Any, recs: list[dict[str, Any]]) -> list[vc.RunCounts]:
+def _decomposition(g: Group, recs: list[dict[str, Any]]) -> list[vc.RunCounts]:
     chosen = {r.name for r in g.selected}
     return [vc.RunCounts(vc.run_label(rv.record, short=True), rv.name in chosen,
                          [_kind_kn(rv, recs, k) for k in ("P", "R", "F")], category(rv))
@@ -57,7 +58,7 @@ class Probe:
     marks: list[vc.Mark]
 
 
-def _probes(g: Any, probes: list[dict[str, Any]]) -> list[Probe]:
+def _probes(g: Group, probes: list[dict[str, Any]]) -> list[Probe]:
     return [Probe(i, vc.text(it["question"]), [(k, vc.text(v), k == it["answer"]) for k, v in it["options"].items()],
                   vc.text(it["answer"]), [vc.answer_mark_of(r, it["item_id"]) for r in g.selected])
             for i, it in enumerate(probes, 1)]
