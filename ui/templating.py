@@ -37,7 +37,7 @@ ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
-    auto_reload=False,
+    auto_reload=False,  # a template is read once per process: no stat of its file per render
 )
 ENV.filters["script_json"] = script_json
 

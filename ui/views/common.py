@@ -57,14 +57,6 @@ def run_label(run: Mapping[str, Any], short: bool = False) -> RunLabel:
     return RunLabel(name, shown, bool(run.get("synthetic")))
 
 
-def run_label_html(run: Mapping[str, Any], short: bool = False) -> str:
-    return macro(COMMON, "run_label")(run_label(run, short))
-
-
-def synthetic_badge(synthetic: bool) -> str:
-    return macro(COMMON, "synthetic_badge")() if synthetic else ""
-
-
 @dataclass(slots=True, frozen=True)
 class Mark:
     """A right / wrong mark: colour (`outcome`) plus symbol, and the answer letter when there is one."""
@@ -78,11 +70,6 @@ class Mark:
 def mark_of(outcome: str, letter: str | None = None) -> Mark:
     sym, title = OUTCOME_MARK.get(outcome, ("?", outcome))
     return Mark(outcome, sym, title, text(letter))
-
-
-def mark(outcome: str, letter: str | None = None) -> str:
-    """A right / wrong mark as HTML (the `mark` macro)."""
-    return macro(COMMON, "mark")(mark_of(outcome, letter))
 
 
 # --------------------------------------------------------------------------- images
@@ -208,10 +195,6 @@ def answer_mark_of(rv: RunView, item_id: str) -> Mark:
     pred = rv.primary(item_id)
     letter = pred.get("answer") if pred and pred.get("status") == "ok" else None
     return mark_of(rv.outcome(item_id), letter)
-
-
-def answer_mark(rv: RunView, item_id: str) -> str:
-    return macro(COMMON, "mark")(answer_mark_of(rv, item_id))
 
 
 @dataclass(slots=True, frozen=True)
