@@ -1,15 +1,16 @@
 """The marks of Browse's search (ui.browse_search.highlight) and Compare's word diff (ui.compare_diff): text only,
-escaped first, never inside a tag, an attribute, an entity or a script."""
+escaped first (as the templates escape), never inside a tag, an attribute, an entity or a script."""
 
 from __future__ import annotations
 
+from markupsafe import escape
+
 from ui.browse_search import highlight, terms_pattern
 from ui.compare_diff import word_diff
-from ui.views.common import esc
 
 
 def test_highlight_marks_words_phrases_and_prefixes_in_text_only():
-    html = (f'<div title="mirror here"><p>{esc("A mirror & <mirrors>; the red mirror")}</p>'
+    html = (f'<div title="mirror here"><p>{escape("A mirror & <mirrors>; the red mirror")}</p>'
             "<script>var mirror = 1;</script><p>amp mirrored</p></div>")
     got = highlight(html, 'mirr* NOT amp "red mirror"')
     assert got.count("<mark>") == 4  # mirror, mirrors, "red mirror", mirrored; not the script, title or amp

@@ -4,6 +4,7 @@ every score, Browse and export read it, without rerunning the model, and the imp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -17,11 +18,13 @@ from db.store import Store
 from ui.context import Ctx
 from ui.handlers import bind, username
 from ui.links import landed
-from ui.views.common import esc, mark, synthetic_badge
+from ui.templating import macro
+from ui.views.common import mark_of, text
 
 METHOD_CHOICES = [("Letter parser (FrameEvidence style)", "parser:letter"),
                   ("Tag parser (StemBind <ANSWER> style)", "parser:tag"),
                   ("Manual letter", "manual")]
+TEMPLATE = "audit.html"
 STATUS_CHOICES = [("invalid", "invalid"), ("api_error", "api_error"), ("invalid and api_error", "both")]
 
 
@@ -39,75 +42,64 @@ def parse_key(key: str) -> tuple[str, int, int]:
     return item, int(r.lstrip("r")), int(rep.replace("rep", ""))
 
 
-def _tool_cell(src: dict[str, Any] | None) -> str:
+@dataclass(slots=True, frozen=True)
+class ToolReading:
     """The importing tool's own reading of a response (VLMEvalKit's extracted letter and hit, lmms-eval's raw
-    response), beside Crosscheck's parse."""
+    response), beside Crosscheck's parse: its name and whichever of extracted / hit / raw it kept."""
+
+    tool: str
+    extracted: str
+    hit: str
+    has_hit: bool
+    raw: str
+
+
+def _tool(src: dict[str, Any] | None) -> ToolReading | None:
     if not src:
-        return '<td><span class="cc-muted">—</span></td>'
-    parts = []
-    if src.get("extracted"):
-        parts.append(f'{esc(src["tool"])} extracted <b class="cc-letter">{esc(src["extracted"])}</b>')
-    if "hit" in src:
-        parts.append(f'hit {esc(src["hit"])}')
-    if src.get("raw"):
-        parts.append(f'raw: <span class="cc-resp">{esc(src["raw"])}</span>')
-    return f'<td>{"<br>".join(parts) or esc(src["tool"])}</td>'
+        return None
+    return ToolReading(text(src["tool"]), text(src.get("extracted")), text(src["hit"]) if "hit" in src else "",
+                       "hit" in src, text(src.get("raw")))
 
 
 def problems_html(store: Any, run: str | None, which: str | None) -> tuple[str, list[str]]:
     """The audit list (escaped raw text) and the prediction keys it holds."""
     if not run:
-        return '<div class="cc-muted">pick a run</div>', []
+        return macro(TEMPLATE, "problems")(None), []
     df = dbp.problem_predictions(store, run, _statuses(which))
     counts = dbp.count_statuses(store, run)
-    head = (f'<div class="cc-summary">{sum(counts.values())} predictions: {counts.get("ok", 0)} ok, '
-            f'{counts.get("invalid", 0)} invalid, {counts.get("api_error", 0)} api_error</div>')
-    if df.empty:
-        return head + '<div class="cc-muted">nothing to audit for this status</div>', []
-    rows = []
-    keys = []
-    sources = dbf.prediction_sources(store, run)  # what VLMEvalKit / lmms-eval kept beside the raw response
-    for r in df.to_dict("records"):
-        keys.append(key_of(r))
-        tool = _tool_cell(sources.get(r["item_id"])) if sources else ""
-        rows.append(f'<tr><td>{esc(r["item_id"])}</td><td>{esc(r["group_id"])}</td><td>{int(r["rotation"])}/'
-                    f'{int(r["repeat"])}</td><td>{mark(r["status"])} {esc(r["status"])}</td>'
-                    f'<td class="cc-resp">{esc(r["response"]) or "<span class=cc-muted>(empty)</span>"}</td>{tool}'
-                    f'<td><b class="cc-letter">{esc(r["gold"])}</b></td></tr>')
-    tool_head = "<th>the tool's answer</th>" if sources else ""
-    table = ('<div class="cc-table-wrap cc-scroll"><table class="cc-answers-table cc-audit-table"><thead><tr><th>item</th>'
-             f'<th>group</th><th>rot/rep</th><th>status</th><th>raw response</th>{tool_head}<th>gold</th></tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table></div>')
-    return head + table, keys
+    sources = dbf.prediction_sources(store, run) if not df.empty else {}  # what VLMEvalKit / lmms-eval kept
+    records = df.to_dict("records")
+    rows = [{"item_id": text(r["item_id"]), "group_id": text(r["group_id"]), "rot_rep": f'{int(r["rotation"])}/{int(r["repeat"])}',
+             "mark": mark_of(r["status"]), "status": text(r["status"]), "response": text(r["response"]),
+             "tool": _tool(sources.get(r["item_id"])), "gold": text(r["gold"])} for r in records]
+    summary = {"total": sum(counts.values()), "ok": counts.get("ok", 0), "invalid": counts.get("invalid", 0),
+               "api_error": counts.get("api_error", 0)}
+    return macro(TEMPLATE, "problems")(summary, rows, bool(sources)), [key_of(r) for r in records]
 
 
 def history_html(store: Any, run: str | None) -> str:
     if not run:
         return ""
     recs = dbo.overrides(store, run)
-    if not recs:
-        return '<div class="cc-muted">no re-parse or manual answer recorded for this run</div>'
-    rows = "".join(
-        f'<tr><td>{int(o["id"])}</td><td>{esc(o["item_id"])}</td><td>{int(o["rotation"])}/{int(o["repeat"])}</td>'
-        f'<td>{esc(o["method"])}</td><td>{esc(o["old_status"])} {esc(o["old_answer"] or "")}</td>'
-        f'<td>{esc(o["new_status"])} {esc(o["new_answer"] or "")}</td><td>{esc(o["by"])}</td><td>{esc(o["created"])}</td>'
-        f'<td class="cc-override-{esc(o["state"])}">{state_text(o)}</td></tr>' for o in recs)
-    return ('<div class="cc-table-wrap"><table class="cc-answers-table cc-audit-history"><thead><tr><th>id</th>'
-            '<th>item</th><th>rot/rep</th><th>method</th><th>was</th><th>now</th><th>by</th><th>when</th>'
-            '<th>state</th></tr></thead>'
-            f'<tbody>{rows}</tbody></table></div>')
+    return macro(TEMPLATE, "history")([{
+        "id": int(o["id"]), "item_id": text(o["item_id"]), "rot_rep": f'{int(o["rotation"])}/{int(o["repeat"])}',
+        "method": text(o["method"]), "was": f'{text(o["old_status"])} {text(o["old_answer"])}',
+        "now": f'{text(o["new_status"])} {text(o["new_answer"])}', "by": text(o["by"]), "created": text(o["created"]),
+        "state": _state(o)} for o in recs])
+
+
+def _state(o: dict[str, Any]) -> tuple[str, str]:
+    """An override's state (db/overrides.py `overrides`) and what the history says of it."""
+    if o["state"] == "reverted":
+        return "reverted", text(o["reverted"])
+    if o["state"] in ("active", "superseded"):
+        return str(o["state"]), ""
+    return str(o["state"]), text(o.get("stale_reason") or "the prediction now has another raw response")
 
 
 def state_text(o: dict[str, Any]) -> str:
-    """An override's state as the history shows it (db/overrides.py `overrides`)."""
-    if o["state"] == "active":
-        return "<b>active</b>: scores read it"
-    if o["state"] == "superseded":
-        return "superseded by a newer override"
-    if o["state"] == "reverted":
-        return f"reverted {esc(o['reverted'])}"
-    why = o.get("stale_reason") or "the prediction now has another raw response"
-    return f"<b>stale</b>, inactive: {esc(why)}"
+    """An override's state as the history shows it."""
+    return macro(TEMPLATE, "state")(*_state(o))
 
 
 # --------------------------------------------------------------------------- handlers
@@ -145,12 +137,10 @@ def do_list(store: Store, run_v: str | None, which_v: str | None) -> tuple[str, 
 
 def describe(store: Store, run_v: str, res: dict[str, Any], applied: bool) -> str:
     rec = next((r for r in dbb.run_records(store, store.run(run_v)["benchmark"]) if r["name"] == run_v), {})
-    verb = "Applied" if applied else "Preview"
-    new = f"{res['status']} {res['answer'] or ''}"
-    old = f"{res['old_status']} {res['old_answer'] or ''}"
-    tail = f" (override #{res['id']})" if applied else " (nothing written yet)"
-    return (f'<div class="cc-callout">{verb}: {esc(run_v)}{synthetic_badge(bool(rec.get("synthetic")))} '
-            f'was <b>{esc(old)}</b>, now <b>{esc(new)}</b>{esc(tail)}</div>')
+    return macro(TEMPLATE, "described")(
+        verb="Applied" if applied else "Preview", run=run_v, synthetic=bool(rec.get("synthetic")),
+        old=f"{res['old_status']} {res['old_answer'] or ''}", new=f"{res['status']} {res['answer'] or ''}",
+        tail=f" (override #{res['id']})" if applied else " (nothing written yet)")
 
 
 def do_preview(store: Store, run_v: str | None, key_v: str | None, method_v: str, letter_v: str | None) -> str:
@@ -173,7 +163,7 @@ def do_revert(store: Store, run_v: str | None, rid: float | None, which_v: str |
     if not rid:
         raise CrosscheckError("enter the id of an override (see the history below)")
     dbo.revert(store, int(rid), by=username(request) or "local")
-    return (f'<div class="cc-callout">Reverted override #{int(rid)}.</div>', *_listing(store, run_v, which_v))
+    return (macro(TEMPLATE, "reverted")(int(rid)), *_listing(store, run_v, which_v))
 
 
 # --------------------------------------------------------------------------- the layout

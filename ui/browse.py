@@ -21,8 +21,9 @@ from ui.context import Ctx
 from ui.handlers import user_error
 from ui.links import View, from_request
 from ui.tables import verdict, with_verdicts
+from ui.templating import macro
 from ui.views import cache, render_group, view_of
-from ui.views.common import ZOOM_JS, esc
+from ui.views.common import ZOOM_JS
 
 PAGE_SIZE = 50
 ALL = ""
@@ -110,8 +111,8 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     for name, summ in loaded:
         columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk, lay.rules.category_labels)
     columns["question"] = bd.index.frame.loc[chunk, "question"].to_numpy()
-    summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records))
-    return {"table": pd.DataFrame(columns), "summary": browse_search.note_html(note) + summary,
+    summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records), note)
+    return {"table": pd.DataFrame(columns), "summary": summary,
             "page": page_n, "pages": pages, "counts": counts, "total": total, "n_groups": len(bd.index.frame),
             "ids": ids}
 
@@ -130,14 +131,13 @@ def _page_columns(bd: cache.BenchData, chunk: pd.Index, field: str | None) -> di
 
 
 def _summary_html(bd: cache.BenchData, pattern: str | None, total: int, shown_n: int, page_n: int, pages: int,
-                  any_runs: bool) -> str:
+                  any_runs: bool, note: str = "") -> str:
+    """The line above the list: how many groups the filters keep, which page; `note`: why a search found
+    nothing (ui.browse_search.narrow)."""
     shown = f"{(page_n - 1) * PAGE_SIZE + 1}–{(page_n - 1) * PAGE_SIZE + shown_n}" if total else "0"
-    label = dict(core_groups.patterns(bd.family)).get(pattern or "", "")
-    scope = f" matching “{esc(label)}” in any selected run" if label else ""
-    no_runs = "" if any_runs else " · pick runs in the header to see their answers and failure patterns"
-    return (f'<div class="cc-summary"><b>{total}</b> of {len(bd.index.frame)} groups{scope} · showing {shown} · '
-            f'page {page_n} of {pages}{no_runs}</div><div class="cc-muted">run columns: ✓ every item right, ✗ some '
-            'item wrong, k/n items right, ⚠n invalid or api_error responses (any rotation or repeat)</div>')
+    return macro("browse.html", "summary")(
+        note=note, total=total, n_groups=len(bd.index.frame), pattern=dict(core_groups.patterns(bd.family)).get(pattern or "", ""),
+        shown=shown, page=page_n, pages=pages, any_runs=any_runs)
 
 
 def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> list[tuple[str, str]]:

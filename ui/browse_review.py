@@ -20,7 +20,7 @@ from core.errors import CrosscheckError
 from db import tags as dbt
 from ui import slices_panel
 from ui.handlers import username
-from ui.views.common import esc
+from ui.templating import macro, trusted
 
 ALL = ""
 
@@ -68,8 +68,7 @@ if (!window.__ccReview) {
 }
 """
 
-STYLE = """
-<style>
+CSS = """
 .cc-keyhelp{font-size:12px;color:#6b7280}
 .cc-keyhelp kbd{border:1px solid #d1d5db;border-bottom-width:2px;border-radius:4px;padding:0 4px;font-size:11px;
  background:#f9fafb;color:#111}
@@ -80,27 +79,18 @@ STYLE = """
 #cc-group-view mark{background:#fde68a;color:inherit;padding:0 1px;border-radius:2px}
 .cc-tag{display:inline-block;padding:1px 8px;margin:2px 4px 2px 0;border-radius:10px;background:#e0e7ff;color:#1e1b4b;
  font-size:12px}
-</style>
 """
-
-KEYS_HELP = ("<div class='cc-keyhelp'><kbd>j</kbd> / <kbd>→</kbd> next group · <kbd>k</kbd> / <kbd>←</kbd> previous "
-             "group (of the filtered list, across pages) · <kbd>Esc</kbd> back to the list</div>")
 
 
 def tags_html(store: Any, bench: str | None, group_id: str | None, error: str = "") -> str:
     """The opened group's tags as chips (with note, who and when in the tooltip), and an error line if any."""
-    err = f'<div class="cc-search-error">{esc(error)}</div>' if error else ""
     gid = (group_id or "").strip()
     if not bench or not gid:
-        return err + '<div class="cc-muted" id="cc-tags-list">Open a group to tag it.</div>'
+        return macro("browse.html", "tags")(error, "", None)
     frame = dbt.tags_frame(store, bench)
     mine = frame[frame["group_id"] == gid]
-    if mine.empty:
-        return err + f'<div class="cc-muted" id="cc-tags-list" data-group="{esc(gid)}">No tags on this group.</div>'
-    chips = "".join(
-        f'<span class="cc-tag" data-tag="{esc(r.tag)}" title="{esc(r.by or "")} · {esc(r.created)}">{esc(r.tag)}'
-        f'{" — " + esc(r.note) if isinstance(r.note, str) and r.note else ""}</span>' for r in mine.itertuples())
-    return err + f'<div id="cc-tags-list" data-group="{esc(gid)}">Tags: {chips}</div>'
+    return macro("browse.html", "tags")(error, gid, [
+        (r.tag, f"{r.by or ''} · {r.created}", r.note if isinstance(r.note, str) else "") for r in mine.itertuples()])
 
 
 def change_tag(store: Any, bench: str | None, group_id: str | None, name: str | None, note: str | None,
@@ -134,7 +124,7 @@ def tag_filter() -> Any:
 
 def build_tools() -> dict[str, Any]:
     """Under the group view: the keys' help, the tag row and the hidden buttons the keys press."""
-    gr.HTML(STYLE + KEYS_HELP, js_on_load=REVIEW_JS, elem_id="cc-review-js")
+    gr.HTML(macro("browse.html", "review_keys")(trusted(CSS)), js_on_load=REVIEW_JS, elem_id="cc-review-js")
     with gr.Row(equal_height=True):
         name = gr.Textbox(label="Tag", placeholder="e.g. ambiguous", scale=1, elem_id="cc-tag-name", max_lines=1)
         note = gr.Textbox(label="Note (optional)", scale=3, elem_id="cc-tag-note", max_lines=1)

@@ -17,7 +17,6 @@ import pandas as pd
 from core import groups as core_groups
 from db import search as dbs
 from db import tags as dbt
-from ui.views.common import esc
 
 _OPERATORS = {"AND", "OR", "NOT", "NEAR"}
 _SKIP = ("script", "style", "textarea")
@@ -41,10 +40,6 @@ def narrow(store: Any, bd: Any, base: pd.Index, runs: list[str], query: str | No
                 note = str(exc)
         base = base[base.isin(typed) | base.isin(list(found))]
     return base, note
-
-
-def note_html(note: str) -> str:
-    return f'<div class="cc-search-error" role="alert">{esc(note)}</div>' if note else ""
 
 
 def terms_pattern(query: str | None) -> re.Pattern[str] | None:
@@ -91,7 +86,8 @@ def highlight(html_text: str, query: str | None) -> str:
         elif skip is not None or not piece:
             out.append(piece)
         else:
-            out.append("".join(
-                part if part.startswith("&") else pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", part)
-                for part in re.split(r"(&#?\w+;)", piece)))
+            # the text between tags, entities left out, is text the templates escaped already: a match is
+            # wrapped as it stands
+            out.append("".join(part if part.startswith("&") else pattern.sub(r"<mark>\g<0></mark>", part)
+                               for part in re.split(r"(&#?\w+;)", piece)))
     return "".join(out)

@@ -13,6 +13,7 @@ agreement here when it ends. The handlers are module-level functions of the stor
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -34,9 +35,10 @@ from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind
 from ui.jobs import JOBS, Jobs
 from ui.judge import availability, on_availability, run_judging
+from ui.templating import macro, style
 
-STYLE = """
-<style>
+TEMPLATE = "calibration.html"
+CSS = """
 .cb-table{border-collapse:collapse;width:100%;font-size:13px;margin:4px 0 12px 0;table-layout:fixed}
 .cb-table th:first-child,.cb-table td:first-child{width:260px}
 .cb-table th,.cb-table td{border-bottom:1px solid var(--border-color-primary);padding:4px 8px;text-align:left;
@@ -48,45 +50,43 @@ STYLE = """
 .cb-k{display:inline-block;min-width:46px;padding:0 4px;border-radius:4px}
 .cb-sub{color:#6b7280;font-size:12px}
 .cb-h{font-weight:600;font-size:15px;margin:14px 0 4px 0}
-</style>
 """
 
 
-def _kappa_cell(p: dict[str, Any]) -> str:
+@dataclass(slots=True, frozen=True)
+class Kappa:
+    """One kappa as its cell shows it: the value shaded green (red below 0), its interval (or that it is n/a),
+    prevalence and the small-n note, agreement and n; `na`: the reason it is undefined (None when it is not)."""
+
+    na: str | None
+    kappa: str = ""
+    bg: str = ""
+    ci: str = ""
+    ci_na: bool = False
+    seed: int = stats.DEFAULT_SEED
+    prevalence: str = ""
+    small_n: str = ""
+    agree: str = ""
+    n: str = ""
+
+
+def _kappa_cell(p: dict[str, Any]) -> Kappa:
     if p.get("kappa") is None:
-        return (f"<td class='num cb-na' title='{html.escape(str(p.get('reason') or ''), quote=True)}'>n/a"
-                f"<div class='cb-sub'>{html.escape(str(p.get('reason') or ''))}</div></td>")
+        return Kappa(str(p.get("reason") or ""))
     k = float(p["kappa"])
     shade = max(0.0, min(1.0, k))
-    bg = f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)"
-    agree = "" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · "
-    return (f"<td class='num'><span class='cb-k' style='background:{bg}'><b>{k:.3f}</b></span>"
-            f"{_kappa_extra(p)}<div class='cb-sub'>{agree}n={p['n']}</div></td>")
-
-
-def _kappa_extra(p: dict[str, Any]) -> str:
-    """The kappa's 95% cluster-bootstrap interval, the prevalence and the small-n note (core.calibration)."""
-    out = ""
     ci = p.get("kappa_ci")
-    if ci:
-        out += (f"<div class='cb-sub cb-ci' title='95% percentile cluster-bootstrap interval of kappa (traces of one "
-                f"item resampled together; 20,000 draws, seed {stats.DEFAULT_SEED})'>95% CI "
-                f"{signed_interval(ci, scale=1, digits=3)}</div>")
-    elif "kappa_ci" in p:
-        out += "<div class='cb-sub cb-ci'>95% CI n/a (too few labels of both classes)</div>"
-    if p.get("prevalence") is not None:
-        out += (f"<div class='cb-sub' title='share of labels 1 (stage correct) over both labelers; near 0% or 100% "
-                f"kappa stays low however often the labelers agree'>prevalence {100 * p['prevalence']:.0f}%</div>")
-    if p.get("small_n"):
-        out += f"<div class='cb-sub cb-small-n'>{html.escape(p['small_n'])}</div>"
-    return out
+    return Kappa(None, f"{k:.3f}", f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)",
+                 signed_interval(ci, scale=1, digits=3) if ci else "", not ci and "kappa_ci" in p,
+                 prevalence="" if p.get("prevalence") is None else f"{100 * p['prevalence']:.0f}%",
+                 small_n=str(p.get("small_n") or ""),
+                 agree="" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · ", n=str(p["n"]))
 
 
 def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:
     pairs = rep.get("pairs") or []
     if not pairs:
-        return ("<div class='cb-na'>No pair of labelers on these traces yet: label traces in the Judge tab (or import "
-                "labels: <code>python app.py import-labels</code>) and run a judge above.</div>")
+        return macro(TEMPLATE, "pairs")(None)
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for p in pairs:
         rows.setdefault((p["a"], p["b"]), {"kind": p["pair_kind"]})[p["stage"]] = p
@@ -94,34 +94,17 @@ def pairs_table(rep: dict[str, Any], jd: StageJudging) -> str:
                                          if rows[ab]["kind"] in ("judge-human", "human-human", "judge-judge") else 9,
                                          ab))
     stages = jd.stages
-    head = "".join(f"<th>{s} {jd.stage_names[s]}</th>" for s in stages)
-    body = []
-    for ab in order:
-        r = rows[ab]
-        body.append(f"<tr><td>{html.escape(ab[0])} <span class='cb-kind'>vs</span> {html.escape(ab[1])}"
-                    f"<div class='cb-kind'>{html.escape(r['kind'])}</div></td>"
-                    + "".join(_kappa_cell(r[s]) for s in stages) + "</tr>")
     ceil = rep.get("human_ceiling") or {}
-    cells = []
-    for s in stages:
-        c = ceil.get(s) or {}
-        cells.append(_kappa_cell({"kappa": c.get("kappa"), "reason": c.get("reason"), "agreement": None,
-                                  "n": f"{c.get('n_pairs', 0)} pair(s)"}))
-    used = "; ".join(f"{a}–{b}" for a, b in rep.get("ceiling_pairs") or []) or "no annotator pair"
-    rule = "chosen" if rep.get("ceiling_rule") == "chosen pairs" else "every annotator pair"
-    body.append(f"<tr class='cb-ceiling'><td>human ceiling<div class='cb-kind'>mean kappa of {html.escape(used)} "
-                f"({rule})</div></td>" + "".join(cells) + "</tr>")
-    for judge, row in (rep.get("judge_vs_ceiling") or {}).items():
-        tds = []
-        for s in stages:
-            g = row[s]
-            tds.append("<td class='num cb-na'>n/a</td>" if g["gap"] is None else
-                       f"<td class='num'>{g['gap']:+.3f}<div class='cb-sub'>vs humans {g['kappa_vs_humans']:.3f}"
-                       "</div></td>")
-        body.append(f"<tr><td>gap to ceiling: {html.escape(judge)}<div class='cb-kind'>ceiling − mean judge-annotator "
-                    "kappa</div></td>" + "".join(tds) + "</tr>")
-    return (f"<table class='cb-table'><thead><tr><th>pair</th>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
-            "</table>")
+    ceiling = [_kappa_cell({"kappa": c.get("kappa"), "reason": c.get("reason"), "agreement": None,
+                            "n": f"{c.get('n_pairs', 0)} pair(s)"}) for c in (ceil.get(s) or {} for s in stages)]
+    gaps = [(judge, [None if row[s]["gap"] is None else (f"{row[s]['gap']:+.3f}", f"{row[s]['kappa_vs_humans']:.3f}")
+                     for s in stages]) for judge, row in (rep.get("judge_vs_ceiling") or {}).items()]
+    return macro(TEMPLATE, "pairs")({
+        "heads": [f"{s} {jd.stage_names[s]}" for s in stages],
+        "rows": [(a, b, rows[(a, b)]["kind"], [_kappa_cell(rows[(a, b)][s]) for s in stages]) for a, b in order],
+        "ceiling": ceiling, "gaps": gaps,
+        "used": "; ".join(f"{a}–{b}" for a, b in rep.get("ceiling_pairs") or []) or "no annotator pair",
+        "rule": "chosen" if rep.get("ceiling_rule") == "chosen pairs" else "every annotator pair"})
 
 
 def summary_md(rep: dict[str, Any], jd: StageJudging) -> str:
@@ -165,62 +148,43 @@ def ff_figure(rep: dict[str, Any], jd: StageJudging) -> go.Figure:
 def second_html(rep: dict[str, Any]) -> str:
     sj = rep.get("second_judge") or {}
     if "reason" in sj:
-        return f"<div class='cb-na'>{html.escape(sj['reason'])}</div>"
+        return macro(TEMPLATE, "reason")(sj["reason"])
     stages = list(sj["spearman"])  # the stages in order, as core.calibration.second_judge lists them
-    esc = html.escape
     pairs = {p["stage"]: p for p in sj.get("pairs", [])}
-    head = "".join(f"<th>{s}</th>" for s in stages)
-    kap = "".join(_kappa_cell(pairs[s]) if s in pairs else "<td class='cb-na'>n/a</td>" for s in stages)
-    rho = "".join(
-        f"<td class='num'>{r['rho']:.3f}<div class='cb-sub'>{r['n_runs']} runs</div></td>" if r["rho"] is not None
-        else f"<td class='num cb-na'>n/a<div class='cb-sub'>{esc(r['reason'] or '')}</div></td>"
-        for r in (sj["spearman"][s] for s in stages))
-    shift = "".join("<td class='num cb-na'>n/a</td>" if sj["mean_shift"][s] is None
-                    else f"<td class='num'>{100 * sj['mean_shift'][s]:+.1f} pp</td>" for s in stages)
     wp = sj["weakest_preserved"]
-    wp_txt = (f"{wp['k']} of {wp['n']} runs" if wp.get("value") is not None else f"n/a ({esc(wp.get('reason') or '')})")
+
     def pct(rate: dict[str, Any]) -> str:
         return "n/a" if rate.get("value") is None else f"{100 * rate['value']:.1f}"
 
-    rows = []
-    for run_name, r in sj["runs"].items():
-        cells = "".join(f"<td class='num'>{pct(r['first'][s])} / {pct(r['second'][s])}</td>" for s in stages)
-        mark = ("<span class='cc-correct'>✓</span>" if r["weakest_preserved"]
-                else "<span class='cc-wrong'>✗</span>")  # green / red as in every view (assets/views.css)
-        rows.append(f"<tr><td>{esc(run_name)}</td>{cells}<td>{esc(str(r['weakest_first']))} / "
-                    f"{esc(str(r['weakest_second']))} {mark}</td></tr>")
-    runs = "".join(rows)
-    return (f"<div class='cb-h'>Second judge {esc(sj['second'])} vs first {esc(sj['first'])}</div>"
-            f"<table class='cb-table'><thead><tr><th></th>{head}</tr></thead><tbody>"
-            f"<tr><td>kappa (same traces)</td>{kap}</tr><tr><td>Spearman rho of the model ranking by stage "
-            f"accuracy</td>{rho}</tr><tr><td>mean StepAcc shift (second − first)</td>{shift}</tr></tbody></table>"
-            f"<div>Weakest stage preserved: <b>{wp_txt}</b></div>"
-            f"<table class='cb-table'><thead><tr><th>run (StepAcc % first / second)</th>{head}<th>weakest</th></tr>"
-            f"</thead><tbody>{runs}</tbody></table>")
+    return macro(TEMPLATE, "second")({
+        "second": str(sj["second"]), "first": str(sj["first"]), "stages": stages,
+        "kappa": [_kappa_cell(pairs[s]) if s in pairs else None for s in stages],
+        "rho": [(f"{r['rho']:.3f}", f"{r['n_runs']} runs") if r["rho"] is not None else (None, str(r["reason"] or ""))
+                for r in (sj["spearman"][s] for s in stages)],
+        "shift": [None if sj["mean_shift"][s] is None else f"{100 * sj['mean_shift'][s]:+.1f} pp" for s in stages],
+        "preserved": f"{wp['k']} of {wp['n']} runs" if wp.get("value") is not None else f"n/a ({wp.get('reason') or ''})",
+        "runs": [(run_name, [f"{pct(r['first'][s])} / {pct(r['second'][s])}" for s in stages],
+                  f"{r['weakest_first']} / {r['weakest_second']}", bool(r["weakest_preserved"]))
+                 for run_name, r in sj["runs"].items()]})
 
 
 def audit_html(rep: dict[str, Any]) -> str:
     ea = rep.get("error_audit") or {}
     if "reason" in ea:
-        return f"<div class='cb-na'>{html.escape(ea['reason'])}</div>"
-    esc = html.escape
+        return macro(TEMPLATE, "reason")(ea["reason"])
     blocks = []
     for title, group in (("by strategy (pooled)", ea.get("by_strategy", {})), ("by run", ea.get("by_run", {}))):
         for name, res in group.items():
             if "per_100" not in res:
-                blocks.append(f"<div class='cb-sub'>{esc(name)}: {esc(str(res.get('reason', '')))}</div>")
+                blocks.append({"name": name, "reason": str(res.get("reason", ""))})
                 continue
-            cats = list(res["per_100"])
-            cols = [("all", res)]
             terc = res.get("by_tercile") or {}
-            cols += [(f"{t} third", v) for t, v in terc.items() if isinstance(v, dict) and "per_100" in v]
-            head = "".join(f"<th>{esc(c)}<div class='cb-sub'>n={v['n_items']}</div></th>" for c, v in cols)
-            body = "".join(f"<tr><td>{esc(c.replace('_', ' '))}</td>" + "".join(
-                f"<td class='num'>{v['per_100'].get(c, 0):.1f}</td>" for _, v in cols) + "</tr>" for c in cats)
-            blocks.append(f"<div class='cb-h'>{esc(name)} <span class='cb-sub'>{esc(title)}</span></div>"
-                          f"<table class='cb-table'><thead><tr><th>per 100 F items</th>{head}</tr></thead>"
-                          f"<tbody>{body}</tbody></table>")
-    return "".join(blocks)
+            cols = [("all", res), *((f"{t} third", v) for t, v in terc.items() if isinstance(v, dict) and "per_100" in v)]
+            blocks.append({"name": name, "reason": None, "title": title,
+                           "heads": [(c, v["n_items"]) for c, v in cols],
+                           "rows": [(c.replace("_", " "), [f"{v['per_100'].get(c, 0):.1f}" for _, v in cols])
+                                    for c in res["per_100"]]})
+    return macro(TEMPLATE, "audit")(blocks)
 
 
 # --------------------------------------------------------------------------- handlers
@@ -302,7 +266,7 @@ def on_judge_tick(store: Store, jobs: Jobs, name: str | None, r: str | None, s: 
     try:
         report = on_compute(store, r, s, js.run, j2, c, cs)
     except CrosscheckError as exc:
-        return head + [catalog_signature(store), picker, judge_job.line(html.escape(str(exc)), refused=True)] + [
+        return head + [catalog_signature(store), picker, judge_job.line(str(exc), refused=True)] + [
             gr.update()] * 6
     return head + [catalog_signature(store), picker, judge_job.ended_line(js, status), *report]
 
@@ -320,7 +284,7 @@ def refresh_pickers(store: Store, r: str | None, s: str | None, j: str | None, j
 
 
 def build_calibration(ctx: Ctx) -> None:
-    gr.HTML(STYLE)
+    gr.HTML(style(CSS))
     shown, note = availability(ctx.store, ctx.benchmark.value)
     avail = gr.Markdown(note, visible=bool(note), elem_id="cb-availability")
     with gr.Column(visible=shown, elem_id="cb-controls") as controls:

@@ -131,7 +131,7 @@ def figure_html(fig: go.Figure) -> str:
 
 @dataclass(frozen=True)
 class FamilyCharts:
-    """What the Metrics tab shows for one family: `CHARTS` at the end of ui/views/<name>.py."""
+    """What the Metrics tab shows for one family: the `charts` of its `ui.views.FamilyView`."""
 
     # (section title, [table keys], [chart keys]) in display order; keys missing for a selection (a table with
     # no rows) are skipped

@@ -5,6 +5,7 @@ difference, and the groups that changed, each opening its group view."""
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -24,8 +25,9 @@ from ui.handlers import user_error
 from ui.links import View, from_request, landed
 from ui.metrics import CLUSTER_CHOICES, clusterings_of, union_field_choices
 from ui.tables import verdict, with_verdicts
+from ui.templating import macro
 from ui.views import cache, render_group
-from ui.views.common import ZOOM_JS, esc, run_label_html
+from ui.views.common import ZOOM_JS, run_label, text
 
 CHANGE_FILTERS = [("All changed groups", "changed"), ("Newly wrong somewhere", "lost"),
                   ("Newly right somewhere", "gained"), *[(t, t) for t in core_groups.TRANSITIONS]]
@@ -37,26 +39,27 @@ def metric_label(col: Column) -> str:
     return at.metric.title(*at.keys)
 
 
-def _pct(rate: Any) -> str:
+def _pct(rate: object) -> dict[str, str]:
+    """A rate as the table shows it: text ("61.2%"), k/n, or why it is n/a (`na`)."""
     if isinstance(rate, Rate):
         if rate.value is None:
-            return f'<span class="cc-muted" title="{esc(rate.reason)}">n/a ({esc(rate.reason)})</span>'
-        kn = f' <span class="cc-muted">{rate.k}/{rate.n}</span>' if rate.k is not None and rate.n else ""
-        return f"{rate.value * 100:.1f}%{kn}"
-    return esc(rate)
+            return {"na": text(rate.reason), "text": "", "kn": ""}
+        return {"na": "", "text": f"{rate.value * 100:.1f}%",
+                "kn": f"{rate.k}/{rate.n}" if rate.k is not None and rate.n else ""}
+    return {"na": "", "text": text(rate), "kn": ""}
 
 
-def _diff(rate: Rate, lower_is_better: bool = False) -> tuple[str, str]:
+def _diff(rate: Rate, lower_is_better: bool = False) -> dict[str, str]:
+    """A difference: its text in points, coloured by whether it is better (`cls`), and its interval."""
     if rate.value is None:
-        return f'<span class="cc-muted">n/a ({esc(rate.reason)})</span>', ""
+        return {"na": text(rate.reason), "cls": "", "text": "", "ci": ""}
     better = -rate.value if lower_is_better else rate.value
-    cls = "cc-correct" if better > 0 else ("cc-wrong" if better < 0 else "")
     ci = ""
     if rate.ci:
         lo, hi = rate.ci
-        sig = " *" if lo > 0 or hi < 0 else ""
-        ci = f"{signed_interval((lo, hi))}{sig}"
-    return f'<span class="{cls}">{fmt_signed(rate.value * 100)} pts</span>', ci
+        ci = f"{signed_interval((lo, hi))}{' *' if lo > 0 or hi < 0 else ''}"
+    return {"na": "", "cls": "cc-correct" if better > 0 else ("cc-wrong" if better < 0 else ""),
+            "text": f"{fmt_signed(rate.value * 100)} pts", "ci": ci}
 
 
 # The resample counts W (draws x clusters) every comparison of a benchmark's split draws: the same for every pair
@@ -96,76 +99,74 @@ def compare_runs(store: Any, bench: str, run_a: str, run_b: str, split: str | No
     }
 
 
+def _kpi(label: str, rate: object, cls: str = "") -> tuple[str, str, str, str]:
+    """(label, value, the line under it, class) of one turnover number."""
+    if isinstance(rate, Rate):
+        val = "n/a" if rate.k is None else str(rate.k)
+        sub = f"of {rate.n} items" if rate.n else text(rate.reason)
+    else:
+        val, sub = (f"{rate:+d}" if isinstance(rate, int) else text(rate)), "items"
+    return label, val, sub, cls
+
+
 def summary_html(store: Any, bench: str, run_a: str, run_b: str, res: dict[str, Any], draws: int) -> str:
     recs = {r["name"]: r for r in dbb.run_records(store, bench)}
-    a, b = run_label_html(recs[run_a]), run_label_html(recs[run_b])
     t = res["turnover"]
-
-    def kpi(label: str, rate: Any, cls: str = "") -> str:
-        if isinstance(rate, Rate):
-            val = "n/a" if rate.k is None else str(rate.k)
-            sub = f"of {rate.n} items" if rate.n else esc(rate.reason or "")
-        else:
-            val, sub = (f"{rate:+d}" if isinstance(rate, int) else esc(rate)), "items"
-        return f'<div class="cc-kpi {cls}"><span class="cc-muted">{esc(label)}</span><b>{val}</b>' \
-               f'<span class="cc-muted">{sub}</span></div>'
-
-    kpis = (kpi("newly correct", t["newly_correct"], "cc-up") + kpi("newly incorrect", t["newly_incorrect"], "cc-down")
-            + kpi("net", t["net"]) + kpi("both correct", t["both_correct"]) + kpi("both wrong", t["both_wrong"]))
-    c = res["counts"]
-    grid = ('<table class="cc-answers-table cc-transitions"><thead><tr><th>groups</th><th>B all correct</th>'
-            '<th>B not all correct</th></tr></thead><tbody>'
-            f'<tr><th>A all correct</th><td>{c["correct → correct"]}</td><td class="cc-wrong">{c["correct → wrong"]}</td></tr>'
-            f'<tr><th>A not all correct</th><td class="cc-correct">{c["wrong → correct"]}</td><td>{c["wrong → wrong"]}</td>'
-            '</tr></tbody></table>')
-    diffs = differences_html(res, draws)
-    n_changed = int(res["transitions"]["changed"].sum())
-    kpis += disagreement_html(res)
-    return (f'<div class="cc-view"><div class="cc-view-head"><div class="cc-view-title">A = {a} &nbsp;→&nbsp; B = {b}'
-            f'</div></div><div class="cc-section-title" title="{esc(header_tip("Turnover 000 §6.2"))}">Item '
-            f'turnover (000 §6.2)</div><div class="cc-kpis">{kpis}</div>'
-            f'<div class="cc-cols cc-cols-2 cc-compare-cols"><div><div class="cc-section-title">Group transitions (every item of the '
-            f'group correct?)</div>{grid}<div class="cc-muted">{len(res["transitions"])} groups answered by both runs; '
-            f'{n_changed} with at least one item changing correctness.</div></div><div><div class="cc-section-title">'
-            f'Metric differences</div>{diffs}</div></div></div>')
+    kpis = [_kpi("newly correct", t["newly_correct"], "cc-up"), _kpi("newly incorrect", t["newly_incorrect"], "cc-down"),
+            _kpi("net", t["net"]), _kpi("both correct", t["both_correct"]), _kpi("both wrong", t["both_wrong"])]
+    return macro("compare.html", "summary")(
+        a=run_label(recs[run_a]), b=run_label(recs[run_b]), turnover_tip=header_tip("Turnover 000 §6.2"), kpis=kpis,
+        dis=_disagreement(res), counts=res["counts"], n_groups=len(res["transitions"]),
+        n_changed=int(res["transitions"]["changed"].sum()), diffs=_differences(res, draws))
 
 
-def disagreement_html(res: dict[str, Any]) -> str:
+def _disagreement(res: dict[str, Any]) -> tuple[str, str] | None:
     """Cross-run disagreement (000 App. A): the share of items whose answer letters differ, with its interval."""
     rate = res.get("comparison", {}).get("disagreement")
     if not isinstance(rate, Rate):
-        return ""
+        return None
     if rate.value is None:
-        val, sub = "n/a", esc(rate.reason or "")
-    else:
-        ci = f"95% CI [{rate.ci[0] * 100:.1f}, {rate.ci[1] * 100:.1f}]% over {esc(res.get('clusters', 'groups'))}" \
-            if rate.ci else ""
-        val, sub = f"{rate.value * 100:.1f}%", f"{rate.k} of {rate.n} items; {ci}"
-    return (f'<div class="cc-kpi" id="cc-disagreement" title="Answer letters differ (000 App. A, GPT cross-run '
-            f'stability): items whose rotation-0 answers are not the same valid letter, with the percentile cluster '
-            f'bootstrap interval under the chosen clustering"><span class="cc-muted">answer letters differ</span>'
-            f'<b>{val}</b><span class="cc-muted">{sub}</span></div>')
+        return "n/a", text(rate.reason)
+    ci = f"95% CI [{rate.ci[0] * 100:.1f}, {rate.ci[1] * 100:.1f}]% over {res.get('clusters', 'groups')}" \
+        if rate.ci else ""
+    return f"{rate.value * 100:.1f}%", f"{rate.k} of {rate.n} items; {ci}"
+
+
+@dataclass(slots=True, frozen=True)
+class DiffRow:
+    """One metric of the differences table: its label and glossary tip, A (other), B (this), B − A."""
+
+    label: str
+    tip: str
+    other: dict[str, str]
+    this: dict[str, str]
+    diff: dict[str, str]
+
+
+@dataclass(slots=True, frozen=True)
+class Differences:
+    """The differences table (a reason when the comparison is undefined) and its bootstrap's settings."""
+
+    reason: str
+    rows: list[DiffRow]
+    ci_tip: str
+    clusters: str
+    draws: str
+    seed: int
+
+
+def _differences(res: dict[str, Any], draws: int) -> Differences:
+    columns = res.get("comparison", {}).get("columns", {})  # each difference's declaration (core.catalogue)
+    rows = [DiffRow(metric_label(columns[m]), header_tip(metric_label(columns[m])), _pct(d["other"]), _pct(d["this"]),
+                    _diff(d["difference"], placed(columns[m]).metric.lower_is_better))
+            for m, d in res["differences"].items()]
+    return Differences(text(res.get("comparison", {}).get("reason")), rows, header_tip("95% CI"),
+                       text(res.get("clusters", "groups")), f"{draws:,}", stats.DEFAULT_SEED)
 
 
 def differences_html(res: dict[str, Any], draws: int) -> str:
     """The metric differences: A, B, B − A (this − other, B being this run) and the paired interval."""
-    rows = []
-    reason = res.get("comparison", {}).get("reason")
-    if reason:
-        rows.append(f'<tr><td colspan="5" class="cc-muted">n/a ({esc(reason)})</td></tr>')
-    columns = res.get("comparison", {}).get("columns", {})
-    for m, d in res["differences"].items():
-        label = metric_label(columns[m])
-        diff, ci = _diff(d["difference"], placed(columns[m]).metric.lower_is_better)
-        rows.append(f'<tr><th title="{esc(header_tip(label))}">{esc(label)}</th>'
-                    f'<td class="cc-num">{_pct(d["other"])}</td>'
-                    f'<td class="cc-num">{_pct(d["this"])}</td><td class="cc-num">{diff}</td><td class="cc-num">{ci}</td></tr>')
-    return ('<table class="cc-answers-table cc-ci-table"><thead><tr><th>metric</th><th>A</th><th>B</th>'
-            '<th title="this run (B) minus the other (A), as score --run B --compare A">B − A (this − other)</th>'
-            f'<th title="{esc(header_tip("95% CI"))}">95% CI (paired)</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f'<div class="cc-muted">Percentile cluster bootstrap over {esc(res.get("clusters", "groups"))}, both '
-            f'runs resampled with the same clusters in each of {draws:,} draws (seed {stats.DEFAULT_SEED}); * = the '
-            'interval excludes 0. The same numbers as <code>score --run B --compare A</code>.</div>')
+    return macro("compare.html", "differences")(_differences(res, draws))
 
 
 def changed_table(trans: pd.DataFrame, which: str | None) -> pd.DataFrame:
@@ -284,11 +285,11 @@ def build_compare(ctx: Ctx) -> None:
         fields = gr.Dropdown(label="Scene / union clusters link groups sharing a value of",
                              choices=list(stats.DEFAULT_UNION_FIELDS), value=list(stats.DEFAULT_UNION_FIELDS),
                              multiselect=True, allow_custom_value=True, scale=3, elem_id="cc-compare-cluster-fields")
-    out = gr.HTML('<div class="cc-muted">Pick two runs and press Compare.</div>', elem_id="cc-compare-summary")
+    out = gr.HTML(macro("compare.html", "muted")("Pick two runs and press Compare."), elem_id="cc-compare-summary")
     with gr.Row():
         which = gr.Dropdown(label="Changed groups", choices=CHANGE_FILTERS, value="changed", scale=1,
                             elem_id="cc-compare-filter")
-        gr.HTML('<div class="cc-muted">Click a row to open the group with both runs\' answers.</div>')
+        gr.HTML(macro("compare.html", "muted")("Click a row to open the group with both runs' answers."))
     table = gr.Dataframe(interactive=False, max_height=320, elem_id="cc-compare-changed", show_label=False)
     view = gr.HTML(elem_id="cc-compare-view", js_on_load=ZOOM_JS)
     _wire(ctx, {"a": run_a, "b": run_b, "split": split, "go": go, "cluster_row": cluster_row, "cluster": cluster,

@@ -9,15 +9,19 @@ import difflib
 import re
 from typing import Any
 
+from ui.templating import macro
 from ui.views import load_group
-from ui.views.common import answer_mark, esc
+from ui.views.common import answer_mark_of
 
 _TOKENS = re.compile(r"\S+|\s+")
 
 
-def word_diff(a: str, b: str) -> tuple[str, str]:
-    """(A's text, B's text) as HTML, each escaped, with the words only A has in <del> and those only B has in
-    <ins> (difflib.SequenceMatcher over words; whitespace kept as it was)."""
+Token = tuple[str, bool]  # a word or a run of whitespace, and whether only this side has it (marked)
+
+
+def word_tokens(a: str, b: str) -> tuple[list[Token], list[Token]]:
+    """A's and B's tokens, the words only one side has marked (difflib.SequenceMatcher over words; whitespace
+    kept as it was, never marked)."""
     ta, tb = _TOKENS.findall(a or ""), _TOKENS.findall(b or "")
     wa = [t for t in ta if not t.isspace()]
     wb = [t for t in tb if not t.isspace()]
@@ -28,18 +32,26 @@ def word_diff(a: str, b: str) -> tuple[str, str]:
         if tag == "equal":
             keep_a.update(range(i1, i2))
             keep_b.update(range(j1, j2))
-    return _marked(ta, keep_a, "del"), _marked(tb, keep_b, "ins")
+    return _marked(ta, keep_a), _marked(tb, keep_b)
 
 
-def _marked(tokens: list[str], keep: set[int], tag: str) -> str:
+def _marked(tokens: list[str], keep: set[int]) -> list[Token]:
     out, k = [], 0
     for t in tokens:
         if t.isspace():
-            out.append(esc(t))
+            out.append((t, False))
             continue
-        out.append(esc(t) if k in keep else f'<{tag} class="cc-diff-{tag}">{esc(t)}</{tag}>')
+        out.append((t, k not in keep))
         k += 1
-    return "".join(out)
+    return out
+
+
+def word_diff(a: str, b: str) -> tuple[str, str]:
+    """(A's text, B's text) as HTML, each escaped, with the words only A has in <del> and those only B has in
+    <ins>."""
+    ta, tb = word_tokens(a, b)
+    marked = macro("compare.html", "marked")
+    return marked(ta, "del"), marked(tb, "ins")
 
 
 def side_by_side(store: Any, bench: str, group_id: str | None, run_a: str, run_b: str) -> str:
@@ -57,24 +69,10 @@ def side_by_side(store: Any, bench: str, group_id: str | None, run_a: str, run_b
         pa, pb = ra.primary(iid) or {}, rb.primary(iid) or {}
         if not pa and not pb:
             continue
-        resp = word_diff(str(pa.get("response") or ""), str(pb.get("response") or ""))
-        trace = word_diff(str(pa.get("trace") or ""), str(pb.get("trace") or ""))
-        cells = []
-        for side, rv in ((0, ra), (1, rb)):
-            body = f'<div class="cc-diff-resp">{resp[side]}</div>'
-            if trace[side]:
-                body += f'<div class="cc-diff-trace">{trace[side]}</div>'
-            cells.append(f"<td>{answer_mark(rv, iid)} {body}</td>")
-        rows.append(f'<tr data-item="{esc(iid)}"><th>{esc(iid)}</th>{"".join(cells)}</tr>')
+        resp = word_tokens(str(pa.get("response") or ""), str(pb.get("response") or ""))
+        trace = word_tokens(str(pa.get("trace") or ""), str(pb.get("trace") or ""))
+        rows.append({"item_id": iid, "cells": [(answer_mark_of(rv, iid), resp[side], trace[side])
+                                               for side, rv in ((0, ra), (1, rb))]})
     if not rows:
         return ""
-    style = ("<style>.cc-sbs{width:100%;border-collapse:collapse;table-layout:fixed;margin-bottom:12px}"
-             ".cc-sbs td,.cc-sbs th{border:1px solid var(--border-color-primary);padding:6px;vertical-align:top;"
-             "text-align:left;white-space:pre-wrap;word-break:break-word;font-size:13px}"
-             ".cc-diff-trace{margin-top:6px;color:var(--body-text-color-subdued);max-height:320px;overflow:auto}"
-             "del.cc-diff-del{background:rgba(239,68,68,.18);color:#991b1b}"
-             "ins.cc-diff-ins{background:rgba(34,197,94,.2);color:#14532d;text-decoration:underline}</style>")
-    head = f"<tr><th>item</th><th>A: {esc(run_a)}</th><th>B: {esc(run_b)}</th></tr>"
-    return (f'{style}<div class="cc-sbs-wrap" id="cc-compare-sbs"><b>Responses and traces side by side</b> '
-            '<span class="cc-muted">(words only A has struck through, words only B has underlined)</span>'
-            f'<table class="cc-sbs"><colgroup><col style="width:12%"><col><col></colgroup>{head}{"".join(rows)}</table></div>')
+    return macro("compare.html", "side_by_side")(run_a, run_b, rows)

@@ -8,7 +8,6 @@ file and writes all of it or nothing. Upload size is capped by `max_file_size` i
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import tempfile
@@ -28,6 +27,7 @@ from db.store import Store
 from ui.context import Ctx, benchmark_choices, keep, refreshed, run_choices
 from ui.handlers import bind
 from ui.tables import safe_name
+from ui.templating import macro, style
 
 KINDS = [("Items (benchmark JSONL or zip)", "items"), ("Predictions (JSONL or CSV) into a run", "predictions"),
          ("Stage labels (JSONL) for a run's traces", "labels"),
@@ -54,31 +54,13 @@ def report_html(report: Report, title: str, committed: bool = False, limit: int 
     """The validation report: a verdict line, counts, then every error and warning with its line number. The
     verdict says what it is of (data-file, data-committed: a dry run or the import), so a verdict left from an
     earlier step is never read as this one's."""
-    esc = html.escape
-    of = f" data-file='{esc(file)}' data-committed='{int(committed)}'"
     errs = sorted(report.errors, key=lambda i: i.line)
-    warns = sorted(report.warnings, key=lambda i: i.line)
-    if errs:
-        verdict = (f"<div class='cc-bad' id='cc-data-verdict' data-ok='0'{of}>{len(errs)} error"
-                   f"{'s' if len(errs) != 1 else ''}: nothing {'was' if committed else 'will be'} written. Fix the "
-                   "lines below and validate again.</div>")
-    elif committed:
-        verdict = f"<div class='cc-ok' id='cc-data-verdict' data-ok='1'{of}>Imported.</div>"
-    else:
-        verdict = (f"<div class='cc-ok' id='cc-data-verdict' data-ok='1'{of}>Valid: press <b>Import</b> to commit it "
-                   "(one transaction).</div>")
-    counts = ", ".join(f"{esc(str(k))}: {v}" for k, v in (report.counts or {}).items())
-    rows = []
-    for issue in [*errs, *warns][:limit]:
-        rows.append(f"<tr class='cc-{issue.severity}'><td>{issue.severity}</td><td class='cc-line'>"
-                    f"{issue.line or '—'}</td><td>{esc(issue.field)}</td><td>{esc(issue.message)}</td>"
-                    f"<td>{esc(issue.file)}</td></tr>")
-    more = len(errs) + len(warns) - limit
-    table = ("<table><thead><tr><th></th><th>Line</th><th>Field</th><th>Problem</th><th>File</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>") if rows else ""
-    tail = f"<div>… and {more} more</div>" if more > 0 else ""
-    return (f"<div class='cc-report'><div><b>{esc(title)}</b></div>{verdict}"
-            f"{'<div>' + counts + '</div>' if counts else ''}{table}{tail}</div>")
+    issues = [*errs, *sorted(report.warnings, key=lambda i: i.line)]
+    return macro("data.html", "report")(
+        title=title, file=file, committed=int(committed), errors=len(errs),
+        counts=", ".join(f"{k}: {v}" for k, v in (report.counts or {}).items()),
+        issues=[(i.severity, i.line or "—", i.field, i.message, i.file) for i in issues[:limit]],
+        more=len(issues) - limit)
 
 
 def _path(upload: Any) -> Path:
@@ -221,10 +203,7 @@ def on_upload(up: Any) -> tuple[Any, str]:
     (its data-file tells a test, or a script, that this step is done before it asks for the validation)."""
     if up is None:
         return gr.update(interactive=False), ""
-    name = html.escape(_path(up).name)
-    return (gr.update(interactive=False),
-            f"<div class='cc-note' id='cc-data-uploaded' data-file='{name}'><b>{name}</b> is uploaded: press "
-            "<b>Validate</b> to check it.</div>")
+    return gr.update(interactive=False), macro("data.html", "uploaded")(_path(up).name)
 
 
 def on_validate(store: Store, k: str, up: Any, nm: str | None, rn: str | None, md: str | None, bench: str | None,
@@ -272,7 +251,7 @@ def refresh_runs(store: Store, bench: str | None, current: str | None) -> Any:
 
 
 def build_data(ctx: Ctx) -> None:
-    gr.HTML(f"<style>{CSS}</style>")
+    gr.HTML(style(CSS))
     with gr.Row():
         with gr.Column(scale=3):
             imp = _import_column()

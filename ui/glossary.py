@@ -8,7 +8,6 @@ Papers: 000 = FrameEvidence, 001 = SPUR, 002 = StemBind (shared/seeds/README.md)
 
 from __future__ import annotations
 
-import html
 import re
 
 from core import families
@@ -40,7 +39,6 @@ def header_tip(header: str) -> str:
 
 def glossary_html() -> str:
     """The in-app Glossary panel: a table of every term, its meaning and its paper section."""
-    rows = "".join(f"<tr><th>{html.escape(t)}</th><td>{html.escape(w)}</td><td class='cc-muted'>{html.escape(s)}</td>"
-                   "</tr>" for t, (w, s) in GLOSSARY.items())
-    return (f"<table class='cc-answers-table cc-glossary'><thead><tr><th>term</th><th>meaning</th><th>paper, section"
-            f"</th></tr></thead><tbody>{rows}</tbody></table>")
+    from ui.templating import macro
+
+    return macro("shell.html", "glossary")(GLOSSARY)

@@ -12,7 +12,6 @@ driven by a gr.Timer that stops when the job does, and Cancel sets the job's `ca
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from core.runners.engine import RunSettings
 from core.runners.engine import run as engine_run
 from db import jobs as dbjobs
 from db.store import Store
+from ui.templating import macro
 
 
 class JobSpec(Protocol):
@@ -221,38 +221,23 @@ def clock(seconds: float | None) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-RUN_IDLE = ("No run started from this page yet. Pick settings and press <b>Start</b>; a run in the jobs table below "
-            "can be followed by choosing it in <i>Follow run</i>.")
-
-
-def progress_html(job: Job | None, elem_id: str = "cc-run-progress", idle: str = RUN_IDLE,
+def progress_html(job: Job | None, elem_id: str = "cc-run-progress", idle: str = "run",
                   invalid: str = "invalid") -> str:
     """The panel of one job (element `elem_id`, its numbers also in data- attributes): what the run holds of all
-    its tasks, earlier jobs included, the bar, errors, `invalid` (the word for invalid results), elapsed, ETA."""
-    esc = html.escape
+    its tasks, earlier jobs included, the bar, errors, `invalid` (the word for invalid results), elapsed, ETA.
+    Without a job, the idle line of the tab (`idle`: "run" or "judge", ui/templates/jobs.html)."""
     if job is None:
-        return f"<div class='cc-progress cc-idle' id='{esc(elem_id)}' data-status='idle'>{idle}</div>"
+        return macro("jobs.html", "progress")(elem_id, idle, None)
     s = job.snapshot()
     held, total = s["held"], s["held_total"]  # what the run holds, of all its tasks (earlier jobs included)
     pct = 100.0 * held / total if total else (100.0 if s["status"] == "done" else 0.0)
-    msg = f"<div class='cc-run-msg'>{esc(s['message'])}</div>" if s["message"] else ""
-    total_text = "…" if total is None else str(total)
-    earlier = f" ({s['held'] - s['done']} from earlier jobs)" if s["kind"] == "resume" else ""
-    return (
-        f"<div class='cc-progress' id='{esc(elem_id)}' data-status='{esc(s['status'])}' data-done='{held}' "
-        f"data-total='{'' if total is None else total}' data-sent='{s['done']}' data-errors='{s['errors']}' "
-        f"data-job='{s['id']}' data-run='{esc(s['run'])}'>"
-        f"<div class='cc-run-head'><b>{esc(s['run'])}</b> · job #{s['id']} ({esc(s['kind'])}) · "
-        f"{esc(s['benchmark'])} · {esc(s['runner'])} "
-        f"{esc(str(s['model'] or ''))} · <span class='cc-run-status cc-st-{esc(s['status'])}'>{esc(s['status'])}</span>"
-        f" · started by <b class='cc-run-user'>{esc(s['user'] or '— (no sign-in)')}</b></div>"
-        f"<progress class='cc-bar cc-bar-{esc(s['status'])}' max='{total or 1}' "
-        f"value='{held if total else (1 if s['status'] == 'done' else 0)}'>{pct:.0f}%</progress>"
-        f"<div class='cc-run-stats'><span>done <b class='cc-done'>{held}</b> / <b class='cc-total'>"
-        f"{total_text}</b> ({pct:.0f}%){esc(earlier)}</span><span>this job sent {s['done']}</span>"
-        f"<span>errors <b class='cc-errors'>{s['errors']}</b></span>"
-        f"<span>{esc(invalid)} {s['invalid']}</span><span>elapsed {clock(s['elapsed'])}</span>"
-        f"<span>ETA {clock(s['eta']) if s['status'] in ('running', 'starting') else '—'}</span></div>{msg}</div>")
+    return macro("jobs.html", "progress")(elem_id, idle, {
+        **s, "held": held, "total": "" if total is None else str(total), "max": total or 1,
+        "value": held if total else (1 if s["status"] == "done" else 0), "pct": f"{pct:.0f}",
+        "total_text": "…" if total is None else str(total), "model": str(s["model"] or ""),
+        "user": s["user"] or "— (no sign-in)", "invalid_word": invalid, "elapsed": clock(s["elapsed"]),
+        "earlier": f" ({s['held'] - s['done']} from earlier jobs)" if s["kind"] == "resume" else "",
+        "eta": clock(s["eta"]) if s["status"] in ("running", "starting") else "—"})
 
 
 # the status colours carry `html .gradio-container` to outrank Gradio's `.prose *` colour (assets/views.css)

@@ -40,7 +40,8 @@ from db.store import Store
 from ui import trace_view
 from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
-from ui.judge_keys import KEYS_HELP, KEYS_JS, STYLE
+from ui.judge_keys import CSS, KEYS_JS
+from ui.templating import macro, style
 
 NO_CATEGORY = ("— no decisive error / not audited", "")
 
@@ -92,11 +93,10 @@ def _flags_of(values: list[Any], jd: StageJudging) -> dict[str, int | None]:
 
 def ff_html(values: list[Any], jd: StageJudging | None) -> str:
     if jd is None:
-        return "<div class='jd-ffbox'>First failure: —</div>"
+        return macro("judge.html", "first_failure")("", "")
     ff = jd.first_failure(bool(v) for v in values)
-    if ff == jd.no_failure:
-        return "<div class='jd-ffbox jd-ffok'>First failure: none (every stage correct)</div>"
-    return f"<div class='jd-ffbox jd-ffbad'>First failure: {ff} {jd.stage_names[ff]}</div>"
+    return macro("judge.html", "first_failure")(ff, "" if ff == jd.no_failure else jd.stage_names[ff],
+                                               ff == jd.no_failure)
 
 
 def parse_action(text: str | None) -> dict[str, Any]:
@@ -237,20 +237,10 @@ def progress_html(store: Store, st: dict[str, Any], me: str, saved: dict[str, An
     n = len(queue)
     pos = st.get("pos", 0)
     key = json.dumps(list(queue[pos])) if pos < n else ""
-    marker = (f"<span id='jd-cur' data-key='{html.escape(key, quote=True)}' data-seq='{int(seq)}' "
-              f"data-ok='{int(ok)}' hidden></span>")
-    if n == 0:
-        return marker + "<span style='color:#6b7280'>The queue is empty.</span>"
-    mine = dbl.labeled_keys(store, st["run"], me) if me else set()
-    done = sum(1 for k in queue if tuple(k) in mine)
-    where = (f"Trace <b>{pos + 1} of {n}</b>" if pos < n else f"<b>End of the queue</b> ({n} traces)")
-    state_note = ""
-    if pos < n:
-        state_note = (" · <span style='color:#15803d'>saved</span>" if saved is not None
-                      else " · <span style='color:#6b7280'>not saved yet</span>")
-    pct = int(100 * done / n)
-    return (f"{marker}<div>{where} · <b>{done} of {n}</b> labeled by {html.escape(me or 'you')}{state_note}</div>"
-            f"<div class='jd-bar'><div style='width:{pct}%'></div></div>")
+    mine = dbl.labeled_keys(store, st["run"], me) if me and n else set()
+    return macro("judge.html", "progress")(
+        key=key, seq=int(seq), ok=int(ok), n=n, pos=pos, done=sum(1 for k in queue if tuple(k) in mine),
+        me=me or "you", saved=saved is not None)
 
 
 def show(store: Store, st: dict[str, Any], me: str, blind_on: bool, msg: str = "", seq: int = 0,
@@ -425,7 +415,7 @@ def build_judge(ctx: Ctx) -> None:
 
 
 def _layout(ctx: Ctx) -> _Parts:
-    gr.HTML(STYLE, js_on_load=KEYS_JS, elem_id="jd-js")
+    gr.HTML(style(CSS), js_on_load=KEYS_JS, elem_id="jd-js")
     shown, note = availability(ctx.store, ctx.benchmark.value)
     avail = gr.Markdown(note, visible=bool(note), elem_id="jd-availability")
     with gr.Column(visible=shown, elem_id="jd-controls") as controls:
@@ -446,16 +436,10 @@ def _controls(ctx: Ctx) -> _Parts:
         source = gr.Dropdown(src0, value=_first_source(src0), label="Queue", scale=3, elem_id="jd-source")
         start = gr.Button("Start queue", variant="primary", scale=1, elem_id="jd-start")
     with gr.Row(equal_height=True):
-        gr.HTML(
-            "<span class='jd-mode jd-auth'>signed in: labels are saved under your login</span>"
-            if ctx.auth_enabled else
-            "<span class='jd-mode jd-unauth' title='the app runs without --auth'>unauthenticated mode: labels "
-            "are saved under the name you type (start the app with --auth for logins)</span>",
-            elem_id="jd-mode")
+        gr.HTML(macro("judge.html", "mode")(ctx.auth_enabled), elem_id="jd-mode")
         blind = gr.Checkbox(value=True, label="Blind mode: hide the judge and other annotators", scale=0,
                             min_width=360, elem_id="jd-blind")
-    progress = gr.HTML("<span style='color:#6b7280'>Choose a traces run and a queue, then Start.</span>",
-                       elem_id="jd-progress")
+    progress = gr.HTML(macro("judge.html", "waiting")(), elem_id="jd-progress")
     with gr.Row():
         with gr.Column(scale=4):
             view = gr.HTML(trace_view.render(None), elem_id="jd-view")
@@ -473,7 +457,7 @@ def _controls(ctx: Ctx) -> _Parts:
                 skip = gr.Button("Skip [S]", size="sm", elem_id="jd-skip")
                 undo_btn = gr.Button("Undo [U]", size="sm", elem_id="jd-undo")
             status = gr.Markdown("", elem_id="jd-status")
-            gr.HTML(KEYS_HELP)
+            gr.HTML(macro("judge.html", "keys_help")())
     item = gr.Textbox(visible=False, elem_id="jd-item")
     action = gr.Textbox(visible=False, elem_id="jd-action")  # filled by the keyboard queue's pre-js
     rotation = gr.Number(value=0, precision=0, visible=False)

@@ -16,7 +16,6 @@ again. Handlers are module-level functions of the store, the job table and plain
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from dataclasses import dataclass
@@ -34,11 +33,10 @@ from db.store import Store
 from ui.context import Ctx
 from ui.handlers import bind, username
 from ui.jobs import JOBS, PROGRESS_CSS, Job, Jobs, Work, cancel_button, progress_html
+from ui.templating import macro, style
 
 KINDS = [("Lexical (no model)", "lexical"), ("OpenAI-compatible endpoint (vLLM, SGLang, OpenAI ...)", "openai")]
 PANEL = "cj-progress"  # the progress panel's element id
-IDLE = ("No judge started from this page yet. Pick the traces run and scope above, a judge and a name, then "
-        "<b>Start judge</b>; when it ends, the tables below show its agreement with the annotators.")
 STYLE = """
 .cj-msg { min-height: 1.3em; font-size: 0.9rem; }
 html .gradio-container .cj-refused, html .gradio-container .cj-refused * { color: #b8423a; }
@@ -195,12 +193,13 @@ def start(store: Store, jobs: Jobs, js: JudgeSettings, user: str | None) -> Job:
 
 
 def panel(jobs: Jobs, name: str | None) -> str:
-    return progress_html(jobs.get(name), elem_id=PANEL, idle=IDLE, invalid="malformed")
+    return progress_html(jobs.get(name), elem_id=PANEL, idle="judge", invalid="malformed")
 
 
-def line(text: str, refused: bool = False) -> str:
-    cls = "cj-refused" if refused else "cj-started"
-    return f"<div class='cj-msg {cls}'>{text}</div>" if text else "<div class='cj-msg'></div>"
+def line(text: str, refused: bool = False, run: str = "", rest: str = "") -> str:
+    """The message line under the form: `text`, then a judge run's name in bold and `rest` when `run` is given;
+    red when `refused`."""
+    return macro("judge_job.html", "line")(text, refused, run, rest)
 
 
 def on_kind(store: Store, traces_run: str | None, kind: str, threshold: float | None, model: str | None) -> Any:
@@ -225,11 +224,10 @@ def on_start(store: Store, jobs: Jobs, traces_run: str | None, sample: str | Non
         start(store, jobs, js, username(request))
     except CrosscheckError as exc:
         return gr.update(), gr.update(), gr.update(), gr.update(), line(
-            f"Not started: {html.escape(str(exc))}", refused=True)
+            f"Not started: {exc}", refused=True)
     scope = f"calibration sample {js.sample}" if js.sample else "all traces"
     return (js.run, gr.Timer(active=True), cancel_button(jobs, js.run), panel(jobs, js.run),
-            line(f"Started judge run <b>{html.escape(js.run)}</b> on {html.escape(js.traces_run)} "
-                 f"({html.escape(scope)})."))
+            line("Started judge run ", run=js.run, rest=f" on {js.traces_run} ({scope})."))
 
 
 def on_cancel(jobs: Jobs, name: str | None) -> Any:
@@ -239,8 +237,8 @@ def on_cancel(jobs: Jobs, name: str | None) -> Any:
         return gr.update(), cancel_button(jobs, name), line("Nothing to cancel: no judge of this page is running.",
                                                             refused=True)
     job.cancel.set()
-    return gr.Timer(active=True), cancel_button(jobs, name), line(f"Cancelling {html.escape(str(name))}: the "
-                                                                  "judgements stored so far stay.")
+    return gr.Timer(active=True), cancel_button(jobs, name), line(f"Cancelling {name}: the judgements stored "
+                                                                  "so far stay.")
 
 
 def poll(jobs: Jobs, name: str | None) -> list[Any]:
@@ -259,8 +257,8 @@ def ended(jobs: Jobs, name: str | None) -> tuple[JudgeSettings, str] | None:
 
 def ended_line(js: JudgeSettings, status: str) -> str:
     word = {"done": "finished", "cancelled": "was cancelled", "failed": "failed"}.get(status, status)
-    return line(f"Judge run <b>{html.escape(js.run)}</b> {word}; the tables below show its agreement with the "
-                "annotators.", refused=status == "failed")
+    return line("Judge run ", run=js.run, rest=f" {word}; the tables below show its agreement with the annotators.",
+                refused=status == "failed")
 
 
 def on_load(jobs: Jobs) -> Any:
@@ -278,7 +276,7 @@ FORM = ("run", "sample", "j_kind", "j_name", "j_threshold", "j_base_url", "j_mod
 
 def layout(store: Store, c: dict[str, Any], run0: str | None) -> None:
     """The form, Start / Cancel, the progress panel and the message line, into the tab's components `c`."""
-    gr.HTML(f"<style>{PROGRESS_CSS}{STYLE}</style>")
+    gr.HTML(style(PROGRESS_CSS + STYLE))
     with gr.Accordion("Run a judge on the traces run and scope above (lexical, or a model behind an "
                       "OpenAI-compatible endpoint)", open=True, elem_id="cj-box"):
         with gr.Row(equal_height=True):

@@ -95,8 +95,7 @@ if (!window.__ccJudge) {
 }
 """
 
-STYLE = """
-<style>
+CSS = """
 #jd-root .jd-mode{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px}
 #jd-root .jd-unauth{background:#fde68a;color:#713f12}
 #jd-root .jd-auth{background:#dcfce7;color:#14532d}
@@ -119,9 +118,4 @@ STYLE = """
  background:#f9fafb;color:#111}
 .dark #jd-keys{color:#9da7b3}
 .dark #jd-keys kbd{background:#2d333b;border-color:#545d68;color:#e6edf3}
-</style>
 """
-
-KEYS_HELP = ("<div id='jd-keys'><kbd>1</kbd>–<kbd>4</kbd> toggle S1–S4 · <kbd>Enter</kbd> save &amp; next · "
-             "<kbd>S</kbd> skip · <kbd>U</kbd> undo · <kbd>Esc</kbd> leave the note field"
-             "<div id='jd-keynote' style='color:#b45309'></div></div>")

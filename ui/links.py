@@ -195,9 +195,10 @@ COPY_JS = """
 
 
 def note_html(note: str) -> str:
-    from html import escape
+    """Why a link's view could not be shown as it asked ('' when it could)."""
+    from ui.templating import macro
 
-    return f"<div class='cc-link-note'>{escape(note)}</div>" if note else ""
+    return macro("shell.html", "link_note")(note) if note else ""
 
 
 def landing(store: Store, opens_on: str | None, params: Mapping[str, str], tab_ids: Collection[str]

@@ -38,6 +38,7 @@ from ui.metrics_page import Page, metrics_page
 from ui.report.write import report_html
 from ui.scores import CACHE, ScoreCache, control_names, depends_state, run_scores
 from ui.tables import CSS, SORT_JS, chart_file, report_file, table_files, table_html, table_html_file
+from ui.templating import style
 
 __all__ = ["CLUSTER_CHOICES", "MetricsHandlers", "build_metrics", "clusterings_of", "gate", "metrics_json",
            "run_scores", "union_field_choices"]
@@ -426,7 +427,7 @@ def _cluster_pickers() -> tuple[gr.Row, gr.Dropdown, gr.Dropdown]:
 
 def build_metrics(ctx: Ctx) -> None:
     """The tab's layout: the cluster pickers, the render, and the `metrics` endpoint; handlers in MetricsHandlers."""
-    gr.HTML(f"<style>{CSS}</style>", elem_id="cc-metrics-css", js_on_load=FIT_JS)
+    gr.HTML(style(CSS), elem_id="cc-metrics-css", js_on_load=FIT_JS)
     dl = gr.DownloadButton("download", visible="hidden", elem_id=DL_ID)
     root = ctx.page  # page load is a trigger too (explicit triggers drop it)
     tab, strip = ctx.tab, ctx.tabs

@@ -3,7 +3,6 @@ made without Gradio, so the one-file report (ui/report) builds the same page fro
 
 from __future__ import annotations
 
-import html
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,12 +39,11 @@ class Page:
         return [s for s in out if s[2] or s[3]]
 
     def summary(self) -> str:
-        n_synth = sum(r.synthetic for r in self.runs)
-        synth = (f" · <span class='cc-synth'>synthetic</span> {n_synth} of {len(self.runs)} runs are generated demo "
-                 "data" if n_synth else "")
-        return (f"**{self.benchmark}** ({self.family}) · {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} · "
-                f"split *{html.escape(self.runs[0].split)}*{synth}  \nRates in %. Hover a value for k / n and its 95% "
-                "interval; click a column header to sort; n/a cells list their reason under the table.")
+        """The line over the tables (Markdown, ui/templates/metrics.html)."""
+        from ui.templating import macro
+
+        return macro("metrics.html", "summary")(self.benchmark, self.family, len(self.runs), self.runs[0].split,
+                                                sum(r.synthetic for r in self.runs))
 
 
 def metrics_page(store: Store, benchmark: str | None, selected: list[str], clusterings: tuple[Clustering, ...] = (),

@@ -12,7 +12,6 @@ anyone's browsing.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import gradio as gr
@@ -29,6 +28,7 @@ from ui.context import Ctx, keep, refreshed
 from ui.handlers import bind, username
 from ui.jobs import JOBS, PROGRESS_CSS, Jobs, cancel_button, clock, progress_html
 from ui.runnable import baseline_choices, check_runnable
+from ui.templating import macro, style
 
 RUNNER_LABELS = [("Built-in baseline", "baseline"), ("Local transformers checkpoint", "transformers"),
                  ("OpenAI-compatible server (vLLM, SGLang, OpenAI ...)", "openai")]
@@ -70,25 +70,14 @@ def _when(stamp: str | None) -> str:
 
 
 def jobs_html(store: Store) -> str:
-    rows = job_rows(store)
-    if not rows:
-        return "<div class='cc-note'>No run has been started from the GUI on this store yet.</div>"
-    esc = html.escape
-    out = []
-    for r in rows:
+    rows = []
+    for r in job_rows(store):
         held_total = "…" if r["total"] is None else r["held_before"] + r["total"]
-        held = r["held_before"] + (r["sent"] or 0)
-        out.append(f"<tr data-job='{int(r['id'])}' data-run='{esc(r['run'])}' data-status='{esc(r['status'])}'>"
-                   f"<td>#{int(r['id'])}</td><td class='cc-job-run'>{esc(r['run'])}</td>"
-                   f"<td class='cc-job-user'>{esc(r['started_by'] or '—')}</td><td>{esc(r['kind'])}</td>"
-                   f"<td class='cc-st-{esc(r['status'])}'>{esc(r['status'])}</td>"
-                   f"<td class='cc-job-held'>{held} / {held_total}</td><td>{int(r['sent'] or 0)}</td>"
-                   f"<td>{int(r['api_error'] or 0)}</td><td>{esc(_when(r['started']))}</td>"
-                   f"<td>{clock(r['elapsed'])}</td><td>{esc(r['benchmark'])}</td></tr>")
-    return ("<div class='cc-jobs-wrap'><table class='cc-jobs'><thead><tr><th>Job</th><th>Run</th>"
-            "<th>Started by</th><th>Kind</th><th>Status</th><th title='predictions the run held at the end of the job,"
-            " of all its tasks'>Run holds</th><th>Sent</th><th>Errors</th><th>Started (UTC)</th><th>Elapsed</th>"
-            "<th>Benchmark</th></tr></thead><tbody>" + "".join(out) + "</tbody></table></div>")
+        rows.append({"id": int(r["id"]), "run": r["run"], "user": r["started_by"] or "—", "kind": r["kind"],
+                     "status": r["status"], "held": f"{r['held_before'] + (r['sent'] or 0)} / {held_total}",
+                     "sent": int(r["sent"] or 0), "errors": int(r["api_error"] or 0), "started": _when(r["started"]),
+                     "elapsed": clock(r["elapsed"]), "benchmark": r["benchmark"]})
+    return macro("run.html", "jobs")(rows)
 
 
 CSS = """
@@ -295,7 +284,7 @@ def refresh_pickers(store: Store, jobs: Jobs, b: str | None, current: str | None
 
 
 def build_run(ctx: Ctx) -> None:
-    gr.HTML(f"<style>{PROGRESS_CSS}{CSS}</style>")
+    gr.HTML(style(PROGRESS_CSS + CSS))
     with gr.Row():
         with gr.Column(scale=3):
             form = _form(ctx.store)

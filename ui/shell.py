@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import logging
 import threading
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from ui.metrics import build_metrics
 from ui.run import build_run
 from ui.scores import start_scoring_workers_soon
 from ui.serving import cache_pruning, make_app, run
+from ui.templating import macro
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +70,7 @@ TAB_IDS = tuple(tab.id for tab in TABS)
 def header_html(store: Store, user: str | None, local: bool) -> str:
     """Who is signed in (with a log-out link) and which store this is: its full path only for a browser on the
     serving machine, its file name for everyone else (docs/HOSTING.md)."""
-    esc = html.escape
-    where = str(store.path) if local else store.path.name
-    who = (f"<div class='cc-user' style='font-size:.85em;margin-top:2px'>signed in as <b>{esc(user)}</b> · "
-           "<a href='logout?all_session=false' id='cc-logout'>Log out</a></div>" if user else "")
-    return (f"<div id='cc-whoami' style='line-height:1.35'><div class='cc-store' title='{esc(where)}' "
-            f"style='overflow-wrap:anywhere'>store: {esc(where)}</div>{who}</div>")
+    return macro("shell.html", "header")(str(store.path) if local else store.path.name, user or "")
 
 
 def request_header(store: Store, request: gr.Request | None) -> str:

@@ -18,8 +18,8 @@ from core.errors import CrosscheckError, MetricUndefined
 from core.slices import slices_of_run
 from db import browse as dbb
 from db import tags as dbt
+from ui.templating import macro
 from ui.views import cache
-from ui.views.common import esc
 
 ALL = ""
 COLUMNS = ["slice", "groups", "accuracy", "rest", "difference [95% CI]", "q"]
@@ -90,12 +90,12 @@ def slice_filters(store: Any, bench: str | None, chosen: dict[str, Any] | None) 
         values.append((value, value))
     tags = [("All", ALL)] + [(t, t) for t in dbt.tag_names(store, bench)]
     shown = f"{chosen['field']} = {chosen['value']}"
-    line = f"The list shows the slice {esc(shown)}"
+    line = f"The list shows the slice {shown}"
     if left:
-        line += f" without {esc(', '.join(left))} (Browse has one Stratum filter and none for variant)"
+        line += f" without {', '.join(left)} (Browse has one Stratum filter and none for variant)"
     return (gr.update(value=split if split in bd.splits else ALL), gr.update(value=kind),
             gr.update(choices=fields, value=field), gr.update(choices=values, value=value),
-            gr.update(choices=tags, value=tag), f'<div class="cc-muted" id="cc-slices-applied">{line}.</div>')
+            gr.update(choices=tags, value=tag), macro("browse.html", "slice_line")(f"{line}.", "cc-slices-applied"))
 
 
 def run_choices(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, Any]:
@@ -132,7 +132,7 @@ def wire(ctx: Any, p: dict[str, Any], c: dict[str, Any], then_list: Any) -> None
 
     def on_find(bench, run_v, other_v):
         table, chosen, line = slices_table(store, bench, run_v, other_v or None)
-        return table, chosen, f'<div class="cc-muted">{esc(line)}</div>'
+        return table, chosen, macro("browse.html", "slice_line")(line)
 
     def on_pick(bench, chosen, evt: gr.SelectData):
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index

@@ -6,18 +6,19 @@ value is escaped (run names are user input)."""
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 import re
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.report_tables import Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
+from core.report_tables import Cell, Table, display, reasons, sort_key, to_csv, to_latex, tooltip, value_of
 from ui.glossary import header_tip
+from ui.templating import macro, render, trusted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +43,6 @@ element.addEventListener('click', (e) => {
 });
 """
 
-SYNTH_BADGE = "<span class='cc-synth' title='synthetic run: generated demo data, not a real model'>synthetic</span>"
 
 
 def _head_tip(header: str) -> str:
@@ -51,43 +51,61 @@ def _head_tip(header: str) -> str:
     return f"{tip} · click to sort" if tip else "click to sort"
 
 
+@dataclass(slots=True, frozen=True)
+class TableCell:
+    """One value's cell: its text, class, sort key and hover text; a metric's run, path (JSON) and value (JSON)
+    as data- attributes (tests and scripts read them), `run` None for a cell that is no metric's."""
+
+    text: str
+    cls: str
+    sort: str
+    tip: str
+    run: str | None = None
+    path: str = ""
+    value: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class TableRow:
+    ref: bool  # a reference row (kept at the bottom when sorting)
+    labels: list[tuple[str, str, bool]]  # (sort key, text, synthetic badge)
+    cells: list[TableCell]
+
+
+@dataclass(slots=True, frozen=True)
+class TableView:
+    """What the `metric_table` macro (ui/templates/tables.html) lays out: title, sortable header (hover text,
+    text), rows, the note and the n/a reasons (the first eight, `more` past them)."""
+
+    key: str
+    title: str
+    heads: list[tuple[str, str]]
+    rows: list[TableRow]
+    note: str
+    why: list[str]
+    more: int
+
+
+def _cell(cell: Cell) -> TableCell:
+    text = display(cell)
+    cls = "cc-na" if text == "n/a" else ("cc-num cc-wrap" if len(text) > 16 else "cc-num")  # long text wraps
+    if cell.run is None or cell.path is None:
+        return TableCell(text, cls, str(sort_key(cell)), tooltip(cell))
+    return TableCell(text, cls, str(sort_key(cell)), tooltip(cell), cell.run,
+                     json.dumps(list(cell.path), ensure_ascii=False), json.dumps(value_of(cell.node)))
+
+
+def table_data(table: Table) -> TableView:
+    why = reasons(table)
+    return TableView(table.key, table.title, [(_head_tip(h), str(h)) for h in [*table.index, *table.columns]],
+                     [TableRow(row.reference, [(str(label).lower(), str(label), row.synthetic and label == row.run)
+                                               for label in row.labels], [_cell(c) for c in row.cells])
+                      for row in table.rows], table.note or "", why[:8], len(why) - 8)
+
+
 def table_html(table: Table) -> str:
     """One table: title, sortable header, rows (data-run / data-path / data-value for tests), notes."""
-    esc = html.escape
-    head = "".join(f"<th data-col='{i}' title='{esc(_head_tip(h))}'>{esc(h)}</th>"
-                   for i, h in enumerate([*table.index, *table.columns]))
-    body = []
-    for row in table.rows:
-        tds = []
-        for label in row.labels:
-            badge = f" {SYNTH_BADGE}" if row.synthetic and label == row.run else ""
-            tds.append(f"<td class='cc-label' data-sort='{esc(str(label).lower())}'>{esc(str(label))}{badge}</td>")
-        for cell in row.cells:
-            attrs = [f"data-sort='{esc(str(sort_key(cell)))}'"]
-            tip = tooltip(cell)
-            if tip:
-                attrs.append(f"title='{esc(tip)}'")
-            if cell.run is not None and cell.path is not None:
-                v = value_of(cell.node)
-                attrs.append(f"data-run='{esc(cell.run)}'")
-                attrs.append(f"data-path='{esc(json.dumps(list(cell.path), ensure_ascii=False))}'")
-                attrs.append(f"data-value='{esc(json.dumps(v))}'")
-            text = display(cell)
-            cls = "cc-na" if text == "n/a" else ("cc-num cc-wrap" if len(text) > 16 else "cc-num")  # long text wraps
-            tds.append(f"<td class='{cls}' {' '.join(attrs)}>{esc(text)}</td>")
-        body.append(f"<tr class='{'cc-ref' if row.reference else ''}'>{''.join(tds)}</tr>")
-    notes = []
-    if table.note:
-        notes.append(f"<div class='cc-note'>{esc(table.note)}</div>")
-    why = reasons(table)
-    if why:
-        items = "".join(f"<li>{esc(w)}</li>" for w in why[:8])
-        more = f"<li>… and {len(why) - 8} more</li>" if len(why) > 8 else ""
-        notes.append(f"<div class='cc-why'><b>n/a</b> (not computed):<ul>{items}{more}</ul></div>")
-    return (f"<div class='cc-mtable' data-table='{esc(table.key)}'>"
-            f"<div class='cc-mtitle'>{esc(table.title)}</div>"
-            f"<div class='cc-scroll'><table class='cc-sortable'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div>{''.join(notes)}</div>")
+    return macro("tables.html", "metric_table")(table_data(table))
 
 
 # --------------------------------------------------------------------------- ✓ / ✗ verdicts in a gr.Dataframe
@@ -163,10 +181,7 @@ def table_files(table: Table, prefix: str) -> tuple[Path, Path]:
 def table_page(table: Table) -> str:
     """One table as a standalone HTML page (its styles inside, no script): opens anywhere, pastes into a
     document or a spreadsheet with its title, notes and n/a reasons."""
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(table.title)}</title>"
-            f"<style>body {{ font-family: system-ui, sans-serif; margin: 16px; }}{CSS}</style></head><body>"
-            f"{table_html(table)}<p class='cc-note'>Rates in %, differences in percentage points; hover a value for "
-            "k / n and its 95% interval.</p></body></html>\n")
+    return render("table_page.html", css=trusted(CSS), table=table_data(table)) + "\n"
 
 
 def table_html_file(table: Table, prefix: str) -> Path:

@@ -1,60 +1,29 @@
 """The trace view (SPEC §8): the stage targets (StemBind: S1-S4) beside the trace, the trace split into steps, judge and human flags
 per stage, the first failure highlighted, the stem image and the final answer.
 
-`render(...)` returns HTML. Every text that comes from a model, a benchmark file or an annotator is escaped
-with html.escape before it enters the HTML; images are the store's thumbnails served by content hash
+`render(...)` returns HTML (ui/templates/trace_view.html, its styles inside): every text that comes from a model,
+a benchmark file or an annotator is escaped there by the template's autoescape; images are the store's thumbnails served by content hash
 (ui.views.common.file_url; full size on click). The stages, their names and the first-failure rule come from
 the trace's family's `StageJudging` (core.families.stage_judging).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from core.families.stage_judging import StageJudging
 from core.judge import split_steps
+from ui.templating import render as render_template
 from ui.views.common import file_url
 
-CSS = """
-<style>
-.jt-wrap{display:grid;grid-template-columns:minmax(220px,300px) 1fr;gap:16px;align-items:start;font-size:14px}
-.jt-side img{width:100%;border:1px solid var(--border-color-primary);border-radius:6px;background:#fff}
-.jt-side .jt-q{margin:8px 0 4px 0;font-weight:600}
-.jt-opts{margin:0 !important;padding-left:0 !important;list-style:none !important}
-.jt-opts li{padding:1px 4px;border-radius:4px;list-style:none !important;margin:0 !important}
-.jt-opts li.gold{background:rgba(34,197,94,.15)}
-.jt-opts li .jt-model{color:#1d4ed8;font-size:12px;font-weight:600}
-.jt-final{margin-top:8px;padding:6px 8px;border-radius:6px;background:var(--background-fill-secondary)}
-.jt-ok{color:#15803d;font-weight:600}.jt-bad{color:#b91c1c;font-weight:600}
-.jt-badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;background:#fde68a;color:#713f12;
- margin-left:6px;vertical-align:middle}
-.jt-stages{width:100%;border-collapse:collapse;margin-bottom:10px;table-layout:fixed}
-.jt-stages th.jt-col{width:64px;font-size:11px;overflow-wrap:anywhere}
-.jt-stages th.jt-stage{width:78px}
-.jt-stages th,.jt-stages td{border-bottom:1px solid var(--border-color-primary);padding:5px 6px;vertical-align:top;
- text-align:left}
-.jt-stages td.jt-target{white-space:normal}
-.jt-stages tr.jt-ff td{background:rgba(239,68,68,.12)}
-.jt-stages tr.jt-ff td:first-child{border-left:4px solid #dc2626}
-.jt-flag{display:inline-block;min-width:22px;text-align:center;border-radius:4px;font-weight:700}
-.jt-flag.t{color:#15803d}.jt-flag.f{color:#b91c1c;background:rgba(239,68,68,.12)}.jt-flag.u{color:#6b7280}
-.jt-hidden{color:#6b7280;font-style:italic}
-.jt-steps{margin:0;padding-left:26px;max-height:420px;overflow:auto;border:1px solid var(--border-color-primary);
- border-radius:6px;padding-top:6px;padding-bottom:6px}
-.jt-steps li{margin:2px 0 6px 0;white-space:pre-wrap;line-height:1.4}
-.jt-h{font-weight:600;margin:10px 0 4px 0}
-.jt-ffnote{font-weight:600}
-</style>
-"""
 
-
-def _flag_html(v: Any) -> str:
+def _flag(v: Any) -> str:
+    """A stage flag's class: u (not labeled), t (correct) or f (incorrect)."""
     if v is None or (isinstance(v, float) and v != v):
-        return "<span class='jt-flag u' title='not labeled'>·</span>"
-    return ("<span class='jt-flag t' title='correct'>✓</span>" if int(v) else
-            "<span class='jt-flag f' title='incorrect'>✗</span>")
+        return "u"
+    return "t" if int(v) else "f"
 
 
 def _ff(flags: Mapping[str, Any] | None, judging: StageJudging) -> str | None:
@@ -63,49 +32,68 @@ def _ff(flags: Mapping[str, Any] | None, judging: StageJudging) -> str | None:
     return judging.first_failure(None if flags.get(s) is None else bool(flags.get(s)) for s in judging.stages)
 
 
-def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool) -> str:
-    """The left column: stem image, item id, question, options (gold and the model's answer marked), verdict."""
-    esc = html.escape
-    options = rec.get("options") or {}
+@dataclass(slots=True, frozen=True)
+class Side:
+    """The left column: stem image (thumbnail and full-size URLs), item id, question, options (letter, text, gold,
+    the model's answer), the final answer with its status and verdict, gold, operation and perception load."""
+
+    image: tuple[str, str] | None
+    item_id: str
+    synthetic: bool
+    question: str
+    options: list[tuple[str, str, bool, bool]]
+    answer: str
+    status: str
+    gold: str
+    correct: bool
+    operation: str
+    load: str
+
+
+def _side(rec: Mapping[str, Any], image: tuple[Any, Any] | None, synthetic: bool) -> Side:
     gold = rec.get("gold")
     answer = rec.get("answer") if isinstance(rec.get("answer"), str) else None
-    side = []
-    if image is not None:
-        thumb, full = image
-        side.append(f"<a href='{file_url(full)}' target='_blank' title='open full size'>"
-                    f"<img src='{file_url(thumb)}' alt='stem image'></a>")
-    side.append(f"<div class='jt-q'>{esc(str(rec.get('item_id', '')))}"
-                + ("<span class='jt-badge'>synthetic</span>" if synthetic else "") + "</div>")
-    side.append(f"<div>{esc(str(rec.get('question') or ''))}</div>")
-    opts = "".join(
-        f"<li class='{'gold' if k == gold else ''}'><b>{esc(k)}.</b> {esc(str(v))}"
-        f"{' <span title=gold>★ gold</span>' if k == gold else ''}"
-        f"{' <span class=jt-model>← model</span>' if k == answer else ''}</li>" for k, v in options.items())
-    side.append(f"<ul class='jt-opts'>{opts}</ul>")
     status = rec.get("status")
-    verdict = ("<span class='jt-ok'>correct</span>" if answer is not None and answer == gold and status == "ok"
-               else "<span class='jt-bad'>wrong</span>")
-    side.append(f"<div class='jt-final'>Final answer: <b>{esc(answer or '—')}</b> ({esc(str(status))}) · {verdict}"
-                f"<br>Gold: <b>{esc(str(gold))}</b></div>")
     meta = rec.get("meta") or {}
-    if meta.get("operation"):
-        side.append(f"<div style='margin-top:6px;color:#6b7280'>operation {esc(str(meta['operation']))}"
-                    + (f" · perception load {esc(str(meta['perception_load']))}" if meta.get("perception_load") else "")
-                    + "</div>")
-    return "".join(side)
+    return Side(None if image is None else (file_url(image[0]), file_url(image[1])), str(rec.get("item_id", "")),
+                synthetic, str(rec.get("question") or ""),
+                [(k, str(v), k == gold, k == answer) for k, v in (rec.get("options") or {}).items()],
+                answer or "—", str(status), str(gold), answer is not None and answer == gold and status == "ok",
+                str(meta["operation"]) if meta.get("operation") else "",
+                str(meta["perception_load"]) if meta.get("perception_load") else "")
 
 
 _Column = tuple[str, "Mapping[str, Any] | None", str]
 
 
-def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | None, blind: bool,
-                 judging: StageJudging) -> str:
-    """The stages (S1..S4) with their targets and one column of flags per annotator (only the own one when `blind`)."""
-    esc = html.escape
-    head = "".join(
-        f"<th class='jt-col'>{esc(label)}</th>" for label, _, kind in cols if not (blind and kind != "own"))
-    if blind:
-        head += "<th class='jt-col jt-hidden' style='width:90px'>judge / others</th>"
+@dataclass(slots=True, frozen=True)
+class JudgedStage:
+    """A stage with its target and one cell per annotator shown: ("status", text) for a judgement that is not
+    ok, else (flag class, "")."""
+
+    stage: str
+    name: str
+    target: str
+    cells: list[tuple[str, str]]
+    first_failure: bool
+
+
+@dataclass(slots=True, frozen=True)
+class Main:
+    """The right column: the stage table (a column per annotator shown; `blind` hides the others), the first
+    failure (own, and the others' unless blind), the trace's steps."""
+
+    heads: list[str]
+    blind: bool
+    rows: list[JudgedStage]
+    own_name: str
+    ff_text: str
+    others: str
+    steps: list[str]
+
+
+def _stage_rows(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | None, blind: bool,
+                judging: StageJudging) -> list[JudgedStage]:
     rows = []
     for s in judging.stages:
         cells = []
@@ -113,21 +101,14 @@ def _stage_table(stages: Mapping[str, Any], cols: list[_Column], own_ff: str | N
             if blind and kind != "own":
                 continue
             if flags is not None and flags.get("status") not in (None, "ok"):
-                cells.append(f"<td class='jt-hidden'>{esc(str(flags.get('status')))}</td>")
+                cells.append(("status", str(flags.get("status"))))
             else:
-                cells.append(f"<td>{_flag_html(None if flags is None else flags.get(s))}</td>")
-        if blind:
-            cells.append("<td class='jt-hidden'>hidden</td>")
-        cls = " class='jt-ff'" if own_ff == s else ""
-        rows.append(f"<tr{cls} data-stage='{s}'><td><b>{s}</b> {judging.stage_names[s]}</td>"
-                    f"<td class='jt-target'>{esc(str(stages.get(s, '—')))}</td>{''.join(cells)}</tr>")
-    return (f"<table class='jt-stages'><thead><tr><th class='jt-stage'>Stage</th><th>Target</th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+                cells.append((_flag(None if flags is None else flags.get(s)), ""))
+        rows.append(JudgedStage(s, judging.stage_names[s], str(stages.get(s, "—")), cells, own_ff == s))
+    return rows
 
 
-def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: bool, judging: StageJudging) -> str:
-    """The right column: the stage table, the first failure (own, and the others' unless `blind`), the trace."""
-    esc = html.escape
+def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: bool, judging: StageJudging) -> Main:
     own_ff = _ff(cols[0][1], judging)
     ff_text = ("not labeled yet" if own_ff is None else ("none (every stage correct)" if own_ff == judging.no_failure
                                                         else f"{own_ff} {judging.stage_names[own_ff]}"))
@@ -137,14 +118,10 @@ def _main(rec: Mapping[str, Any], cols: list[_Column], own_name: str, blind: boo
             if flags is not None and flags.get("status") in (None, "ok"):
                 f = _ff(flags, judging)
                 if f is not None:
-                    others.append(f"{esc(label)}: {esc(f)}")
-    steps = split_steps(rec.get("trace"))
-    step_html = "".join(f"<li>{esc(s)}</li>" for s in steps) or "<li class='jt-hidden'>(empty trace)</li>"
-    return (_stage_table(rec.get("stages") or {}, cols, own_ff, blind, judging)
-            + f"<div class='jt-ffnote'>First failure ({esc(own_name)}): {esc(ff_text)}"
-            + (f" <span style='font-weight:400;color:#6b7280'>· {'; '.join(others)}</span>" if others else "")
-            + "</div>"
-            f"<div class='jt-h'>Trace ({len(steps)} steps)</div><ol class='jt-steps'>{step_html}</ol>")
+                    others.append(f"{label}: {f}")
+    return Main([label for label, _, kind in cols if not (blind and kind != "own")], blind,
+                _stage_rows(rec.get("stages") or {}, cols, own_ff, blind, judging), own_name, ff_text,
+                "; ".join(others), split_steps(rec.get("trace")))
 
 
 def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = None, own_name: str = "you",
@@ -155,12 +132,11 @@ def render(rec: Mapping[str, Any] | None, *, own: Mapping[str, Any] | None = Non
     `own`: the current annotator's flags (S1..S4); `judges` / `humans`: name -> flags (a judge's value may carry status "malformed"); `blind` hides
     judges and other annotators; `image`: (thumbnail path, full-size path) of the stem image."""
     if rec is None or judging is None:
-        return CSS + "<div class='jt-hidden'>No trace selected.</div>"
+        return render_template("trace_view.html", side=None)
     cols: list[_Column] = [(own_name, own, "own")]
     for name, flags in (judges or {}).items():
         cols.append((f"judge {name}", flags, "judge"))
     for name, flags in (humans or {}).items():
         cols.append((name, flags, "human"))
-    top = f"<div class='jt-h'>{html.escape(header)}</div>" if header else ""
-    return (CSS + top + f"<div class='jt-wrap'><div class='jt-side'>{_side(rec, image, synthetic)}</div>"
-            f"<div>{_main(rec, cols, own_name, blind, judging)}</div></div>")
+    return render_template("trace_view.html", header=header or "",
+                           side=_side(rec, image, synthetic), main=_main(rec, cols, own_name, blind, judging))

@@ -237,7 +237,7 @@ class Family:
     # its score() gets every split and scores `options.split` itself (FrameEvidence: partners and repeats are
     # matched over the whole benchmark); otherwise core.scoring hands it the split's items alone
     scores_splits: bool = False
-    # the dotted name of its UI view module (render, CHARTS); core stays free of ui imports
+    # the dotted name of its UI view module, whose VIEW is its ui.views.FamilyView; core stays free of ui imports
     view: str = "ui.views.generic"
 
     def __post_init__(self) -> None:

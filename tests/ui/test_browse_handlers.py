@@ -133,7 +133,7 @@ def test_open_group_and_select_row(store):
     assert f'data-group="{gid}"' in html and "cc-view-stembind" in html
     picked, view, shown = browse.select_row(store, "stembind", runs, runs[0], True, [gid, "test"])
     assert picked == shown == gid and view == html
-    assert "No group &#x27;nope&#x27;" in browse.open_group(store, "stembind", runs, "nope", None, True)
+    assert "No group &#39;nope&#39;" in browse.open_group(store, "stembind", runs, "nope", None, True)
     assert browse.select_row(store, "stembind", runs, None, True, None)[::2] == (None, "")
     # the header switched benchmark: a group it lacks closes (every part emptied), one it has stays
     import gradio as gr

@@ -109,8 +109,8 @@ def _refused(store, jobs, **kw):
 @pytest.mark.parametrize("kw, why", [
     ({"traces_run": None}, "choose a traces run first"),
     ({"name": "  "}, "give the judge run a name"),
-    ({"kind": "openai", "base_url": ""}, "needs the server&#x27;s base URL"),
-    ({"kind": "openai", "base_url": "localhost:8000/v1", "model": "m"}, "&#x27;localhost:8000/v1&#x27; is not a URL"),
+    ({"kind": "openai", "base_url": ""}, "needs the server&#39;s base URL"),
+    ({"kind": "openai", "base_url": "localhost:8000/v1", "model": "m"}, "&#39;localhost:8000/v1&#39; is not a URL"),
     ({"kind": "openai", "base_url": "ftp://127.0.0.1/v1", "model": "m"}, "is not a URL"),
     ({"kind": "openai", "base_url": "http//127.0.0.1:8000/v1", "model": "m"}, "is not a URL"),
     ({"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": " "}, "needs the model id"),
@@ -118,7 +118,7 @@ def _refused(store, jobs, **kw):
      "no variable CROSSCHECK_TEST_NO_SUCH_KEY"),
     ({"threshold": 0}, "threshold must be above 0 and at most 1, got 0"),
     ({"threshold": 1.5}, "threshold must be above 0 and at most 1, got 1.5"),
-    ({"name": RUN}, f"&#x27;{RUN}&#x27; is a model run of benchmark"),
+    ({"name": RUN}, f"&#39;{RUN}&#39; is a model run of benchmark"),
 ])
 def test_start_refuses_what_cannot_run(labeled, monkeypatch, kw, why):
     monkeypatch.delenv("CROSSCHECK_TEST_NO_SUCH_KEY", raising=False)
@@ -135,15 +135,15 @@ def test_refuses_a_family_without_judging_a_scope_no_annotator_labeled_and_other
     assert f"is of the {other['family']} family, which has no stage-judged traces" in _refused(
         sb, jobs, traces_run=other["name"])
     msg = _refused(sb, jobs)
-    assert f"no annotator has labeled a trace of run &#x27;{RUN}&#x27; yet" in msg and "Judge tab" in msg
+    assert f"no annotator has labeled a trace of run &#39;{RUN}&#39; yet" in msg and "Judge tab" in msg
     judge_runs.draw_sample(sb, RUN, "cal", per_operation=1, seed=0)
     in_sample = set(judging.sample_frame(sb, "cal")["item_id"])
     outside = next(k for k in judging.trace_records(sb, RUN).itertuples(index=False) if k.item_id not in in_sample)
     dbl.save_label(sb, RUN, (outside.item_id, int(outside.rotation), int(outside.repeat)), "ann",
                    {"S1": 1, "S2": 1, "S3": 1, "S4": 1})
-    assert "no annotator has labeled a trace of calibration sample &#x27;cal&#x27;" in _refused(sb, jobs, sample="cal")
+    assert "no annotator has labeled a trace of calibration sample &#39;cal&#39;" in _refused(sb, jobs, sample="cal")
     judge_runs.judge_run(sb, RUN, "strict", LexicalJudge(0.8), limit=1)
-    assert "judge run &#x27;strict&#x27; exists with other settings (threshold)" in _refused(sb, jobs, name="strict")
+    assert "judge run &#39;strict&#39; exists with other settings (threshold)" in _refused(sb, jobs, name="strict")
     assert jobs.all() == [] and dbjobs.recent_jobs(sb) == [] and "lexjob" not in [r["name"] for r in sb.runs()]
     jj.on_start(sb, jobs, **form(limit=2))  # the whole run holds a label: it starts
     jobs.get("lexjob").thread.join(60)

@@ -6,7 +6,8 @@ run in detail), and the benchmark's other runs only when they are few (at most O
 runs a view reads and draws what it shows, and names how many runs it left out.
 
 The view half of a family is one typed `FamilyView` that its view module (the family's `Family.view`, e.g.
-"ui.views.stembind") builds once at its end as `VIEW`: its group view, its Metrics charts, the per-run facts
+"ui.views.stembind") builds once at its end as `VIEW`: its group view (the group's data, as ui/views/common.py
+prepares it, laid out by its template ui/templates/views/<name>.html), its Metrics charts, the per-run facts
 its view shows beside the marks (StemBind: the stem's category) and whether it draws panel boxes; `view_of`
 is the one lookup.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pandas as pd
+from markupsafe import Markup
 
 from core import families
 from core import groups as core_groups
@@ -27,7 +29,8 @@ from core.errors import CrosscheckError
 from db import browse as dbb
 from db import predictions
 from ui.charts import FamilyCharts
-from ui.views.common import RunView, esc, message
+from ui.templating import render
+from ui.views.common import RunView, message
 
 OTHER_RUNS = 24  # the benchmark's runs besides the picked ones that a group view draws (all, or none when more)
 
@@ -129,5 +132,6 @@ def render_group(store: Any, benchmark: str | None, group_id: str | None, select
         return message(str(exc))
     if g is None:
         return message(f"No group {group_id!r} in benchmark {benchmark!r}.")
-    html = view_of(g.family).render(store, g, boxes=boxes)
-    return f'<div class="cc-group" data-group="{esc(group_id)}">{html}</div>'
+    # the family view's own template wrote `view` (its data escaped there)
+    view = Markup(view_of(g.family).render(store, g, boxes=boxes))
+    return render("views/group.html", group_id=group_id, view=view)

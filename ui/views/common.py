@@ -1,21 +1,22 @@
-"""Shared render helpers of the group views: escaping, thumbnails that open full size, right / wrong marks,
-option lists, the all-runs answer table, one run in detail, and the trace view (`render_trace`).
+"""Shared pieces of the group views, as plain data their templates lay out (ui/templates/views/common.html):
+thumbnails that open full size, right / wrong marks, option lists, the all-runs answer table, one run in detail,
+and the trace beside its stage targets.
 
-Everything that reaches HTML from the store (questions, options, responses, traces, names) goes through
-`esc` first. Images are referenced by content hash (`image/<hash>.<ext>`, `thumb/<hash>_<size>.png`,
+Everything from the store (questions, options, responses, traces, names) reaches the page through the templates'
+autoescape. Images are referenced by content hash (`image/<hash>.<ext>`, `thumb/<hash>_<size>.png`,
 ui/serving.py), so no page shows the store's folder.
 """
 
 from __future__ import annotations
 
-import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.schema import STAGE_NAMES, STAGES
 from ui.serving import image_url
+from ui.templating import macro
 
 OUTCOME_MARK = {
     "correct": ("✓", "correct"),
@@ -24,11 +25,12 @@ OUTCOME_MARK = {
     "api_error": ("⊘", "API error (no response)"),
     "missing": ("–", "not answered by this run"),
 }
+COMMON = "views/common.html"
 
 
-def esc(value: Any) -> str:
-    """HTML-escaped text of any value (None -> empty)."""
-    return "" if value is None else html.escape(str(value), quote=True)
+def text(value: object) -> str:
+    """The text a view shows for a stored value (None -> empty)."""
+    return "" if value is None else str(value)
 
 
 def file_url(path: Any) -> str:
@@ -37,14 +39,37 @@ def file_url(path: Any) -> str:
     return image_url(path)
 
 
-def synthetic_badge(synthetic: bool) -> str:
-    return '<span class="cc-synthetic" title="synthetic run (demo data)">synthetic</span>' if synthetic else ""
+# --------------------------------------------------------------------------- runs and marks
 
 
-def run_label_html(run: Mapping[str, Any], short: bool = False) -> str:
+@dataclass(slots=True, frozen=True)
+class RunLabel:
+    """A run's name as a view shows it: `shown` (shortened in tables), the full name on hover, a synthetic badge."""
+
+    name: str
+    shown: str
+    synthetic: bool
+
+
+def run_label(run: Mapping[str, Any], short: bool = False) -> RunLabel:
     name = str(run["name"])
     shown = name if not short or len(name) <= 28 else name[:26] + "…"
-    return f'<span class="cc-run" title="{esc(name)}">{esc(shown)}</span>{synthetic_badge(bool(run.get("synthetic")))}'
+    return RunLabel(name, shown, bool(run.get("synthetic")))
+
+
+@dataclass(slots=True, frozen=True)
+class Mark:
+    """A right / wrong mark: colour (`outcome`) plus symbol, and the answer letter when there is one."""
+
+    outcome: str
+    sym: str
+    title: str
+    letter: str = ""
+
+
+def mark_of(outcome: str, letter: str | None = None) -> Mark:
+    sym, title = OUTCOME_MARK.get(outcome, ("?", outcome))
+    return Mark(outcome, sym, title, text(letter))
 
 
 # --------------------------------------------------------------------------- images
@@ -66,24 +91,62 @@ if (!window.__ccZoomEsc) {
 """
 
 
-def thumb_html(store: Any, digest: str, label: str = "", size: int = 320, extra_cls: str = "",
-               overlay: str = "", caption: str = "") -> str:
+@dataclass(slots=True, frozen=True)
+class PanelBox:
+    """One panel's box on a figure, in the figure's pixels (its letter in a filled tag at the bottom right)."""
+
+    x: str
+    y: str
+    width: str
+    height: str
+    color: str
+    stroke: str
+    tag_x: str
+    tag_y: str
+    tag_width: str
+    tag_height: str
+    tag_rx: str
+    text_x: str
+    text_y: str
+    font_size: str
+    letter: str
+    title: str
+
+
+@dataclass(slots=True, frozen=True)
+class PanelBoxes:
+    """The SVG laid over a figure: its size and one box per panel."""
+
+    width: int
+    height: int
+    boxes: list[PanelBox]
+
+
+@dataclass(slots=True, frozen=True)
+class Thumb:
     """A thumbnail that opens the full image in an overlay on click (click again, or Esc, to close).
 
-    `label` is drawn on the image corner (I1, I2 ...); `overlay` is extra HTML laid over the thumbnail
-    (an SVG of panel boxes, a cross for a withheld view); `caption` is a line under it.
-    """
+    `label` is drawn on the image corner (I1, I2 ...); `panels` (panel boxes) or `cross` (a withheld view) are
+    laid over it; `caption` ((class, text)) is a line under it. `missing` says why the image is unavailable."""
+
+    label: str
+    extra_cls: str
+    thumb: str = ""
+    full: str = ""
+    missing: str = ""
+    panels: PanelBoxes | None = None
+    cross: bool = False
+    caption: tuple[str, str] | None = None
+
+
+def thumb(store: Any, digest: str, label: str = "", size: int = 320, extra_cls: str = "",
+          panels: PanelBoxes | None = None, cross: bool = False, caption: tuple[str, str] | None = None) -> Thumb:
     try:
-        thumb = file_url(store.thumbnail(digest, size))
+        small = file_url(store.thumbnail(digest, size))
         full = file_url(store.image_path(digest))
     except Exception as exc:  # noqa: BLE001 - a missing file shows as such, it never breaks the view
-        return f'<div class="cc-img cc-img-missing {extra_cls}">image {esc(digest[:8])} unavailable ({esc(exc)})</div>'
-    lab = f'<span class="cc-img-label">{esc(label)}</span>' if label else ""
-    cap = f'<div class="cc-img-caption">{caption}</div>' if caption else ""
-    return (f'<figure class="cc-img {extra_cls}"><details class="cc-zoom"><summary title="click for full size">'
-            f'<span class="cc-thumb-wrap"><img src="{thumb}" alt="{esc(label or "image")}" loading="lazy">{overlay}'
-            f'{lab}</span><span class="cc-full"><img src="{full}" alt="full size {esc(label)}" loading="lazy">'
-            f'<span class="cc-full-hint">click or Esc to close</span></span></summary></details>{cap}</figure>')
+        return Thumb(label, extra_cls, missing=f"image {digest[:8]} unavailable ({exc})")
+    return Thumb(label, extra_cls, small, full, panels=panels, cross=cross, caption=caption)
 
 
 # --------------------------------------------------------------------------- predictions and marks
@@ -128,180 +191,278 @@ class RunView:
         return sum(bool(v) for v in self.answered.values())
 
 
-def mark(outcome: str, letter: str | None = None) -> str:
-    """A right / wrong mark: colour plus symbol (and the letter when there is one)."""
-    sym, title = OUTCOME_MARK.get(outcome, ("?", outcome))
-    let = f'<b class="cc-letter">{esc(letter)}</b>' if letter else ""
-    return f'<span class="cc-mark cc-{outcome}" title="{esc(title)}">{let}<span class="cc-sym">{sym}</span></span>'
-
-
-def answer_mark(rv: RunView, item_id: str) -> str:
+def answer_mark_of(rv: RunView, item_id: str) -> Mark:
     pred = rv.primary(item_id)
     letter = pred.get("answer") if pred and pred.get("status") == "ok" else None
-    return mark(rv.outcome(item_id), letter)
+    return mark_of(rv.outcome(item_id), letter)
 
 
-def options_html(options: Mapping[str, str], gold: str, extra: Mapping[str, str] | None = None,
-                 insufficient: str | None = None) -> str:
-    """The option list with the gold option marked; `extra` adds a line (e.g. English gloss) per letter."""
-    rows = []
-    for letter, text in options.items():
-        cls = "cc-opt cc-gold" if letter == gold else "cc-opt"
-        gl = f'<span class="cc-gloss">{esc(extra[letter])}</span>' if extra and extra.get(letter) else ""
-        tag = '<span class="cc-gold-tag" title="gold answer">gold</span>' if letter == gold else ""
-        ins = '<span class="cc-ins-tag" title="the insufficient-information option">insufficient</span>' \
-            if insufficient and letter == insufficient else ""
-        rows.append(f'<li class="{cls}"><b>{esc(letter)}</b> {esc(text)}{gl}{tag}{ins}</li>')
-    inline = len(options) > 4 and all(len(str(t)) <= 14 for t in options.values()) and not extra
-    return f'<ul class="cc-opts{" cc-opts-inline" if inline else ""}">{"".join(rows)}</ul>'
+@dataclass(slots=True, frozen=True)
+class Option:
+    letter: str
+    text: str
+    gold: bool
+    gloss: str = ""
+    insufficient: bool = False
 
 
-def run_answers(runs: Sequence[RunView], item_id: str) -> str:
-    """Each selected run's answer to one item with its mark (one line per run)."""
-    if not runs:
-        return '<div class="cc-muted">pick runs in the header to see their answers</div>'
-    lines = [f'<div class="cc-ans">{answer_mark(rv, item_id)}{run_label_html(rv.record, short=True)}</div>'
-             for rv in runs]
-    return f'<div class="cc-answers">{"".join(lines)}</div>'
+@dataclass(slots=True, frozen=True)
+class Options:
+    """The option list with the gold option marked (inline when the options are many and short)."""
+
+    rows: list[Option]
+    inline: bool
 
 
-def answers_table(items: Sequence[Mapping[str, Any]], runs: Sequence[RunView], selected: Iterable[str] = (),
-                  col_label: Any = None, extra_cols: Sequence[tuple[str, Any]] = ()) -> str:
-    """All runs' answers at once: one row per run that answered the group, one column per item, the gold
-    row first, then k / n correct and any `extra_cols` (header, fn(RunView) -> html)."""
-    chosen = set(selected)
+def options(opts: Mapping[str, str], gold: str, extra: Mapping[str, str] | None = None,
+            insufficient: str | None = None) -> Options:
+    """`extra` adds a line (e.g. English gloss) per letter."""
+    rows = [Option(letter, text(t), letter == gold, text((extra or {}).get(letter)),
+                   bool(insufficient) and letter == insufficient) for letter, t in opts.items()]
+    inline = len(opts) > 4 and all(len(str(t)) <= 14 for t in opts.values()) and not extra
+    return Options(rows, inline)
+
+
+@dataclass(slots=True, frozen=True)
+class Answer:
+    mark: Mark
+    run: RunLabel
+
+
+def answers(runs: Sequence[RunView], item_id: str) -> list[Answer]:
+    """Each selected run's answer to one item with its mark (the template says to pick runs when none)."""
+    return [Answer(answer_mark_of(rv, item_id), run_label(rv.record, short=True)) for rv in runs]
+
+
+@dataclass(slots=True, frozen=True)
+class Card:
+    """One item in a column: title (and a muted id), question, options, each picked run's answer."""
+
+    title: str
+    sub: str
+    question: str
+    options: Options
+    answers: list[Answer]
+    shows: str = ""
+    hint: str = ""
+    gloss: str = ""
+
+
+def card(it: Mapping[str, Any], selected: Sequence[RunView], title: str, sub: str, extra: Mapping[str, str] | None = None,
+         gloss: str = "", shows: str = "", hint: str = "") -> Card:
+    return Card(title, sub, text(it["question"]), options(it["options"], it["answer"], extra),
+                answers(selected, it["item_id"]), shows=shows, hint=hint, gloss=gloss)
+
+
+@dataclass(slots=True, frozen=True)
+class RunCounts:
+    """A run's row in a view's per-run table: its label, whether it is picked, (class, k/n text) per kind or
+    stage of the group, and the family's verdict on the whole group (StemBind's category, SPUR's flag)."""
+
+    run: RunLabel
+    selected: bool
+    kn: list[tuple[str, str]]
+    verdict: tuple[str, str, str] | bool | None  # StemBind: (key, label, rule) or None; SPUR: the flag
+
+
+def kn_cell(k: int, n: int) -> tuple[str, str]:
+    """(class, text) of k right of n answered: green when all, red when none, amber between; "–" when n is 0."""
+    if n == 0:
+        return "cc-muted", "–"
+    return ("cc-correct" if k == n else ("cc-wrong" if k == 0 else "cc-partial")), f"{k}/{n}"
+
+
+@dataclass(slots=True)
+class AnswerRow:
+    run: RunLabel
+    selected: bool
+    marks: list[Mark]
+    k: int
+    n: int
+    extra: list[object]
+
+
+@dataclass(slots=True)
+class AllRuns:
+    """All runs' answers at once: a column per item (`columns`: (item id, label)), the gold row first, then
+    k / n correct and any extra columns; `silent` runs answered nothing of the group. When the benchmark has
+    more runs than a view draws besides the picked ones (ui.views.OTHER_RUNS), the section holds the picked
+    runs, is titled so, and `left_out` says how many runs it did not draw."""
+
+    title: str
+    columns: list[tuple[str, str]]
+    gold: list[str]
+    extra_heads: list[str]
+    rows: list[AnswerRow]
+    silent: int
+    left_out: str
+
+
+def all_runs(g: Any, items: Sequence[Mapping[str, Any]], col_label: Callable[[Mapping[str, Any]], str] | None = None,
+             extra_cols: Sequence[tuple[str, Callable[[RunView], object]]] = ()) -> AllRuns:
+    """The "All runs" section of group `g` (ui.views.Group): the runs it drew, those picked highlighted.
+    `extra_cols` are (header, fn(RunView) -> the value its template's cell macro shows)."""
+    chosen = {r.name for r in g.selected}
     label = col_label or (lambda it: it["variant"] or it["kind"])
-    head = "".join(f'<th title="{esc(it["item_id"])}">{esc(label(it))}</th>' for it in items)
-    head += '<th title="items correct / items">correct</th>' + "".join(f"<th>{esc(h)}</th>" for h, _ in extra_cols)
-    gold = "".join(f'<td><b class="cc-letter">{esc(it["answer"])}</b></td>' for it in items)
-    rows = [f'<tr class="cc-gold-row"><th>gold</th>{gold}<td></td>{"<td></td>" * len(extra_cols)}</tr>']
+    rows = []
     silent = 0
-    for rv in runs:
+    for rv in g.runs:
         if rv.answered_items() == 0:
             silent += 1
             continue
-        cells = "".join(f"<td>{answer_mark(rv, it['item_id'])}</td>" for it in items)
-        k = sum(rv.correct.get(it["item_id"], False) for it in items)
-        n = sum(rv.answered.get(it["item_id"], False) for it in items)
-        extra = "".join(f"<td>{fn(rv)}</td>" for _, fn in extra_cols)
-        cls = ' class="cc-selected"' if rv.name in chosen else ""
-        rows.append(f'<tr{cls}><th>{run_label_html(rv.record, short=True)}</th>{cells}'
-                    f'<td class="cc-kn">{k}/{n}</td>{extra}</tr>')
-    note = f'<div class="cc-muted">{silent} run(s) of this benchmark did not answer this group.</div>' if silent else ""
-    return (f'<div class="cc-table-wrap"><table class="cc-answers-table cc-allruns"><thead><tr><th>run</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>{note}')
-
-
-def all_runs(g: Any, items: Sequence[Mapping[str, Any]], col_label: Any = None,
-             extra_cols: Sequence[tuple[str, Any]] = ()) -> str:
-    """The "All runs" section of group `g` (ui.views.Group): answers_table of the runs it drew. When the
-    benchmark has more runs than a view draws besides the picked ones (ui.views.OTHER_RUNS), the section holds
-    the picked runs, is titled so, and says how many it left out."""
-    table = answers_table(items, g.runs, [r.name for r in g.selected], col_label, extra_cols)
-    if not g.hidden:
-        return section("All runs", table)
-    note = (f'<div class="cc-muted cc-runs-left-out">{g.hidden:,} other run(s) of this benchmark are not drawn here: '
-            "pick runs in the header to see their answers.</div>")
-    return section(f"Picked runs ({len(g.runs)} of {len(g.runs) + g.hidden:,})", table + note)
+        rows.append(AnswerRow(run_label(rv.record, short=True), rv.name in chosen,
+                              [answer_mark_of(rv, it["item_id"]) for it in items],
+                              sum(rv.correct.get(it["item_id"], False) for it in items),
+                              sum(rv.answered.get(it["item_id"], False) for it in items),
+                              [fn(rv) for _, fn in extra_cols]))
+    title = f"Picked runs ({len(g.runs)} of {len(g.runs) + g.hidden:,})" if g.hidden else "All runs"
+    return AllRuns(title, [(text(it["item_id"]), text(label(it))) for it in items], [text(it["answer"]) for it in items],
+                   [h for h, _ in extra_cols], rows, silent, f"{g.hidden:,}" if g.hidden else "")
 
 
 # --------------------------------------------------------------------------- one run in detail
 
 
-def probs_html(probs: Mapping[str, float] | None, gold: str, chosen: str | None) -> str:
-    if not probs:
-        return ""
-    items = []
-    for letter in sorted(probs):
+@dataclass(slots=True, frozen=True)
+class Prob:
+    letter: str
+    cls: str
+    width: str
+    value: str
+
+
+def probs(values: Mapping[str, float] | None, gold: str, chosen: str | None) -> list[Prob]:
+    out = []
+    for letter in sorted(values or {}):
         try:
-            p = float(probs[letter])
+            p = float((values or {})[letter])
         except (TypeError, ValueError):
             continue
         if math.isnan(p):
             continue
         cls = "cc-prob-gold" if letter == gold else ("cc-prob-chosen" if letter == chosen else "")
-        items.append(f'<span class="cc-prob {cls}"><b>{esc(letter)}</b><span class="cc-bar" '
-                     f'style="width:{max(0.0, min(1.0, p)) * 60:.0f}px"></span>{p:.2f}</span>')
-    return f'<div class="cc-probs" title="option probabilities (original letters)">{"".join(items)}</div>' if items else ""
+        out.append(Prob(letter, cls, f"{max(0.0, min(1.0, p)) * 60:.0f}", f"{p:.2f}"))
+    return out
 
 
-def rotated(pred: Mapping[str, Any]) -> str:
+@dataclass(slots=True, frozen=True)
+class Rotation:
     """"shown D → original C" when the options were rotated: the letter the model saw, then the letter it
-    means in the item's own order (what is scored); empty when they agree."""
+    means in the item's own order (what is scored)."""
+
+    shown: str
+    answer: str
+
+
+def rotation(pred: Mapping[str, Any]) -> Rotation | None:
     shown, answer = pred.get("shown"), pred.get("answer")
     if not shown or not answer or shown == answer:
-        return ""
-    return (f'<span class="cc-rot" title="options were rotated: the model answered {esc(shown)} as shown, '
-            f'which is {esc(answer)} in the original order">shown <b class="cc-letter">{esc(shown)}</b> → '
-            f'original <b class="cc-letter">{esc(answer)}</b></span>')
+        return None
+    return Rotation(str(shown), str(answer))
 
 
-def response_html(pred: Mapping[str, Any], open_: bool = False) -> str:
-    """The raw response on demand (escaped), with status, shown letter, tokens and error."""
-    resp = pred.get("response")
-    bits = [f'status <b class="cc-status cc-st-{esc(pred.get("status"))}">{esc(pred.get("status"))}</b>']
-    rot = rotated(pred)
-    if rot:
-        bits.append(rot)
-    if int(pred.get("rotation") or 0) or int(pred.get("repeat") or 0):
-        bits.append(f"rotation {int(pred.get('rotation') or 0)}, repeat {int(pred.get('repeat') or 0)}")
+@dataclass(slots=True, frozen=True)
+class Response:
+    """A prediction's raw response (shown on demand) with its status, shown letter, tokens and error."""
+
+    status: str
+    rotation: Rotation | None
+    rot_rep: str
+    tokens: int | None
+    error: str
+    text: str
+
+
+def response(pred: Mapping[str, Any]) -> Response:
+    rot, rep = int(pred.get("rotation") or 0), int(pred.get("repeat") or 0)
     tok = pred.get("tokens")
-    if tok is not None and not (isinstance(tok, float) and math.isnan(tok)):
-        bits.append(f"{int(tok)} tokens")
-    if pred.get("error"):
-        bits.append(f"error: {esc(pred.get('error'))}")
-    body = (f'<pre class="cc-raw">{esc(resp)}</pre>' if resp not in (None, "")
-            else '<div class="cc-muted">empty response</div>')
-    op = " open" if open_ else ""
-    return (f'<div class="cc-meta">{" · ".join(bits)}</div><details class="cc-raw-details"{op}>'
-            f'<summary>raw response</summary>{body}</details>')
+    tokens = None if tok is None or (isinstance(tok, float) and math.isnan(tok)) else int(tok)
+    return Response(text(pred.get("status")), rotation(pred), f"rotation {rot}, repeat {rep}" if rot or rep else "",
+                    tokens, text(pred.get("error")), text(pred.get("response")))
 
 
-def render_trace(trace: str | None, targets: Mapping[str, str] | None = None,
-                 flags: Sequence[Mapping[str, Any]] = ()) -> str:
+@dataclass(slots=True, frozen=True)
+class StageRow:
+    stage: str
+    name: str
+    hot: bool
+    marks: list[tuple[str, str, str]]  # (class, symbol, title) per flag
+    text: str
+
+
+@dataclass(slots=True, frozen=True)
+class Trace:
+    """A reasoning trace with the stage targets beside it (when the item has them) and the stage flags."""
+
+    trace: str
+    targets: bool
+    stages: list[StageRow]
+    legend: str
+
+
+def trace(trace_text: str | None, targets: Mapping[str, str] | None = None,
+          flags: Sequence[Mapping[str, Any]] = ()) -> Trace | None:
     """A reasoning trace with the S1..S4 stage targets beside it and any judge / human stage flags.
 
     `flags` are records with source, who, S1..S4 (1 / 0 / None) and first_failure; the first failing stage
-    of each is highlighted. Reused by the Judge tab.
-    """
-    if not trace and not targets:
-        return ""
-    tgt = ""
-    if targets:
-        first_fail = {f.get("first_failure") for f in flags if f.get("first_failure")}
-        rows = []
-        for s in STAGES:
-            if s not in targets:
-                continue
-            marks = []
-            for f in flags:
-                v = f.get(s)
-                sym = "✓" if v in (1, True) else ("✗" if v in (0, False) else "?")
-                cls = "cc-correct" if v in (1, True) else ("cc-wrong" if v in (0, False) else "cc-missing")
-                marks.append(f'<span class="cc-mark {cls}" title="{esc(f.get("source"))}: {esc(f.get("who"))}">'
-                             f'<span class="cc-sym">{sym}</span></span>')
-            hot = " cc-first-fail" if s in first_fail else ""
-            rows.append(f'<div class="cc-stage{hot}"><div class="cc-stage-head"><b>{s}</b> '
-                        f'<span class="cc-muted">{STAGE_NAMES[s]}</span>{"".join(marks)}</div>'
-                        f'<div class="cc-stage-text">{esc(targets[s])}</div></div>')
-        legend = ""
-        if flags:
-            legend = '<div class="cc-muted">flags: ' + ", ".join(
-                f'{esc(f.get("source"))} {esc(f.get("who"))}' + (f' (first failure {esc(f.get("first_failure"))})'
-                                                                  if f.get("first_failure") else "")
-                for f in flags) + "</div>"
-        tgt = f'<div class="cc-targets"><div class="cc-sub">stage targets</div>{"".join(rows)}{legend}</div>'
-    tr = (f'<div class="cc-trace"><div class="cc-sub">trace</div><pre class="cc-raw">{esc(trace)}</pre></div>'
-          if trace else '<div class="cc-trace cc-muted">no trace stored for this prediction</div>')
-    return f'<div class="cc-trace-grid">{tr}{tgt}</div>'
+    of each is highlighted."""
+    if not trace_text and not targets:
+        return None
+    first_fail = {f.get("first_failure") for f in flags if f.get("first_failure")}
+    rows = []
+    for s in STAGES:
+        if not targets or s not in targets:
+            continue
+        marks = []
+        for f in flags:
+            v = f.get(s)
+            sym = "✓" if v in (1, True) else ("✗" if v in (0, False) else "?")
+            cls = "cc-correct" if v in (1, True) else ("cc-wrong" if v in (0, False) else "cc-missing")
+            marks.append((cls, sym, f"{text(f.get('source'))}: {text(f.get('who'))}"))
+        rows.append(StageRow(s, STAGE_NAMES[s], s in first_fail, marks, text(targets[s])))
+    legend = ", ".join(f"{text(f.get('source'))} {text(f.get('who'))}"
+                       + (f" (first failure {text(f.get('first_failure'))})" if f.get("first_failure") else "")
+                       for f in flags)
+    return Trace(text(trace_text), bool(targets), rows, f"flags: {legend}" if flags else "")
 
 
-def detail_html(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: Sequence[Mapping[str, Any]] = (),
-                title: Any = None) -> str:
+@dataclass(slots=True, frozen=True)
+class OtherPrediction:
+    """Another rotation / repeat of the item: its mark in the list of all predictions, its raw response."""
+
+    rotation: int
+    repeat: int
+    mark: Mark
+    turned: Rotation | None
+    status: str
+    text: str
+    listed: bool  # its raw response is shown under "raw responses of the other predictions"
+
+
+@dataclass(slots=True, frozen=True)
+class DetailItem:
+    head: str
+    item_id: str
+    gold: str
+    mark: Mark
+    probs: list[Prob]
+    response: Response | None  # None: the run did not answer the item
+    others: list[OtherPrediction]
+    trace: Trace | None
+
+
+@dataclass(slots=True, frozen=True)
+class Detail:
+    run: RunLabel
+    items: list[DetailItem]
+
+
+def detail(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: Sequence[Mapping[str, Any]] = (),
+           title: Callable[[Mapping[str, Any]], str] | None = None) -> Detail | None:
     """One run in detail: per item its answer vs gold, parse status, probabilities, the raw response on
     demand, every extra rotation / repeat, and the trace beside the stage targets when there is one."""
     if rv is None:
-        return '<div class="cc-muted">pick a run to see its responses in detail</div>'
+        return None
     head = title or (lambda it: f'{it["kind"]} · {it["variant"]}')
     blocks = []
     for it in items:
@@ -309,37 +470,27 @@ def detail_html(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: S
         preds = rv.all_preds(iid)
         main = rv.primary(iid)
         if main is None:
-            blocks.append(f'<div class="cc-detail-item"><div class="cc-detail-head">{esc(head(it))} '
-                          f'<span class="cc-muted">{esc(iid)}</span> {mark("missing")}</div></div>')
+            blocks.append(DetailItem(text(head(it)), text(iid), text(it["answer"]), mark_of("missing"), [], None, [],
+                                     None))
             continue
-        probs = probs_html(main.get("probs"), it["answer"], main.get("answer"))
-        more = ""
+        others = []
         if len(preds) > 1:
-            cells = "".join(
-                f'<span class="cc-more">r{int(p["rotation"])}/rep{int(p["repeat"])} '
-                f'{mark(_pred_outcome(p, it["answer"]), p.get("answer") if p.get("status") == "ok" else None)}'
-                f'{" " + rotated(p) if rotated(p) else ""}</span>'
-                for p in preds)
-            more = f'<div class="cc-meta">all {len(preds)} predictions: {cells}</div>'
-            extra = [p for p in preds if p is not main and (p["rotation"], p["repeat"]) != (main["rotation"], main["repeat"])]
-            if extra:
-                body = "".join(f'<div class="cc-meta">rotation {int(p["rotation"])}, repeat {int(p["repeat"])}: '
-                               f'status {esc(p.get("status"))}</div><pre class="cc-raw">{esc(p.get("response"))}</pre>'
-                               for p in extra)
-                more += (f'<details class="cc-raw-details"><summary>raw responses of the other {len(extra)} '
-                         f'predictions</summary>{body}</details>')
+            for p in preds:
+                listed = p is not main and (p["rotation"], p["repeat"]) != (main["rotation"], main["repeat"])
+                others.append(OtherPrediction(
+                    int(p["rotation"]), int(p["repeat"]),
+                    mark_of(_pred_outcome(p, it["answer"]), p.get("answer") if p.get("status") == "ok" else None),
+                    rotation(p), text(p.get("status")), text(p.get("response")), listed))
         item_flags = [f for f in flags if f.get("item_id") == iid]
-        trace = ""
+        shown = None
         if main.get("trace") or (it.get("stages") and item_flags):
-            trace = render_trace(main.get("trace"), it.get("stages"), item_flags)
+            shown = trace(main.get("trace"), it.get("stages"), item_flags)
         elif it.get("stages"):
-            trace = render_trace(None, it.get("stages"), item_flags)
-        blocks.append(
-            f'<div class="cc-detail-item"><div class="cc-detail-head">{esc(head(it))} '
-            f'<span class="cc-muted">{esc(iid)}</span> gold <b class="cc-letter">{esc(it["answer"])}</b> '
-            f'{answer_mark(rv, iid)}</div>{probs}{response_html(main)}{more}{trace}</div>')
-    return (f'<div class="cc-detail"><div class="cc-section-title">Responses of {run_label_html(rv.record)}</div>'
-            f'{"".join(blocks)}</div>')
+            shown = trace(None, it.get("stages"), item_flags)
+        blocks.append(DetailItem(text(head(it)), text(iid), text(it["answer"]), answer_mark_of(rv, iid),
+                                 probs(main.get("probs"), it["answer"], main.get("answer")), response(main), others,
+                                 shown))
+    return Detail(run_label(rv.record), blocks)
 
 
 def _pred_outcome(p: Mapping[str, Any], gold: str) -> str:
@@ -349,16 +500,11 @@ def _pred_outcome(p: Mapping[str, Any], gold: str) -> str:
     return "correct" if st == "ok" and p.get("answer") == gold else "wrong"
 
 
-def section(title: str, body: str, cls: str = "") -> str:
-    return f'<section class="cc-section {cls}"><div class="cc-section-title">{title}</div>{body}</section>'
+def chips(pairs: Iterable[tuple[str, object]]) -> list[tuple[str, str]]:
+    """Small 'key: value' chips for a group header (empty values skipped)."""
+    return [(k, text(v)) for k, v in pairs if v not in (None, "", [])]
 
 
-def chips(pairs: Iterable[tuple[str, Any]]) -> str:
-    """Small 'key: value' chips for a group header (values escaped; empty values skipped)."""
-    out = [f'<span class="cc-chip"><span class="cc-muted">{esc(k)}</span> {esc(v)}</span>'
-           for k, v in pairs if v not in (None, "", [])]
-    return f'<div class="cc-chips">{"".join(out)}</div>'
-
-
-def message(text: str) -> str:
-    return f'<div class="cc-view cc-empty">{esc(text)}</div>'
+def message(note: str) -> str:
+    """A view's one-line message (nothing chosen, an unknown group)."""
+    return macro(COMMON, "message")(note)

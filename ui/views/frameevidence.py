@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -13,28 +14,23 @@ from core.families.frameevidence.groups import fq2_layout
 from core.metrics.catalogue import CIRCULAR
 from core.report_tables import Cell, RunScore, Table, reason_of, value
 from ui import charts as ch
+from ui.templating import render as render_template
 from ui.views import FamilyView, Group, generic
 from ui.views import common as vc
 
 FQ1_TITLES = {"cam": "Camera frame", "obj": "Object frame", "scene": "Scene frame"}
 FQ2_TITLES = {"mss": "MSS: the minimal sufficient views", "del": "Deletion: one view withheld",
               "add": "Addition: one view added"}
-CROSS = ('<svg class="cc-cross" viewBox="0 0 100 100" preserveAspectRatio="none" aria-hidden="true">'
-         '<line x1="4" y1="4" x2="96" y2="96"/><line x1="96" y1="4" x2="4" y2="96"/></svg>')
 
 
-def _header(g: Group, title: str, first: dict[str, Any]) -> str:
+def _chips(first: dict[str, Any]) -> list[tuple[str, str]]:
     m = first.get("meta") or {}
-    return (f'<div class="cc-view-head"><div class="cc-view-title">{vc.esc(title)} <span class="cc-gid">'
-            f'{vc.esc(g.group_id)}</span></div>'
-            + vc.chips([("split", first.get("split")), ("scene", m.get("scene")), ("relation", m.get("relation")),
-                     ("source", m.get("source")), ("ordinal", m.get("ordinal_change"))]) + "</div>")
+    return vc.chips([("split", first.get("split")), ("scene", m.get("scene")), ("relation", m.get("relation")),
+                     ("source", m.get("source")), ("ordinal", m.get("ordinal_change"))])
 
 
-def _question(it: dict[str, Any]) -> str:
-    gloss = (it.get("meta") or {}).get("question_en")
-    gl = f'<div class="cc-gloss">{vc.esc(gloss)}</div>' if gloss else ""
-    return f'<div class="cc-question">{vc.esc(it["question"])}{gl}</div>'
+def _gloss(it: dict[str, Any]) -> str:
+    return vc.text((it.get("meta") or {}).get("question_en"))
 
 
 def render(store: Any, g: Group, boxes: bool = True) -> str:
@@ -50,71 +46,64 @@ def render(store: Any, g: Group, boxes: bool = True) -> str:
 
 def _fq1(store: Any, g: Group, items: list[dict[str, Any]]) -> str:
     cam = items[0]
-    imgs = "".join(vc.thumb_html(store, h, f"I{i + 1}") for i, h in enumerate(cam["images"]))
-    cols = []
-    for it in items:
-        m = it.get("meta") or {}
-        cols.append(
-            f'<div class="cc-col"><div class="cc-col-title">{vc.esc(FQ1_TITLES[it["variant"]])} '
-            f'<span class="cc-muted">{vc.esc(it["variant"])}</span></div>{_question(it)}'
-            f'{vc.options_html(it["options"], it["answer"], m.get("options_en"))}{vc.run_answers(g.selected, it["item_id"])}</div>')
-    body = (_header(g, "FQ1 frame triplet", cam)
-            + f'<div class="cc-images">{imgs}</div>'
-            + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + vc.all_runs(g, items, col_label=lambda it: it["variant"])
-            + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
-                                                       title=lambda it: FQ1_TITLES[it["variant"]])))
-    return f'<div class="cc-view cc-view-fq1">{body}</div>'
+    cards = [vc.card(it, g.selected, FQ1_TITLES[it["variant"]], vc.text(it["variant"]),
+                     extra=(it.get("meta") or {}).get("options_en"), gloss=_gloss(it)) for it in items]
+    return render_template(
+        "views/frameevidence.html", view="fq1", title="FQ1 frame triplet", group_id=g.group_id, chips=_chips(cam),
+        images=[vc.thumb(store, h, f"I{i + 1}") for i, h in enumerate(cam["images"])], cards=cards,
+        all_runs=vc.all_runs(g, items, col_label=lambda it: it["variant"]),
+        detail=vc.detail(items, g.detail, g.flags, title=lambda it: FQ1_TITLES[it["variant"]]))
+
+
+def _fq2_pictures(store: Any, v: str, it: dict[str, Any], mss: dict[str, Any], lay: dict[str, Any]) -> list[vc.Thumb]:
+    """The views one FQ2 variant shows: the deletion's withheld view crossed out, the addition's added view named."""
+    pics = []
+    if v == "del":
+        withheld = lay["withheld"] or {}
+        shown = set(it["images"])
+        for h, p in zip(mss["images"], lay["positions"]["mss"], strict=False):
+            if h in shown:
+                pics.append(vc.thumb(store, h, f"I{p}", extra_cls="cc-small"))
+            else:
+                pics.append(vc.thumb(store, h, f"I{p}", extra_cls="cc-small cc-withheld", cross=True,
+                                     caption=("cc-wrong", f'withheld I{vc.text(withheld.get("position"))}')))
+        return pics
+    pos = lay["positions"].get(v) or []
+    added = lay["added"] or {}
+    for i, h in enumerate(it["images"]):
+        label = f"I{pos[i]}" if i < len(pos) and pos[i] else f"#{i + 1}"
+        if v == "add" and h == added.get("hash"):
+            pics.append(vc.thumb(store, h, label, extra_cls="cc-small cc-added", caption=("cc-correct", f"+ added {label}")))
+        else:
+            pics.append(vc.thumb(store, h, label, extra_cls="cc-small"))
+    return pics
+
+
+@dataclass(slots=True, frozen=True)
+class Fq2Column:
+    """One FQ2 variant's column: its title, the views it shows, gold (letter and text), each picked run's answer."""
+
+    title: str
+    pics: list[vc.Thumb]
+    gold: str
+    gold_text: str
+    answers: list[vc.Answer]
 
 
 def _fq2(store: Any, g: Group, by_v: dict[str, dict[str, Any]]) -> str:
     items = [by_v[v] for v in FQ2_TITLES]
     lay = fq2_layout(by_v)
     mss = by_v["mss"]
-    ins = (mss.get("meta") or {}).get("insufficient_option")
-    note = (f'<div class="cc-callout" role="note"><b>Ordinal reference shifts.</b> {vc.esc(lay["ordinal_note"])}</div>'
-            if lay["ordinal_note"] else "")
-    cols = []
-    for v, it in by_v.items():
-        if v not in FQ2_TITLES:
-            continue
-        pos = lay["positions"].get(v) or []
-        pics = []
-        if v == "del":
-            withheld = lay["withheld"] or {}
-            shown = set(it["images"])
-            mss_pos = lay["positions"]["mss"]
-            for h, p in zip(mss["images"], mss_pos, strict=False):
-                if h in shown:
-                    pics.append(vc.thumb_html(store, h, f"I{p}", extra_cls="cc-small"))
-                else:
-                    pics.append(vc.thumb_html(store, h, f"I{p}", extra_cls="cc-small cc-withheld", overlay=CROSS,
-                                           caption=f'<span class="cc-wrong">withheld I{vc.esc(withheld.get("position"))}</span>'))
-        else:
-            added = lay["added"] or {}
-            for i, h in enumerate(it["images"]):
-                label = f"I{pos[i]}" if i < len(pos) and pos[i] else f"#{i + 1}"
-                if v == "add" and h == added.get("hash"):
-                    pics.append(vc.thumb_html(store, h, label, extra_cls="cc-small cc-added",
-                                           caption=f'<span class="cc-correct">+ added {vc.esc(label)}</span>'))
-                else:
-                    pics.append(vc.thumb_html(store, h, label, extra_cls="cc-small"))
-        gold = it["answer"]
-        gold_txt = it["options"].get(gold, "")
-        cols.append(
-            f'<div class="cc-col"><div class="cc-col-title">{vc.esc(FQ2_TITLES[v])}</div>'
-            f'<div class="cc-images cc-images-small">{"".join(pics)}</div>'
-            f'<div class="cc-gold-line">gold <b class="cc-letter">{vc.esc(gold)}</b> {vc.esc(gold_txt)}</div>'
-            f'{vc.run_answers(g.selected, it["item_id"])}</div>')
     m = mss.get("meta") or {}
-    shared = (f'<div class="cc-shared-q"><div class="cc-sub">question (the same in all three)</div>{_question(mss)}'
-              f'{vc.options_html(mss["options"], mss["answer"], m.get("options_en"), insufficient=ins)}</div>')
-    body = (_header(g, "FQ2 evidence triplet", mss) + note + shared
-            + f'<div class="cc-cols cc-cols-3">{"".join(cols)}</div>'
-            + vc.all_runs(g, items, col_label=lambda it: it["variant"])
-            + vc.section("One run in detail", vc.detail_html(items, g.detail, g.flags,
-                                                       title=lambda it: FQ2_TITLES[it["variant"]].split(":")[0])))
-    return f'<div class="cc-view cc-view-fq2">{body}</div>'
+    cols = [Fq2Column(FQ2_TITLES[v], _fq2_pictures(store, v, it, mss, lay), vc.text(it["answer"]),
+                      vc.text(it["options"].get(it["answer"], "")), vc.answers(g.selected, it["item_id"]))
+            for v, it in by_v.items() if v in FQ2_TITLES]
+    return render_template(
+        "views/frameevidence.html", view="fq2", title="FQ2 evidence triplet", group_id=g.group_id, chips=_chips(mss),
+        note=vc.text(lay["ordinal_note"]), question=vc.text(mss["question"]), gloss=_gloss(mss),
+        options=vc.options(mss["options"], mss["answer"], m.get("options_en"), insufficient=m.get("insufficient_option")),
+        cols=cols, all_runs=vc.all_runs(g, items, col_label=lambda it: it["variant"]),
+        detail=vc.detail(items, g.detail, g.flags, title=lambda it: FQ2_TITLES[it["variant"]].split(":")[0]))
 
 
 # charts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from core.families.generic import catalogue as c
 from core.report_tables import RunScore, Table
 from ui.charts import LAYOUT, FamilyCharts, by_label_bars, grouped_bars
+from ui.templating import render as render_template
 from ui.views import FamilyView
 from ui.views import common as vc
 
@@ -23,21 +24,18 @@ def image_labels(records: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def item_card(it: dict[str, Any], selected: list[Any], labels: dict[str, str], title: str | None = None) -> str:
+def item_card(it: dict[str, Any], selected: Sequence[vc.RunView], labels: dict[str, str], title: str | None = None) -> vc.Card:
     shows = ", ".join(labels[h] for h in it["images"] if h in labels)
-    shows_html = f'<div class="cc-muted">shows {vc.esc(shows)}</div>' if shows and len(labels) > 1 else ""
     meta = it.get("meta") or {}
     copy = meta.get("copy")
     head = title or " · ".join(x for x in (it["kind"], it["variant"],
                                            f"copy {copy}" if isinstance(copy, int) else "") if x)
     hint = meta.get("hint")
-    hint_html = f'<div class="cc-hint"><b>Hint:</b> {vc.esc(hint)}</div>' if isinstance(hint, str) and hint else ""
-    return (f'<div class="cc-col"><div class="cc-col-title">{vc.esc(head)} <span class="cc-muted">{vc.esc(it["item_id"])}'
-            f'</span></div>{shows_html}{hint_html}<div class="cc-question">{vc.esc(it["question"])}</div>'
-            f'{vc.options_html(it["options"], it["answer"])}{vc.run_answers(selected, it["item_id"])}</div>')
+    return vc.card(it, selected, head, vc.text(it["item_id"]), shows=shows if len(labels) > 1 else "",
+                   hint=hint if isinstance(hint, str) else "")
 
 
-def _column_label(it: dict[str, Any]) -> str:
+def _column_label(it: Mapping[str, Any]) -> str:
     copy = (it.get("meta") or {}).get("copy")
     return it["variant"] or (f"copy {copy}" if isinstance(copy, int) else "") or it["kind"]
 
@@ -45,20 +43,18 @@ def _column_label(it: dict[str, Any]) -> str:
 def render(store: Any, g: Any, boxes: bool = True) -> str:
     recs = g.records()
     labels = image_labels(recs)
-    imgs = "".join(vc.thumb_html(store, h, lab) for h, lab in labels.items())
     first = recs[0]
     kinds = sorted({r["kind"] for r in recs})
     copies = [(r.get("meta") or {}).get("copy") for r in recs]
     circular = len(recs) >= 2 and all(isinstance(c, int) for c in copies)
     extra = [("circular copies", len(recs))] if circular else []
-    head = (f'<div class="cc-view-head"><div class="cc-view-title">Group <span class="cc-gid">{vc.esc(g.group_id)}</span>'
-            f'</div>{vc.chips([("family", g.family), ("split", first.get("split")), ("items", len(recs)), ("kinds", " ".join(kinds)), *extra])}</div>')
-    cards = "".join(item_card(it, g.selected, labels) for it in recs)
-    body = (head + (f'<div class="cc-images">{imgs}</div>' if imgs else "")
-            + f'<div class="cc-cols cc-cols-auto">{cards}</div>'
-            + vc.all_runs(g, recs, col_label=_column_label)
-            + vc.section("One run in detail", vc.detail_html(recs, g.detail, g.flags)))
-    return f'<div class="cc-view cc-view-generic">{body}</div>'
+    return render_template(
+        "views/generic.html", group_id=g.group_id,
+        chips=vc.chips([("family", g.family), ("split", first.get("split")), ("items", len(recs)),
+                        ("kinds", " ".join(kinds)), *extra]),
+        images=[vc.thumb(store, h, lab) for h, lab in labels.items()],
+        cards=[item_card(it, g.selected, labels) for it in recs],
+        all_runs=vc.all_runs(g, recs, col_label=_column_label), detail=vc.detail(recs, g.detail, g.flags))
 
 
 # charts

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,7 +15,8 @@ from core.families.stembind.groups import CATEGORY_LABELS, CATEGORY_RULES, stem_
 from core.families.stembind.vocab import DECOMPOSITION, SSA_CONTROL, SSA_LEVELS
 from core.report_tables import Cell, RunScore, Table, reason_of, value
 from ui import charts as ch
-from ui.views import FamilyView
+from ui.templating import render as render_template
+from ui.views import FamilyView, Group
 from ui.views import common as vc
 
 KIND_TITLES = {"P": "Perception probe", "R": "Rule probe", "F": "Full task"}
@@ -25,53 +27,42 @@ def run_summary(records: Sequence[Mapping[str, Any]], outcomes: Mapping[str, tup
     return {"category": stem_category(records, outcomes)}
 
 
-def category_badge(rv: Any) -> str:
+def category(rv: vc.RunView) -> tuple[str, str, str] | None:
+    """The run's category of the stem as its badge shows it: (key, label, rule); None when incomplete."""
     cat = (rv.summary or {}).get("category")
     if not cat:
-        return '<span class="cc-cat cc-cat-none" title="stem not complete for this run">incomplete</span>'
-    rule = CATEGORY_RULES.get(cat, "")
-    return (f'<span class="cc-cat cc-cat-{vc.esc(cat)}" title="{vc.esc(rule)}">{vc.esc(CATEGORY_LABELS.get(cat, cat))}'
-            f'<span class="cc-cat-rule">: {vc.esc(rule)}</span></span>' if rule else
-            f'<span class="cc-cat cc-cat-{vc.esc(cat)}">{vc.esc(CATEGORY_LABELS.get(cat, cat))}</span>')
+        return None
+    return str(cat), CATEGORY_LABELS.get(cat, cat), CATEGORY_RULES.get(cat, "")
 
 
-def _kind_kn(rv: Any, recs: list[dict[str, Any]], kind: str) -> str:
+def _kind_kn(rv: vc.RunView, recs: list[dict[str, Any]], kind: str) -> tuple[str, str]:
+    """A run's k / n correct on the stem's items of one kind."""
     ids = [r["item_id"] for r in recs if r["kind"] == kind]
-    k = sum(rv.correct.get(i, False) for i in ids)
-    n = sum(rv.answered.get(i, False) for i in ids)
-    if n == 0:
-        return '<span class="cc-muted">–</span>'
-    cls = "cc-correct" if k == n else ("cc-wrong" if k == 0 else "cc-partial")
-    return f'<span class="{cls}">{k}/{n}</span>'
+    return vc.kn_cell(sum(rv.correct.get(i, False) for i in ids), sum(rv.answered.get(i, False) for i in ids))
 
 
-def _decomposition(g: Any, recs: list[dict[str, Any]]) -> str:
-    rows = []
+def _decomposition(g: Group, recs: list[dict[str, Any]]) -> list[vc.RunCounts]:
     chosen = {r.name for r in g.selected}
-    for rv in g.runs:
-        if rv.answered_items() == 0:
-            continue
-        cls = ' class="cc-selected"' if rv.name in chosen else ""
-        rows.append(f'<tr{cls}><th>{vc.run_label_html(rv.record, short=True)}</th><td>{_kind_kn(rv, recs, "P")}</td>'
-                    f'<td>{_kind_kn(rv, recs, "R")}</td><td>{_kind_kn(rv, recs, "F")}</td>'
-                    f'<td>{category_badge(rv)}</td></tr>')
-    return ('<table class="cc-answers-table cc-decomp"><thead><tr><th>run</th><th>P</th><th>R</th><th>F</th>'
-            f'<th>category</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return [vc.RunCounts(vc.run_label(rv.record, short=True), rv.name in chosen,
+                         [_kind_kn(rv, recs, k) for k in ("P", "R", "F")], category(rv))
+            for rv in g.runs if rv.answered_items()]
 
 
-def _probe_table(g: Any, probes: list[dict[str, Any]]) -> str:
-    runs = g.selected
-    head = "".join(f"<th>{vc.run_label_html(r.record, short=True)}</th>" for r in runs)
-    rows = []
-    for i, it in enumerate(probes, 1):
-        opts = " ".join(
-            f'<span class="cc-inline-opt{" cc-gold" if k == it["answer"] else ""}"><b>{vc.esc(k)}</b> {vc.esc(v)}</span>'
-            for k, v in it["options"].items())
-        marks = "".join(f"<td>{vc.answer_mark(r, it['item_id'])}</td>" for r in runs)
-        rows.append(f'<tr><th>P{i}</th><td class="cc-q">{vc.esc(it["question"])}<div class="cc-inline-opts">{opts}'
-                    f'</div></td><td><b class="cc-letter">{vc.esc(it["answer"])}</b></td>{marks}</tr>')
-    return (f'<table class="cc-answers-table cc-probes"><thead><tr><th></th><th>question and options</th>'
-            f'<th>gold</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+@dataclass(slots=True, frozen=True)
+class Probe:
+    """A P probe's row: its number, question, options inline (letter, text, gold), gold, each picked run's mark."""
+
+    n: int
+    question: str
+    options: list[tuple[str, str, bool]]
+    answer: str
+    marks: list[vc.Mark]
+
+
+def _probes(g: Group, probes: list[dict[str, Any]]) -> list[Probe]:
+    return [Probe(i, vc.text(it["question"]), [(k, vc.text(v), k == it["answer"]) for k, v in it["options"].items()],
+                  vc.text(it["answer"]), [vc.answer_mark_of(r, it["item_id"]) for r in g.selected])
+            for i, it in enumerate(probes, 1)]
 
 
 def render(store: Any, g: Any, boxes: bool = True) -> str:
@@ -82,33 +73,22 @@ def render(store: Any, g: Any, boxes: bool = True) -> str:
     first = (full or recs)[0]
     m = first.get("meta") or {}
     stem_imgs = list(dict.fromkeys(h for r in recs for h in r["images"]))
-    imgs = "".join(vc.thumb_html(store, h, f"I{i + 1}" if len(stem_imgs) > 1 else "", size=480, extra_cls="cc-large")
-                   for i, h in enumerate(stem_imgs))
-    head = (f'<div class="cc-view-head"><div class="cc-view-title">StemBind stem <span class="cc-gid">'
-            f'{vc.esc(g.group_id)}</span></div>'
-            + vc.chips([("operation", m.get("operation")), ("family", m.get("family")),
-                     ("perception load", m.get("perception_load")), ("layout", m.get("layout")),
-                     ("probes", f"{len(probes)} P, {len(rule)} R, {len(full)} F")]) + "</div>")
-    top = (f'<div class="cc-stem-top"><div class="cc-images">{imgs or "<span class=cc-muted>no image</span>"}</div>'
-           f'<div class="cc-stem-side"><div class="cc-sub">decomposition per run (002 §4.3)</div>'
-           f'{_decomposition(g, recs)}</div></div>')
-    cards = "".join(
-        f'<div class="cc-col"><div class="cc-col-title">{KIND_TITLES[it["kind"]]} <span class="cc-muted">'
-        f'{vc.esc(it["item_id"])}</span></div><div class="cc-question">{vc.esc(it["question"])}</div>'
-        f'{vc.options_html(it["options"], it["answer"])}{vc.run_answers(g.selected, it["item_id"])}</div>'
-        for it in rule + full)
     order = probes + rule + full
     labels = {it["item_id"]: (f"P{probes.index(it) + 1}" if it["kind"] == "P" else it["kind"]) for it in order}
-    body = (head + top
-            + vc.section(f"Perception probes ({len(probes)})", _probe_table(g, probes) if probes else
-                      '<div class="cc-muted">no P probe</div>')
-            + f'<div class="cc-cols cc-cols-2">{cards}</div>'
-            + vc.all_runs(g, order, col_label=lambda it: labels[it["item_id"]],
-                          extra_cols=[("category", category_badge)])
-            + vc.section("One run in detail (F trace beside its S1–S4 targets)",
-                      vc.detail_html(full + rule + probes, g.detail, g.flags,
-                                  title=lambda it: labels[it["item_id"]] + " · " + KIND_TITLES[it["kind"]])))
-    return f'<div class="cc-view cc-view-stembind">{body}</div>'
+    return render_template(
+        "views/stembind.html", group_id=g.group_id,
+        chips=vc.chips([("operation", m.get("operation")), ("family", m.get("family")),
+                        ("perception load", m.get("perception_load")), ("layout", m.get("layout")),
+                        ("probes", f"{len(probes)} P, {len(rule)} R, {len(full)} F")]),
+        images=[vc.thumb(store, h, f"I{i + 1}" if len(stem_imgs) > 1 else "", size=480, extra_cls="cc-large")
+                for i, h in enumerate(stem_imgs)],
+        decomposition=_decomposition(g, recs), n_probes=len(probes), probes=_probes(g, probes),
+        probe_runs=[vc.run_label(r.record, short=True) for r in g.selected],
+        cards=[vc.card(it, g.selected, KIND_TITLES[it["kind"]], vc.text(it["item_id"])) for it in rule + full],
+        all_runs=vc.all_runs(g, order, col_label=lambda it: labels[it["item_id"]],
+                             extra_cols=[("category", category)]),
+        detail=vc.detail(full + rule + probes, g.detail, g.flags,
+                         title=lambda it: labels[it["item_id"]] + " · " + KIND_TITLES[it["kind"]]))
 
 
 # charts
