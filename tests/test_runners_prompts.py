@@ -216,8 +216,8 @@ GUARD_CASES = [
      []),
     ("Encode: A rotation of the C-shaped stroke in 3-D.", "Encode: A rotation of the C-shaped stroke in 3-D.", []),
     ("Encode: CAD-style panels, ABC order in row 1.", "Encode: CAD-style panels, ABC order in row 1.", []),
-    # 002 §3.3 "no condition includes the answer letter": a capital A opening a sentence is the letter unless an
-    # unmistakable noun phrase follows (a number, a listed word, a noun / adjective ending)
+    # 002 §3.3 "no condition includes the answer letter": a capital A opening a sentence is the letter unless a
+    # whole noun phrase follows (modifiers: a number, a listed adjective, an adjective ending; then a head noun)
     ("Map: A keeps the count.", "Map: [withheld] keeps the count.", ["A keeps"]),
     ("Map: A repeats the pattern.", "Map: [withheld] repeats the pattern.", ["A repeats"]),
     ("Map: A clearly fits.", "Map: [withheld] clearly fits.", ["A clearly"]),
@@ -583,3 +583,60 @@ def test_irrelevant_s1_pick_is_seeded_over_the_other_stems_in_item_order():
             others = [s1 for i, g, s1 in sorted(rows) if g != gid]
             view = _view(items[items["item_id"] == item_id].iloc[0].to_dict())
             assert pick(view) == random.Random(f"{seed}:irrelevant:{item_id}").choice(others)
+
+
+# 002 §3.3, App. C.5 ("no condition includes the answer letter"): a sentence-initial "A" is the article only when a
+# whole noun phrase follows it, whatever the word after it. The seven adverbs an audit found reaching the H4 prompt:
+SEVEN_ADVERBS = ["further", "hence", "likewise", "nevertheless", "nonetheless", "otherwise", "regardless"]
+# a generated set: common English adverbs, verbs (as a sentence's finite verb) and nouns after the "A"
+ADVERBS = SEVEN_ADVERBS + """also again already always anyway certainly clearly consequently correctly definitely
+elsewhere entirely equally especially eventually evidently exactly finally first fully generally however indeed
+instead just later likely mainly meanwhile merely moreover mostly naturally necessarily never now obviously
+often only partly perhaps plainly possibly precisely presumably probably quite rather really similarly simply
+somehow sometimes soon still subsequently surely then therefore thus together too truly ultimately usually
+very visibly yet""".split()
+VERBS = """keeps holds fits matches breaks follows repeats rotates mirrors shifts flips turns completes continues
+satisfies violates preserves reflects reverses swaps moves counts contains shows gives yields remains stays
+kept held broke went made took gave showed moved turned rotated mirrored shifted completed continued satisfied
+violated preserved reflected reversed swapped counted contained yielded remained stayed differs differed""".split()
+NOUNS = """grid row column panel cell matrix figure shape pattern sequence pair line dot stroke arrow star square
+circle triangle ring cross rule step turn shift count number object block piece tile layer frame border curve arc
+rotation reflection progression translation arrangement alignment movement thickness brightness symmetry
+quantity density difference sequence structure texture closure""".split()
+
+
+@pytest.mark.parametrize("adverb", SEVEN_ADVERBS)
+def test_ssa_guard_withholds_the_letter_before_an_adverb(adverb):
+    out = ssa_prompt.scrub_stage_text(f"Map: A {adverb} keeps the count.", SB_OPTIONS, "ABCD")
+    assert out.text == f"Map: [withheld] {adverb} keeps the count.", out.text
+
+
+def _rotations(options: dict[str, str]) -> list[dict[str, str]]:
+    texts = list(options.values())
+    return [{k: texts[(i - r) % len(texts)] for i, k in enumerate(options)} for r in range(len(texts))]
+
+
+def test_ssa_guard_tells_the_letter_from_the_article_by_what_follows():
+    """Over every common adverb and verb after a sentence-initial A, under every rotation of the options, the letter
+    is withheld; over common nouns (and an adjective before one) the article stays."""
+    for shown in _rotations(SB_OPTIONS):
+        for word in ADVERBS:
+            text = ssa_prompt.scrub_stage_text(f"Map: A {word} keeps the count. A {word} fits.", shown, "ABCD").text
+            assert text == f"Map: [withheld] {word} keeps the count. [withheld] {word} fits.", text
+        for verb in VERBS:
+            text = ssa_prompt.scrub_stage_text(f"Map: A {verb} the count.", shown, "ABCD").text
+            assert text == f"Map: [withheld] {verb} the count.", text
+        for noun in NOUNS:
+            for phrase in (f"A {noun}", f"A diagonal {noun}", f"A 3x3 {noun}"):
+                text = ssa_prompt.scrub_stage_text(f"Encode: {phrase} holds the count.", shown, "ABCD").text
+                assert text == f"Encode: {phrase} holds the count.", text
+
+
+@pytest.mark.parametrize("rotation", range(4))
+def test_ssa_h4_prompt_withholds_the_letter_before_an_adverb(rotation):
+    """The audit's case end to end: "A likewise keeps the count." in S3 reaches no H4 prompt under any rotation."""
+    items = sb_items()
+    items["stages"] = [None if s is None else {**s, "S3": "Map: A likewise keeps the count."} for s in items["stages"]]
+    texts, _ = _ssa_prompt(items, "H4", rotation=rotation)
+    for text in texts.values():
+        assert "A likewise" not in text and "[withheld] likewise keeps the count." in text

@@ -56,28 +56,38 @@ _REF_FOLLOWERS = LETTER_FOLLOWERS | frozenset("""is was are fits fit matches mat
 should must might may can could will remains stays has had gives completes satisfies follows holds contains
 shows breaks violates differs also too vs versus instead because since but does did doesn't isn't
 wasn't cannot can't won't alone only""".split())
-# A capital "A" opening a sentence is the letter unless what follows is unmistakably a noun phrase: a number
-# ("A 3x3 grid", "A 90-degree turn"), a word of this list, or a word with a noun / adjective ending ("A rotation",
-# "A diagonal", "A symmetric"). Leaking the answer is the costly error, dropping an article the cheap one, so a
-# word outside both ("A keeps", "A repeats", "A clearly fits", "A went") makes it the letter (002 §3.3, C.5); the
-# list leaves out words that are also past tenses ("set", "left", "closed", "filled").
-_NOUN_PHRASE_WORDS = frozenset("""grid row rows column columns panel panels cell cells matrix figure shape shapes pattern
+# A capital "A" opening a sentence is the letter unless a whole noun phrase follows it: modifiers (a number, "A
+# 3x3 grid", "A 90-degree turn"; a word of _MODIFIER_WORDS; a word with an adjective ending, "A diagonal") up to
+# a head noun (a word of _NOUN_WORDS, or one with a noun ending after a stem of three letters or more: "A
+# rotation", "A black triangle"). What follows decides, whatever the word: an adverb or a verb after the letter
+# ("A likewise keeps", "A nevertheless holds", "A further fits", "A keeps", "A clearly fits") reaches no head
+# noun, so the letter is withheld. Leaking the answer is the costly error, dropping an article the cheap one
+# (002 §3.3, C.5); the lists leave out words that are also verbs or past tenses ("set", "left", "closed").
+_NOUN_WORDS = frozenset("""grid row rows column columns panel panels cell cells matrix figure shape shapes pattern
 sequence pair copy mirror line dot stroke arrow star square circle triangle ring cross rule step turn shift
 count number total object block piece tile part half quarter third layer frame box border outline curve arc
-black white grey gray red blue green yellow small large big tiny single double new similar different same
-clockwise counterclockwise anticlockwise horizontal vertical diagonal constant simple open empty hollow solid
-dark light inner outer central top bottom upper lower middle full further second""".split())
-_NOUN_PHRASE_END = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ure|ical|al|ar|ic|ous|ive|ful|less|shaped|"
-                              r"sided|fold|wise)$")
+symmetry""".split())
+_MODIFIER_WORDS = frozenset("""black white grey gray red blue green yellow small large big tiny single double new
+similar different same clockwise counterclockwise anticlockwise horizontal vertical diagonal constant simple open
+empty hollow solid dark light inner outer central top bottom upper lower middle full further second""".split())
+_NOUN_END = re.compile(r"[a-z]{3}(?:tion|sion|ment|ness|ity|ance|ence|ure|ism|ship|ogy|etry)$")
+_MODIFIER_END = re.compile(r"(?:ical|al|ar|ic|ous|ive|ful|less|shaped|sided|fold|wise)$")
+_NEXT_WORD = re.compile(r"\s+(\d[\w-]*|[a-z][a-z-]*)")
 
 
 def _noun_phrase_follows(after: str) -> bool:
-    """True when `after` (the text after a capital "A") opens with an unmistakable noun phrase."""
-    m = re.match(r"\s+(\d|[a-z][a-z-]*)", after)
-    if m is None:
-        return False
-    word = m.group(1)
-    return word.isdigit() or word in _NOUN_PHRASE_WORDS or _NOUN_PHRASE_END.search(word) is not None
+    """True when `after` (the text after a capital "A") opens with a noun phrase: modifiers up to a head noun."""
+    at = 0
+    while (m := _NEXT_WORD.match(after, at)) is not None:
+        word = m.group(1)
+        if word in _NOUN_WORDS or _NOUN_END.search(word):
+            return True
+        if not (word[0].isdigit() or word in _MODIFIER_WORDS or _MODIFIER_END.search(word)):
+            return False
+        at = m.end()
+    return False
+
+
 _ORDINALS = (r"first|second|third|fourth|fifth|sixth|seventh|eighth|1st|2nd|3rd|4th|5th|6th|7th|8th|last|final|"
              r"leftmost|rightmost|top|bottom|middle|penultimate|second[-\s]to[-\s]last|next[-\s]to[-\s]last")
 _NUMBER_WORDS = r"one|two|three|four|five|six|seven|eight"
