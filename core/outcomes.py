@@ -142,6 +142,17 @@ def item_marks(lay: Layout, p: Preds) -> tuple[np.ndarray, np.ndarray]:
     return answered, answered & (n_ok == n_pred)
 
 
+def outcome_label(answered: bool, correct: bool, status: object) -> str:
+    """How every view marks one item of one run (or one prediction): correct, wrong, invalid, api_error or
+    missing, from the rule's (answered, correct) and the status of the prediction shown. The group views, the
+    report's data island and its viewer read this one label."""
+    if not answered:
+        return "missing"
+    if correct:
+        return "correct"
+    return str(status) if status in ("invalid", "api_error") else "wrong"
+
+
 def per_group(lay: Layout, values: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """Sum of `values` (per item) within each group, over the items in `where` when given."""
     g = lay.group if where is None else lay.group[where]

@@ -19,10 +19,11 @@ PALETTE = ("#2f6db5", "#d9822b", "#3a9a5b", "#b8423a", "#7a5cb0", "#8c6d4f", "#c
 # No fixed width: the chart takes its container's (autosize; the Metrics tab resizes a chart drawn while its
 # sub-tab was hidden). The legend sits under the axes, anchored to the figure's bottom edge: the bottom margin
 # grows to hold tick labels, axis title and legend, so the legend never covers an axis.
-LAYOUT = dict(template="plotly_white", height=400, autosize=True, margin=dict(l=56, r=16, t=48, b=24),
-              legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0,
-                          font=dict(size=11)),
-              font=dict(size=12))
+LAYOUT: dict[str, Any] = {"template": "plotly_white", "height": 400, "autosize": True,
+                          "margin": {"l": 56, "r": 16, "t": 48, "b": 24},
+                          "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                                     "xanchor": "left", "x": 0, "font": {"size": 11}},
+                          "font": {"size": 12}}
 
 
 def series_name(name: str, synthetic: bool) -> str:

@@ -71,7 +71,7 @@ class _Member:
         return _Member, (self._module, self._name)
 
     @property
-    def __wrapped__(self) -> Any:  # inspect.unwrap and inspect.signature see the member itself
+    def __wrapped__(self) -> Any:  # inspect.unwrap (and what introspects a callable) sees the member itself
         return self._load()
 
     def __repr__(self) -> str:

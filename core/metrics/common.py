@@ -11,7 +11,6 @@ Paper references are to 000 (FrameEvidence): App. A "Decoding and invalid answer
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -36,20 +35,17 @@ def _memo_key(value: Any) -> Any:
     return ("id", id(value))
 
 
-def memoized(fn: F) -> F:
+def memoized(fn: F, item_level: bool = False) -> F:
     """Compute `fn` once per set of arguments within the active core.stats.ScoringContext (outside one it
     runs as usual).
 
     Scoring every run of a benchmark asks for the same intermediate results again and again (a partner run's
     item outcomes, its joined frame, its groups); the context's memo keeps them. Arguments are matched by
-    identity for frames and runs and by value otherwise, and are held as long as the memo holds the result,
-    so that an identity is never reused. Callers must treat memoized results as read-only (they are shared).
+    identity for frames and runs and by value otherwise, positional and keyword arguments apart (callers pass
+    them one way), and are held as long as the memo holds the result, so that an identity is never reused.
+    Callers must treat memoized results as read-only (they are shared).
     """
-    signature = inspect.signature(fn)
-    # every parameter given by position (the usual call): the key is built without binding the call, which
-    # costs more than most hits save; the key is the same either way
-    names = tuple(signature.parameters)
-    plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in signature.parameters.values())
+    name = (fn.__module__, fn.__qualname__, item_level)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kw: Any) -> Any:
@@ -57,13 +53,7 @@ def memoized(fn: F) -> F:
         if context is None:
             return fn(*args, **kw)
         memo = context.memo
-        if plain and not kw and len(args) == len(names):
-            arguments = tuple(zip(names, args, strict=True))
-        else:
-            bound = signature.bind(*args, **kw)
-            bound.apply_defaults()
-            arguments = tuple(bound.arguments.items())
-        key = (fn.__module__, fn.__qualname__, tuple((k, _memo_key(v)) for k, v in arguments))
+        key = (*name, tuple(_memo_key(v) for v in args), tuple((k, _memo_key(v)) for k, v in sorted(kw.items())))
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = (fn(*args, **kw), args, kw)  # args kept alive: their ids stay unique
@@ -72,21 +62,17 @@ def memoized(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-_ITEM_LEVEL: set[tuple[str, str]] = set()  # (module, qualname) of the functions marked item_memoized
-
-
 def item_memoized(fn: F) -> F:
     """`memoized`, for a function of an items frame and plain values alone (never of a run), whose result is
     never changed by its callers: its results hold for as long as the items frame lives, so a caller scoring
     a benchmark's runs in batches may carry them from one batch's context to the next (`item_level`)."""
-    _ITEM_LEVEL.add((fn.__module__, fn.__qualname__))
-    return memoized(fn)
+    return memoized(fn, item_level=True)
 
 
 def item_level(memo: dict[Any, Any]) -> dict[Any, Any]:
     """The entries of a ScoringContext memo computed by `item_memoized` functions (the work that is the same for
     every run of a benchmark): a later context of the same items frames may start with them."""
-    return {key: hit for key, hit in memo.items() if key[:2] in _ITEM_LEVEL}
+    return {key: hit for key, hit in memo.items() if key[2] is True}
 
 
 # --------------------------------------------------------------------------- joining and selecting

@@ -18,6 +18,7 @@ import numpy as np
 
 from core import groups as core_groups
 from core.errors import CrosscheckError, NotFound
+from core.outcomes import outcome_label
 from core.report_json import table_json
 from db import frames
 from db.store import Store
@@ -180,9 +181,9 @@ def groups_data(store: Store, benchmark: str, runs: list[dict[str, Any]], limit:
     """(the groups as the island holds them, the island's `texts`, the image hashes they show). A group: id,
     split, kinds, the failure patterns any run shows (`patterns`), per run (island `run_order`) its verdict
     [k correct, n items, answered, category, patterns] (`runs`), and its items: text, options, gold, image
-    hashes, meta and per run [answer letter, status, correct (None: not answered), response, trace] of the
-    prediction a group view shows (response and trace: indices into `texts`). The outcome rules are the
-    Browse list's (core.outcomes through ui.views.cache)."""
+    hashes, meta and per run [answer letter, status, outcome, response, trace] of the prediction a group view
+    shows (outcome: core.outcomes.outcome_label of the Browse list's rule, which the viewer shows as it is;
+    response and trace: indices into `texts`)."""
     bd = cache.bench(store, benchmark)
     lay = bd.layout
     loaded = dict(cache.summaries(store, bd, runs))
@@ -212,7 +213,7 @@ def groups_data(store: Store, benchmark: str, runs: list[dict[str, Any]], limit:
             for got, answered, correct in per_run:
                 p = got.get(iid)
                 answers.append(None if p is None else [
-                    p[0], p[1], bool(correct[row]) if answered[row] else None, pool(p[2]), pool(_trace(p[3]))])
+                    p[0], p[1], outcome_label(answered[row], correct[row], p[1]), pool(p[2]), pool(_trace(p[3]))])
             items.append({"item_id": iid, "kind": cols["kind"][at], "variant": cols["variant"][at],
                           "question": cols["question"][at], "options": cols["options"][at],
                           "gold": cols["answer"][at], "images": list(cols["images"][at]), "meta": cols["meta"][at],

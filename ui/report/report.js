@@ -64,11 +64,7 @@
   pick.append(el('option', { value: '', text: `All groups written (${groups.length})` }));
   data.patterns.forEach(([key, label]) => pick.append(el('option', { value: key, text: `${label} (${counts[key] || 0})` })));
 
-  const outcome = (a) => {
-    if (!a || a[2] === null) return 'missing';
-    if (a[2]) return 'correct';
-    return a[1] === 'invalid' || a[1] === 'api_error' ? a[1] : 'wrong';
-  };
+  const outcome = (a) => (a ? a[2] : 'missing');  // the island's outcome label (core.outcomes.outcome_label)
   // a run's verdict on a group: [k correct, n items, answered items, category, pattern keys]
   const verdict = (v) => (v[2] ? `${v[0] === v[1] ? '✓' : '✗'} ${v[0]}/${v[1]}` : '–');
 

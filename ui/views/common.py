@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.outcomes import outcome_label
 from core.schema import STAGE_NAMES, STAGES
 from ui.serving import image_url
 from ui.templating import macro
@@ -179,13 +180,9 @@ class RunView:
 
     def outcome(self, item_id: str) -> str:
         """correct / wrong / invalid / api_error / missing, as the family's metrics count it."""
-        if not self.answered.get(item_id, False):
-            return "missing"
-        if self.correct.get(item_id, False):
-            return "correct"
         pred = self.primary(item_id)
-        status = (pred or {}).get("status")
-        return status if status in ("invalid", "api_error") else "wrong"
+        return outcome_label(self.answered.get(item_id, False), self.correct.get(item_id, False),
+                             (pred or {}).get("status"))
 
     def answered_items(self) -> int:
         return sum(bool(v) for v in self.answered.values())
@@ -494,10 +491,8 @@ def detail(items: Sequence[Mapping[str, Any]], rv: RunView | None, flags: Sequen
 
 
 def _pred_outcome(p: Mapping[str, Any], gold: str) -> str:
-    st = p.get("status")
-    if st in ("invalid", "api_error"):
-        return str(st)
-    return "correct" if st == "ok" and p.get("answer") == gold else "wrong"
+    """One prediction's mark (the outcome rule of one prediction: ok and the gold letter)."""
+    return outcome_label(True, p.get("status") == "ok" and p.get("answer") == gold, p.get("status"))
 
 
 def chips(pairs: Iterable[tuple[str, object]]) -> list[tuple[str, str]]:
