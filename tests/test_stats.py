@@ -12,7 +12,6 @@ from bootstrap_ref import (
     proportion_interval,
     ratio_interval,
     resampled,
-    statistic_interval,
 )
 from scipy.stats import binom, spearmanr
 from sklearn.isotonic import IsotonicRegression
