@@ -107,7 +107,7 @@ def _cluster_features(df: pd.DataFrame, keys: pd.Series, clusters: pd.Index) -> 
     code = clusters.get_indexer(keys.to_numpy())
     m = len(clusters)
 
-    def per_cluster(at: np.ndarray, weights: Any) -> np.ndarray:
+    def per_cluster(at: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.bincount(at, weights=np.asarray(weights, dtype=float), minlength=m)
 
     valid = (df["status"] == "ok").to_numpy()
