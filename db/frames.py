@@ -44,11 +44,9 @@ def scoring_item_columns(family: str) -> tuple[str, ...]:
 
 def items_frame(store: Store, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS
                 ) -> tuple[pd.DataFrame, dict[int, str]]:
-    """Store.items_frame(benchmark, columns), its columns in the order of `columns`, and the map item pk ->
-    item_id."""
+    """Store.items_frame(benchmark, columns) and the map item pk -> item_id."""
     df = store.items_frame(benchmark, columns, pk=True)
     pks = df.pop("pk")
-    df = df[[*(["item_id"] if "item_id" not in columns else []), *columns]]
     return df, dict(zip(pks.tolist(), df["item_id"].tolist(), strict=True))
 
 

@@ -452,12 +452,12 @@ class Store:
             col = cols[name]
             if name in _ITEM_JSON_EMPTY or name == "stages":
                 data[name] = predictions.object_column(decode_item_json(name, col))
-            elif name != "n_images":
+            elif name == "n_images":
+                counts = (len(v) for v in data["images"]) if "images" in data else col
+                data[name] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(col)))
+            else:
                 data[name] = predictions.object_column(col)
-        if "n_images" in wanted:  # after the loop: counted from the decoded images when they are read too
-            counts = (len(v) for v in data["images"]) if "images" in data else cols["n_images"]
-            data["n_images"] = pd.Series(np.fromiter(counts, dtype=np.int64, count=len(cols["n_images"])))
-        return pd.DataFrame({name: data[name] for name in (["pk"] if pk else []) + wanted})
+        return pd.DataFrame(data)
 
     # ---- runs and predictions ---------------------------------------------------------------------------
 
