@@ -146,7 +146,7 @@ class RunData:
 # Columns of the DataFrames handed to metric code (core/metrics/*). Built by db.store.Store.
 ITEM_COLUMNS = (
     "item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer",
-    "n_images", "images", "meta", "stages",
+    "images", "meta", "stages", "n_images",
 )
 PRED_COLUMNS = (
     "item_id", "rotation", "repeat", "status", "answer", "shown", "response", "input_mode", "trace",

@@ -21,13 +21,11 @@ import pandas as pd
 
 from core import families
 from core.gcpause import gc_paused
-from core.schema import PRED_COLUMNS, RunData
+from core.schema import ITEM_COLUMNS, PRED_COLUMNS, RunData
 from core.scoring import RunExtras
 from db.predictions import SCORING_COLUMNS, pk_rows, run_frame
 from db.store import Store
 
-ITEM_COLUMNS = ("item_id", "group_id", "split", "kind", "variant", "question", "options", "letters", "answer", "images",
-                "meta", "stages", "n_images")
 # What core/metrics reads from the items (common.JOIN_ITEM_COLUMNS, item_id and answer): no metric reads the
 # question, the image list (only its length) or the stage texts, the longest values of a row. FrameEvidence
 # also reads the image content hashes, which its exact-image / union bootstrap clusterings link groups by

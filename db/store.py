@@ -103,7 +103,7 @@ def _dumps(value: Any) -> str | None:
 _ITEM_JSON_EMPTY = {"options": dict, "images": list, "image_names": list, "meta": dict}
 # What a read of a benchmark's items may ask for: the columns metric code reads, the image paths as written and
 # each item's line in its file (Store.items, the exports).
-ITEM_READS = (*ITEM_COLUMNS, "image_names", "line")
+ITEM_READS = (*ITEM_COLUMNS[:-1], "image_names", "line", "n_images")  # n_images last: counted from images
 
 
 def decode_item_json(column: str, values: Iterable[Any]) -> list[Any]:
@@ -425,7 +425,7 @@ class Store:
         cols = [df[c].tolist() for c in ("item_id", "group_id", "split", "kind", "variant", "question", "options",
                                          "answer", "images", "image_names", "meta", "stages", "line")]
         return [Item(benchmark=b["family"], item_id=i, group_id=g, split=sp, kind=k, variant=v, question=q,
-                     options=o, answer=a, images=im, image_names=names, meta=m, stages=st, line=int(line))
+                     options=o, answer=a, images=im, image_names=names, meta=m, stages=st, line=line or 0)
                 for i, g, sp, k, v, q, o, a, im, names, m, st, line in zip(*cols, strict=True)]
 
     def items_frame(self, benchmark: str, columns: Sequence[str] = ITEM_COLUMNS, pk: bool = False) -> pd.DataFrame:
