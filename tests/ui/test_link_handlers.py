@@ -106,7 +106,7 @@ def test_a_link_naming_a_missing_compare_run_lands_on_the_nearest_view(store):
                                    TAB_IDS)
     view = links.View.of(link)
     assert view is not None and (view.tab, view.a, view.b) == ("compare", "", "r2")
-    assert "run &#x27;ghost&#x27;" in html and "nearest view" in html
+    assert "This link names run " in html and "ghost" in html and "nearest view" in html
     assert compare.compare_link(store, view, "changed", "group", []) == (gr.skip(),) * 4  # nothing to compare
     a, b, _ = compare.linked_pickers(store, "fe", RUNS, view)
     assert a.get("value") != "ghost" and "ghost" not in str(a.get("choices"))
