@@ -502,18 +502,26 @@ def _print_sample(res: dict[str, Any]) -> None:
 
 
 def _print_calibration(rep: dict[str, Any]) -> None:
-    """The calibration report as text: the labelers, kappa and agreement per pair and stage, the human ceiling
-    and consensus, and the first failure under the judge against the consensus."""
+    """The calibration report as text: the labelers, kappa (with the interval, prevalence and notes the
+    Calibration tab shows) and agreement per pair and stage, the human ceiling and consensus, and the first
+    failure under the judge against the consensus."""
+    from core.report_tables import signed_interval
+
     print(f"run {rep['run']!r}" + (f", sample {rep['sample']!r} ({rep['n_sample']} traces)" if rep["sample"] else "")
           + f": {rep['n_traces']} labeled traces")
     for lab in rep["labelers"]:
         print(f"  {lab['kind']:<6} {lab['name']}: {lab['n']} labels")
-    print(f"{'pair':<44} {'stage':<5} {'kappa':>7} {'agree':>7} {'n':>5}")
+    print(f"{'pair':<44} {'stage':<5} {'kappa':>7} {'95% CI':>18} {'agree':>7} {'n':>5} {'prev.':>5}")
     for p in rep["pairs"]:
         k = "n/a" if p["kappa"] is None else f"{p['kappa']:.3f}"
+        ci = "n/a" if not p.get("kappa_ci") else signed_interval(p["kappa_ci"], scale=1, digits=3)  # as the tab
         a = "n/a" if p["agreement"] is None else f"{p['agreement']:.3f}"
+        prev = "n/a" if p.get("prevalence") is None else f"{100 * p['prevalence']:.0f}%"
         why = f"  ({p['reason']})" if p["reason"] else ""
-        print(f"{p['a'] + ' vs ' + p['b']:<44.44} {p['stage']:<5} {k:>7} {a:>7} {p['n']:>5}{why}")
+        print(f"{p['a'] + ' vs ' + p['b']:<44.44} {p['stage']:<5} {k:>7} {ci:>18} {a:>7} {p['n']:>5} {prev:>5}{why}")
+        for note in (p.get("kappa_note"), p.get("small_n")):
+            if note:
+                print(f"    {note}")
     ceil = rep["human_ceiling"]
     used = "; ".join(f"{a}-{b}" for a, b in rep["ceiling_pairs"]) or "none"
     print(f"human ceiling ({rep['ceiling_rule']}: {used}): " + ", ".join(

@@ -153,13 +153,21 @@ def agreement(a: Iterable[Any], b: Iterable[Any]) -> dict[str, Any]:
 
 
 SMALL_N = 30  # fewer paired labels than this: the kappa note says the interval is wide and kappa unstable
+# Where the kappa interval's coverage was checked by simulation (bench/kappa_coverage.py: at least 90% of the
+# 95% intervals hold the true kappa at n 10-200 and prevalence 0.5-0.95, and so, by symmetry, 0.05-0.5); outside
+# it the note says so.
+CHECKED_MIN_N = 10
+CHECKED_PREVALENCE = (0.05, 0.95)
 
 
 def kappa_details(a: Iterable[Any], b: Iterable[Any], clusters: Iterable[Any],
                   draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED) -> dict[str, Any]:
-    """What a reader needs beside a kappa: its 95% percentile cluster-bootstrap interval (clusters = the traces'
-    items; None when undefined), the prevalence (share of label 1, "stage correct", over both labelers' labels;
-    a prevalence near 0 or 1 keeps kappa low at high raw agreement) and a small-n note (n < SMALL_N)."""
+    """What a reader needs beside a kappa: its 95% interval (core.stats.cluster_bootstrap_kappa: the cluster
+    bootstrap with Jeffreys' prior, clusters = the traces' items; None when kappa is undefined), the prevalence
+    (share of label 1, "stage correct", over both labelers' labels; a prevalence near 0 or 1 keeps kappa low at
+    high raw agreement), a small-n note (n < SMALL_N) and `kappa_note`, a plain sentence where the kappa or its
+    interval must not be read at face value: one labeler gave a single label (kappa is 0 whatever the
+    agreement), or n or the prevalence lies outside the range where the interval's coverage was checked."""
     xa, xb, keys = list(a), list(b), list(clusters)
     ci = stats.cluster_bootstrap_kappa(xa, xb, keys, draws=draws, seed=seed) if xa else None
     both = xa + xb
@@ -167,12 +175,30 @@ def kappa_details(a: Iterable[Any], b: Iterable[Any], clusters: Iterable[Any],
     note = None
     if 0 < len(xa) < SMALL_N:
         note = f"n = {len(xa)} < {SMALL_N}: kappa is unstable at this size (see its interval)"
-    return {"kappa_ci": ci, "prevalence": prevalence, "small_n": note}
+    return {"kappa_ci": ci, "prevalence": prevalence, "small_n": note,
+            "kappa_note": _kappa_note(xa, xb, prevalence) if ci is not None else None}
+
+
+def _kappa_note(xa: list[Any], xb: list[Any], prevalence: float | None) -> str | None:
+    """The caveat of a defined kappa (kappa_details), or None."""
+    single = [who for who, x in (("one labeler", xa), ("the other", xb)) if len(set(x)) == 1]
+    if single:
+        return (f"kappa is 0 by construction: {single[0]} gave the same label to all {len(xa)} traces, so chance "
+                "alone explains the agreement; kappa cannot tell how well they agree here")
+    lo, hi = CHECKED_PREVALENCE
+    if len(xa) < CHECKED_MIN_N:
+        return (f"n = {len(xa)}: too few labels to trust the interval (its coverage was checked from n = "
+                f"{CHECKED_MIN_N})")
+    if prevalence is not None and not lo <= prevalence <= hi:
+        return (f"prevalence {100 * prevalence:.0f}%: one label is so rare that the interval is only a rough "
+                f"guide (its coverage was checked for prevalences {100 * lo:.0f}-{100 * hi:.0f}%)")
+    return None
 
 
 def pairwise(labels: pd.DataFrame) -> list[dict[str, Any]]:
     """Per stage, every pair of labelers over the traces both labeled at that stage:
-    {a, b, a_kind, b_kind, pair_kind, stage, kappa, agreement, k, n, reason, kappa_ci, prevalence, small_n}."""
+    {a, b, a_kind, b_kind, pair_kind, stage, kappa, agreement, k, n, reason, kappa_ci, prevalence, small_n,
+    kappa_note}."""
     out = []
     order = _order(labels)
     by = {name: df.set_index(KEY) for name, df in labels.groupby("labeler")}

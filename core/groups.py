@@ -133,10 +133,12 @@ def strata_fields(items: pd.DataFrame, max_values: int = 40) -> dict[str, list[s
 
 
 def item_stratum(items: pd.DataFrame, field: str) -> pd.Series:
-    """The value of stratum `field` per item (as text; None when absent)."""
+    """The value of stratum `field` per item (as text; None when absent), an object Series on `items`' index
+    (pandas' own string inference would turn None into NaN, which reads as the text "nan")."""
     if field == "n_images":
-        return items["n_images"].map(lambda n: str(int(n)))
-    return items["meta"].map(lambda m: str(m[field]) if isinstance(m, Mapping) and _scalar(m.get(field)) else None)
+        return pd.Series([str(int(n)) for n in items["n_images"]], index=items.index, dtype=object)
+    return pd.Series([str(m[field]) if isinstance(m, Mapping) and _scalar(m.get(field)) else None
+                      for m in items["meta"]], index=items.index, dtype=object)
 
 
 @dataclass(slots=True)

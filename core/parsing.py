@@ -12,7 +12,9 @@ Both styles return ``("api_error", None)`` for a missing or empty response (an e
 call). An invalid response is never turned into a guess.
 
 Letter style reads the last committed answer: the response is cut before each self-correction that opens a
-sentence ("Wait, ...", "Actually, ...", "等等", "不对"), and the last part that names any allowed letter decides.
+sentence or clause ("Wait, ...", "Actually, ...", "等等", "不对") and before each whole-clause withdrawal that
+opens a sentence ("That's wrong.", "错了。"), and the last part that names any allowed letter decides; a part that
+names none and withdraws the answer ("Actually, no.", "等等，错了。") leaves the response invalid.
 Within a part, evidence levels are tried in order; the first level that yields any letter decides, and all the
 letters found at that level must agree, otherwise the response is invalid (conflicting letters):
 
@@ -71,11 +73,21 @@ from core.parse_evidence import (  # noqa: F401 (re-exported: callers and tests 
     _standalone_spans,
 )
 
-# A self-correction that opens a sentence: "Wait, ...", "Actually, ...", "On second thought", "等等", "不对".
+# Words that withdraw what came before: "I'm wrong", "that's wrong / incorrect / not right", "never mind", "错了",
+# "不是这样"; a self-correction cue only as a whole clause (_CLAUSE_END after them) opening a sentence.
+_WITHDRAWN = (
+    r"(?:I(?:['’]m|\s+am)\s+wrong\b|(?:that|this|it)(?:['’]s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right)\b"
+    r"|never\s*mind\b|错了|不是这样)"
+)
+_CLAUSE_END = r"(?=\s*(?:[.。!！?？;；,，:\n]|$))"
+# A self-correction: a cue that opens a sentence or clause ("Wait, ...", "Actually, ...", "On second thought",
+# "等等", "不对"), or a whole-clause retraction (_WITHDRAWN) that opens a sentence ("答案是B。错了。"; after a comma
+# it is read as part of that sentence: "A说在左边，错了。" says A is wrong).
 _CORRECTION = (
     r"(?:^|(?<=[.。!！?？;；,，:\n]))\s*(?:(?:no\s*,?\s*)?wait\b|hold\s+on\b|actually\b|on\s+second\s+thought\b"
     r"|looking\s+(?:at\s+it\s+)?again\b|on\s+closer\s+inspection\b|correction\b|let\s+me\s+reconsider\b"
     r"|I\s+was\s+wrong\b|scratch\s+that\b|等等|等一下|不对|更正|纠正|再看|重新看|仔细一看|其实|我错了)"
+    r"|(?:^|(?<=[.。!！?？\n]))\s*" + _WITHDRAWN + _CLAUSE_END
 )
 
 
@@ -120,12 +132,13 @@ def _last_committed(text: str, letters: str, options: dict[str, str] | None,
 
 # A self-correction that withdraws the answer before it and names no new one (000 App. A: an invalid response is
 # never converted to a guessed answer; 002 C.2: missing final choices are invalid): "Actually, I was wrong.",
-# "不对。", "Actually no.", "Scratch that." A bare cue ("wait", "let me double-check") withdraws nothing.
+# "不对。", "Actually no.", "Scratch that.", "等等，错了。" A bare cue ("wait", "let me double-check") withdraws
+# nothing, and "no" / "nope" / "not really" withdraw only as a whole clause ("Actually, no other view fits" does
+# not).
 _RETRACTION = (
-    r"\s*(?:(?:no\s*,?\s*)?wait\b|hold\s+on\b|actually\b|on\s+second\s+thought\b)?[\s,，:]*"
-    r"(?:no\b|nope\b|not\s+(?:so|really|quite)\b|I\s+was\s+wrong\b|I(?:'m|\s+am)\s+wrong\b"
-    r"|(?:that|this|it)(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right)\b|scratch\s+that\b|never\s*mind\b"
-    r"|不对|我错了|错了|不是这样)"
+    r"\s*(?:(?:no\s*,?\s*)?wait\b|hold\s+on\b|actually\b|on\s+second\s+thought\b|等等|等一下|其实)?[\s,，:]*"
+    r"(?:(?:no|nope|not\s+(?:so|really|quite))" + _CLAUSE_END + r"|I\s+was\s+wrong\b"
+    r"|scratch\s+that\b|不对|我错了|" + _WITHDRAWN + ")"
 )
 
 
@@ -135,7 +148,8 @@ def _retracts(segment: str) -> bool:
 
 
 _CUE_WORDS = ("wait", "hold", "actually", "second", "again", "closer", "correction", "reconsider", "wrong", "scratch",
-              "等", "不对", "更正", "纠正", "再看", "重新看", "仔细一看", "其实", "我错了")
+              "incorrect", "right", "mind", "等", "不对", "更正", "纠正", "再看", "重新看", "仔细一看", "其实", "错了",
+              "不是这样")
 _CUE_RX = re.compile("|".join(map(re.escape, _CUE_WORDS)))
 
 

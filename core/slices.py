@@ -1,7 +1,8 @@
 """Slices: where a run fails (issue #23). Every value of every stratum against the rest of its split.
 
 A slice is the items of one split whose field has one value (depth 1), or whose two fields have one value each
-(depth 2). Fields: `kind` and `variant` (when they vary), `n_images`, every scalar meta field with 2-50 distinct
+(depth 2); an item without the field is in no slice of it (a missing value is no slice, so it is neither tested
+nor counted in BH's family), and in the rest of each. Fields: `kind` and `variant` (when they vary), `n_images`, every scalar meta field with 2-50 distinct
 values (core.groups.strata_fields), and whatever extra per-item columns the caller adds (a group's tags).
 
 For each slice with at least `min_groups` groups on both sides:
@@ -91,9 +92,9 @@ def slice_fields(items: pd.DataFrame, extra: Mapping[str, pd.Series] | None = No
     keeps the named ones (an unknown name is an error naming the fields there are)."""
     out: dict[str, pd.Series] = {}
     for col in ("kind", "variant"):
-        vals = items[col].fillna("").astype(str)
-        if 2 <= vals[vals != ""].nunique() <= MAX_VALUES:
-            out[col] = vals.where(vals != "", None)
+        vals = pd.Series([None if pd.isna(v) or v == "" else str(v) for v in items[col]], dtype=object)
+        if 2 <= vals.nunique() <= MAX_VALUES:
+            out[col] = vals
     for name in strata_fields(items, max_values=MAX_VALUES):
         out.setdefault(name, item_stratum(items, name).reset_index(drop=True))
     for name, vals in (extra or {}).items():  # the caller's own fields (a tag: "tagged" or None) are kept as given
@@ -113,7 +114,8 @@ def _candidates(fields: Mapping[str, pd.Series], depth: int) -> list[tuple[tuple
     out: list[tuple[tuple[str, ...], tuple[str, ...], np.ndarray]] = []
     codes: dict[str, tuple[np.ndarray, list[str]]] = {}
     for name, vals in fields.items():
-        code, cats = pd.factorize(pd.Series(vals, dtype=object).map(lambda v: None if v is None else str(v)),
+        # an item without the field (None, or NaN where pandas made one of it) is in no slice of that field
+        code, cats = pd.factorize(pd.Series([None if pd.isna(v) else str(v) for v in vals], dtype=object),
                                   sort=True, use_na_sentinel=True)
         code = np.asarray(code, dtype=np.int64)
         names = [str(c) for c in cats]

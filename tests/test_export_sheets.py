@@ -48,6 +48,29 @@ def test_leaderboard_rows_are_runs_and_values_are_score_json_in_percent(boards, 
     assert row["split"] == "test"
 
 
+def test_frameevidence_leaderboard_has_the_intervals_of_score_json(demo_db):
+    """FrameEvidence's leaderboard (000 Table 4: P, R, F1, Acc, GEM, NTS, DIS) carries each metric's 95% interval
+    as the other families' do (`_ci_low` / `_ci_high`, percent), equal to `score --all --json`'s for every run;
+    the exact uniform-random reference row has none. CSV and xlsx alike."""
+    board = pd.read_csv(io.BytesIO(export_bytes(demo_db, "leaderboard", "--benchmark", "frameevidence")))
+    xlsx = export_bytes(demo_db, "leaderboard", "--benchmark", "frameevidence", "--format", "xlsx")
+    pd.testing.assert_frame_equal(board, pd.read_excel(io.BytesIO(xlsx), engine="openpyxl"), check_dtype=False)
+    lines = run_cli("score", "--all", "--benchmark", "frameevidence", "--json", db=demo_db, check=True).stdout
+    scores = {d["run"]: d["metrics"] for d in map(json.loads, lines.splitlines())}
+    columns = {"P": "macro_precision", "R": "macro_recall", "F1": "macro_f1", "Acc": "accuracy", "GEM": "fq1_gem",
+               "NTS": "nts", "DIS": "dis"}
+    rows = board.set_index("Run")
+    assert set(scores) <= set(rows.index) and len(scores) >= 4
+    for run, metrics in scores.items():
+        for label, key in columns.items():
+            ci = metrics[key]["ci"]
+            got = (rows.loc[run, f"{label}_ci_low (%)"], rows.loc[run, f"{label}_ci_high (%)"])
+            assert got == pytest.approx((100 * ci[0], 100 * ci[1]), abs=1e-8), (run, label)
+            assert got[0] <= rows.loc[run, f"{label} (%)"] <= got[1]
+    reference = [r for r in rows.index if r not in scores]
+    assert reference and rows.loc[reference, [f"{x}_ci_low (%)" for x in columns]].isna().all().all()
+
+
 def test_leaderboard_xlsx_equals_csv(boards):
     csv, xlsx = boards["csv"], boards["xlsx"]
     assert list(csv.columns) == list(xlsx.columns)

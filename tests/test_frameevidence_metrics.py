@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from bootstrap_ref import diff_interval, statistic_interval
+from bootstrap_ref import diff_interval, ratio_interval, statistic_interval
 from sklearn.metrics import f1_score
 
 from core.errors import MetricUndefined
@@ -748,6 +748,47 @@ def test_compare_paired_bootstrap():
     assert all(same[k]["difference"].ci == (0.0, 0.0) for k in fe.COMPARED)
 
 
+def macro_prf_of(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float, float]:
+    """Macro precision, recall and F1 over A-D from their definitions (as macro_f1_of)."""
+    p_, r_ = [], []
+    for c in "ABCD":
+        tp = int(np.sum((gold == c) & (pred == c)))
+        predicted, support = int(np.sum(pred == c)), int(np.sum(gold == c))
+        p_.append(tp / predicted if predicted else 0.0)
+        r_.append(tp / support if support else 0.0)
+    return sum(p_) / 4, sum(r_) / 4, macro_f1_of(gold, pred)
+
+
+def test_headline_intervals_equal_the_reference():
+    """Each 000 Table 4 metric of one run with its 95% percentile cluster-bootstrap interval (whole groups, the
+    seeded draws of tests/bootstrap_ref.py): the rates as ratios of the drawn groups' sums, macro P / R / F1 from
+    their definitions over the drawn groups' items; each holds its estimate."""
+    answers = counts_answers(95, 1, 5, 7)
+    got = fe.headline_intervals(PAPER, run("a", preds_df(answers)), draws=2000, seed=7)
+    groups = sorted(PAPER["group_id"].unique())
+    rows = [PAPER.index[PAPER["group_id"] == g].to_numpy() for g in groups]
+    gold = PAPER["answer"].to_numpy()
+    pred = np.array([answers[i] for i in PAPER["item_id"]])
+    correct = pred == gold
+    assert got["accuracy"] == ratio_interval([correct[r].sum() for r in rows], [len(r) for r in rows],
+                                             draws=2000, seed=7)
+    for key, kind, variants in (("fq1_gem", "FQ1", fe.FQ1_VARIANTS), ("nts", "FQ2", ("mss", "del")),
+                                ("dis", "FQ2", ("mss", "add"))):
+        k = [float(PAPER["kind"][r[0]] == kind and all(correct[i] for i in r if PAPER["variant"][i] in variants))
+             for r in rows]
+        assert got[key] == ratio_interval(k, [float(PAPER["kind"][r[0]] == kind) for r in rows], draws=2000, seed=7)
+    for i, key in enumerate(("macro_precision", "macro_recall", "macro_f1")):
+        def one(drawn, i=i):
+            at = np.concatenate([rows[g] for g in drawn])
+            return macro_prf_of(gold[at], pred[at])[i]
+
+        expected = statistic_interval([np.arange(len(groups))], one, draws=2000, seed=7)
+        assert got[key] == pytest.approx(expected, rel=1e-12, abs=1e-15), key
+    out = family_score(fe.score, PAPER, run("a", preds_df(answers)), draws=2000, seed=7)
+    for key, ci in got.items():
+        assert out[key].ci == ci and ci[0] <= out[key].value <= ci[1], key
+
+
 def test_compare_undefined_metric_has_reason():
     items = fq2_only()
     out = fe.compare(items, run("a", preds_df({"e00-mss": "A"})), run("b"), draws=200)
@@ -774,7 +815,8 @@ def test_score_through_store_and_family(store, tmp_path):
     out = score_run(store.items_frame("fe"), store.run_data("r1"), [])
     m = out["metrics"]
     # obj golds are all B, answered D: every FQ1 triplet fails; FQ2 is answered with its golds
-    assert m["accuracy"] == {"value": 15 / 18, "k": 15, "n": 18}
+    assert {k: m["accuracy"][k] for k in ("value", "k", "n")} == {"value": 15 / 18, "k": 15, "n": 18}
+    assert m["accuracy"]["ci"][0] <= 15 / 18 <= m["accuracy"]["ci"][1]
     assert (m["fq1_gem"]["k"], m["nts"]["k"], m["dis"]["k"]) == (0, 3, 3)
     assert m["insufficiency"]["recall"]["value"] == 1.0
     json.dumps(m)

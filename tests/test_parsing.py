@@ -523,7 +523,9 @@ CAREFUL_TOKENS = st.one_of(
                      "cannot be ", " is wrong", " is correct", " can be ruled out", "so ", "Therefore, ", "thus ",
                      "The correct choice is ", "the best option is ", "final option: ", "等等，", "不对，", "其实",
                      "不是", "错误", "也不对", "正确的选项是", "所以", "排除", "option text 3", "(前)", "。",
-                     "it is ", "It's ", "this is ", "that must be ", "应该是", "肯定是"]),
+                     "it is ", "It's ", "this is ", "that must be ", "应该是", "肯定是", "no", "nope", "not really",
+                     "I'm wrong", "That’s wrong", " incorrect", "not right", "Never mind", "nevermind", "错了",
+                     "不是这样", "的", "等一下", "Scratch that"]),
 )
 
 
@@ -577,6 +579,65 @@ RULE_ROWS = [
      "Reasoning.\nB. left. Wait, let me look again.", "tag", EN_OPTIONS, (INV, None)),
     ("untagged: an option's text is no letter", "Reasoning.\nThe answer is 前.", "tag", FE_OPTIONS, (INV, None)),
 ]
+
+
+# Self-corrections and retractions (docs/METRICS.md "Self-corrections first"): a row per cue, each failing when
+# that cue alone is removed from core.parsing (_CORRECTION, _RETRACTION, _WITHDRAWN; checked by hand, docs/TESTING.md).
+# A cut cue followed by a new answer: without the cue both answers are read together and conflict (invalid).
+CUT_CUES = ["Wait", "No wait", "Hold on", "Actually", "On second thought", "Looking again", "Looking at it again",
+            "On closer inspection", "Correction", "Let me reconsider", "I was wrong", "Scratch that"]
+CUT_CUES_ZH = ["等等", "等一下", "不对", "更正", "纠正", "再看", "重新看", "仔细一看", "其实", "我错了"]
+RETRACTION_ROWS = [
+    # (cue, response, expected): a retraction that names no new letter commits to nothing (000 App. A)
+    ("no", "The answer is B. Wait, no.", (INV, None)),
+    ("nope", "The answer is B. Hold on, nope.", (INV, None)),
+    ("not really", "The answer is B. Actually, not really.", (INV, None)),
+    ("not so", "The answer is B. On second thought, not so.", (INV, None)),
+    ("not quite", "The answer is B. Actually, not quite.", (INV, None)),
+    ("I was wrong", "The answer is B. I was wrong.", (INV, None)),
+    ("I'm wrong", "The answer is B. I'm wrong.", (INV, None)),
+    ("I am wrong", "The answer is B. I am wrong.", (INV, None)),
+    ("that's wrong (audit)", "The answer is B. That's wrong.", (INV, None)),
+    ("that’s wrong (a typographic apostrophe)", "The answer is B. That’s wrong.", (INV, None)),
+    ("this is incorrect", "The answer is B. This is incorrect.", (INV, None)),
+    ("it was not right", "The answer is B. It was not right.", (INV, None)),
+    ("scratch that", "The answer is B. Scratch that.", (INV, None)),
+    ("never mind (audit)", "The answer is B. Never mind.", (INV, None)),
+    ("不对", "答案是B。不对。", (INV, None)),
+    ("我错了", "答案是B。我错了。", (INV, None)),
+    ("错了 (audit)", "答案是B。错了。", (INV, None)),
+    ("不是这样 (audit)", "答案是B。不是这样。", (INV, None)),
+    # the optional cue before a retraction, in both languages
+    ("Wait before a retraction", "The answer is B. Wait, no.", (INV, None)),
+    ("Hold on before a retraction", "The answer is B. Hold on, that's wrong for the door.", (INV, None)),
+    ("Actually before a retraction", "The answer is B. Actually, no.", (INV, None)),
+    ("On second thought before a retraction", "The answer is B. On second thought, no.", (INV, None)),
+    ("等等 before a retraction (audit)", "答案是B。等等，错了。", (INV, None)),
+    ("等一下 before a retraction", "答案是B。等一下，错了。", (INV, None)),
+    ("其实 before a retraction", "答案是B。其实不对。", (INV, None)),
+    # where a retraction word is not a retraction
+    ("no / nope / not really only as a whole clause", "The answer is B. Actually, no other view fits.", (OK, "B")),
+    ("a withdrawal opens a sentence to cut (after a comma it is that sentence's)", "答案是B。A说在左边，错了。",
+     (OK, "B")),
+    ("a withdrawal cuts only as a whole clause", "答案是B。错了的是A。", (OK, "B")),
+    ("a withdrawal cuts only as a whole clause (English)", "The answer is B. That's wrong for A only.", (OK, "B")),
+    ("a withdrawal followed by a new letter", "答案是B。错了，应该是C。", (OK, "C")),
+]
+
+
+@pytest.mark.parametrize("cue", [pytest.param(c, id=f"cut-{i}") for i, c in enumerate(CUT_CUES + CUT_CUES_ZH)])
+def test_each_self_correction_cue_cuts(cue):
+    """The part after the cue decides; without the cue the two answers conflict (invalid)."""
+    text = (f"答案是A。{cue}，答案是C。" if cue in CUT_CUES_ZH else f"The answer is A. {cue}, the answer is C.")
+    assert parse_answer(text, "ABCD", "letter", None) == (OK, "C")
+    assert parse_answer("Reasoning.\n" + text, "ABCD", "tag", None) == (OK, "C")  # the tag style's final line
+
+
+@pytest.mark.parametrize(("cue", "response", "expected"),
+                         [pytest.param(*row, id=f"retraction-{i}") for i, row in enumerate(RETRACTION_ROWS)])
+def test_each_retraction_cue(cue, response, expected):
+    assert parse_answer(response, "ABCD", "letter", FE_OPTIONS) == expected, cue
+    assert parse_answer("Reasoning.\n" + response, "ABCD", "tag", None) == expected, cue
 
 
 # pytest.param ids: an `ids=` list of non-ASCII names is escaped again at each collection in one process (mutmut

@@ -51,6 +51,36 @@ def test_a_planted_word_is_found_exactly_where_it_is(planted):
     assert search(store, "zebrafish", fields=("question", "options", "meta", "notes")) == []
 
 
+@pytest.fixture
+def one_word_per_field(tmp_path, store):
+    """An FE benchmark where each field holds a word no other field holds: a question "quokka", an option text
+    "前" (FQ1's A), a meta value "narwhal", run-a's response "zebrafish", run-b's trace "swims", a tag's note
+    "walrus"."""
+    lines = fe_lines(n_fq1=2, n_fq2=2)
+    lines[0]["question"] += " quokka"
+    lines[2]["meta"] = {**lines[2]["meta"], "remark": "narwhal"}
+    import_items(store, write_benchmark(tmp_path / "fe", lines), name="fe")
+    ids = [line["item_id"] for line in lines]
+    a = [{"item_id": i, "response": "The answer is A" + (" by the zebrafish." if i == ids[1] else ".")} for i in ids]
+    b = [{"item_id": i, "response": "Answer: B", "trace": "A fish " + ("swims." if i == ids[4] else "rests.")}
+         for i in ids]
+    import_predictions(store, _preds(tmp_path / "a.jsonl", a), "run-a")
+    import_predictions(store, _preds(tmp_path / "b.jsonl", b), "run-b")
+    set_tag(store, "fe", lines[0]["group_id"], "odd", note="the walrus again")
+    return store
+
+
+@pytest.mark.parametrize(("word", "field"), [("quokka", "question"), ("前", "options"), ("narwhal", "meta"),
+                                             ("zebrafish", "response"), ("swims", "trace"), ("walrus", "notes")])
+def test_a_search_limited_to_a_field_matches_that_field_only(one_word_per_field, word, field):
+    """A word held by one field is found in that field and, with the search limited to any other field, not at
+    all (a search limited to responses does not match a word that only a trace holds, and so on)."""
+    for other in FIELDS:
+        hits = search(one_word_per_field, word, fields=(other,), limit=None)
+        assert bool(hits) == (other == field), (word, other)
+        assert all(h.field == field for h in hits)
+
+
 def test_phrases_prefixes_and_not(planted):
     store, ids = planted
     assert len(search(store, '"red mirror"', limit=None)) == len(ids)  # every run-b trace

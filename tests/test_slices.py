@@ -14,7 +14,8 @@ import pytest
 
 from core import stats
 from core.errors import MetricUndefined
-from core.slices import find_slices, slice_fields
+from core.groups import item_stratum
+from core.slices import find_slices, slice_fields, slices_of_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,6 +179,102 @@ def test_fields_offered_and_refused():
         slice_fields(items, only=["nope"])
     many = _items(60, 1, {"id": [str(i) for i in range(60)]})
     assert "id" not in slice_fields(many)  # more than 50 values: an identifier, not a stratum
+
+
+def _third(n_groups: int = 30) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One item per group; `colour` on the first third of the items only (red / blue), `size` on every item."""
+    items = _items(n_groups, 1, {"size": ["s" if g % 2 else "l" for g in range(n_groups)]})
+    for g in range(n_groups // 3):
+        items.at[g, "meta"] = {**items.at[g, "meta"], "colour": "red" if g % 2 else "blue"}
+    correct = np.array([g % 3 != 0 for g in range(n_groups)])
+    return items, _outcome(correct)
+
+
+def test_a_field_on_a_third_of_the_items_makes_slices_of_that_third_only():
+    """Items without a field are in no slice of it (no "nan" slice, no "None" slice): colour's slices hold the
+    ten items that have one, and BH's family is the real slices only. The rest of a slice is the rest of the
+    split, the items without the field included."""
+    items, out = _third()
+    found = find_slices(items, out, min_groups=1, depth=2)
+    colour = [s for s in found if s.fields == ("colour",)]
+    assert sorted(s.value for s in colour) == ["blue", "red"]
+    assert sum(s.n_items for s in colour) == 10
+    assert all(s.n_items + s.rest.n == 30 for s in colour)
+    assert all(v in {"red", "blue", "s", "l"} for s in found for v in s.values)
+    pairs = {s.value for s in found if s.fields == ("colour", "size")}
+    assert pairs == {"red & s", "blue & l"}  # colour on its third only: groups 0-9, odd red & s, even blue & l
+    assert len(found) == 2 + 2 + 2  # colour (2), size (2), colour & size (2): nothing for the missing values
+    assert [s.q for s in found] == pytest.approx(_bh_by_definition([s.p for s in found]), abs=1e-12)
+
+
+def test_a_missing_value_as_pandas_writes_it_is_no_slice():
+    """A field given as pandas' own string Series (None read back as NaN) still makes no "nan" slice."""
+    items, out = _third()
+    colour = pd.Series([m.get("colour") for m in items["meta"]])
+    assert colour.isna().sum() == 20 and not any(v is None for v in colour)  # NaN, not None
+    found = find_slices(items, out, fields={"colour": colour}, min_groups=1)
+    assert sorted(s.value for s in found) == ["blue", "red"]
+
+
+def test_item_stratum_and_slice_fields_say_none_where_a_value_is_missing():
+    items, _ = _third()
+    items["variant"] = ["x" if g < 5 else "y" if g < 10 else "" for g in range(30)]
+    assert item_stratum(items, "colour").tolist() == ["blue", "red"] * 5 + [None] * 20
+    fields = slice_fields(items)
+    assert fields["colour"].tolist() == ["blue", "red"] * 5 + [None] * 20
+    assert fields["variant"].tolist() == ["x"] * 5 + ["y"] * 5 + [None] * 20
+
+
+def test_frameevidence_store_has_no_phantom_slices(demo_db):
+    """The audit's case: on the FrameEvidence demo store, fields that only FQ2 items carry (mss_size,
+    deleted_position, ...) made a "nan" slice each, and depth-2 pairs such as "add & nan", which enlarged BH's
+    family and shifted every q. Every slice value is now one that some item of the split holds."""
+    from db.frames import load_for_scoring
+    from db.store import Store
+
+    store = Store(demo_db)
+    try:
+        items, runs = load_for_scoring(store, "frameevidence", names=["synth-fe-frameaware"])
+    finally:
+        store.close()
+    _, found = slices_of_run(items, runs["synth-fe-frameaware"], depth=2)
+    test = items[items["split"] == "test"].reset_index(drop=True)
+    fields = slice_fields(test)
+    held = {name: set(v.dropna()) for name, v in fields.items()}
+    assert "mss_size" in held and fields["mss_size"].isna().any()  # a field some items lack
+    assert found and all(v in held[f] for s in found for f, v in zip(s.fields, s.values, strict=True))
+    for name in ("mss_size", "deleted_position", "added_position"):
+        assert sum(s.n_items for s in found if s.fields == (name,)) <= fields[name].notna().sum()
+    assert [s.q for s in found] == pytest.approx(_bh_by_definition([s.p for s in found]), abs=1e-12)
+
+
+def test_slices_of_one_split_are_computed_over_that_split_only(demo_db):
+    """FrameEvidence's demo store has dev, test and train items: a slice of `test` and its rest hold the test
+    items only, and a caller's extra field (a tag on every dev / train item and a third of the test groups) is
+    narrowed to the split with them."""
+    from db.frames import load_for_scoring
+    from db.store import Store
+
+    store = Store(demo_db)
+    try:
+        items, runs = load_for_scoring(store, "frameevidence", names=["synth-fe-frameaware"])
+    finally:
+        store.close()
+    assert set(items["split"]) == {"dev", "test", "train"}
+    test_groups = sorted(set(items.loc[items["split"] == "test", "group_id"]))
+    tagged = set(test_groups[::3])
+    tag = pd.Series(["tagged" if sp != "test" or g in tagged else None
+                     for sp, g in zip(items["split"], items["group_id"], strict=True)], dtype=object)
+    n_test = int((items["split"] == "test").sum())
+    n_tagged = int(((items["split"] == "test") & items["group_id"].isin(tagged)).sum())
+    for split in ("test", "dev"):
+        label, found = slices_of_run(items, runs["synth-fe-frameaware"], split=split, min_groups=1,
+                                     extra={"tag": tag})
+        n_split = int((items["split"] == split).sum())
+        assert label == split and found
+        assert all(s.n_items + s.rest.n == n_split for s in found)  # FrameEvidence counts every item
+        if split == "test":
+            assert [s.n_items for s in found if s.fields == ("tag",)] == [n_tagged] and n_split == n_test
 
 
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:

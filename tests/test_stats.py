@@ -12,7 +12,6 @@ from bootstrap_ref import (
     proportion_interval,
     ratio_interval,
     resampled,
-    statistic_interval,
 )
 from scipy.stats import binom, spearmanr
 from sklearn.isotonic import IsotonicRegression
@@ -584,30 +583,49 @@ def test_proportion_bootstrap_equals_the_reference_exactly(k, n, seed):
     assert abs(lo * n - binom.ppf(0.025, n, k / n)) <= 2 and abs(hi * n - binom.ppf(0.975, n, k / n)) <= 2
 
 
-def _kappa_of(drawn) -> float:
-    """Cohen's kappa (core.agreement, no bootstrap) of the pairs of the drawn clusters; NaN when undefined."""
-    flat = [pair for cluster in drawn for pair in cluster]
-    value, _ = stats.cohen_kappa([x for x, _ in flat], [y for _, y in flat])
-    return np.nan if value is None else value
+def _kappa_of_table(table: np.ndarray) -> float:
+    """Cohen's kappa of an m x m table of (pseudo-)counts, written out here; NaN when undefined."""
+    n = table.sum()
+    p_o = np.trace(table) / n
+    p_e = float(table.sum(axis=1) @ table.sum(axis=0)) / n**2
+    return np.nan if np.isclose(p_e, 1.0) else (p_o - p_e) / (1 - p_e)
 
 
 @pytest.mark.parametrize(("seed", "level"), [(9, 0.95), (4, 0.8)])
 def test_cluster_bootstrap_kappa_equals_the_reference(seed, level):
-    """The kappa interval is the percentile interval of kappa over the same seeded draws of whole clusters (their
-    ids in text order), undefined draws left out, and holds the estimate."""
+    """The kappa interval: per draw, the table of the pairs of the drawn clusters (core.stats' documented stream,
+    cluster ids in text order) plus Jeffreys' prior, a Gamma(1/2) pseudo-count in each cell from the stream
+    [seed, 1] (cells row-major by rater a's label, labels in repr order); the percentile interval of those
+    draws' kappas, stretched to hold the estimate."""
     rng = np.random.default_rng(seed)
     a = [int(x) for x in rng.integers(0, 3, 45)]
     b = [x if rng.random() < 0.7 else int(rng.integers(0, 3)) for x in a]
     clusters = [i // 3 for i in range(45)]  # 15 items of 3 traces; ids in text order: 0, 1, 10, 11, ...
     keys = sorted({str(c) for c in clusters})
-    pairs = np.empty(len(keys), dtype=object)
-    for i, key in enumerate(keys):
-        pairs[i] = [(x, y) for x, y, c in zip(a, b, clusters, strict=True) if str(c) == key]
-    expected = statistic_interval([pairs], _kappa_of, draws=400, seed=seed + 1, level=level)
+    labels = sorted(set(a) | set(b), key=repr)
+    m = len(labels)
+    prior = np.random.default_rng([seed + 1, 1]).gamma(0.5, size=(400, m * m))
+    values = []
+    for d, row in enumerate(drawn_indices(len(keys), 400, seed + 1)):
+        table = prior[d].reshape(m, m).copy()
+        for i in row:
+            for x, y, c in zip(a, b, clusters, strict=True):
+                if str(c) == keys[i]:
+                    table[labels.index(x), labels.index(y)] += 1
+        values.append(_kappa_of_table(table))
+    lo, hi = percentile_interval(np.array(values), level)
+    estimate = stats.cohen_kappa(a, b)[0]
     given = {} if level == 0.95 else {"level": level}  # 95% is the default
     got = stats.cluster_bootstrap_kappa(a, b, clusters, draws=400, seed=seed + 1, **given)
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)  # kappa's sums in another order
-    assert got[0] <= stats.cohen_kappa(a, b)[0] <= got[1]
+    np.testing.assert_allclose(got, (min(lo, estimate), max(hi, estimate)), rtol=1e-12, atol=1e-12)
+    assert got[0] <= estimate <= got[1]
+
+
+def test_kappa_interval_is_stretched_to_hold_the_estimate():
+    """No disagreement in 20 pairs: kappa 1, and no draw with the prior reaches 1; the interval ends at 1."""
+    a = b = [1] * 18 + [0, 0]
+    lo, hi = stats.cluster_bootstrap_kappa(a, b, list(range(20)), draws=2000)
+    assert stats.cohen_kappa(a, b)[0] == 1.0 and hi == 1.0 and lo < 0.6
 
 
 def test_cluster_bootstrap_kappa_refusals_and_undefined():

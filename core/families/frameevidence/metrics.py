@@ -61,6 +61,7 @@ from core.families.frameevidence.paired import (
     SEED_METRICS,
     compare,
     decompose_change,
+    headline_intervals,
     input_mode_deltas,
     multi_seed,
     seed_siblings,
@@ -142,6 +143,10 @@ def score(items: pd.DataFrame, run: RunData, others: Sequence[RunData], options:
     core = core_metrics(df)
     out = Scores({c.SPLIT: split, c.ITEMS: len(df), c.COVERAGE: coverage(df)})
     out.update({m: core[m.key] for m in (c.ACCURACY, c.MACRO_PRECISION, c.MACRO_RECALL, c.MACRO_F1, *c.JOINT)})
+    if options.seed is not None:  # each headline rate's interval (None skips them, as in every family)
+        for key, ci in headline_intervals(items, run, split, options.draws, options.seed).items():
+            if core[key].value is not None:
+                core[key].ci = ci
     out[c.INDEPENDENCE] = independence(df)
     out[c.VARIANT_ACCURACY] = variant_accuracy(df)
     out[c.KIND_ACCURACY] = kind_accuracy(df)

@@ -32,6 +32,7 @@ from core.families.frameevidence.vocab import CLASSES, FQ1, FQ1_VARIANTS, FQ2
 from core.schema import Rate, RunData
 
 COMPARED = tuple(m.key for m in catalogue.COMPARED)
+HEADLINE = tuple(m.key for m in catalogue.TABLE4)  # macro P / R / F1, accuracy, fq1_gem, nts, dis
 SEED_METRICS = ("macro_precision", "macro_recall", "macro_f1", "accuracy", "fq1_gem", "nts", "dis")
 ROTATION_SEED_METRICS = ("vanilla", "circular", "consistency")  # Table 6b's three-seed columns
 
@@ -103,32 +104,39 @@ def decompose_change(items: pd.DataFrame, run_a: RunData, run_b: RunData,
 
 def _cluster_features(df: pd.DataFrame, keys: pd.Series, clusters: pd.Index) -> np.ndarray:
     """Per-cluster sums: correct, items, TP / support / predicted per class, and k / n of each joint metric."""
-    valid = df["status"] == "ok"
-    cols: dict[str, Any] = {"correct": df["correct"].astype(float), "items": np.ones(len(df))}
+    code = clusters.get_indexer(keys.to_numpy())
+    m = len(clusters)
+
+    def per_cluster(at: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(at, weights=np.asarray(weights, dtype=float), minlength=m)
+
+    valid = (df["status"] == "ok").to_numpy()
+    gold, answer = df["gold"].to_numpy(dtype=object), df["answer"].to_numpy(dtype=object)
+    cols = [per_cluster(code, df["correct"].to_numpy(dtype=float)), per_cluster(code, np.ones(len(df)))]
     for c in CLASSES:
-        cols[f"tp_{c}"] = ((df["gold"] == c) & valid & (df["answer"] == c)).astype(float)
-        cols[f"sup_{c}"] = (df["gold"] == c).astype(float)
-        cols[f"pred_{c}"] = (valid & (df["answer"] == c)).astype(float)
-    items_part = pd.DataFrame(cols, index=df.index).groupby(keys.to_numpy()).sum().reindex(clusters, fill_value=0)
-    joint = pd.DataFrame(0.0, index=clusters, columns=["gem_k", "gem_n", "nts_k", "nts_n", "dis_k", "dis_n"])
-    group_cluster = pd.Series(keys.to_numpy(), index=df["group_id"].to_numpy())
-    group_cluster = group_cluster[~group_cluster.index.duplicated()]
-    for prefix, kind, variants in (("gem", FQ1, FQ1_VARIANTS), ("nts", FQ2, ("mss", "del")),
-                                   ("dis", FQ2, ("mss", "add"))):
+        said = valid & (answer == c)
+        cols += [per_cluster(code, (gold == c) & said), per_cluster(code, gold == c), per_cluster(code, said)]
+    group_cluster = dict(zip(df["group_id"].to_numpy(), code, strict=True))
+    for kind, variants in ((FQ1, FQ1_VARIANTS), (FQ2, ("mss", "del")), (FQ2, ("mss", "add"))):
         g = groups(df, kind)
         done = _complete(g, variants)
         if not done.any():
+            cols += [np.zeros(m), np.zeros(m)]
             continue
         g = g.rows(done)
-        ok = pd.Series(_all(g, "c", variants).astype(float), index=g.index)
-        where = group_cluster.reindex(g.index).to_numpy()
-        joint[f"{prefix}_k"] = ok.groupby(where).sum().reindex(clusters, fill_value=0)
-        joint[f"{prefix}_n"] = pd.Series(1.0, index=g.index).groupby(where).sum().reindex(clusters, fill_value=0)
-    return np.hstack([items_part.to_numpy(dtype=float), joint.to_numpy(dtype=float)])
+        at = np.fromiter((group_cluster[x] for x in g.index), dtype=np.int64, count=len(g.index))
+        cols += [per_cluster(at, _all(g, "c", variants)), per_cluster(at, np.ones(len(at)))]
+    return np.column_stack(cols)
 
 
 def _metrics_from_sums(s: np.ndarray) -> np.ndarray:
-    """accuracy, macro_f1, fq1_gem, nts, dis from summed features (draws x features), NaN when undefined."""
+    """accuracy, macro_f1, fq1_gem, nts, dis (COMPARED) from summed features (draws x features), NaN when
+    undefined."""
+    return _headline_from_sums(s)[:, [HEADLINE.index(m) for m in COMPARED]]
+
+
+def _headline_from_sums(s: np.ndarray) -> np.ndarray:
+    """The HEADLINE metrics (000 Table 4) from summed features (draws x features), NaN when undefined."""
     m = len(CLASSES)
     correct, total = s[:, 0], s[:, 1]
     tp, sup, pred = s[:, 2:2 + 3 * m:3], s[:, 3:2 + 3 * m:3], s[:, 4:2 + 3 * m:3]
@@ -138,9 +146,29 @@ def _metrics_from_sums(s: np.ndarray) -> np.ndarray:
         denom = precision + recall
         f1 = np.where(denom > 0, 2 * precision * recall / np.where(denom > 0, denom, 1), 0.0)
         j = 2 + 3 * m
-        out = np.column_stack([correct / total, np.where(total > 0, f1.mean(axis=1), np.nan),
-                               s[:, j] / s[:, j + 1], s[:, j + 2] / s[:, j + 3], s[:, j + 4] / s[:, j + 5]])
+        macro = [np.where(total > 0, x.mean(axis=1), np.nan) for x in (precision, recall, f1)]
+        out = np.column_stack([*macro, correct / total, s[:, j] / s[:, j + 1], s[:, j + 2] / s[:, j + 3],
+                               s[:, j + 4] / s[:, j + 5]])
     return out
+
+
+def headline_intervals(items: pd.DataFrame, run: RunData, split: str | None = "test",
+                       draws: int = stats.DEFAULT_DRAWS, seed: int | None = stats.DEFAULT_SEED,
+                       level: float = 0.95) -> dict[str, tuple[float, float] | None]:
+    """The 95% percentile cluster-bootstrap interval of each HEADLINE metric of one run (000 App. D: whole
+    groups resampled with replacement, 20,000 draws, seed 20261010, item- / group-weighted sums; the same
+    draws and per-group sums as `compare`'s paired intervals). None for a metric undefined in every draw."""
+    df = frame(items, run, split)
+    if df.empty:
+        return {m: None for m in HEADLINE}
+    keys = stats.cluster_key(df, "group_id")
+    clusters = pd.Index(sorted(keys.unique(), key=str))
+    sums = stats.resampled_sums(_cluster_features(df, keys, clusters), draws=draws, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a metric undefined in every draw (no FQ1 groups)
+        lo, hi = stats.percentile_interval(_headline_from_sums(sums), level)
+    return {m: (float(lo[i]), float(hi[i])) if np.isfinite(lo[i]) and np.isfinite(hi[i]) else None
+            for i, m in enumerate(HEADLINE)}
 
 
 def compare(items: pd.DataFrame, run_a: RunData, run_b: RunData, split: str | None = "test",
