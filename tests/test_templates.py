@@ -51,7 +51,7 @@ TABLE = TableView(H, H, [(H, H)], [TableRow(True, [(H, H, True)], [TableCell(H, 
 PCT = {"na": "", "text": H, "kn": H}
 DIFFS = Differences(H, [DiffRow(H, H, PCT, {"na": H, "text": "", "kn": ""}, {"na": "", "cls": H, "text": H, "ci": H})],
                     H, H, H, 1)
-KAPPA = Kappa(None, H, H, H, False, 1, H, H, H, H)
+KAPPA = Kappa(None, H, H, H, 1, H, H, H, H, H)
 JOB = {"status": H, "held": H, "total": H, "done": H, "errors": H, "id": H, "run": H, "kind": H, "benchmark": H,
        "runner": H, "model": H, "user": H, "max": H, "value": H, "pct": H, "total_text": H, "earlier": H,
        "invalid_word": H, "invalid": H, "elapsed": H, "eta": H, "message": H}

@@ -55,17 +55,18 @@ CSS = """
 
 @dataclass(slots=True, frozen=True)
 class Kappa:
-    """One kappa as its cell shows it: the value shaded green (red below 0), its interval (or that it is n/a),
-    prevalence and the small-n note, agreement and n; `na`: the reason it is undefined (None when it is not)."""
+    """One kappa as its cell shows it: the value shaded green (red below 0), its interval, prevalence, the small-n
+    note and the note saying when the kappa is not to be trusted, agreement and n; `na`: the reason it is
+    undefined (None when it is not)."""
 
     na: str | None
     kappa: str = ""
     bg: str = ""
     ci: str = ""
-    ci_na: bool = False
     seed: int = stats.DEFAULT_SEED
     prevalence: str = ""
     small_n: str = ""
+    note: str = ""  # when the kappa or its interval is not to be trusted, said plainly (core.calibration)
     agree: str = ""
     n: str = ""
 
@@ -77,9 +78,9 @@ def _kappa_cell(p: dict[str, Any]) -> Kappa:
     shade = max(0.0, min(1.0, k))
     ci = p.get("kappa_ci")
     return Kappa(None, f"{k:.3f}", f"rgba(34,197,94,{0.08 + 0.35 * shade:.2f})" if k >= 0 else "rgba(239,68,68,.18)",
-                 signed_interval(ci, scale=1, digits=3) if ci else "", not ci and "kappa_ci" in p,
+                 signed_interval(ci, scale=1, digits=3) if ci else "",
                  prevalence="" if p.get("prevalence") is None else f"{100 * p['prevalence']:.0f}%",
-                 small_n=str(p.get("small_n") or ""),
+                 small_n=str(p.get("small_n") or ""), note=str(p.get("kappa_note") or ""),
                  agree="" if p.get("agreement") is None else f"agree {100 * p['agreement']:.0f}% · ", n=str(p["n"]))
 
 

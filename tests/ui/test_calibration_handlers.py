@@ -60,3 +60,17 @@ def test_refresh_keeps_a_pick_that_is_still_there(sb):
     assert "value" not in run and "value" not in sample and ("cal" in [v for _, v in sample["choices"]])
     run, sample, _, _ = uc.refresh_pickers(sb, "gone", "cal", "", "")
     assert run["value"] == uc.run_choices(sb)[0][1]
+
+
+def test_a_kappa_cell_shows_its_note_and_the_interval_the_cli_prints():
+    """#39 point 4: a kappa the tab cannot vouch for says so in its cell (the audit's n = 9 at 78% agreement), and
+    the interval is written as `calibration` prints it."""
+    from core.report_tables import signed_interval
+    from ui.calibration import TEMPLATE, _kappa_cell
+    from ui.templating import macro
+
+    p = {"kappa": 0.0, "kappa_ci": [-0.198, 0.733], "kappa_note": "kappa is 0 by construction here", "n": 9,
+         "agreement": 0.78, "prevalence": 0.89}
+    html = str(macro(TEMPLATE, "kappa")(_kappa_cell(p)))
+    assert "kappa is 0 by construction here" in html and "cb-kappa-note" in html
+    assert signed_interval([-0.198, 0.733], scale=1, digits=3) in html
