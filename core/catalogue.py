@@ -17,7 +17,7 @@ others are places inside a result, declared so that what reads them reads a decl
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from core.schema import Rate, to_jsonable
@@ -107,10 +107,6 @@ class Metric:
         self.path(*keys)  # the right number of keys
         return Placed(self, keys, label, unit)
 
-    def with_label(self, label: str) -> Metric:
-        """The same declaration shown under another label (where one family's header differs)."""
-        return replace(self, label=label)
-
 
 @dataclass(frozen=True)
 class Placed:
@@ -182,10 +178,6 @@ class Catalogue:
 
     def __iter__(self) -> Iterator[Metric]:
         return iter(self.metrics)
-
-    def top(self) -> list[Metric]:
-        """The top-level results, in declaration order."""
-        return [m for m in self.metrics if m.top]
 
     def find(self, path: tuple[str, ...]) -> Metric | None:
         """The most specific declaration matching `path` exactly (fewest wildcards), else None."""
