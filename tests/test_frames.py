@@ -230,24 +230,26 @@ def test_score_benchmarks_refuses_an_unknown_benchmark(demo_db):
         store.close()
 
 
-def test_score_benchmarks_reports_a_failing_worker(demo_db, monkeypatch):
-    """A worker that fails makes the whole call fail with its error (never a partial result)."""
-    import os
+def test_score_benchmarks_reports_a_failing_worker(demo_db, tmp_path):
+    """A worker that fails makes the whole call fail with its error (never a partial result): here a prediction
+    of one run names an item its benchmark lacks (written with the foreign-key checks off), which the worker
+    scoring that run's unit refuses."""
+    import sqlite3
 
-    import db.bulk as bulk
     from db.bulk import score_benchmarks
+    from tests.helpers import copy_store
 
-    parent, real = os.getpid(), bulk.score_units
-
-    def flaky(path, work, split=None):
-        if os.getpid() != parent:
-            raise ValueError("disk on fire")
-        return real(path, work, split)
-
-    monkeypatch.setattr(bulk, "score_units", flaky)
-    store = Store(demo_db)
+    path = copy_store(demo_db, tmp_path / "copy")
+    raw = sqlite3.connect(path)
+    run_id, pk = raw.execute("SELECT run_id, item_pk FROM predictions ORDER BY run_id LIMIT 1").fetchone()
+    raw.execute("PRAGMA foreign_keys = OFF")
+    raw.execute("UPDATE predictions SET item_pk = 999999 WHERE run_id = ? AND item_pk = ?", (run_id, pk))
+    raw.commit()
+    raw.close()
+    store = Store(path)
     try:
-        with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: disk on fire"):
+        with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: run id .*: a prediction's item "
+                                               "is not among the benchmark's items"):
             score_benchmarks(store, jobs=2)
     finally:
         store.close()
