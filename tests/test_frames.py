@@ -312,7 +312,7 @@ def test_outcome_arrays_equal_the_store_frames(demo_db):
 def test_key_rows_finds_each_key_or_says_it_is_missing():
     """The rows of traces / input modes read apart from the packed columns: each key's row by binary search,
     and None (the caller reads the run row by row) for a key written after the packed read."""
-    from db.predictions import _key_rows
+    from db.packed import key_rows as _key_rows
 
     pk = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
     rotation = np.array([0, 1, 0, 0, 0, 2], dtype=np.int64)
@@ -350,7 +350,7 @@ def test_packed_read_of_values_holding_the_separator(store, tmp_path):
 def test_packed_numbers_parse_integers_and_fall_back_to_floats():
     """Token counts come back from the packed read comma-joined: parsed as integers (the fast path) and as
     floats when a stored value is not an integer; either way float64, equal to the row path's values."""
-    from db.predictions import _numbers
+    from db.packed import numbers as _numbers
 
     assert _numbers("3,0,-2,41").tolist() == [3.0, 0.0, -2.0, 41.0]
     assert _numbers("3,2.5,1e3").tolist() == [3.0, 2.5, 1000.0]
