@@ -237,7 +237,7 @@ def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | Non
     for (no, row), imgs in zip(rows, pics, strict=True):
         obj = vlmevalkit.item_object(row, no, family, name, report, indices)
         if obj is not None:
-            objs.append((name, no, obj, [*imgs.blobs] or [*imgs.paths]))
+            objs.append((name, no, obj, imgs.blobs or imgs.paths))
     return _finish(name, family, objs, path.parent, report)
 
 

@@ -209,54 +209,46 @@ class _Good:
 def _rows(store: Store, bid: int, bench: str, parser: str, objs: _Objs, name: str, report: Report) -> _Good:
     """The rows of the lines without any problem and where each came from. Each line is read by the line schema
     (core/formats.PREDICTION_LINE): the usual line by `usual_fields`, any other by its plain type tests and, where
-    they do not decide, by the full check, which reports each problem; every field problem is reported first (in
-    file order), then every unknown item, duplicate key and letter problem. A line's key is read as far as it can
-    be on a line with other errors, so its unknown item or duplicate is reported too."""
-    keys = store.item_keys(bid)
+    they do not decide, by the full check; every field problem is reported first (in file order), then every
+    unknown item, duplicate key and letter problem (a line's key is read as far as it can be on a line with other
+    errors, so its unknown item or duplicate is reported too)."""
+    keys_get = store.item_keys(bid).get
 
     def options(pk: int) -> dict[str, str] | None:  # the benchmark's options, read when first needed (cached)
         return store.item_options(bid).get(pk)
 
     later = Report()  # the problems of the lines' items, keys and letters
-    seen: dict[tuple[str, int, int], int] = {}  # the first line of each key
-    seen0: dict[int, int] = {}  # ... of each key with rotation and repeat 0, by item pk (an int hashes at once)
+    seen: dict[tuple[int, int, int], int] = {}  # the first line of each key (item pk, rotation, repeat)
     good = _Good()
-    keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
     for no, obj in objs:
         usual = usual_fields(obj)
         if usual is not None:  # the usual line: the parser decides
             item = keys_get(usual[0])
-            if item is not None and item[1] and item[0] not in seen0:
+            if item is not None and item[1] and (key := (item[0], 0, 0)) not in seen:
                 parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
                                                                              options(item[0]) or None)
-                seen0[item[0]] = no
-                add_plain((item[0], usual[1], parsed[1], parsed[1], parsed[0], usual[2]))
-                add_at(no)
+                seen[key] = no
+                good.plain.append((item[0], usual[1], parsed[1], parsed[1], parsed[0], usual[2]))
+                good.plain_at.append(no)
                 continue
         f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
-        key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
-        if key is None:
+        line_key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
+        if line_key is None:
             continue
-        info = keys_get(key[0])
+        item_id, rotation, repeat = line_key
+        info = keys_get(item_id)
         if info is None:
-            later.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
+            later.error(name, no, "item_id", f"unknown item {item_id!r} (not in benchmark {bench!r})")
             continue
-        first = seen0.get(info[0]) if key[1] == 0 and key[2] == 0 else seen.get(key)
-        if first is not None:
-            later.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
-                        f"repeat {key[2]} (first on line {first})")
-            continue
-        if key[1] == 0 and key[2] == 0:
-            seen0[info[0]] = no
-        else:
-            seen[key] = no
-        if f is None:
-            continue
-        decided = _decide(f, info[1], parser, name, no, later, partial(options, info[0]))
-        if decided is not None:
-            good.other.append((info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7], f[8],
-                               None, None))
-            good.other_at.append((no, key[0], key[1], key[2]))
+        first = seen.setdefault((info[0], rotation, repeat), no)
+        if first != no:
+            later.error(name, no, "item_id", f"duplicate prediction for {item_id!r} rotation {rotation} "
+                        f"repeat {repeat} (first on line {first})")
+        elif f is not None and (decided := _decide(f, info[1], parser, name, no, later,
+                                                   partial(options, info[0]))) is not None:
+            good.other.append((info[0], rotation, repeat, f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7],
+                               f[8], None, None))
+            good.other_at.append((no, item_id, rotation, repeat))
     report.issues.extend(later.issues)
     return good
 
