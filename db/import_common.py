@@ -65,30 +65,22 @@ def read_text(path: Path, report: Report) -> str | None:
 
 def json_lines(text: str, name: str, report: Report) -> Iterator[tuple[int, Any]]:
     """(line number, object) of each JSON line of `text`, decoded as the caller takes them, so that a line's object
-    is let go once the caller is done with it (20,000 lines' dicts held at once outlive the collector's young
-    generations, and its full collections then walked the heap at every file); blank lines are skipped, a
-    malformed one reported. orjson is mapped over the lines (in C: a quarter less time than a call a line); from
-    a blank or malformed line, or a form only `json` reads, on, the lines are read one at a time."""
+    is let go once the caller is done with it (a whole file's dicts held at once outlive the collector's young
+    generations, and its full collections then walk them again and again); blank lines are skipped, a malformed
+    one reported."""
     lines = text.split("\n")
     if lines and not lines[-1]:
         lines.pop()  # the file's last newline
-    done = 0
-    try:
-        for done, obj in enumerate(map(orjson.loads, lines), start=1):
-            yield done, obj
-    except orjson.JSONDecodeError:
-        pass  # line done + 1 is read below
-    for no, line in enumerate(lines[done:], start=done + 1):
+    for no, line in enumerate(lines, start=1):
         try:
-            yield no, orjson.loads(line)
-            continue
+            obj = orjson.loads(line)
         except orjson.JSONDecodeError:
-            pass
-        if not line.strip():
-            continue  # blank lines are allowed and skipped
-        obj = _lenient(no, line, name, report)  # orjson is stricter about a few forms; json decides
-        if obj is not _REFUSED:
-            yield no, obj
+            if not line.strip():
+                continue  # blank lines are allowed and skipped
+            obj = _lenient(no, line, name, report)  # orjson is stricter about a few forms; json decides
+            if obj is _REFUSED:
+                continue
+        yield no, obj
 
 
 def _lenient(no: int, line: str, name: str, report: Report) -> Any:

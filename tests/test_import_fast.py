@@ -294,7 +294,7 @@ def test_each_rule_alike(tmp_path, change, fine):
 
 
 @pytest.mark.parametrize("text", [
-    '{"a": 1}\n{"b": [2]}\n',  # the usual file: the one C-mapped pass
+    '{"a": 1}\n{"b": [2]}\n',  # the usual file
     '{"a": 1}\n{"b": 2}',  # no last newline
     '{"a": 1}\r\n{"b": 2}\r\n',  # CRLF
     '{"a": 1}\n\n  \n{"b": 2}\n',  # blank lines: skipped, the later line keeps its number
@@ -302,12 +302,11 @@ def test_each_rule_alike(tmp_path, change, fine):
     '{"a": 1}\n{"b": \n{"c": 3}\n',  # a malformed line: reported, the others read
     '{"a": 1}\n{"b": 2}\n\n',  # two newlines at the end
     'x\ny\n',  # only malformed lines: no object, both reported
-    '\n\n{"a": 1}\n',  # a first chunk (of 2 lines) with no object, a later one with one
+    '\n\n{"a": 1}\n',  # blank lines first
 ])
 def test_json_lines_gives_what_the_line_by_line_read_gives(text):
-    """db.import_common.json_lines reads the usual file in one pass mapped over its lines; every file gives the
-    same (line, object) pairs and the same problems as reading it line by line with orjson, json deciding the
-    forms orjson refuses."""
+    """db.import_common.json_lines gives every file's (line, object) pairs and problems as reading it line by line
+    with orjson does, json deciding the forms orjson refuses."""
     import orjson
 
     from core.report import Report
