@@ -160,7 +160,7 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
     Results are ordered as the store lists benchmarks and runs. A worker's error fails the whole call."""
     work = units(store, benchmarks)
     jobs = min(default_jobs() if jobs is None else jobs, len(work))
-    if jobs <= 1 or "forkserver" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or not _FORKSERVER:
         merged = score_units(store, work, split)
     else:
         pool = ScoringPool(jobs)
@@ -198,6 +198,8 @@ POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in 
 POOL_MAX_JOBS = 4  # a server's workers at most: each keeps up to two resample count matrices (up to 256 MB each)
 POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
 ORPHAN_CHECK_S = 1.0  # how often a worker checks that the process it works for is still there
+SERVER_NICE = 10  # a server's workers' niceness (ui/scores.py POOL): its own threads come first
+_FORKSERVER = "forkserver" in multiprocessing.get_all_start_methods()  # where there is none, scoring stays here
 # the scoring modules the forkserver imports once for every worker, with every family's (_preload: a family's
 # members load on first use, core.families.protocol.deferred)
 _PRELOAD = ["db.bulk", "db.frames", "core.scoring"]
@@ -233,9 +235,9 @@ def _pool_worker_init() -> None:
     _one_blas_thread()  # not as a context: the limit holds for the worker's life
 
 
-def _pool_worker_start(owner: int, init: Any) -> None:
-    """A worker's start: a daemon thread ends the worker once `owner` (the process that started it) is gone,
-    then `init`. A server killed with SIGKILL (a supervisor's restart, the out-of-memory killer) runs no clean-up,
+def _pool_worker_start(owner: int, init: Any, nice: int) -> None:
+    """A worker's start: its niceness raised to `nice` (when more than its own), a daemon thread that ends the
+    worker once `owner` (the process that started it) is gone, then `init`. A server killed with SIGKILL (a supervisor's restart, the out-of-memory killer) runs no clean-up,
     and a ProcessPoolExecutor worker holds its own end of its task queue (so it never reads end-of-file) and the
     forkserver's alive pipe (so the forkserver never ends either): without this watch each such kill left the
     forkserver and its workers running, about 0.8 GB at full scale."""
@@ -247,6 +249,8 @@ def _pool_worker_start(owner: int, init: Any) -> None:
             except OSError:  # no such process, or another user's process under the owner's old pid
                 os._exit(0)
 
+    if nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, nice)  # this worker process only: the pool owns it
     threading.Thread(target=watch, name="cc-orphan-watch", daemon=True).start()  # correctness: no orphaned worker
     init()
 
@@ -288,12 +292,14 @@ class ScoringPool:
     each: bin i of every request goes to worker i, so a worker sees the same runs again and reads only those
     whose version changed (db.frames runs_cache). A server's request lighter than `min_weight`, or a single bin,
     is scored in the calling thread: a round trip would cost more than it saves. Thread safe: requests from
-    several threads share the workers."""
+    several threads share the workers. `nice`: the workers' niceness (a server's: SERVER_NICE, so that their
+    warm-up and scoring never take a core from its own threads; on an idle machine it changes nothing)."""
 
     def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT,
-                 initializer: Any = None) -> None:
+                 initializer: Any = None, nice: int = 0) -> None:
         self.jobs = min(default_jobs(), POOL_MAX_JOBS) if jobs is None else jobs
         self.min_weight = min_weight
+        self.nice = nice
         self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
         self._executor: list[Any] | None = None  # one single-process executor per worker, once started
@@ -311,10 +317,11 @@ class ScoringPool:
                     # a request that waited on this lock while the start-up failed: no second start-up
                     raise BrokenProcessPool(f"scoring workers failed to start less than {POOL_RETRY_S:.0f} s ago")
 
-                ctx = multiprocessing.get_context("forkserver")
+                ctx = multiprocessing.get_context("forkserver")  # clean workers: a fork would copy threads' locks
                 ctx.set_forkserver_preload(_preload())
+                # one process each: bin i of every request goes to worker i (its kept items, W's and runs)
                 executors = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_pool_worker_start,
-                                                 initargs=(os.getpid(), self.initializer))
+                                                 initargs=(os.getpid(), self.initializer, self.nice))
                              for _ in range(self.jobs)]
                 try:
                     for f in [e.submit(_pool_ready) for e in executors]:
@@ -343,7 +350,7 @@ class ScoringPool:
 
     def start(self) -> None:
         """Start the workers now (a server starting on a large store), so the first request does not wait."""
-        if self.jobs > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+        if self.jobs > 1 and _FORKSERVER:
             self._workers()
 
     def warm(self, store: Store, benchmark: str) -> None:
@@ -373,7 +380,7 @@ class ScoringPool:
         heavy = sum(w for _, _, w in work) >= self.min_weight
         bins = _bins(work, min(self.jobs, len(work)))
         failed = self._failed_at is not None and time.monotonic() - self._failed_at < POOL_RETRY_S
-        if len(bins) <= 1 or not heavy or failed or "forkserver" not in multiprocessing.get_all_start_methods():
+        if len(bins) <= 1 or not heavy or failed or not _FORKSERVER:
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
         from concurrent.futures import CancelledError
         from concurrent.futures.process import BrokenProcessPool

@@ -104,6 +104,23 @@ def test_warmed_workers_hold_the_items_and_draws_and_give_the_same_results(store
         p.close()
 
 
+def test_a_servers_workers_run_at_its_niceness_and_score_alike(store):
+    """ScoringPool(nice=...) (the server's, SERVER_NICE): each worker process runs at that niceness (or keeps a
+    higher one), the process that started them keeps its own, and the results are the in-process ones."""
+    from db.bulk import SERVER_NICE
+
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    p = ScoringPool(jobs=2, min_weight=0, nice=SERVER_NICE)
+    try:
+        p.start()
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in p.pids()] == [max(before, SERVER_NICE)] * 2
+        assert os.getpriority(os.PRIO_PROCESS, 0) == before
+        names = _names(store)
+        assert json.dumps(p.score(store, BENCH, names), sort_keys=True) == _here(store, names)
+    finally:
+        p.close()
+
+
 def test_serve_starts_the_workers_before_it_imports_gradio(demo_db):
     """`serve` starts the scoring workers (ui.scores.start_scoring_workers_soon: in a thread) as soon as its
     store is open, before gradio is imported and the page built, so their start and warm-up overlap the

@@ -33,7 +33,7 @@ from core.report_tables import RunScore
 from core.scoring import DEFAULT_SPLIT
 from core.stats import Clustering
 from db.browse import run_records, run_versions, runs_of_runner
-from db.bulk import ScoringPool, units_holding
+from db.bulk import SERVER_NICE, ScoringPool, units_holding
 from db.store import Store
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class ScoreCache:
             return future, True
 
 
-POOL = ScoringPool()  # started by the server (start_scoring_workers_soon) when its store holds heavy work
+POOL = ScoringPool(nice=SERVER_NICE)  # started by the server (start_scoring_workers_soon) on a heavy store
 CACHE = ScoreCache()
 _STARTING: list[threading.Thread] = []  # the thread start_scoring_workers_soon started, once per process
 _STARTING_LOCK = threading.Lock()
