@@ -20,14 +20,21 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import families
 from core.scoring import DEFAULT_SPLIT
 from db.store import Store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from core.stats import ScoringContext
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +151,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     return out
 
 
-def _one_blas_thread() -> Any:
+def _one_blas_thread() -> threadpool_limits:
     """A context in which BLAS runs on one thread: with one scoring process per CPU, BLAS's own threads (two
     per process here, spinning while they wait for work) would compete with the other processes for the same
     cores."""
@@ -176,7 +183,7 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
 
 
 def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequence[str],
-                split: str | None = DEFAULT_SPLIT, context: Any = None, items_cache: dict[Any, Any] | None = None,
+                split: str | None = DEFAULT_SPLIT, context: ScoringContext | None = None, items_cache: dict[Any, Any] | None = None,
                 runs_cache: dict[Any, Any] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
     """{run: score_run result} of `names`, with the runs of `load` (every run of their db.bulk units) loaded
     beside them; `kw` goes to score_all (clusterings). The scoring state is this call's own (`context`, a
@@ -235,7 +242,7 @@ def _pool_worker_init() -> None:
     _one_blas_thread()  # not as a context: the limit holds for the worker's life
 
 
-def _pool_worker_start(owner: int, init: Any, nice: int) -> None:
+def _pool_worker_start(owner: int, init: Callable[[], object], nice: int) -> None:
     """A worker's start: its niceness raised to `nice` (when more than its own), a daemon thread that ends the
     worker once `owner` (the process that started it) is gone, then `init`. A server killed with SIGKILL (a supervisor's restart, the out-of-memory killer) runs no clean-up,
     and a ProcessPoolExecutor worker holds its own end of its task queue (so it never reads end-of-file) and the
@@ -296,18 +303,18 @@ class ScoringPool:
     warm-up and scoring never take a core from its own threads; on an idle machine it changes nothing)."""
 
     def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT,
-                 initializer: Any = None, nice: int = 0) -> None:
+                 initializer: Callable[[], object] | None = None, nice: int = 0) -> None:
         self.jobs = min(default_jobs(), POOL_MAX_JOBS) if jobs is None else jobs
         self.min_weight = min_weight
         self.nice = nice
         self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
-        self._executor: list[Any] | None = None  # one single-process executor per worker, once started
+        self._executor: list[ProcessPoolExecutor] | None = None  # one single-process executor per worker, once started
         self._failed_at: float | None = None  # when workers last failed to start (monotonic clock)
         self.used = 0  # requests scored on the workers (tests and the bench read it)
         self.start_failures = 0  # start-ups of workers that failed (tests read it)
 
-    def _workers(self) -> list[Any]:
+    def _workers(self) -> list[ProcessPoolExecutor]:
         with self._lock:
             if self._executor is None:
                 from concurrent.futures import ProcessPoolExecutor
@@ -427,7 +434,7 @@ class ScoringPool:
             raise RuntimeError(f"scoring worker failed: {type(exc).__name__}: {exc}") from exc
         return merged
 
-    def _drop(self, executor: list[Any] | None) -> None:
+    def _drop(self, executor: list[ProcessPoolExecutor] | None) -> None:
         """Shut the workers `executor` down if they are still the pool's (another request may have started fresh
         ones)."""
         if executor is None:
@@ -444,11 +451,11 @@ class ScoringPool:
             _shutdown(executor, wait)
 
 
-def _warmed(future: Any) -> None:
+def _warmed(future: Future[dict[str, dict[str, Any]]]) -> None:
     if not future.cancelled() and future.exception() is not None:  # the first request then does the work itself
         log.warning("warming a scoring worker failed: %s", future.exception())
 
 
-def _shutdown(executors: list[Any], wait: bool = False) -> None:
+def _shutdown(executors: list[ProcessPoolExecutor], wait: bool = False) -> None:
     for e in executors:
         e.shutdown(wait=wait, cancel_futures=True)
