@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 RUN_WEIGHT = 5000
 # Runs (whole units) one process loads and scores at a time: its memory holds a batch, not the store.
 BATCH_RUNS = 32
+# score --all starts workers only for work heavier than this (about 100 runs of a 20,000-item benchmark): their
+# start costs more than they save below it (44 runs: 2.0 s in one process, 2.5-2.7 s on two workers; 1,000 runs:
+# 24-30 s in one process, 15-23 s on two)
+ALL_MIN_WEIGHT = 2_500_000
 
 
 def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[str, list[str], int]]:
@@ -161,13 +165,15 @@ def _one_blas_thread() -> threadpool_limits:
 
 
 def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs: int | None = None,
-                     split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
+                     split: str | None = DEFAULT_SPLIT, min_weight: int = ALL_MIN_WEIGHT
+                     ) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {run: result}} for every run of `benchmarks` (default: all) on `split` (None: every split),
-    on `jobs` worker processes of a ScoringPool (default: the CPUs this process may use; 1 = here, no worker).
-    Results are ordered as the store lists benchmarks and runs. A worker's error fails the whole call."""
+    on `jobs` worker processes of a ScoringPool (default: the CPUs this process may use; 1 = here, no worker)
+    when the units weigh at least `min_weight`, else here. Results are ordered as the store lists benchmarks
+    and runs. A worker's error fails the whole call."""
     work = units(store, benchmarks)
     jobs = min(default_jobs() if jobs is None else jobs, len(work))
-    if jobs <= 1 or not _FORKSERVER:
+    if jobs <= 1 or not _FORKSERVER or sum(w for _, _, w in work) < min_weight:
         merged = score_units(store, work, split)
     else:
         pool = ScoringPool(jobs)
@@ -201,7 +207,7 @@ def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequen
 
 # --------------------------------------------------------------------------- the scoring worker processes
 
-POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
+POOL_MIN_WEIGHT = 200_000  # a server's request lighter than this (unit weights) is scored in its own thread
 POOL_MAX_JOBS = 4  # a server's workers at most: each keeps up to two resample count matrices (up to 256 MB each)
 POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
 ORPHAN_CHECK_S = 1.0  # how often a worker checks that the process it works for is still there

@@ -174,7 +174,8 @@ def test_scoring_without_the_trace_texts_gives_the_same_scores(demo_db):
 
 
 def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
-    """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes; every result
+    """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes (the weight
+    threshold lowered: the demo store is light); every result
     equals what `score --run NAME --json` computes with all of the benchmark's runs at hand."""
     import json
 
@@ -187,7 +188,7 @@ def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
         work = units(store)
         assert {b["name"] for b in store.benchmarks()} == {bench for bench, _, _ in work}
         assert len(work) > len(store.benchmarks())  # at least one benchmark splits by model
-        fanned = score_benchmarks(store, jobs=2)
+        fanned = score_benchmarks(store, jobs=2, min_weight=0)
         here = score_benchmarks(store, jobs=1)
         assert json.dumps(fanned, sort_keys=True) == json.dumps(here, sort_keys=True)
         for b in store.benchmarks():
@@ -215,6 +216,24 @@ def test_scoring_a_batch_at_a_time_equals_scoring_every_run_together(demo_db):
         together = score_units(store, work, batch_runs=10**6)
         assert sum(map(len, together.values())) == sum(len(names) for _, names, _ in work)
         assert json.dumps(one_by_one, sort_keys=True) == json.dumps(together, sort_keys=True)
+    finally:
+        store.close()
+
+
+def test_score_all_keeps_light_work_in_its_own_process(demo_db, monkeypatch):
+    """score --all starts no worker for units lighter than ALL_MIN_WEIGHT (the demo store): the workers' start
+    would cost more than they save."""
+    import db.bulk as bulk
+
+    def no_pool(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("scoring workers were started")
+
+    monkeypatch.setattr(bulk, "ScoringPool", no_pool)
+    store = Store(demo_db)
+    try:
+        assert sum(w for _, _, w in bulk.units(store)) < bulk.ALL_MIN_WEIGHT
+        scored = bulk.score_benchmarks(store, jobs=2)
+        assert sum(map(len, scored.values())) == len(store.runs(with_counts=False))
     finally:
         store.close()
 
@@ -250,13 +269,13 @@ def test_score_benchmarks_reports_a_failing_worker(demo_db, tmp_path):
     try:
         with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: run id .*: a prediction's item "
                                                "is not among the benchmark's items"):
-            score_benchmarks(store, jobs=2)
+            score_benchmarks(store, jobs=2, min_weight=0)
     finally:
         store.close()
 
 
 def test_cli_score_all_prints_one_json_line_per_run(demo_db, tmp_path):
-    """`score --all --json` (worker processes) prints, per run, the same JSON as `score --run NAME --json`."""
+    """`score --all --json` prints, per run, the same JSON as `score --run NAME --json`."""
     import json
 
     from tests.conftest import copy_store, run_cli
