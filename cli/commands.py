@@ -124,7 +124,7 @@ def cmd_import_predictions(args: argparse.Namespace) -> int:
     store = _store(args)
     result = import_predictions(store, args.path, args.run, model=args.model, config=config,
                                 benchmark=args.benchmark, replace=args.replace, fmt=args.format, key=args.key)
-    store.close()  # waits for the WAL checkpoint the import left running (Store.write(behind=True))
+    store.close()
     _print_report(result, args.verbose)
     c = result.report.counts
     print(f"run {args.run!r}: {c['predictions']} predictions written ({c['ok']} ok, {c['invalid']} invalid, "

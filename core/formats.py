@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-import msgspec
+from typing import Any
 
 from core import families
 from core.report import Report
@@ -181,46 +179,13 @@ def _accepts(f: Field) -> Callable[[Any], bool]:
 _ACCEPTS = {f.name: _accepts(f) for f in PREDICTION_LINE}
 
 
-def _decoded_type(f: Field) -> Any:
-    """The msgspec type of field `f` a line is decoded by: it decodes a value only where `_accepts(f)` accepts it,
-    to the value the dict would hold (a subset: `free` takes strings alone). A line it refuses is decoded as a dict
-    and read as before, so the type changes how fast a line is read, never what it reads."""
-    if f.kind == "id":
-        return Annotated[str, msgspec.Meta(min_length=1)]
-    if f.kind == "text":
-        return str if f.required else str | None
-    if f.kind == "choice":
-        return Literal[(*f.allowed, "")] | None  # type: ignore[valid-type]  # built from the table
-    if f.kind == "int":
-        return Annotated[int, msgspec.Meta(ge=f.lo, le=f.hi)] | None  # msgspec's int takes no bool and no 5.0
-    if f.kind == "letter":
-        return Literal[("", *LETTERS)] | None  # type: ignore[valid-type]
-    return str | None  # free: any other value goes the dict's way
-
-
-# A predictions line decoded straight from its JSON text by PREDICTION_LINE's plain type tests (in C: the JSONL
-# import's usual line no longer goes through a dict and `usual_fields`' tests); other keys are ignored, as
-# `prediction_fields` ignores them. Absent and null read as None, like `dict.get`. Not tracked by the collector.
-PredictionLine: Any = msgspec.defstruct(
-    "PredictionLine", [(f.name, _decoded_type(f)) if f.required else (f.name, _decoded_type(f), None)
-                       for f in PREDICTION_LINE], gc=False)
-decode_prediction_line: Callable[[str], Any] = msgspec.json.Decoder(PredictionLine).decode
 _ROTATION, _REPEAT, _TOKENS = _BY_NAME["rotation"], _BY_NAME["repeat"], _BY_NAME["tokens"]
-
-
 _TOKENS_LO, _TOKENS_HI = _TOKENS.lo, _TOKENS.hi
-_DEFAULT_MODE = (None, "", _BY_NAME["input_mode"].default)  # input_mode values that read as the default
 
 
 def usual_fields(obj: Any) -> tuple[str, str, int | None] | None:
     """(item_id, response, tokens or None) of a line holding those fields alone, well-formed (most lines of an
-    import: every other field takes its default); None for any other line, which `prediction_fields` reads. A
-    decoded `PredictionLine` is usual when its other fields all read as their defaults (the same row)."""
-    if type(obj) is PredictionLine:
-        if obj.status or obj.answer or obj.rotation or obj.repeat or obj.trace or obj.error \
-                or obj.input_mode not in _DEFAULT_MODE:
-            return None
-        return obj.item_id, obj.response, obj.tokens
+    import: every other field takes its default); None for any other line, which `prediction_fields` reads."""
     if type(obj) is dict:
         n = len(obj)
         if n <= 3:
@@ -238,9 +203,6 @@ def usual_fields(obj: Any) -> tuple[str, str, int | None] | None:
 def prediction_fields(obj: Any) -> PredictionFields | None:
     """The fields of a well-formed predictions line by plain type tests (the common case, and fast); None when
     some field needs `check_prediction_line`, which then accepts or rejects the line by the same table."""
-    if type(obj) is PredictionLine:  # decoded by these tests' types: every field accepted
-        return (obj.item_id, obj.response, obj.status or "", obj.answer or None, obj.rotation or 0, obj.repeat or 0,
-                obj.input_mode or "all", obj.trace or None, obj.tokens, obj.error or None)
     usual = usual_fields(obj)
     if usual is not None:  # no other field to look at
         return usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None
@@ -296,8 +258,6 @@ def _check_field(f: Field, obj: dict[str, Any], file: str, line: int, report: Re
 def check_prediction_line(obj: Any, file: str, line: int, report: Report) -> PredictionFields | None:
     """Every field of one predictions line checked by PREDICTION_LINE, each problem in `report` (file, line,
     field, what was expected); None when there is one. Letters and parsing are resolved by the importer."""
-    if type(obj) is PredictionLine:  # decoded by the table's own tests: nothing to report
-        return prediction_fields(obj)
     if not isinstance(obj, dict):
         report.error(file, line, "(line)", "expected a JSON object")
         return None
@@ -312,8 +272,6 @@ def check_prediction_line(obj: Any, file: str, line: int, report: Report) -> Pre
 def prediction_key(obj: Any) -> tuple[str, int, int] | None:
     """(item_id, rotation, repeat) of a predictions line as far as it can be read, also on a line with other
     errors (so an unknown item or a duplicate key is still reported for it); None when the key itself is bad."""
-    if type(obj) is PredictionLine:
-        return obj.item_id, obj.rotation or 0, obj.repeat or 0
     if not isinstance(obj, dict):
         return None
     item_id = obj.get("item_id")

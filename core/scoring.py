@@ -25,7 +25,6 @@ import pandas as pd
 from core import comparison, families, stats
 from core.errors import MetricUndefined
 from core.families.protocol import ScoreOptions
-from core.gcpause import gc_paused
 from core.metrics.catalogue import COMPARE
 from core.metrics.common import item_memoized
 from core.schema import RunData
@@ -135,7 +134,7 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     out: dict[str, dict[str, Any]] = {}
     split, label = resolve_split(items, options.split)
     ctx = context if context is not None else stats.ScoringContext()
-    with gc_paused(), ctx.active():
+    with ctx.active():
         chosen = [by_name[n] for n in wanted]
         prefetch = families.get(chosen[0].family).prefetch if chosen else None
         if prefetch is not None and options.seed is not None:

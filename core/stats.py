@@ -276,20 +276,14 @@ class DrawCache:
 
     `weights` (a dict) shares the count matrices with other caches: a long-lived scoring worker keeps its W's
     from one request to the next (they depend only on clusters, draws and seed), so a W is built and kept the
-    first time it is asked for, and each request starts with no resampled sums of its own. With `build` False a
-    W the dict does not hold is never built here: each pass streams it (or gathers its few columns), as a cache
-    over `max_cells` does. A scoring worker's request passes that while a warm-up of the worker is still
-    building its W's (db.bulk._pool_score): the request would otherwise draw and page in a second 184 MB W
-    beside the warm-up's (issue 27: with the 1,000-run store's first Metrics racing the warm-up on a loaded
-    machine, a worker's request took 1.2-1.6 s streaming against 1.9-2.9 s building).
+    first time it is asked for, and each request starts with no resampled sums of its own.
     """
 
     SHARED_WEIGHTS = 2  # W's a shared `weights` dict keeps (the latest used)
 
     def __init__(self, max_cells: int = 64_000_000,
-                 weights: dict[tuple[int, int, int], np.ndarray] | None = None, build: bool = True) -> None:
+                 weights: dict[tuple[int, int, int], np.ndarray] | None = None) -> None:
         self.max_cells = max_cells
-        self.build = build
         self._shared = weights is not None
         self._weights: dict[tuple[int, int, int], np.ndarray] = weights if weights is not None else {}
         self._streamed: set[tuple[int, int, int]] = set()
@@ -342,7 +336,7 @@ class DrawCache:
 
     def _product(self, block: np.ndarray, n_clusters: int, draws: int, seed: int) -> np.ndarray:
         """W @ block. A W already held is used, and a second request for the same W builds and keeps it (the
-        draws are then generated once, not once per request; never without `build`). The first time a W is
+        draws are then generated once, not once per request). The first time a W is
         asked for, a few columns (at most _GATHER_COLUMNS) are summed straight from the drawn indices
         (`_gathered_sums`: no W is built, half the work of counting the draws); more columns are multiplied
         block by block as the draws come (W is never held whole: a bulk `prefetch` usually asks for every
@@ -350,9 +344,7 @@ class DrawCache:
         key = (n_clusters, draws, seed)
         if n_clusters * draws > self.max_cells:  # a W over max_cells is never built: each pass gathers
             return _gathered_sums(block, draws, seed)
-        if key in self._weights:
-            return self.weights(n_clusters, draws, seed) @ block
-        if self.build and (key in self._streamed or self._shared):
+        if key in self._weights or key in self._streamed or self._shared:
             return self.weights(n_clusters, draws, seed) @ block
         self._streamed.add(key)
         if block.shape[1] <= _GATHER_COLUMNS:

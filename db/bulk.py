@@ -1,14 +1,15 @@
-"""Every metric of every run of one or more benchmarks, split over worker processes (`score --all`).
+"""Every metric of every run of one or more benchmarks, spread over the scoring worker processes (`ScoringPool`):
+`score --all` (`score_benchmarks`) and the UI server's Metrics (ui/scores.py) score through the same pool.
 
 Scoring a whole store is CPU-bound Python and numpy work, one core per process. The runs are cut into units
 that can be scored apart: a unit holds every run whose scores can depend on each other's predictions (the
 partner metrics), and units are packed into one bin per worker by prediction count. StemBind and
 FrameEvidence only ever pair runs of one model (config `model`: text-only, thinking and SSA partners; input
 mode partners and seed siblings), so their units are (benchmark, model); SPUR's text-only shortcut filter reads
-every text-only run of a benchmark (each text-only model's count), so a SPUR benchmark is one unit; the generic family pairs nothing, and
-is one unit too. Each worker opens the store itself (no connection crosses a fork), loads its units with
-db.frames and scores them with core.scoring.score_all, so every result equals `score --run NAME --json`'s
-(tests/test_frames.py checks it).
+every text-only run of a benchmark (each text-only model's count), so a SPUR benchmark is one unit; the generic
+family pairs nothing, and is one unit too. Each worker opens the store itself, loads its units with db.frames and
+scores them with core.scoring.score_all, so every result equals `score --run NAME --json`'s (tests/test_frames.py
+and tests/test_scoring_pool.py check it).
 """
 
 from __future__ import annotations
@@ -17,16 +18,23 @@ import json
 import logging
 import multiprocessing
 import os
-import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import families
 from core.scoring import DEFAULT_SPLIT
 from db.store import Store
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from core.stats import ScoringContext
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,10 @@ log = logging.getLogger(__name__)
 RUN_WEIGHT = 5000
 # Runs (whole units) one process loads and scores at a time: its memory holds a batch, not the store.
 BATCH_RUNS = 32
+# score --all starts workers only for work heavier than this (about 100 runs of a 20,000-item benchmark): their
+# start costs more than they save below it (44 runs: 2.0 s in one process, 2.5-2.7 s on two workers; 1,000 runs:
+# 24-30 s in one process, 15-23 s on two)
+ALL_MIN_WEIGHT = 2_500_000
 
 
 def units(store: Store, benchmarks: Iterable[str] | None = None) -> list[tuple[str, list[str], int]]:
@@ -143,7 +155,7 @@ def score_units(source: Store | str | os.PathLike[str], work: Sequence[tuple[str
     return out
 
 
-def _one_blas_thread() -> Any:
+def _one_blas_thread() -> threadpool_limits:
     """A context in which BLAS runs on one thread: with one scoring process per CPU, BLAS's own threads (two
     per process here, spinning while they wait for work) would compete with the other processes for the same
     cores."""
@@ -152,55 +164,23 @@ def _one_blas_thread() -> Any:
     return threadpool_limits(1, user_api="blas")
 
 
-def _child(path: str, work: list[tuple[str, list[str], int]], split: str | None, conn: Any) -> None:
-    try:
-        with _one_blas_thread():
-            result = score_units(path, work, split)
-        conn.send(("ok", result))
-    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        conn.send(("error", f"{type(exc).__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
 def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs: int | None = None,
-                     split: str | None = DEFAULT_SPLIT) -> dict[str, dict[str, dict[str, Any]]]:
+                     split: str | None = DEFAULT_SPLIT, min_weight: int = ALL_MIN_WEIGHT
+                     ) -> dict[str, dict[str, dict[str, Any]]]:
     """{benchmark: {run: result}} for every run of `benchmarks` (default: all) on `split` (None: every split),
-    on `jobs` processes
-    (default: the CPUs this process may use; 1 = here, no worker). Results are ordered as the store lists
-    benchmarks and runs."""
+    on `jobs` worker processes of a ScoringPool (default: the CPUs this process may use; 1 = here, no worker)
+    when the units weigh at least `min_weight`, else here. Results are ordered as the store lists benchmarks
+    and runs. A worker's error fails the whole call."""
     work = units(store, benchmarks)
-    bins = _bins(work, min(default_jobs() if jobs is None else jobs, len(work)))
-    path = str(Path(store.path))
-    if len(bins) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    jobs = min(default_jobs() if jobs is None else jobs, len(work))
+    if jobs <= 1 or not _FORKSERVER or sum(w for _, _, w in work) < min_weight:
         merged = score_units(store, work, split)
     else:
-        import threadpoolctl  # noqa: F401 - imported once, before the fork, for _one_blas_thread
-
-        for bench in dict.fromkeys(bench for bench, _, _ in work):  # the families' metric modules, before the fork
-            families.get(store.benchmark(bench)["family"]).load()
-
-        ctx = multiprocessing.get_context("fork")  # the parent's imports come along; no store connection is used
-        children = []
-        for b in bins[1:]:
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(path, b, split, send), daemon=True)
-            proc.start()
-            send.close()
-            children.append((proc, recv))
-        with _one_blas_thread():
-            merged = score_units(store, bins[0], split)
-        for proc, recv in children:
-            try:
-                status, payload = recv.recv()
-            except EOFError:
-                proc.join()
-                status, payload = "error", f"a scoring worker exited with code {proc.exitcode}"
-            proc.join()
-            if status != "ok":
-                raise RuntimeError(f"scoring worker failed: {payload}")
-            for bench, results in payload.items():
-                merged.setdefault(bench, {}).update(results)
+        pool = ScoringPool(jobs)
+        try:
+            merged = pool.score_units(store, work, split)
+        finally:
+            pool.close()
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for bench in dict.fromkeys(bench for bench, _, _ in work):
         listed = [r["name"] for r in store.runs(bench, with_counts=False)]
@@ -208,27 +188,8 @@ def score_benchmarks(store: Store, benchmarks: Iterable[str] | None = None, jobs
     return out
 
 
-# --------------------------------------------------------------------------- a pool for a long-lived server
-
-POOL_MIN_WEIGHT = 200_000  # work lighter than this (unit weights) is scored in the calling thread
-POOL_MAX_JOBS = 4  # workers at most: each keeps up to two resample count matrices (up to 256 MB each) while idle
-POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
-# the scoring modules the forkserver imports once for every worker, with every family's (_preload: a family's
-# members load on first use, core.families.protocol.deferred)
-_PRELOAD = ["db.bulk", "db.frames", "core.scoring"]
-def _preload() -> list[str]:
-    """_PRELOAD and the modules of every known family's members."""
-    return [*_PRELOAD, *(m for name in families.names() for m in families.get(name).modules())]
-
-
-_WORKER_STORES: dict[str, Store] = {}  # per worker process: the store it opened, by path
-_WORKER_WEIGHTS: dict[Any, Any] = {}  # per worker process: its resample count matrices (core.stats.DrawCache)
-_WORKER_ITEMS: dict[Any, Any] = {}  # per worker process: the items frames it read (db.frames.load_for_scoring)
-_WORKER_RUNS: dict[Any, Any] = {}  # per worker process: the runs it read, by version (db.frames.load_for_scoring)
-
-
 def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequence[str],
-                split: str | None = DEFAULT_SPLIT, context: Any = None, items_cache: dict[Any, Any] | None = None,
+                split: str | None = DEFAULT_SPLIT, context: ScoringContext | None = None, items_cache: dict[Any, Any] | None = None,
                 runs_cache: dict[Any, Any] | None = None, **kw: Any) -> dict[str, dict[str, Any]]:
     """{run: score_run result} of `names`, with the runs of `load` (every run of their db.bulk units) loaded
     beside them; `kw` goes to score_all (clusterings). The scoring state is this call's own (`context`, a
@@ -245,19 +206,55 @@ def score_named(store: Store, benchmark: str, load: Sequence[str], names: Sequen
                      context=context if context is not None else ScoringContext())
 
 
+# --------------------------------------------------------------------------- the scoring worker processes
+
+POOL_MIN_WEIGHT = 200_000  # a server's request lighter than this (unit weights) is scored in its own thread
+POOL_MAX_JOBS = 4  # a server's workers at most: each keeps up to two resample count matrices (up to 256 MB each)
+POOL_RETRY_S = 60.0  # after workers failed to start, requests score in their own thread this long before a retry
+ORPHAN_CHECK_S = 1.0  # how often a worker checks that the process it works for is still there
+SERVER_NICE = 10  # a server's workers' niceness (ui/scores.py POOL): its own threads come first
+_FORKSERVER = "forkserver" in multiprocessing.get_all_start_methods()  # where there is none, scoring stays here
+# the scoring modules the forkserver imports once for every worker, with every family's (_preload: a family's
+# members load on first use, core.families.protocol.deferred)
+_PRELOAD = ["db.bulk", "db.frames", "core.scoring"]
+
+
+def _preload() -> list[str]:
+    """_PRELOAD and the modules of every known family's members."""
+    return [*_PRELOAD, *(m for name in families.names() for m in families.get(name).modules())]
+
+
+@dataclass
+class _Kept:
+    """What a worker process keeps from one task to the next, by store path: its Store (a connection), the items
+    frames it read (db.frames.load_for_scoring `items_cache`: a benchmark's items never change), its resample
+    count matrices (core.stats.DrawCache `weights`, the latest two) and the runs it read under their versions
+    (`runs_cache`)."""
+
+    stores: dict[str, Store] = field(default_factory=dict)
+    items: dict[Any, Any] = field(default_factory=dict)
+    weights: dict[Any, Any] = field(default_factory=dict)
+    runs: dict[Any, Any] = field(default_factory=dict)
+
+    def store(self, path: str) -> Store:
+        if path not in self.stores:
+            self.stores[path] = Store(path)
+        return self.stores[path]
+
+
+_KEPT = _Kept()  # in a worker process: what its tasks keep (the pool's own process never fills it)
+
+
 def _pool_worker_init() -> None:
     _one_blas_thread()  # not as a context: the limit holds for the worker's life
 
 
-ORPHAN_CHECK_S = 1.0  # how often a worker checks that the process it works for is still there
-
-
-def _pool_worker_start(owner: int, init: Any) -> None:
-    """A worker's start: a daemon thread ends the worker once `owner` (the server that started it) is gone, then
-    `init`. A server killed with SIGKILL (a supervisor's restart, the out-of-memory killer) runs no clean-up, and
-    a ProcessPoolExecutor worker holds its own end of its task queue (so it never reads end-of-file) and the
-    forkserver's alive pipe (so the forkserver never ends either): without this check each such kill left the
-    forkserver and its workers running, about 0.8 GB at full scale (seen after bench/scale.py's server stopped)."""
+def _pool_worker_start(owner: int, init: Callable[[], object], nice: int) -> None:
+    """A worker's start: its niceness raised to `nice` (when more than its own), a daemon thread that ends the
+    worker once `owner` (the process that started it) is gone, then `init`. A server killed with SIGKILL (a supervisor's restart, the out-of-memory killer) runs no clean-up,
+    and a ProcessPoolExecutor worker holds its own end of its task queue (so it never reads end-of-file) and the
+    forkserver's alive pipe (so the forkserver never ends either): without this watch each such kill left the
+    forkserver and its workers running, about 0.8 GB at full scale."""
     def watch() -> None:
         while True:
             time.sleep(ORPHAN_CHECK_S)
@@ -266,7 +263,9 @@ def _pool_worker_start(owner: int, init: Any) -> None:
             except OSError:  # no such process, or another user's process under the owner's old pid
                 os._exit(0)
 
-    threading.Thread(target=watch, name="cc-orphan-watch", daemon=True).start()
+    if nice > os.getpriority(os.PRIO_PROCESS, 0):
+        os.setpriority(os.PRIO_PROCESS, 0, nice)  # this worker process only: the pool owns it
+    threading.Thread(target=watch, name="cc-orphan-watch", daemon=True).start()  # correctness: no orphaned worker
     init()
 
 
@@ -275,126 +274,54 @@ def _pool_ready() -> int:
 
 
 def _pool_held() -> tuple[int, int]:
-    """(items frames, resample count matrices) this worker holds, once the warm-ups sent before have ended."""
-    with _WARM_LOCK:
-        running = list(_WARMING)
-    for thread in running:
-        thread.join()
-    _adopt_warmed()
-    return len(_WORKER_ITEMS), len(_WORKER_WEIGHTS)
-
-
-WARM_NICE = 10  # the niceness of a worker's warm-up thread: the server's own threads come first
-# Per worker process: the warm-ups, each as its thread and its own caches (items frames, resample counts): those
-# running, and those ended whose caches no request has taken over yet. Guarded by _WARM_LOCK, which also guards
-# _WORKER_STORES (a warm-up runs beside the worker's own thread).
-_WARMING: dict[threading.Thread, tuple[dict[Any, Any], dict[Any, Any]]] = {}
-_WARMED: list[tuple[dict[Any, Any], dict[Any, Any]]] = []
-_WARM_LOCK = threading.Lock()
-
-
-def _pool_warm(path: str, benchmark: str, load: list[str], names: list[str]) -> None:
-    """`_pool_score` of `names` for what it leaves behind (the items frame, the resample counts), in a thread of
-    this worker at niceness WARM_NICE (Linux sets it per thread), so the warm-up never takes a core from the
-    server's threads. It returns at once: the worker's own thread, which serves requests at its own priority,
-    never waits for it (a request would otherwise queue behind the whole warm-up, whose thread the machine's
-    load may starve). The warm-up reads and draws into caches of its own, which requests take over
-    (`_adopt_warmed`): whatever it has finished when a request starts, the rest once it has ended; a request
-    needing something it has not finished reads or draws it itself."""
-    items: dict[Any, Any] = {}
-    weights: dict[Any, Any] = {}
-
-    def warm() -> None:
-        if sys.platform.startswith("linux"):  # elsewhere PRIO_PROCESS would take the thread id for a process id
-            tid = threading.get_native_id()
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, max(WARM_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
-            except OSError:
-                pass
-        try:
-            _pool_score(path, benchmark, load, names, DEFAULT_SPLIT, {}, (items, weights, {}))
-        except Exception as exc:  # noqa: BLE001 - a warm-up only saves work: a request does it instead
-            log.warning("warming a scoring worker failed: %s", exc)
-        finally:
-            with _WARM_LOCK:
-                store = _WORKER_STORES.get(path)
-                _WARMED.append(_WARMING.pop(threading.current_thread()))
-            if store is not None:
-                store.close()  # this thread's connection
-
-    thread = threading.Thread(target=warm, name="crosscheck-warm", daemon=True)
-    with _WARM_LOCK:
-        _WARMING[thread] = (items, weights)
-    thread.start()
-
-
-def _adopt_warmed() -> None:
-    """Take over, in the worker's own thread, the items frames and resample count matrices the warm-ups hold
-    that the worker lacks: all of an ended warm-up's, and what a running one has finished (a cache holds an
-    entry only once it is whole; both are only read from then on, so both threads may use it). The worker keeps
-    at most DrawCache.SHARED_WEIGHTS count matrices, the latest taken over last."""
-    from core.stats import DrawCache
-
-    with _WARM_LOCK:
-        ended, _WARMED[:] = list(_WARMED), []
-        running = [(items.copy(), weights.copy()) for items, weights in _WARMING.values()]  # a copy is atomic
-    for items, weights in [*ended, *running]:
-        for key, value in items.items():
-            _WORKER_ITEMS.setdefault(key, value)
-        for key, value in weights.items():
-            _WORKER_WEIGHTS.setdefault(key, value)
-    while len(_WORKER_WEIGHTS) > DrawCache.SHARED_WEIGHTS:
-        del _WORKER_WEIGHTS[next(iter(_WORKER_WEIGHTS))]
+    """(items frames, resample count matrices) this worker holds."""
+    return len(_KEPT.items), len(_KEPT.weights)
 
 
 def _pool_score(path: str, benchmark: str, load: list[str], names: list[str], split: str | None,
-                kw: dict[str, Any], caches: tuple[dict[Any, Any], dict[Any, Any], dict[Any, Any]] | None = None
-                ) -> dict[str, dict[str, Any]]:
-    """score_named in a worker, on its own store connection (one per thread), keeping the items frames, the
-    resample count matrices and the runs it reads in `caches` (items, weights, runs; default the worker's own,
-    after taking over what ended warm-ups left: `_adopt_warmed`)."""
+                kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """score_named in a worker, on its own store connection, keeping the items frames, the resample count
+    matrices and the runs it reads (_KEPT) for the tasks after it."""
     from core.stats import DrawCache, ScoringContext
 
-    build = True  # a warm-up builds the W's it draws
-    if caches is None:
-        with _WARM_LOCK:  # a request made while a warm-up runs builds no W: it streams those it does not hold
-            build = not _WARMING  # (read first: a warm-up ending now leaves its W's to _adopt_warmed below)
-        _adopt_warmed()
-        caches = (_WORKER_ITEMS, _WORKER_WEIGHTS, _WORKER_RUNS)
-    items, weights, runs = caches
-    with _WARM_LOCK:  # one Store per path (each thread has its own connection to it)
-        store = _WORKER_STORES.get(path)
-        if store is None:
-            store = _WORKER_STORES[path] = Store(path)
-    context = ScoringContext(draws=DrawCache(weights=weights, build=build))  # the W's outlive the request
-    return score_named(store, benchmark, load, names, split, context=context, items_cache=items,
-                       runs_cache=runs, **kw)
+    context = ScoringContext(draws=DrawCache(weights=_KEPT.weights))  # the W's outlive the task
+    return score_named(_KEPT.store(path), benchmark, load, names, split, context=context, items_cache=_KEPT.items,
+                       runs_cache=_KEPT.runs, **kw)
+
+
+def _pool_units(path: str, work: list[tuple[str, list[str], int]], split: str | None
+                ) -> dict[str, dict[str, dict[str, Any]]]:
+    """score_units in a worker (`score --all`'s bin), on its own store connection."""
+    return score_units(_KEPT.store(path), work, split)
 
 
 class ScoringPool:
-    """Worker processes that score for a long-lived, threaded process (the UI server) as `score --all` does for
-    the CLI: the db.bulk units holding the runs asked for are packed into one bin per worker, and each worker
-    loads and scores its bin on its own connection, so every result equals `score --run NAME --json`'s.
+    """The scoring worker processes, for `score --all` (score_benchmarks: a pool for the command) and for a
+    long-lived, threaded process (the UI server, ui/scores.py POOL). The db.bulk units are packed into one bin per
+    worker, and each worker loads and scores its bin on its own connection, so every result equals
+    `score --run NAME --json`'s; scoring is CPU-bound Python and numpy, one core per process.
 
     The workers come from a forkserver (a clean single-threaded process with the scoring modules imported; a
     plain fork would copy a server's threads' locks) and are kept between requests, one single-process executor
     each: bin i of every request goes to worker i, so a worker sees the same runs again and reads only those
-    whose version changed (db.frames runs_cache). Work lighter than `min_weight`, or a single bin, is scored in
-    the calling thread: a round trip would cost more than it saves. Thread safe: requests from several threads
-    share the workers."""
+    whose version changed (db.frames runs_cache). A server's request lighter than `min_weight`, or a single bin,
+    is scored in the calling thread: a round trip would cost more than it saves. Thread safe: requests from
+    several threads share the workers. `nice`: the workers' niceness (a server's: SERVER_NICE, so that their
+    warm-up and scoring never take a core from its own threads; on an idle machine it changes nothing)."""
 
     def __init__(self, jobs: int | None = None, min_weight: int = POOL_MIN_WEIGHT,
-                 initializer: Any = None) -> None:
+                 initializer: Callable[[], object] | None = None, nice: int = 0) -> None:
         self.jobs = min(default_jobs(), POOL_MAX_JOBS) if jobs is None else jobs
         self.min_weight = min_weight
+        self.nice = nice
         self.initializer = initializer or _pool_worker_init  # run in each worker as it starts
         self._lock = threading.Lock()
-        self._executor: list[Any] | None = None  # one single-process executor per worker, once started
+        self._executor: list[ProcessPoolExecutor] | None = None  # one single-process executor per worker, once started
         self._failed_at: float | None = None  # when workers last failed to start (monotonic clock)
         self.used = 0  # requests scored on the workers (tests and the bench read it)
         self.start_failures = 0  # start-ups of workers that failed (tests read it)
 
-    def _workers(self) -> list[Any]:
+    def _workers(self) -> list[ProcessPoolExecutor]:
         with self._lock:
             if self._executor is None:
                 from concurrent.futures import ProcessPoolExecutor
@@ -404,10 +331,11 @@ class ScoringPool:
                     # a request that waited on this lock while the start-up failed: no second start-up
                     raise BrokenProcessPool(f"scoring workers failed to start less than {POOL_RETRY_S:.0f} s ago")
 
-                ctx = multiprocessing.get_context("forkserver")
+                ctx = multiprocessing.get_context("forkserver")  # clean workers: a fork would copy threads' locks
                 ctx.set_forkserver_preload(_preload())
+                # one process each: bin i of every request goes to worker i (its kept items, W's and runs)
                 executors = [ProcessPoolExecutor(1, mp_context=ctx, initializer=_pool_worker_start,
-                                                 initargs=(os.getpid(), self.initializer))
+                                                 initargs=(os.getpid(), self.initializer, self.nice))
                              for _ in range(self.jobs)]
                 try:
                     for f in [e.submit(_pool_ready) for e in executors]:
@@ -428,22 +356,21 @@ class ScoringPool:
         return [e.submit(_pool_ready).result() for e in executors]
 
     def held(self) -> list[tuple[int, int]]:
-        """(items frames, resample count matrices) each worker holds, in worker order (none before they start);
-        it waits for the work sent to each worker before, and for its warm-ups to end."""
+        """(items frames, resample count matrices) each worker holds, in worker order (none before they start),
+        once the work sent to it before has ended."""
         with self._lock:
             executors = list(self._executor or [])
         return [e.submit(_pool_held).result() for e in executors]
 
     def start(self) -> None:
         """Start the workers now (a server starting on a large store), so the first request does not wait."""
-        if self.jobs > 1 and "forkserver" in multiprocessing.get_all_start_methods():
+        if self.jobs > 1 and _FORKSERVER:
             self._workers()
 
     def warm(self, store: Store, benchmark: str) -> None:
-        """Have every worker score the first run of `benchmark` in the background (nothing waits for it), at a
-        low CPU priority (`_pool_warm`): each then holds the benchmark's items frame and its resample count
-        matrices, so a server's first Metrics request reads and scores only its runs. A request arriving
-        meanwhile never waits for it: each worker scores it at once, on its own (`_pool_warm`)."""
+        """Have every worker score the first run of `benchmark` (nothing waits for it): each then holds the
+        benchmark's items frame and its resample count matrices, so a server's first Metrics request reads and
+        scores only its runs. A request sent meanwhile waits in each worker for the warm-up's end."""
         work = units(store, [benchmark])[:1]
         if not work or self._executor is None:
             return
@@ -452,7 +379,7 @@ class ScoringPool:
             executors = list(self._executor or [])
         path = str(Path(store.path))
         for e in executors:
-            e.submit(_pool_warm, path, benchmark, load, load[:1]).add_done_callback(_warmed)
+            e.submit(_pool_score, path, benchmark, load, load[:1], DEFAULT_SPLIT, {}).add_done_callback(_warmed)
 
     def wants(self, store: Store, benchmark: str) -> bool:
         """Whether scoring every run of `benchmark` is heavy enough for the workers."""
@@ -460,21 +387,30 @@ class ScoringPool:
 
     def score(self, store: Store, benchmark: str, names: Sequence[str], split: str | None = DEFAULT_SPLIT,
               **kw: Any) -> dict[str, dict[str, Any]]:
-        """{run: score_run result} of `names` (runs of `benchmark`), in `names` order."""
+        """{run: score_run result} of `names` (runs of `benchmark`), in `names` order. Workers that die or fail
+        to start cost speed, never the answer: the request is scored in this thread."""
         wanted = set(names)
         work = units_holding(store, benchmark, names)
         heavy = sum(w for _, _, w in work) >= self.min_weight
         bins = _bins(work, min(self.jobs, len(work)))
         failed = self._failed_at is not None and time.monotonic() - self._failed_at < POOL_RETRY_S
-        if len(bins) <= 1 or not heavy or failed or "forkserver" not in multiprocessing.get_all_start_methods():
+        if len(bins) <= 1 or not heavy or failed or not _FORKSERVER:
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
         from concurrent.futures import CancelledError
         from concurrent.futures.process import BrokenProcessPool
 
         executor = None
+        path = str(Path(store.path))
         try:
             executor = self._workers()
-            merged = self._on_workers(executor, store, benchmark, bins, wanted, split, kw)
+            futures = []
+            for i, b in enumerate(bins):
+                load = [n for _, unit, _ in b for n in unit]
+                futures.append(executor[i % len(executor)].submit(_pool_score, path, benchmark, load,
+                                                                  [n for n in load if n in wanted], split, kw))
+            merged: dict[str, dict[str, Any]] = {}
+            for f in futures:
+                merged.update(f.result())
         except (BrokenProcessPool, CancelledError, RuntimeError) as exc:
             if not isinstance(exc, (BrokenProcessPool, CancelledError)) and "shutdown" not in str(exc):
                 raise  # the scoring's own error (BrokenProcessPool is a RuntimeError too), as in this process
@@ -484,9 +420,28 @@ class ScoringPool:
                         benchmark)
             self._drop(executor)
             return score_named(store, benchmark, [n for _, unit, _ in work for n in unit], names, split, **kw)
+        with self._lock:
+            self.used += 1
         return {n: merged[n] for n in names if n in merged}
 
-    def _drop(self, executor: list[Any] | None) -> None:
+    def score_units(self, store: Store, work: Sequence[tuple[str, list[str], int]], split: str | None
+                    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """{benchmark: {run: result}} of the units `work` (`score --all`), one bin of units per worker, each
+        scored a batch at a time (score_units). A worker's error, or its death, raises RuntimeError naming it."""
+        path = str(Path(store.path))
+        try:
+            executor = self._workers()
+            futures = [executor[i % len(executor)].submit(_pool_units, path, b, split)
+                       for i, b in enumerate(_bins(list(work), self.jobs))]
+            merged: dict[str, dict[str, dict[str, Any]]] = {}
+            for f in futures:
+                for bench, results in f.result().items():
+                    merged.setdefault(bench, {}).update(results)
+        except Exception as exc:  # noqa: BLE001 - raised again with what failed
+            raise RuntimeError(f"scoring worker failed: {type(exc).__name__}: {exc}") from exc
+        return merged
+
+    def _drop(self, executor: list[ProcessPoolExecutor] | None) -> None:
         """Shut the workers `executor` down if they are still the pool's (another request may have started fresh
         ones)."""
         if executor is None:
@@ -496,22 +451,6 @@ class ScoringPool:
                 self._executor = None
         _shutdown(executor)
 
-    def _on_workers(self, executor: list[Any], store: Store, benchmark: str,
-                    bins: list[list[tuple[str, list[str], int]]], wanted: set[str], split: str | None,
-                    kw: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        path = str(Path(store.path))
-        futures = []
-        for i, b in enumerate(bins):
-            load = [n for _, unit, _ in b for n in unit]
-            futures.append(executor[i % len(executor)].submit(_pool_score, path, benchmark, load,
-                                                              [n for n in load if n in wanted], split, kw))
-        merged: dict[str, dict[str, Any]] = {}
-        for f in futures:
-            merged.update(f.result())
-        with self._lock:
-            self.used += 1
-        return merged
-
     def close(self, wait: bool = True) -> None:
         with self._lock:
             executor, self._executor = self._executor, None
@@ -519,11 +458,11 @@ class ScoringPool:
             _shutdown(executor, wait)
 
 
-def _warmed(future: Any) -> None:
+def _warmed(future: Future[dict[str, dict[str, Any]]]) -> None:
     if not future.cancelled() and future.exception() is not None:  # the first request then does the work itself
         log.warning("warming a scoring worker failed: %s", future.exception())
 
 
-def _shutdown(executors: list[Any], wait: bool = False) -> None:
+def _shutdown(executors: list[ProcessPoolExecutor], wait: bool = False) -> None:
     for e in executors:
         e.shutdown(wait=wait, cancel_futures=True)

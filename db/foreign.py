@@ -234,7 +234,7 @@ def _read_vlmevalkit(path: Path, family: str, report: Report) -> tuple[str | Non
     for (no, row), imgs in zip(rows, pics, strict=True):
         obj = vlmevalkit.item_object(row, no, family, name, report, indices)
         if obj is not None:
-            objs.append((name, no, obj, [*imgs.blobs] or [*imgs.paths]))
+            objs.append((name, no, obj, imgs.blobs or imgs.paths))
     return finish_items(name, family, objs, path.parent, report)
 
 
@@ -461,15 +461,15 @@ def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key
     text = read_text(path, report)
     if text is None:
         return [], {}, None
-    lines = json_lines(text, name, report)
-    samples = []
-    for no, obj in lines:
+    samples = []  # (line, key value, response, kept): the sample itself is let go once read
+    use = key
+    for no, obj in json_lines(text, name, report):
         got = lmms_eval.sample_fields(obj, no, name, report)
         if got is not None:
-            samples.append((no, obj, got))
-    if not samples:
+            use = use or lmms_eval.choose_key(obj)  # the first sample's
+            samples.append((no, lmms_eval.key_value(obj, use), got[0], got[2]))
+    if not samples or use is None:
         return [], {}, None
-    use = key or lmms_eval.choose_key(samples[0][1])
     order: list[str] | None = None
     if use == "doc_id":
         bench = resolve_benchmark(store, run, benchmark, None, report, name)
@@ -485,8 +485,7 @@ def _lmms_objects(store: Store, path: Path, run: str, benchmark: str | None, key
                          "pass --key doc.FIELD naming an id the samples carry")
             return [], {}, None
     objs, kept = [], {}
-    for no, obj, (response, _raw, extra) in samples:
-        value = lmms_eval.key_value(obj, use)
+    for no, value, response, extra in samples:
         if is_null(value):
             report.error(name, no, use, f"missing (the key chosen for this file is {use}; pass --key FIELD)")
             continue

@@ -20,7 +20,6 @@ import orjson
 import pandas as pd
 
 from core import families
-from core.gcpause import gc_paused
 from core.schema import ITEM_COLUMNS, PRED_COLUMNS, RunData
 from core.scoring import RunExtras
 from db.predictions import SCORING_COLUMNS, pk_rows, run_frame
@@ -77,7 +76,7 @@ def load_benchmark_runs(store: Store, benchmark: str, columns: Sequence[str] = P
     items frame, is not read again. Every read sees one state of the store (Store.snapshot): a live run's commits
     land before or after the whole load, and a version read names the rows read with it.
     """
-    with gc_paused(), store.snapshot():
+    with store.snapshot():
         return _load(store, benchmark, columns, None if names is None else set(names), item_columns, items_cache,
                      runs_cache)
 

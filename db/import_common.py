@@ -12,12 +12,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import msgspec
 import orjson
 
 from core.errors import ImportRefused
@@ -68,96 +67,48 @@ def read_text(path: Path, report: Report) -> str | None:
     return text
 
 
-def json_lines(text: str, name: str, report: Report) -> list[tuple[int, Any]]:
-    """(line number, object) of each JSON line of `text`; blank lines are skipped, a malformed one reported."""
-    return list(JsonLines(text, name, report))
-
-
-class JsonLines:
-    """(line number, object) of each JSON line of `text`, as `json_lines` gives them, decoded `chunk` lines at a
-    time when first read (each chunk once, its text then let go): the predictions import reads a chunk while its
-    writer thread is still inserting the rows of the one before (db/import_writer.py), so decoding no longer
-    comes before all writing. A malformed line is reported when its chunk is read; blank lines are skipped.
-    `decode` reads one line's text (orjson's dicts by default; the predictions import's typed line,
-    core.formats.PredictionLine); a line it refuses is read as a dict (orjson, then json)."""
-
-    def __init__(self, text: str, name: str, report: Report, chunk: int = 500,
-                 decode: Callable[[str], Any] = orjson.loads) -> None:
-        self._lines = text.split("\n")
-        if self._lines and not self._lines[-1]:
-            self._lines.pop()  # the file's last newline
-        self._name, self._report, self._chunk, self._decode = name, report, chunk, decode
-        self._mixed = False  # a chunk needed the line-by-line read: the later ones go straight to it
-        self._done: list[list[tuple[int, Any]]] = []  # the chunks read so far
-
-    def _chunks(self) -> Iterator[list[tuple[int, Any]]]:
-        """Each chunk's (line number, object) pairs, in file order (a chunk of blank lines is an empty list)."""
-        for k in range(0, len(self._lines), self._chunk):
-            n = k // self._chunk
-            if n == len(self._done):
-                part = self._lines[k:k + self._chunk]
-                self._done.append(self._read(k, part))
-                self._lines[k:k + len(part)] = [""] * len(part)  # the decoded lines' text is not kept
-            yield self._done[n]
-
-    def __iter__(self) -> Iterator[tuple[int, Any]]:
-        for part in self._chunks():
-            yield from part
-
-    def __bool__(self) -> bool:
-        return any(self._chunks())
-
-    def _read(self, start: int, lines: list[str]) -> list[tuple[int, Any]]:
-        decode = self._decode
-        if not self._mixed:
-            try:  # the usual chunk, every line decoded: the decoder mapped over the lines in C (469k lines in
-                return list(enumerate(map(decode, lines), start=start + 1))  # 0.47 s, 0.73 s by the loop below)
-            except (orjson.JSONDecodeError, msgspec.DecodeError):
-                # a blank or malformed line, a form only json reads, or one the decoder's types refuse: one by
-                # one, and so are the next chunks (a file with one such line often has many: not decoded twice)
-                self._mixed = True
-        out = []
-        for no, line in enumerate(lines, start=start + 1):
-            try:
-                out.append((no, decode(line)))
-                continue
-            except (orjson.JSONDecodeError, msgspec.DecodeError):
-                pass
+def json_lines(text: str, name: str, report: Report) -> Iterator[tuple[int, Any]]:
+    """(line number, object) of each JSON line of `text`, decoded as the caller takes them, so that a line's object
+    is let go once the caller is done with it (a whole file's dicts held at once outlive the collector's young
+    generations, and its full collections then walk them again and again); blank lines are skipped, a malformed
+    one reported."""
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the file's last newline
+    for no, line in enumerate(lines, start=1):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
             if not line.strip():
                 continue  # blank lines are allowed and skipped
-            if decode is not orjson.loads:  # as a dict (the typed decoder's types refused it)
-                try:
-                    out.append((no, orjson.loads(line)))
-                    continue
-                except orjson.JSONDecodeError:
-                    pass
-            obj = self._lenient(no, line)  # orjson is stricter about a few forms; json decides
-            if obj is not _REFUSED:
-                out.append((no, obj))
-        return out
-
-    def _lenient(self, no: int, line: str) -> Any:
-        """One line by `json` (NaN, numbers beyond a float...), or _REFUSED with its problem reported: malformed,
-        nested deeper than Python's recursion allows, or holding a lone surrogate escape ("\\ud800"), which no
-        UTF-8 text (nor the store) can hold."""
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            self._report.error(self._name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
-            return _REFUSED
-        except RecursionError:
-            self._report.error(self._name, no, "(line)", "malformed JSON (nested too deep)")
-            return _REFUSED
-        try:
-            json.dumps(obj, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            self._report.error(self._name, no, "(line)", f"not valid Unicode text (a lone surrogate "
-                               f"{exc.object[exc.start:exc.end].encode('unicode_escape').decode('ascii')})")
-            return _REFUSED
-        return obj
+            obj = _lenient(no, line, name, report)  # orjson is stricter about a few forms; json decides
+            if obj is _REFUSED:
+                continue
+        yield no, obj
 
 
-_REFUSED = object()  # a line JsonLines reported and left out
+def _lenient(no: int, line: str, name: str, report: Report) -> Any:
+    """One line by `json` (NaN, numbers beyond a float...), or _REFUSED with its problem reported: malformed,
+    nested deeper than Python's recursion allows, or holding a lone surrogate escape ("\\ud800"), which no
+    UTF-8 text (nor the store) can hold."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        report.error(name, no, "(line)", f"malformed JSON ({exc.msg} at column {exc.colno})")
+        return _REFUSED
+    except RecursionError:
+        report.error(name, no, "(line)", "malformed JSON (nested too deep)")
+        return _REFUSED
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        report.error(name, no, "(line)", f"not valid Unicode text (a lone surrogate "
+                     f"{exc.object[exc.start:exc.end].encode('unicode_escape').decode('ascii')})")
+        return _REFUSED
+    return obj
+
+
+_REFUSED = object()  # a line _lenient reported and left out
 
 
 def resolve_benchmark(store: Store, run: str, benchmark: str | None, first_item: str | None,

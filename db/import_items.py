@@ -16,7 +16,6 @@ from typing import Any
 
 from core import families
 from core.formats import parse_item
-from core.gcpause import gc_paused
 from core.report import Report
 from core.schema import Item
 from db.import_common import ImageSet, ImportResult, check_item_set, json_lines, read_text, refuse
@@ -156,11 +155,7 @@ def import_items(store: Store, path: str | os.PathLike[str], name: str | None = 
 
     `foreign_opts` (fmt, family, mapping, preset) read other tools' files instead: db/foreign.py.
     """
-    with gc_paused():  # items, their dicts and rows are acyclic; the collector's walks cost about a quarter
-        return _import_items(store, Path(path), name, **foreign_opts)
-
-
-def _import_items(store: Store, path: Path, name: str | None, **foreign_opts: Any) -> ImportResult:
+    path = Path(path)
     bench = name or path.stem
     report = Report()
     with tempfile.TemporaryDirectory(prefix="crosscheck-zip-") as tmp:

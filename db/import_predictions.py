@@ -13,36 +13,32 @@ import io
 import json
 import os
 import sqlite3
-import threading
 from collections import Counter
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from core import families
+from core.errors import ImportRefused
 from core.formats import (
     PredictionFields,
     check_prediction_line,
-    decode_prediction_line,
     prediction_fields,
     prediction_key,
     usual_fields,
 )
-from core.gcpause import gc_paused
 from core.parsing import OK, fast_parse, full_parse, rotate_options, unrotate
 from core.report import Report
 from db import predictions
-from db.import_common import ImportResult, JsonLines, read_text, refuse, resolve_benchmark
-from db.import_writer import RowWriter
+from db.import_common import ImportResult, json_lines, read_text, refuse, resolve_benchmark
 from db.overrides import settle_replaced
-from db.store import Store, config_hash, now, touch_run
+from db.store import ROWS_PER_INSERT, Store, config_hash, now, touch_run
 
-_Objs = list[tuple[int, Any]] | JsonLines  # (file line, object) of each line: a JSONL file's read a chunk at a time
+_Objs = Iterable[tuple[int, Any]]  # (file line, object) of each line, read once (a JSONL file's decoded as taken)
 
 
 def _read_prediction_objects(path: Path, report: Report) -> _Objs:
@@ -61,7 +57,7 @@ def _read_prediction_objects(path: Path, report: Report) -> _Objs:
                 obj["response"] = ""
             out.append((reader.line_num, obj))
         return out
-    return JsonLines(text, path.name, report, CHUNK, decode_prediction_line)
+    return json_lines(text, path.name, report)
 
 
 def _decide(f: PredictionFields, letters: str, parser: str, name: str, no: int, report: Report,
@@ -119,98 +115,46 @@ def import_predictions(store: Store, path: str | os.PathLike[str], run: str, mod
     from db import foreign  # other tools' readers, imported when a file needs them
 
     kind = foreign.prediction_format(path, fmt)
-    with gc_paused():  # rows are acyclic tuples, dicts and strings
-        # the file's lines and rows are let go when _import_file returns, still inside the pause: the collector,
-        # back on, finds none of them to walk (6-7 ms an import of 19,533 lines when it did)
-        return _import_file(store, path, kind, run, model, config, benchmark, replace, key)
+    if kind in foreign.PREDICTION_FORMATS:
+        got = foreign.read_predictions(store, path, kind, run, config=config, benchmark=benchmark, key=key)
+        return import_prediction_lines(store, path, got.objs, got.report, run, model or got.model, got.config,
+                                       got.benchmark, replace, after=got.after)
+    report = Report()
+    objs = _read_prediction_objects(path, report)
+    return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace)
 
 
-def _import_file(store: Store, path: Path, kind: str, run: str, model: str | None, config: dict[str, Any] | None,
-                 benchmark: str | None, replace: bool, key: str | None) -> ImportResult:
-    from db import foreign
-
-    sha = _Digest(path)
-    try:
-        if kind in foreign.PREDICTION_FORMATS:
-            got = foreign.read_predictions(store, path, kind, run, config=config, benchmark=benchmark, key=key)
-            return import_prediction_lines(store, path, got.objs, got.report, run, model or got.model, got.config,
-                                           got.benchmark, replace, after=got.after, file_sha=sha.hexdigest)
-        report = Report()
-        objs = _read_prediction_objects(path, report)
-        return import_prediction_lines(store, path, objs, report, run, model, config, benchmark, replace,
-                                       file_sha=sha.hexdigest)
-    finally:
-        sha.join()
-
-
-class _Digest:
-    """A file's SHA-256 (the imports log's `sha256`), hashed on a thread of its own from the start of an import:
-    the file's reads and hashlib let go of the GIL, so it runs beside the reading of the lines instead of after
-    it (2-3 ms of a 19,533-line file's import). `hexdigest()` waits for it and raises what reading the file
-    raised. The import joins it however it ends."""
-
-    def __init__(self, path: Path) -> None:
-        self._hex: str | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(path,), name="crosscheck-import-digest")
-        self._thread.start()
-
-    def _run(self, path: Path) -> None:
-        try:
-            with path.open("rb") as fh:
-                self._hex = hashlib.file_digest(fh, hashlib.sha256).hexdigest()
-        except BaseException as exc:  # noqa: BLE001 - raised in the importing thread by hexdigest()
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def hexdigest(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._hex is not None
-        return self._hex
-
-
-def _line_fields(objs: _Objs, name: str, report: Report
-                 ) -> list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]]:
-    """(line, fields or None, key or None) of each line by the line schema (core/formats.PREDICTION_LINE): its
-    plain type tests first, the full check (which reports each problem) where they do not decide. The key is
-    read as far as it can be on a line with other errors, so its unknown item or duplicate is reported too."""
-    out: list[tuple[int, PredictionFields | None, tuple[str, int, int] | None]] = []
-    append = out.append
-    for no, obj in objs:
-        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
-        append((no, f, (f[0], f[4], f[5]) if f is not None else prediction_key(obj)))
-    return out
-
-
-def _first_item(objs: _Objs) -> str | None:
-    """The item_id of the first line whose key can be read (it tells the benchmark when no other source does)."""
-    for _no, obj in objs:
-        key = prediction_key(obj)
-        if key is not None:
-            return key[0]
-    return None
+def _sha256(path: Path) -> str:
+    """The file's SHA-256 (the imports log's `sha256`)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def import_prediction_lines(store: Store, path: Path, objs: _Objs, report: Report, run: str,
                             model: str | None, config: dict[str, Any] | None, benchmark: str | None,
-                            replace: bool, *, file_sha: Callable[[], str],
-                            after: _After | None = None) -> ImportResult:
+                            replace: bool, *, after: _After | None = None) -> ImportResult:
     """The one import path of predictions lines (`objs`: (line, object) of a JSONL or CSV file, or of another
     tool's rows, db/foreign.py). Every problem is reported (file, line, field) before anything is written: a
     line's field errors do not hide its unknown item, duplicate key or letter errors, nor any other line's
-    (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction;
-    `file_sha` gives the file's SHA-256 for the imports log (`_Digest.hexdigest`)."""
+    (issue 14.4). `after` writes rows that go with the predictions (db/foreign.py) in the same transaction."""
     name = path.name
-    if not objs and report.ok:  # `not objs` first: it reads a JSONL file's lines, reporting the malformed ones
+    lines = iter(objs)
+    head: list[tuple[int, Any]] = []  # the lines up to the first whose key can be read: its item tells the benchmark
+    first = None  # when nothing else does
+    for no, obj in lines:
+        head.append((no, obj))
+        key = prediction_key(obj)
+        if key is not None:
+            first = key[0]
+            break
+    if not head and report.ok:
         report.error(name, 0, "(file)", "no predictions in the file")
+    objs = chain(head, lines)
     told = Report()  # why the benchmark cannot be told, listed after every line's field problems
-    bench = resolve_benchmark(store, run, benchmark, _first_item(objs), told, name)
-    if bench is None:  # nothing to check items against
-        _line_fields(objs, name, report)
+    bench = resolve_benchmark(store, run, benchmark, first, told, name)
+    if bench is None:  # nothing to check items against: each line's field problems, then why
+        for no, obj in objs:
+            prediction_fields(obj) or check_prediction_line(obj, name, no, report)
         report.issues.extend(told.issues)
         if report.ok:
             report.error(name, 0, "item_id", "no line names a readable item_id; cannot tell the benchmark")
@@ -220,127 +164,91 @@ def import_prediction_lines(store: Store, path: Path, objs: _Objs, report: Repor
     cfg, digest = _run_config(model, config)
     existing = store.conn.execute("SELECT id, benchmark_id, config_hash FROM runs WHERE name = ?", (run,)).fetchone()
     parser = (config or {}).get("parser") or families.get(b["family"]).parser
+    good = _rows(store, int(b["id"]), bench, parser, objs, name, report)
     if existing is None:
-        return _write_new_run(store, path, run, model, b, cfg, digest, parser, objs, report, after, file_sha)
-    good = _rows(store, int(b["id"]), bench, parser, existing[0], objs, name, report)
+        refuse(report)
+        return _write_new_run(store, path, run, model, b, cfg, digest, good, report, after)
     if existing[1] != b["id"] or existing[2] != digest:
         report.error(name, 0, "--run", f"run {run!r} already exists with another benchmark, model or settings; "
                      "choose another --run name")
         refuse(report)
     # the good lines still meet the run's stored rows there, so their conflicts are listed with the rest
-    return _write_predictions(store, path, run, b, existing, good, replace, report, after, file_sha)
+    return _write_predictions(store, path, run, b, existing, good, replace, report, after)
 
 
 @dataclass(slots=True)
 class _Good:
     """The rows of the lines without any problem. The usual lines (item_id, response and maybe tokens: most of an
-    import) are `plain` (item pk, response, letter shown, letter, status, tokens), the other columns constant
-    (`_plain_values`), with their file lines `plain_at`; every other line's row is whole in `other`, with where it came from
-    (`other_at`) and how many plain rows came before it in the file (`other_after`)."""
+    import) are `plain` (item pk, response, letter shown, letter, status, tokens), the other columns constant in
+    the INSERT's SQL (`_PLAIN_VALUES`: fewer values to bind, about 40% of the insert's CPU), with their file lines
+    `plain_at`; every other line's row is whole but for the run id in `other` (the columns of `_OTHER_VALUES`),
+    with where it came from (`other_at`: file line, item_id, rotation, repeat)."""
 
     plain: list[tuple[Any, ...]] = field(default_factory=list)
     plain_at: list[int] = field(default_factory=list)
-    other: list[_PredRow] = field(default_factory=list)
+    other: list[tuple[Any, ...]] = field(default_factory=list)
     other_at: list[_Line] = field(default_factory=list)
-    other_after: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.plain) + len(self.other)
 
     def statuses(self) -> Counter[str]:
-        return Counter(map(itemgetter(4), self.plain)) + Counter(map(itemgetter(7), self.other))
+        return Counter(map(itemgetter(4), self.plain)) + Counter(map(itemgetter(6), self.other))
 
     def in_file_order(self, run_id: int, item_ids: dict[int, str]) -> tuple[list[_PredRow], list[_Line]]:
         """Every row whole and where it came from, in file order (`item_ids`: item pk -> item_id)."""
-        rows: list[_PredRow] = []
-        where: list[_Line] = []
-        done = 0  # plain rows taken
-
-        def plain_upto(end: int) -> None:
-            nonlocal done
-            for p, no in zip(self.plain[done:end], self.plain_at[done:end], strict=True):
-                rows.append((run_id, p[0], 0, 0, p[1], p[2], p[3], p[4], None, "all", None, p[5], None, None))
-                where.append((no, item_ids[p[0]], 0, 0))
-            done = max(done, end)
-
-        for row, at, after in zip(self.other, self.other_at, self.other_after, strict=True):
-            plain_upto(after)
-            rows.append(row)
-            where.append(at)
-        plain_upto(len(self.plain))
-        return rows, where
+        rows: list[_PredRow] = [(run_id, p[0], 0, 0, p[1], p[2], p[3], p[4], None, "all", None, p[5], None, None)
+                                for p in self.plain]
+        where: list[_Line] = [(no, item_ids[p[0]], 0, 0) for p, no in zip(self.plain, self.plain_at, strict=True)]
+        rows += [(run_id, *row) for row in self.other]
+        where += self.other_at
+        order = sorted(range(len(rows)), key=lambda i: where[i][0])
+        return [rows[i] for i in order], [where[i] for i in order]
 
 
-CHUNK = 500  # lines read and checked between two hand-overs of their rows to the writer (2,000: the writer started
-#                later and ended later; docs/FORMATS.md, import speed: 2.60 s against 2.70 s median for 24 imports)
-
-
-def _rows(store: Store, bid: int, bench: str, parser: str, run_id: int, objs: _Objs, name: str,
-          report: Report, writer: RowWriter | None = None) -> _Good:
+def _rows(store: Store, bid: int, bench: str, parser: str, objs: _Objs, name: str, report: Report) -> _Good:
     """The rows of the lines without any problem and where each came from. Each line is read by the line schema
     (core/formats.PREDICTION_LINE): the usual line by `usual_fields`, any other by its plain type tests and, where
-    they do not decide, by the full check, which reports each problem; every field problem is reported first (in
-    file order), then every unknown item, duplicate key and letter problem. A line's key is read as far as it can
-    be on a line with other errors, so its unknown item or duplicate is reported too. With `writer`, the plain
-    rows of each `CHUNK` lines (plain rows as form 0, other rows whole as form 1) are handed to it as soon as they
-    are read (its lock held to read the options)."""
-    keys = store.item_keys(bid)
-    option_cache: list[dict[int, dict[str, str]]] = []  # the benchmark's options, read when first needed
+    they do not decide, by the full check; every field problem is reported first (in file order), then every
+    unknown item, duplicate key and letter problem (a line's key is read as far as it can be on a line with other
+    errors, so its unknown item or duplicate is reported too)."""
+    keys_get = store.item_keys(bid).get
 
-    def options(pk: int) -> dict[str, str] | None:
-        if not option_cache:
-            with writer.lock if writer is not None else nullcontext():
-                option_cache.append(store.item_options(bid))
-        return option_cache[0].get(pk)
+    def options(pk: int) -> dict[str, str] | None:  # the benchmark's options, read when first needed (cached)
+        return store.item_options(bid).get(pk)
 
     later = Report()  # the problems of the lines' items, keys and letters
-    seen: dict[tuple[str, int, int], int] = {}  # the first line of each key
-    seen0: dict[int, int] = {}  # ... of each key with rotation and repeat 0, by item pk (an int hashes at once)
+    seen: dict[tuple[int, int, int], int] = {}  # the first line of each key (item pk, rotation, repeat)
     good = _Good()
-    keys_get, add_plain, add_at = keys.get, good.plain.append, good.plain_at.append
-    handed = handed_other = 0  # plain and other rows handed to the writer
-    lines = iter(objs)  # a JSONL file's lines are decoded as they are taken, beside the writer's inserts
-    while part := list(islice(lines, CHUNK)):
-        for no, obj in part:
-            usual = usual_fields(obj)
-            if usual is not None:  # the usual line: the parser decides
-                item = keys_get(usual[0])
-                if item is not None and item[1] and item[0] not in seen0:
-                    parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
-                                                                                 options(item[0]) or None)
-                    seen0[item[0]] = no
-                    add_plain((item[0], usual[1], parsed[1], parsed[1], parsed[0], usual[2]))
-                    add_at(no)
-                    continue
-            f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
-            key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
-            if key is None:
-                continue
-            info = keys_get(key[0])
-            if info is None:
-                later.error(name, no, "item_id", f"unknown item {key[0]!r} (not in benchmark {bench!r})")
-                continue
-            first = seen0.get(info[0]) if key[1] == 0 and key[2] == 0 else seen.get(key)
-            if first is not None:
-                later.error(name, no, "item_id", f"duplicate prediction for {key[0]!r} rotation {key[1]} "
-                            f"repeat {key[2]} (first on line {first})")
-                continue
-            if key[1] == 0 and key[2] == 0:
-                seen0[info[0]] = no
-            else:
+    for no, obj in objs:
+        usual = usual_fields(obj)
+        if usual is not None:  # the usual line: the parser decides
+            item = keys_get(usual[0])
+            if item is not None and item[1] and (key := (item[0], 0, 0)) not in seen:
+                parsed = fast_parse(usual[1], item[1], parser) or full_parse(usual[1], item[1], parser,
+                                                                             options(item[0]) or None)
                 seen[key] = no
-            if f is None:
+                good.plain.append((item[0], usual[1], parsed[1], parsed[1], parsed[0], usual[2]))
+                good.plain_at.append(no)
                 continue
-            decided = _decide(f, info[1], parser, name, no, later, partial(options, info[0]))
-            if decided is not None:
-                good.other.append((run_id, info[0], f[4], f[5], f[1], decided[1], decided[2], decided[0], f[9], f[6],
-                                   f[7], f[8], None, None))
-                good.other_at.append((no, key[0], key[1], key[2]))
-                good.other_after.append(len(good.plain))
-        if writer is not None and report.ok and later.ok:  # a file with a problem already writes no more
-            writer.put(good.plain[handed:], good.plain_at[handed:])
-            writer.put(good.other[handed_other:], [at[0] for at in good.other_at[handed_other:]], 1)
-            handed, handed_other = len(good.plain), len(good.other)
+        f = prediction_fields(obj) or check_prediction_line(obj, name, no, report)
+        line_key = (f[0], f[4], f[5]) if f is not None else prediction_key(obj)
+        if line_key is None:
+            continue
+        item_id, rotation, repeat = line_key
+        info = keys_get(item_id)
+        if info is None:
+            later.error(name, no, "item_id", f"unknown item {item_id!r} (not in benchmark {bench!r})")
+            continue
+        first = seen.setdefault((info[0], rotation, repeat), no)
+        if first != no:
+            later.error(name, no, "item_id", f"duplicate prediction for {item_id!r} rotation {rotation} "
+                        f"repeat {repeat} (first on line {first})")
+        elif f is not None and (decided := _decide(f, info[1], parser, name, no, later,
+                                                   partial(options, info[0]))) is not None:
+            good.other.append((info[0], rotation, repeat, f[1], decided[1], decided[2], decided[0], f[9], f[6], f[7],
+                               f[8], None, None))
+            good.other_at.append((no, item_id, rotation, repeat))
     report.issues.extend(later.issues)
     return good
 
@@ -390,51 +298,62 @@ def _against_stored(store: Store, run_id: int, run: str, rows: list[_PredRow], w
     return fresh, replaced, lines_of
 
 
-_HEAD, _VALUES, _WHOLE_VALUES = Store.PRED_INSERT.partition("VALUES ")
-_PLAIN_HEAD = _HEAD + _VALUES  # the predictions INSERT up to its VALUES; _WHOLE_VALUES: one whole row's (form 1)
+_HEAD = Store.PRED_INSERT.partition("VALUES ")[0] + "VALUES "  # the predictions INSERT up to its rows
+# One row's VALUES, the run id (and a plain row's constant columns) written in: a plain row (`_Good.plain`: item
+# pk, response, letter shown, letter, status, tokens) and any other row (`_Good.other`: every column but the run id)
+_PLAIN_VALUES = "({run_id}, ?, 0, 0, ?, ?, ?, ?, NULL, 'all', NULL, ?, NULL, NULL)"
+_OTHER_VALUES = "({run_id}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def _plain_values(run_id: int) -> str:
-    """One plain row (`_Good.plain`: item pk, response, letter shown, letter, status, tokens) of run `run_id` as VALUES, the
-    constant columns written into it (fewer values to bind per row)."""
-    return f"({int(run_id)}, ?, 0, 0, ?, ?, ?, ?, NULL, 'all', NULL, ?, NULL, NULL)"
+def _insert(conn: sqlite3.Connection, verb: str, values: str, rows: Sequence[tuple[Any, ...]],
+            lines: Sequence[int], name: str) -> None:
+    """Write `rows`, each the parameters of one row's `values`, `ROWS_PER_INSERT` rows a statement (one SQL text
+    for the whole ones: a third of an executemany's CPU with the plain rows' constant columns). A row SQLite
+    refuses (a constraint) raises ImportRefused naming its file line: the statement that failed left nothing
+    behind, so its rows are written again one at a time to find it."""
+    head = _HEAD.replace("INSERT", verb, 1)
+    whole = head + ", ".join([values] * ROWS_PER_INSERT)
+    for at in range(0, len(rows), ROWS_PER_INSERT):
+        part = rows[at:at + ROWS_PER_INSERT]
+        try:
+            conn.execute(whole if len(part) == ROWS_PER_INSERT else head + ", ".join([values] * len(part)),
+                         list(chain.from_iterable(part)))
+        except sqlite3.IntegrityError:
+            for row, line in zip(part, lines[at:at + ROWS_PER_INSERT], strict=True):
+                try:
+                    conn.execute(head + values, row)
+                except sqlite3.IntegrityError as exc:
+                    report = Report()
+                    report.error(name, line, "(row)", f"the store refused this row ({exc})")
+                    raise ImportRefused(report.summary(), report) from exc
+            raise
 
 
 def _write_new_run(store: Store, path: Path, run: str, model: str | None, b: dict[str, Any], cfg: dict[str, Any],
-                   digest: str, parser: str, objs: _Objs, report: Report,
-                   after: _After | None, file_sha: Callable[[], str]) -> ImportResult:
-    """Import into a new run, writing while the lines are read: inside one write transaction the run is inserted
-    (its id is the one SQLite gives), the rows of each chunk of lines go to a `RowWriter` as soon as they are
-    checked (plain rows and whole ones, its two forms). A file with any problem is refused and the transaction
-    rolled back, so nothing of it stays (as when a run of lines is killed midway: nothing is committed)."""
-    name, bid = path.name, int(b["id"])
-    with store.write(behind=True) as conn:  # the next file is read while the WAL is checkpointed
+                   digest: str, good: _Good, report: Report, after: _After | None) -> ImportResult:
+    """Import the rows of a file without any problem into a new run, in one write transaction: the run is inserted
+    (its id is the one SQLite gives), then its rows, its tool's extras (`after`) and the imports log's row. A
+    killed import commits nothing."""
+    name = path.name
+    with store.write() as conn:
         run_id = _insert_run(conn, run, b, model, cfg, digest)
-        if predictions.has_rows(store, run_id):  # leftovers under a reused run id: every row replaces, none plain
-            good = _rows(store, bid, b["name"], parser, run_id, objs, name, report)
-            refuse(report)
-            item_ids = {v[0]: k for k, v in store.item_keys(bid).items()}
-            conn.executemany(store.PRED_INSERT.replace("INSERT", "INSERT OR REPLACE", 1),
-                             good.in_file_order(run_id, item_ids)[0])
-        else:
-            with RowWriter(conn, _PLAIN_HEAD, _plain_values(run_id), name, _WHOLE_VALUES) as writer:
-                good = _rows(store, bid, b["name"], parser, run_id, objs, name, report, writer)
-                if report.ok:  # a file with a problem is refused with them all; its last rows are not written
-                    writer.close()
-            refuse(report)
+        # leftovers under a reused run id: every row replaces
+        verb = "INSERT OR REPLACE" if predictions.has_rows(store, run_id) else "INSERT"
+        _insert(conn, verb, _PLAIN_VALUES.format(run_id=int(run_id)), good.plain, good.plain_at, name)
+        _insert(conn, verb, _OTHER_VALUES.format(run_id=int(run_id)), good.other, [at[0] for at in good.other_at],
+                name)
         n_rows = len(good)
         if n_rows and after is not None:
             after(conn, run_id)
-        if n_rows:  # the file's hash is asked for once it is accepted (a missing file was refused by its report)
+        if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
-                         "('predictions', ?, ?, ?, ?, ?)", (name, file_sha(), run, n_rows, now()))
+                         "('predictions', ?, ?, ?, ?, ?)", (name, _sha256(path), run, n_rows, now()))
     report.counts = {**_counts(n_rows, n_rows, good.statuses()), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 
 
 def _write_predictions(store: Store, path: Path, run: str, b: dict[str, Any], existing: tuple[Any, ...],
-                       good: _Good, replace: bool, report: Report, after: _After | None,
-                       file_sha: Callable[[], str]) -> ImportResult:
+                       good: _Good, replace: bool, report: Report, after: _After | None) -> ImportResult:
     """Write the validated rows of the good lines into the existing run in one transaction: only the new or (with
     `replace`) changed ones, refusing other changes."""
     name = path.name
@@ -444,8 +363,7 @@ def _write_predictions(store: Store, path: Path, run: str, b: dict[str, Any], ex
     rows, where = good.in_file_order(run_id, item_ids)
     rows, replaced, lines_of = _against_stored(store, run_id, run, rows, where, replace, name, report)
     refuse(report)  # every problem of the file (from the line checks, or conflicts found here)
-    sha = file_sha()
-    with store.write(behind=True) as conn:  # the next file is read while the WAL is checkpointed
+    with store.write() as conn:
         # Rows of a run that has none yet are plain INSERTs (keys unique: checked above); OR REPLACE would add a
         # lookup per row. Rows of a run that has some replace the old ones.
         if not predictions.has_rows(store, run_id):
@@ -466,7 +384,7 @@ def _write_predictions(store: Store, path: Path, run: str, b: dict[str, Any], ex
             after(conn, run_id)
         if n_rows:
             conn.execute("INSERT INTO imports (kind, file, sha256, target, rows, created) VALUES "
-                         "('predictions', ?, ?, ?, ?, ?)", (name, sha, run, n_rows, now()))
+                         "('predictions', ?, ?, ?, ?, ?)", (name, _sha256(path), run, n_rows, now()))
     report.counts = {**_counts(n_lines, n_rows, Counter(map(itemgetter(7), rows))), **report.counts}
     return ImportResult(run, n_rows, not n_rows, report)
 

@@ -472,7 +472,7 @@ def _import_log(store: Store, f: Found, read: inspect_log.LogRead, report: Repor
                                   "source": f.shown})
     config = read.header.run_config()
     done = import_prediction_lines(store, f.path, read.lines, report, run, read.model, config, bench, False,
-                                   file_sha=lambda: f.sha, after=inspect_log.sources_writer(store, bench, read))
+                                   after=inspect_log.sources_writer(store, bench, read))
     entry = _run_entry(run, bench, read.model, f, done.report)
     entry["inspect"] = _agreement(store, run, bench, read)
     result.runs.append(entry)

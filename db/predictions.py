@@ -9,8 +9,8 @@ looking an override up per row (the view's cost: the packed read of a 19,533-pre
 table, 21 ms through the view). Only the imports' comparisons with the rows they replace (`stored_rows`,
 `has_rows`, `keys`) read the table as imported on purpose.
 
-The readers take a `Source` (db.store.Store is one): this module imports no db/ module but db.schema, so the store
-calls it and nothing imports back.
+The readers take a `Source` (db.store.Store is one): this module imports no db/ module but db.schema and
+db.packed (the parsers of its packed strings), so the store calls it and nothing imports back.
 
 - `run_frame`: one run's predictions as the frame of docs/ARCHITECTURE.md, the scoring read (db.frames and
   `Store.predictions_frame`). It picks its path itself: packed (a few strings SQLite builds and numpy parses)
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from core.schema import PRED_COLUMNS, STATUSES
+from db import packed
 from db.schema import PREDICTIONS_READ
 
 if TYPE_CHECKING:  # numpy and pandas are imported by the readers that build arrays: the imports' reads need neither
@@ -207,94 +208,77 @@ def _packed_read(store: Source, run_id: int, lookup: tuple[np.ndarray, np.ndarra
                            (run_id,)).fetchone()
         joined = list(row)
         got = {k: [joined.pop(0), joined.pop(0)] for k in extra}
-    sparse = {"trace": (n_trace, *traces), "input_mode": (n_mode, *got.get("input_mode", [None, None]))}
-    pk = np.fromstring(pks, dtype=np.int64, sep=",")
-    if "keys" in got:
-        rotation = np.fromstring(got["keys"][0], dtype=np.int64, sep=",")
-        repeat = np.fromstring(got["keys"][1], dtype=np.int64, sep=",")
-    else:  # every rotation and repeat is 0
-        rotation, repeat = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    if not (len(pk) == len(rotation) == len(repeat) == n):
+    keys = packed.keys(pks, got.get("keys"), n)
+    if keys is None:
         return None
-    if n > 1:  # rows must come in (item_pk, rotation, repeat) order, as the row path reads them
-        d_pk = np.diff(pk)
-        if "keys" not in got:
-            in_order = bool((d_pk > 0).all())
-        else:
-            d_rot, d_rep = np.diff(rotation), np.diff(repeat)
-            in_order = bool(((d_pk > 0) | ((d_pk == 0) & ((d_rot > 0) | ((d_rot == 0) & (d_rep > 0))))).all())
-        if not in_order:
-            return None
     pk_to_row, ids = lookup
-    if pk.max() >= len(pk_to_row) or pk.min() < 0:
-        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
-    item_rows = pk_to_row.take(pk)
-    if (item_rows < 0).any():
-        raise ValueError(f"run id {run_id}: a prediction's item is not among the benchmark's items")
+    item_rows = _item_rows(pk_to_row, keys[0], run_id)
+    sparse = {"trace": (n_trace, *traces), "input_mode": (n_mode, *got.get("input_mode", [None, None]))}
     data: dict[str, Any] = {}
     for name in wanted:
         if name == "item_id":
             data[name] = pd.Series(ids.take(item_rows), dtype=object, copy=False)
-        elif name == "rotation":
-            data[name] = pd.Series(rotation)
-        elif name == "repeat":
-            data[name] = pd.Series(repeat)
+        elif name in ("rotation", "repeat"):
+            data[name] = pd.Series(keys[1 if name == "rotation" else 2])
         elif name == "status":
             code = np.frombuffer(codes.encode("ascii"), dtype=np.uint8) - ord("0")
             data[name] = pd.Series(np.array(STATUSES, dtype=object).take(code), dtype=object, copy=False)
         elif name == "answer":
-            points = np.frombuffer(answers.encode("utf-32-le"), dtype=np.uint32)
-            if len(points) and int(points.max()) < _ANSWER_TABLE:  # a table by code point: no sort of the rows
-                table = np.full(int(points.max()) + 1, None, dtype=object)
-                for c in np.flatnonzero(np.bincount(points)):
-                    table[c] = None if c == 1 else chr(c)
-                data[name] = pd.Series(table.take(points), dtype=object, copy=False)
-            else:
-                distinct, inverse = np.unique(points, return_inverse=True)
-                table = np.array([None if c == 1 else chr(c) for c in distinct], dtype=object)
-                data[name] = pd.Series(table.take(inverse.reshape(-1)), dtype=object, copy=False)
+            data[name] = pd.Series(packed.answers(answers), dtype=object, copy=False)
         elif name == "tokens":
-            values = _numbers(tokens)
-            if len(values) != n:
+            values = _tokens_column(store, source, run_id, tokens, min_tokens, n)
+            if values is None:
                 return None
-            if min_tokens is None or (isinstance(min_tokens, (int, float)) and min_tokens >= 0):  # -1 is NULL
-                values[values == -1] = np.nan
-            else:
-                null_tokens = conn.execute(f"SELECT group_concat(tokens IS NULL, '') FROM {source} WHERE run_id = ?",
-                                           (run_id,)).fetchone()[0]
-                if len(null_tokens) != n:
-                    return None
-                values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
             data[name] = pd.Series(values)
         elif name in ("trace", "input_mode"):
-            default = None if name == "trace" else "all"
-            column = np.full(n, default, dtype=object)
-            count, flags, values = sparse[name]
-            if count:
-                pieces = values.split(_VALUE_SEP) if values is not None else []
-                if len(pieces) == count and flags is not None and len(flags) == n:
-                    column[np.frombuffer(flags.encode("ascii"), dtype=np.uint8) == ord("1")] = pieces
-                elif not _read_by_key(store, source, run_id, name, (pk, rotation, repeat), column):
-                    return None
+            column = _sparse_column(store, source, run_id, name, sparse[name], keys, n)
+            if column is None:
+                return None
             data[name] = pd.Series(column, dtype=object, copy=False)
     if rows_out is not None:  # only for a frame returned (a None sends the caller to the row path)
         rows_out.append(item_rows)
     return pd.DataFrame(data, copy=False)  # the columns are this read's own: no copy into consolidated blocks
 
 
-_VALUE_SEP = "\x1e"
-_ANSWER_TABLE = 1 << 16  # answers below this code point are mapped through a table indexed by code point
-
-
-def _numbers(joined: str) -> np.ndarray:
-    """float64 values of a comma-joined column of numbers: parsed as integers (token counts are; numpy parses
-    those several times faster than floats), as floats when one is not."""
+def _tokens_column(store: Source, source: str, run_id: int, tokens: str, min_tokens: Any, n: int
+                   ) -> np.ndarray | None:
+    """float64 token counts, NaN where missing (-1 in the joined counts, unless a count is negative: then which
+    are missing is read apart); None when the count of values differs from `n`."""
     import numpy as np
 
-    try:
-        return np.fromstring(joined, dtype=np.int64, sep=",").astype(float)
-    except ValueError:  # a value with a decimal point or an exponent
-        return np.fromstring(joined, dtype=float, sep=",")
+    values = packed.numbers(tokens)
+    if len(values) != n:
+        return None
+    if min_tokens is None or (isinstance(min_tokens, (int, float)) and min_tokens >= 0):  # -1 is NULL
+        values[values == -1] = np.nan
+        return values
+    null_tokens = store.conn.execute(f"SELECT group_concat(tokens IS NULL, '') FROM {source} WHERE run_id = ?",
+                                     (run_id,)).fetchone()[0]
+    if len(null_tokens) != n:
+        return None
+    values[np.frombuffer(null_tokens.encode("ascii"), dtype=np.uint8) == ord("1")] = np.nan
+    return values
+
+
+def _sparse_column(store: Source, source: str, run_id: int, name: str, sparse: tuple[Any, Any, Any],
+                   keys: tuple[np.ndarray, ...], n: int) -> np.ndarray | None:
+    """The trace or input_mode of each row: the default but where a row has its own (`sparse`: how many, which
+    rows as a 0/1 string, the values joined by U+001E; read by key when a value holds U+001E); None when a key
+    read by key is not among `keys` (rows written between the two reads: a live run)."""
+    import numpy as np
+
+    column = np.full(n, None if name == "trace" else "all", dtype=object)
+    count, flags, values = sparse
+    if count:
+        pieces = values.split(_VALUE_SEP) if values is not None else []
+        if len(pieces) == count and flags is not None and len(flags) == n:
+            column[np.frombuffer(flags.encode("ascii"), dtype=np.uint8) == ord("1")] = pieces
+        elif not _read_by_key(store, source, run_id, name, keys, column):
+            return None
+    return column
+
+
+_VALUE_SEP = "\x1e"
 
 
 def _read_by_key(store: Source, source: str, run_id: int, name: str, keys: tuple[np.ndarray, ...],
@@ -309,29 +293,11 @@ def _read_by_key(store: Source, source: str, run_id: int, name: str, keys: tuple
     if not found:
         return True
     cols = list(zip(*found, strict=True))
-    at = _key_rows(keys, [np.asarray(k, dtype=np.int64) for k in cols[:3]])  # keys in order: binary search
+    at = packed.key_rows(keys, [np.asarray(k, dtype=np.int64) for k in cols[:3]])  # keys in order: binary search
     if at is None:
         return False
     column[at] = np.array(cols[3], dtype=object)
     return True
-
-
-def _key_rows(sorted_keys: tuple[np.ndarray, ...], wanted: list[np.ndarray]) -> np.ndarray | None:
-    """Row of each wanted (item_pk, rotation, repeat) key among keys sorted in that order; None when one is not
-    among them."""
-    import numpy as np
-
-    pk, rotation, repeat = sorted_keys
-    if min(int(a.min(initial=0)) for a in (*sorted_keys, *wanted)) < 0:
-        return None
-    width = [int(max(rotation.max(initial=0), wanted[1].max(initial=0))) + 1,
-             int(max(repeat.max(initial=0), wanted[2].max(initial=0))) + 1]
-    flat = (pk * width[0] + rotation) * width[1] + repeat  # lexicographic order kept: one sorted int64 key
-    want = (wanted[0] * width[0] + wanted[1]) * width[1] + wanted[2]
-    at = np.searchsorted(flat, want)
-    if (at >= len(flat)).any() or not np.array_equal(flat.take(np.minimum(at, len(flat) - 1)), want):
-        return None
-    return at
 
 
 # --------------------------------------------------------------------------- outcome columns of many runs

@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import logging
 import os
 import sqlite3
 import sys
@@ -26,8 +25,6 @@ from core.errors import CrosscheckError, NotFound
 from core.schema import ITEM_COLUMNS, Item, Prediction, RunData
 from db import predictions
 from db.schema import migrate
-
-log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pandas and sqlite_utils (which imports pandas) load where used: import-predictions needs neither
     import pandas as pd
@@ -158,9 +155,6 @@ class Store:
         self.images_dir = self.path.parent / f"{self.path.stem}.images"
         self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
         self._local = threading.local()
-        self._behind_lock = threading.Lock()
-        self._behind: threading.Thread | None = None  # the checkpoint a `write(behind=True)` left running
-        self._behind_again = False  # another commit asked for one while it ran
         self._item_keys_cache: dict[int, dict[str, tuple[int, str, str]]] = {}
         self._item_options_cache: dict[int, dict[int, dict[str, str]]] = {}
         self._migrate()
@@ -209,77 +203,20 @@ class Store:
                                     "give this user write access")
 
     @contextmanager
-    def write(self, behind: bool = False) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         """The single write path: a `BEGIN IMMEDIATE` transaction, committed on success, rolled back on error. A
-        full disk (SQLite's SQLITE_FULL, which may already have rolled the transaction back) is StoreFull.
-
-        `behind` (a bulk import's transaction): no WAL checkpoint inside this COMMIT (SQLite's auto-checkpoint,
-        off for it and put back after); a PASSIVE checkpoint runs after it on a thread of its own, so the caller
-        reads its next file while the committed pages are copied; `settle()` waits for it.
-        What a PASSIVE checkpoint leaves undone (pages a reader still needs) the next one does."""
+        full disk (SQLite's SQLITE_FULL, which may already have rolled the transaction back) is StoreFull."""
         conn = self.conn
-        if behind:
-            every = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if _is_full(exc):
-                    raise _full(self.path) from exc
-                raise
-        finally:
-            if behind:
-                conn.execute(f"PRAGMA wal_autocheckpoint = {int(every)}")
-        if behind:
-            self._checkpoint_behind()
-            self._local.behind = True  # this thread's close() waits for the checkpoint
-
-    def _checkpoint_behind(self) -> None:
-        """Start the checkpoint `write(behind=True)` defers (after every such write: Python's sqlite3 does not
-        tell how many pages the WAL holds, and a bulk import's are many); while one runs, it runs once more when
-        done instead of a second beside it."""
-        with self._behind_lock:
-            if self._behind is not None:
-                self._behind_again = True
-                return
-            self._behind = threading.Thread(target=self._run_checkpoints, name="crosscheck-checkpoint", daemon=True)
-            self._behind.start()
-
-    def _run_checkpoints(self) -> None:
-        """The checkpoint thread: a PASSIVE checkpoint on a connection of its own, closed before the thread says
-        it is done (so settle() returns with no connection of it left open), again while commits ask for one."""
-        me = threading.current_thread()
-        try:
-            while True:
-                try:
-                    conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-                    try:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                    finally:
-                        conn.close()
-                except Exception:  # noqa: BLE001 - the next checkpoint (a later one, or SQLite's own) does the work
-                    log.exception("a deferred WAL checkpoint of %s failed", self.path)
-                with self._behind_lock:
-                    if not self._behind_again:
-                        self._behind = None
-                        return
-                    self._behind_again = False
-        finally:  # however the thread ends, a later write(behind=True) starts a new one
-            with self._behind_lock:
-                if self._behind is me:
-                    self._behind, self._behind_again = None, False
-
-    def settle(self) -> None:
-        """Wait for a checkpoint that `write(behind=True)` left running (benches time it; the close() of a thread
-        that made such a write waits too)."""
-        thread = self._behind
-        if thread is not None:
-            thread.join()
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if _is_full(exc):
+                raise _full(self.path) from exc
+            raise
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -298,9 +235,6 @@ class Store:
                 conn.execute("COMMIT")  # nothing was written: this only ends the read
 
     def close(self) -> None:
-        if getattr(self._local, "behind", False):  # not a thread that never asked for one
-            self.settle()
-            self._local.behind = False
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()

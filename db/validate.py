@@ -32,7 +32,7 @@ class _DryRunStore:
         return getattr(self._store, name)
 
     @contextmanager
-    def write(self, behind: bool = False) -> Iterator[sqlite3.Connection]:  # noqa: ARG002 - nothing to checkpoint
+    def write(self) -> Iterator[sqlite3.Connection]:
         conn = self._store.conn
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -60,7 +60,7 @@ TARGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ssa-guard": (("core/families/stembind/ssa_prompt.py",), ("tests/test_runners_prompts.py",)),
     # db/importers.py re-exports import_common, import_items, import_predictions and import_labels
     "importers": (("db/importers.py", "db/importers_*.py", "db/importers/*.py", "db/import_*.py"),
-                  ("tests/test_import.py", "tests/test_import_errors.py", "tests/test_import_writer.py",
+                  ("tests/test_import.py", "tests/test_import_errors.py", "tests/test_import_write.py",
                    "tests/test_import_edges.py")),
 }
 # targets scoped to some functions: mutmut mutant-name globs (module.x_function__mutmut_N); the rest of the

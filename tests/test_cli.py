@@ -158,12 +158,12 @@ NOT_IMPORTED = {"import-predictions": {"sqlite_utils", "gradio", "plotly", "scip
 def test_a_family_loads_its_metric_modules_on_first_use(family):
     """core.families.protocol.deferred: reading a family's name, kinds and parser imports no pandas; its members
     then stand for the modules' own (an attribute read and a call load the module; inspect.unwrap gives the
-    member), and `from <package> import metrics` gives the real module, not a stand-in. `Family.load()` (before score --all forks) imports every member's
-    module."""
-    code = (f"import sys, inspect\nfrom core import families\nfam = families.get({family!r})\n"
+    member), and `from <package> import metrics` gives the real module, not a stand-in. `Family.modules()` (what
+    the scoring pool's forkserver imports) names every member's module."""
+    code = (f"import sys, inspect, importlib\nfrom core import families\nfam = families.get({family!r})\n"
             "print(fam.parser, len(fam.kinds), 'pandas' in sys.modules, 'numpy' in sys.modules)\n"
             f"loaded = lambda: all(f'core.families.{family}.{{m}}' in sys.modules for m in ('compare', 'metrics'))\n"
-            "print(loaded(), fam.load() is fam and loaded())\n"
+            "print(loaded(), all(importlib.import_module(m) for m in fam.modules()) and loaded())\n"
             "patterns = fam.groups.patterns\n"
             f"from core.families.{family} import groups, metrics, tables\n"
             "print(patterns is groups.RULES.patterns, inspect.unwrap(fam.score) is metrics.score, metrics.score.__module__,\n"

@@ -174,7 +174,8 @@ def test_scoring_without_the_trace_texts_gives_the_same_scores(demo_db):
 
 
 def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
-    """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes; every result
+    """db.bulk splits runs into units (StemBind / FrameEvidence by model) over worker processes (the weight
+    threshold lowered: the demo store is light); every result
     equals what `score --run NAME --json` computes with all of the benchmark's runs at hand."""
     import json
 
@@ -187,7 +188,7 @@ def test_score_benchmarks_on_worker_processes_equals_score_each_run(demo_db):
         work = units(store)
         assert {b["name"] for b in store.benchmarks()} == {bench for bench, _, _ in work}
         assert len(work) > len(store.benchmarks())  # at least one benchmark splits by model
-        fanned = score_benchmarks(store, jobs=2)
+        fanned = score_benchmarks(store, jobs=2, min_weight=0)
         here = score_benchmarks(store, jobs=1)
         assert json.dumps(fanned, sort_keys=True) == json.dumps(here, sort_keys=True)
         for b in store.benchmarks():
@@ -219,6 +220,24 @@ def test_scoring_a_batch_at_a_time_equals_scoring_every_run_together(demo_db):
         store.close()
 
 
+def test_score_all_keeps_light_work_in_its_own_process(demo_db, monkeypatch):
+    """score --all starts no worker for units lighter than ALL_MIN_WEIGHT (the demo store): the workers' start
+    would cost more than they save."""
+    import db.bulk as bulk
+
+    def no_pool(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("scoring workers were started")
+
+    monkeypatch.setattr(bulk, "ScoringPool", no_pool)
+    store = Store(demo_db)
+    try:
+        assert sum(w for _, _, w in bulk.units(store)) < bulk.ALL_MIN_WEIGHT
+        scored = bulk.score_benchmarks(store, jobs=2)
+        assert sum(map(len, scored.values())) == len(store.runs(with_counts=False))
+    finally:
+        store.close()
+
+
 def test_score_benchmarks_refuses_an_unknown_benchmark(demo_db):
     from db.bulk import score_benchmarks
 
@@ -230,31 +249,33 @@ def test_score_benchmarks_refuses_an_unknown_benchmark(demo_db):
         store.close()
 
 
-def test_score_benchmarks_reports_a_failing_worker(demo_db, monkeypatch):
-    """A worker that fails makes the whole call fail with its error (never a partial result)."""
-    import os
+def test_score_benchmarks_reports_a_failing_worker(demo_db, tmp_path):
+    """A worker that fails makes the whole call fail with its error (never a partial result): here a prediction
+    of one run names an item its benchmark lacks (written with the foreign-key checks off), which the worker
+    scoring that run's unit refuses."""
+    import sqlite3
 
-    import db.bulk as bulk
     from db.bulk import score_benchmarks
+    from tests.helpers import copy_store
 
-    parent, real = os.getpid(), bulk.score_units
-
-    def flaky(path, work, split=None):
-        if os.getpid() != parent:
-            raise ValueError("disk on fire")
-        return real(path, work, split)
-
-    monkeypatch.setattr(bulk, "score_units", flaky)
-    store = Store(demo_db)
+    path = copy_store(demo_db, tmp_path / "copy")
+    raw = sqlite3.connect(path)
+    run_id, pk = raw.execute("SELECT run_id, item_pk FROM predictions ORDER BY run_id LIMIT 1").fetchone()
+    raw.execute("PRAGMA foreign_keys = OFF")
+    raw.execute("UPDATE predictions SET item_pk = 999999 WHERE run_id = ? AND item_pk = ?", (run_id, pk))
+    raw.commit()
+    raw.close()
+    store = Store(path)
     try:
-        with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: disk on fire"):
-            score_benchmarks(store, jobs=2)
+        with pytest.raises(RuntimeError, match="scoring worker failed: ValueError: run id .*: a prediction's item "
+                                               "is not among the benchmark's items"):
+            score_benchmarks(store, jobs=2, min_weight=0)
     finally:
         store.close()
 
 
 def test_cli_score_all_prints_one_json_line_per_run(demo_db, tmp_path):
-    """`score --all --json` (worker processes) prints, per run, the same JSON as `score --run NAME --json`."""
+    """`score --all --json` prints, per run, the same JSON as `score --run NAME --json`."""
     import json
 
     from tests.conftest import copy_store, run_cli
@@ -310,7 +331,7 @@ def test_outcome_arrays_equal_the_store_frames(demo_db):
 def test_key_rows_finds_each_key_or_says_it_is_missing():
     """The rows of traces / input modes read apart from the packed columns: each key's row by binary search,
     and None (the caller reads the run row by row) for a key written after the packed read."""
-    from db.predictions import _key_rows
+    from db.packed import key_rows as _key_rows
 
     pk = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
     rotation = np.array([0, 1, 0, 0, 0, 2], dtype=np.int64)
@@ -348,7 +369,7 @@ def test_packed_read_of_values_holding_the_separator(store, tmp_path):
 def test_packed_numbers_parse_integers_and_fall_back_to_floats():
     """Token counts come back from the packed read comma-joined: parsed as integers (the fast path) and as
     floats when a stored value is not an integer; either way float64, equal to the row path's values."""
-    from db.predictions import _numbers
+    from db.packed import numbers as _numbers
 
     assert _numbers("3,0,-2,41").tolist() == [3.0, 0.0, -2.0, 41.0]
     assert _numbers("3,2.5,1e3").tolist() == [3.0, 2.5, 1000.0]

@@ -86,8 +86,7 @@ def test_fast_and_reference_paths_list_the_same(suffix, fe_store, tmp_path):
     report = Report()
     objs = importers._read_prediction_objects(path, report)
     with pytest.raises(ImportRefused) as info:
-        importers.import_prediction_lines(fe_store, path, objs, report, "r", None, None, None, False,
-                                          file_sha=lambda: "")  # refused before the hash is asked for
+        importers.import_prediction_lines(fe_store, path, objs, report, "r", None, None, None, False)
     ref = sorted((i.line, i.field) for i in info.value.report.errors)
     assert entry == ref and len(ref) >= 7
 

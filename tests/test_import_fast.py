@@ -1,5 +1,4 @@
-"""The predictions import path decides every line alike whether its plain type tests or its full check read it,
-and whether a line was decoded as a typed line (core.formats.PredictionLine) or as a dict.
+"""The predictions import path decides every line alike whether its plain type tests or its full check read it.
 
 `import_predictions` reads each line by the one line schema (core/formats.PREDICTION_LINE): first by plain type
 tests (`prediction_fields`, the common well-formed line), and by the full check (`check_prediction_line`, which
@@ -10,7 +9,6 @@ written, the counts, or the refusal with every issue.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from pathlib import Path
@@ -135,12 +133,10 @@ def reference_import(store, path: Path, run: str, **kw):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(importers, "prediction_fields", lambda obj: None)
         mp.setattr(importers, "usual_fields", lambda obj: None)
-        mp.setattr(importers, "decode_prediction_line", orjson.loads)  # dicts, not the typed lines
         report = Report()
         objs = importers._read_prediction_objects(path, report)
         return importers.import_prediction_lines(store, path, objs, report, run, kw.get("model"), kw.get("config"),
-                                                 kw.get("benchmark"), kw.get("replace", False),
-                                                 file_sha=lambda: hashlib.sha256(path.read_bytes()).hexdigest())
+                                                 kw.get("benchmark"), kw.get("replace", False))
 
 
 def make_stores(tmp_path: Path, items: list[dict], name: str):
@@ -298,7 +294,7 @@ def test_each_rule_alike(tmp_path, change, fine):
 
 
 @pytest.mark.parametrize("text", [
-    '{"a": 1}\n{"b": [2]}\n',  # the usual file: the one C-mapped pass
+    '{"a": 1}\n{"b": [2]}\n',  # the usual file
     '{"a": 1}\n{"b": 2}',  # no last newline
     '{"a": 1}\r\n{"b": 2}\r\n',  # CRLF
     '{"a": 1}\n\n  \n{"b": 2}\n',  # blank lines: skipped, the later line keeps its number
@@ -306,16 +302,15 @@ def test_each_rule_alike(tmp_path, change, fine):
     '{"a": 1}\n{"b": \n{"c": 3}\n',  # a malformed line: reported, the others read
     '{"a": 1}\n{"b": 2}\n\n',  # two newlines at the end
     'x\ny\n',  # only malformed lines: no object, both reported
-    '\n\n{"a": 1}\n',  # a first chunk (of 2 lines) with no object, a later one with one
+    '\n\n{"a": 1}\n',  # blank lines first
 ])
 def test_json_lines_gives_what_the_line_by_line_read_gives(text):
-    """db.import_common.json_lines reads the usual file in one pass mapped over its lines; every file gives the
-    same (line, object) pairs and the same problems as reading it line by line with orjson, json deciding the
-    forms orjson refuses; so does JsonLines, the predictions import's reader, decoding a chunk at a time."""
+    """db.import_common.json_lines gives every file's (line, object) pairs and problems as reading it line by line
+    with orjson does, json deciding the forms orjson refuses."""
     import orjson
 
     from core.report import Report
-    from db.import_common import JsonLines, json_lines
+    from db.import_common import json_lines
 
     want, problems = [], []
     for no, line in enumerate(text.split("\n"), start=1):
@@ -329,12 +324,8 @@ def test_json_lines_gives_what_the_line_by_line_read_gives(text):
             except json.JSONDecodeError:
                 problems.append(no)
     report = Report()
-    got = json_lines(text, "f.jsonl", report)
+    got = list(json_lines(text, "f.jsonl", report))
     assert json.dumps(got) == json.dumps(want)  # NaN compares unequal to itself; its JSON text does not
-    assert [i.line for i in report.issues] == problems
-    report = Report()
-    lazy = JsonLines(text, "f.jsonl", report, chunk=2)  # the import's reader, chunk by chunk: read once each
-    assert bool(lazy) is bool(want) and json.dumps(list(lazy)) == json.dumps(list(lazy)) == json.dumps(want)
     assert [i.line for i in report.issues] == problems
 
 
@@ -357,42 +348,23 @@ _PAIR = st.sampled_from(sorted(_VALID)).flatmap(
 
 @settings(max_examples=600, deadline=None)
 @given(st.lists(_PAIR, max_size=8), st.booleans())
-def test_typed_line_reads_as_the_dict_does(pairs, well_keyed):
-    """A line the typed decoder takes reads exactly as its dict does (`prediction_fields`, `usual_fields`' row,
-    `prediction_key`); a line it refuses goes the dict's way, so only lines the dict's plain tests accept may be
-    taken. Keys may repeat (the last one counts in both)."""
-    import msgspec
-
-    from core.formats import decode_prediction_line, prediction_fields, prediction_key, usual_fields
+def test_plain_tests_read_a_line_as_the_full_check_does(pairs, well_keyed):
+    """A line the plain type tests take (`prediction_fields`) reads exactly as the full check reads it, with no
+    problem reported (`check_prediction_line`), and so does its key (`prediction_key`); a usual line
+    (`usual_fields`) is one whose other fields all take their defaults. Keys may repeat (the last one counts)."""
+    from core.formats import check_prediction_line, prediction_fields, prediction_key, usual_fields
+    from core.report import Report
 
     if well_keyed:
         pairs = [("item_id", "s000-P0"), ("response", "<ANSWER>A</ANSWER>"), *pairs]
     text = "{" + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs) + "}"
-    as_dict = orjson.loads(text)
-    try:
-        typed = decode_prediction_line(text)
-    except msgspec.DecodeError:
-        return  # read as the dict: nothing to compare
-    want = prediction_fields(as_dict)
-    assert want is not None and prediction_fields(typed) == want, (text, typed)
-    assert prediction_key(typed) == prediction_key(as_dict)
-    usual = usual_fields(typed)
+    line = orjson.loads(text)
+    fast = prediction_fields(line)
+    if fast is None:
+        return  # the full check decides: nothing to compare
+    report = Report()
+    assert check_prediction_line(line, "f.jsonl", 1, report) == fast and report.ok, (text, report.issues)
+    assert prediction_key(line) == (fast[0], fast[4], fast[5])
+    usual = usual_fields(line)
     if usual is not None:  # the plain row: every other field as its default
-        assert want == (usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None), text
-
-
-def test_typed_line_edges():
-    """The decoder refuses what the dict's tests refuse (bool and 5.0 tokens, an empty item_id, a null response)
-    and reads repeated and escaped keys as the dict does."""
-    import msgspec
-
-    from core.formats import decode_prediction_line, prediction_fields
-
-    for bad in ('{"item_id": "a", "response": "x", "tokens": true}', '{"item_id": "a", "response": "x", "tokens": 5.0}',
-                '{"item_id": "", "response": "x"}', '{"item_id": "a", "response": null}',
-                '{"item_id": "a", "response": "x", "error": 3}', '{"item_id": "a", "response": "x", "answer": "Z"}'):
-        with pytest.raises(msgspec.DecodeError):
-            decode_prediction_line(bad)
-    for text in ('{"item_id": "a", "item\\u005fid": "b", "response": "x"}',
-                 '{"item_id": "a", "response": "x", "response": "y", "status": "invalid"}'):
-        assert prediction_fields(decode_prediction_line(text)) == prediction_fields(orjson.loads(text))
+        assert fast == (usual[0], usual[1], "", None, 0, 0, "all", None, usual[2], None), text

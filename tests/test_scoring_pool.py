@@ -1,7 +1,7 @@
-"""db.bulk.ScoringPool: the UI server's scoring workers (issue 17 point 5, the Metrics tab at the speed of
-`score --all`). On the demo store (a real SQLite file) with the weight threshold lowered so that the workers
-take the work: every result equals the in-process one, under threads too; a killed worker costs one request
-its speed, never its answer; light work stays in the calling thread."""
+"""db.bulk.ScoringPool: the scoring workers of the UI server's Metrics (and of `score --all`, whose results
+tests/test_frames.py checks). On the demo store (a real SQLite file) with the weight threshold lowered so that the
+workers take the work: every result equals the in-process one, under threads too; a killed worker costs one
+request its speed, never its answer; light work stays in the calling thread."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_a_killed_worker_costs_speed_never_the_answer(store):
 
 def test_warmed_workers_hold_the_items_and_draws_and_give_the_same_results(store):
     """warm (a server's start) has each worker read the benchmark's items and draw its resample counts before
-    any request, in a thread at a lower CPU priority; the results after it are the in-process ones."""
+    any request; the results after it are the in-process ones."""
     p = ScoringPool(jobs=2, min_weight=0)
     try:
         p.start()
@@ -104,92 +104,21 @@ def test_warmed_workers_hold_the_items_and_draws_and_give_the_same_results(store
         p.close()
 
 
-def test_the_warm_up_runs_at_a_lower_priority_than_the_worker(monkeypatch):
-    """_pool_warm's thread takes niceness WARM_NICE (or keeps a higher one); the calling thread, the worker's
-    own, keeps its niceness."""
-    from db import bulk
+def test_a_servers_workers_run_at_its_niceness_and_score_alike(store):
+    """ScoringPool(nice=...) (the server's, SERVER_NICE): each worker process runs at that niceness (or keeps a
+    higher one), the process that started them keeps its own, and the results are the in-process ones."""
+    from db.bulk import SERVER_NICE
 
-    def niceness() -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-    seen = {}
-    monkeypatch.setattr(bulk, "_pool_score", lambda *args: seen.setdefault("warm", niceness()))
-    monkeypatch.setattr(bulk, "_WARMING", {})
-    monkeypatch.setattr(bulk, "_WARMED", [])
-    before = niceness()
-    bulk._pool_warm("unused.db", "b", ["r"], ["r"])  # returns at once: its thread runs on
-    for thread in list(bulk._WARMING):
-        thread.join(60)
-    assert seen["warm"] == max(before, bulk.WARM_NICE)
-    assert niceness() == before
-
-
-def test_a_request_never_waits_for_a_warm_up_in_flight(store, monkeypatch):
-    """In a worker (here this process, with its own worker caches), a request arriving while the warm-up runs
-    is scored at once, on its own, with the in-process results, streaming the resample counts it lacks rather
-    than building a W of its own (core.stats.DrawCache `build`); it takes over what the warm-up had finished
-    (none of it here: the warm-up is held before it reads anything), and the rest once the warm-up has ended."""
-    from db import bulk
-
-    for name in ("_WORKER_STORES", "_WORKER_ITEMS", "_WORKER_WEIGHTS", "_WORKER_RUNS", "_WARMING"):
-        monkeypatch.setattr(bulk, name, {})
-    monkeypatch.setattr(bulk, "_WARMED", [])
-    started, release = threading.Event(), threading.Event()
-    real = bulk._pool_score
-
-    def held_warm_up(*args):
-        if len(args) == 7:  # the warm-up scores into caches of its own
-            started.set()
-            assert release.wait(120)
-        return real(*args)
-
-    monkeypatch.setattr(bulk, "_pool_score", held_warm_up)
-    names = _names(store)
-    load = [n for _, unit, _ in units_holding(store, BENCH, names) for n in unit]
-    path = str(store.path)
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    p = ScoringPool(jobs=2, min_weight=0, nice=SERVER_NICE)
     try:
-        bulk._pool_warm(path, BENCH, load, load[:1])  # returns at once: the warm-up runs in its thread
-        assert started.wait(60)
-        out = bulk._pool_score(path, BENCH, load, names, "test", {})  # while the warm-up is held
-        assert list(bulk._WARMING) and not bulk._WARMED  # it is still running
-        assert json.dumps(out, sort_keys=True) == _here(store, names)
-        mine, mine_items = dict(bulk._WORKER_WEIGHTS), dict(bulk._WORKER_ITEMS)
-        assert len(mine_items) == 1  # read by the request itself
-        assert not mine  # its resamples streamed: no second W built beside the one the warm-up is drawing
+        p.start()
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in p.pids()] == [max(before, SERVER_NICE)] * 2
+        assert os.getpriority(os.PRIO_PROCESS, 0) == before
+        names = _names(store)
+        assert json.dumps(p.score(store, BENCH, names), sort_keys=True) == _here(store, names)
     finally:
-        release.set()
-    with bulk._WARM_LOCK:
-        running = list(bulk._WARMING)
-    for thread in running:
-        thread.join(120)
-    assert not bulk._WARMING and len(bulk._WARMED) == 1
-    warm_items, warm_weights = bulk._WARMED[0]
-    assert warm_items and warm_weights  # what the warm-up read and drew, in its own caches
-    bulk._adopt_warmed()
-    assert not bulk._WARMED and all(bulk._WORKER_WEIGHTS[k] is w for k, w in mine.items())  # the worker's kept
-    assert set(warm_weights) <= set(bulk._WORKER_WEIGHTS)
-    assert bulk._WORKER_ITEMS.keys() == mine_items.keys()  # one items frame: the one the request read
-    assert all(bulk._WORKER_ITEMS[k] is v for k, v in mine_items.items())
-    assert json.dumps(bulk._pool_score(path, BENCH, load, names, "test", {}), sort_keys=True) == _here(store, names)
-    bulk._WORKER_STORES[path].close()  # this thread's connection (the warm-up closed its own)
-
-
-def test_a_request_takes_over_what_a_running_warm_up_finished(store, monkeypatch):
-    """What a warm-up has finished (a whole items frame, a whole count matrix) serves the request that starts
-    while it still runs; nothing the warm-up is still building is taken."""
-    from db import bulk
-
-    for name in ("_WORKER_ITEMS", "_WORKER_WEIGHTS", "_WARMING"):
-        monkeypatch.setattr(bulk, name, {})
-    monkeypatch.setattr(bulk, "_WARMED", [])
-    frame, w = object(), object()
-    bulk._WARMING[threading.current_thread()] = ({("items", BENCH): frame}, {(3, 10, 1): w})
-    bulk._adopt_warmed()
-    assert bulk._WORKER_ITEMS == {("items", BENCH): frame} and bulk._WORKER_WEIGHTS == {(3, 10, 1): w}
-    assert list(bulk._WARMING.values())[0][1] == {(3, 10, 1): w}  # the warm-up keeps its own
-    bulk._WARMING[threading.current_thread()] = ({}, {(3, 10, 1): object(), (4, 10, 1): w})
-    bulk._adopt_warmed()  # a W the worker holds already is kept; one it lacks is taken
-    assert bulk._WORKER_WEIGHTS == {(3, 10, 1): w, (4, 10, 1): w}
+        p.close()
 
 
 def test_serve_starts_the_workers_before_it_imports_gradio(demo_db):

@@ -486,28 +486,19 @@ def test_draw_caches_sharing_weights_give_the_same_sums_and_keep_the_latest():
     assert list(shared) == [(40, 500, 11), (42, 500, 11)]  # 41 was the least recently used
 
 
-def test_a_draw_cache_that_does_not_build_streams_and_uses_a_held_w():
-    """DrawCache(build=False) (a scoring worker's request while a warm-up builds the W's): the same sums as a
-    fresh cache, pass after pass, without ever putting a W in the shared dict, as a cache whose W would be over
-    `max_cells` gives them (gathered); a W the dict holds is used."""
+def test_a_draw_cache_over_max_cells_gathers_and_a_held_w_is_used():
+    """A W over `max_cells` is never built: pass after pass its sums are a fresh cache's, gathered from the drawn
+    indices; a W the shared dict holds is used as it is."""
     rng = np.random.default_rng(8)
-    shared: dict = {}
-    for k in (2, 9):  # gathered (at most _GATHER_COLUMNS columns) and streamed block by block
-        columns = rng.integers(0, 5, (60, k)).astype(float)
-        fresh = stats.DrawCache().sums([columns], 400, 4)[0]
-        lean = stats.DrawCache(weights=shared, build=False)
-        for _ in range(2):  # a second pass does not build it either
-            np.testing.assert_array_equal(lean.sums([columns + 0.0], 400, 4)[0], fresh)
-            lean._sums.clear()
-        assert shared == {}
-    over = stats.DrawCache(max_cells=60 * 400 - 1)  # a W over max_cells: never built, each pass gathers
+    columns = rng.integers(0, 5, (60, 9)).astype(float)
+    fresh = stats.DrawCache().sums([columns], 400, 4)[0]
+    over = stats.DrawCache(max_cells=60 * 400 - 1)
     for _ in range(2):
         np.testing.assert_array_equal(over.sums([columns], 400, 4)[0], fresh)
         over._sums.clear()
     assert over._weights == {}
-    shared[(60, 400, 4)] = np.zeros((400, 60), dtype=np.float32)  # held: used as it is
-    ones = np.ones((60, 1))
-    assert not stats.DrawCache(weights=shared, build=False).sums([ones], 400, 4)[0].any()
+    shared = {(60, 400, 4): np.zeros((400, 60), dtype=np.float32)}  # held: used as it is
+    assert not stats.DrawCache(weights=shared).sums([np.ones((60, 1))], 400, 4)[0].any()
 
 
 # --------------------------------------------------------------------------- exact intervals (tests/bootstrap_ref.py)

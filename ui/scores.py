@@ -33,7 +33,7 @@ from core.report_tables import RunScore
 from core.scoring import DEFAULT_SPLIT
 from core.stats import Clustering
 from db.browse import run_records, run_versions, runs_of_runner
-from db.bulk import ScoringPool, units_holding
+from db.bulk import SERVER_NICE, ScoringPool, units_holding
 from db.store import Store
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class ScoreCache:
             return future, True
 
 
-POOL = ScoringPool()  # started by the server (start_scoring_workers_soon) when its store holds heavy work
+POOL = ScoringPool(nice=SERVER_NICE)  # started by the server (start_scoring_workers_soon) on a heavy store
 CACHE = ScoreCache()
 _STARTING: list[threading.Thread] = []  # the thread start_scoring_workers_soon started, once per process
 _STARTING_LOCK = threading.Lock()
@@ -198,10 +198,9 @@ _STARTING_LOCK = threading.Lock()
 
 def start_scoring_workers(store: Store, pool: ScoringPool | None = None) -> None:
     """Start the Metrics tab's scoring workers (`pool`, default POOL) when a benchmark of the store is heavy
-    enough to use them, and warm them on each such benchmark at a low CPU priority (db.bulk.ScoringPool.warm),
-    so its first scoring waits neither for them nor for reading its items and drawing its resamples, and the
-    server's own threads keep the CPU meanwhile; a small store never starts them. Closes this thread's
-    connection to `store` when done."""
+    enough to use them, and warm them on each such benchmark (db.bulk.ScoringPool.warm), so its first scoring
+    waits neither for them nor for reading its items and drawing its resamples; a small store never starts
+    them. Closes this thread's connection to `store` when done."""
     pool = POOL if pool is None else pool
     try:
         heavy = [b["name"] for b in store.benchmarks() if pool.wants(store, b["name"])]
@@ -223,6 +222,7 @@ def start_scoring_workers_soon(store: Store) -> threading.Thread:
     first Metrics finds them ready; ui.shell.launch calls it too, for a server started otherwise."""
     with _STARTING_LOCK:
         if not _STARTING:
+            # the workers start beside gradio's import and the page's build, not after them
             thread = threading.Thread(target=start_scoring_workers, args=(store,), name="crosscheck-scoring-workers",
                                       daemon=True)
             thread.start()

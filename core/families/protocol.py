@@ -248,14 +248,6 @@ class Family:
         """The modules its deferred members come from (the scoring pool's forkserver imports them by name)."""
         return list(dict.fromkeys(v._module for v in vars(self).values() if isinstance(v, _Member)))
 
-    def load(self) -> Family:
-        """Import the modules of its members now (`deferred` loads them at first use): a process about to fork
-        scoring workers calls it, so the workers inherit the modules instead of each importing them."""
-        for value in vars(self).values():
-            if isinstance(value, _Member):
-                value._load()
-        return self
-
     @property
     def judged_traces(self) -> bool:
         """Its metrics read stored trace judgements (StemBind L2 StepAcc, L3 AttrTag)."""

@@ -1,6 +1,6 @@
-"""A new run's predictions are written by db/import_writer.py's thread while the lines are read: the rows equal
-the reference path's, a bad line read after rows were written still refuses the file with nothing written, a row
-SQLite refuses in the writer surfaces with its file line, a killed import leaves no half run."""
+"""A predictions file is written in one transaction once every line is checked, ROWS_PER_INSERT rows a
+statement: the rows equal the reference path's, a bad line late in the file refuses it with nothing written, a
+row SQLite refuses surfaces with its file line, a killed import leaves no half run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from test_import_fast import make_stores, outcome, reference_import, stembind_lines
 
 ROOT = Path(__file__).resolve().parents[1]
-N_STEMS = 320  # 2,880 items: more lines than one hand-over to the writer (CHUNK) and than a statement's rows
+N_STEMS = 320  # 2,880 items: more lines than a statement's rows
 
 
 def _ids() -> list[str]:
@@ -45,13 +45,12 @@ def _answers(ids: list[str], traced: bool = False) -> list[dict]:
 
 
 @pytest.mark.parametrize("traced", [False, True])
-def test_rows_written_while_read_equal_the_reference(tmp_path, traced):
-    from db.import_predictions import CHUNK
-    from db.import_writer import PER_STATEMENT
+def test_rows_written_equal_the_reference(tmp_path, traced):
     from db.importers import import_predictions
+    from db.store import ROWS_PER_INSERT
 
     ids = _ids()
-    assert len(ids) > 4 * max(CHUNK, PER_STATEMENT) and len(ids) % PER_STATEMENT  # hand-overs, statements, a tail
+    assert len(ids) > 4 * ROWS_PER_INSERT and len(ids) % ROWS_PER_INSERT  # whole statements, and a shorter one
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     path = _write(tmp_path / "p.jsonl", _answers(ids, traced))
     got = outcome(fast, lambda: import_predictions(fast, path, "r"))
@@ -61,15 +60,15 @@ def test_rows_written_while_read_equal_the_reference(tmp_path, traced):
     ref.close()
 
 
-def test_bad_line_after_rows_were_written_refuses_the_file(tmp_path):
+def test_bad_line_late_in_the_file_refuses_it(tmp_path):
     from core.errors import ImportRefused
-    from db.import_predictions import CHUNK
     from db.importers import import_predictions
+    from db.store import ROWS_PER_INSERT
 
     ids = _ids()
     fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
     lines = _answers(ids)
-    bad = 3 * CHUNK + 100  # three hand-overs of rows before it: more than a statement's rows written
+    bad = 3 * ROWS_PER_INSERT + 100  # more good lines before it than a statement's rows
     lines[bad] = {"item_id": ids[bad], "response": "x", "rotation": 9}
     path = _write(tmp_path / "bad.jsonl", lines)
     before = fast.counts()
@@ -82,8 +81,8 @@ def test_bad_line_after_rows_were_written_refuses_the_file(tmp_path):
     ref.close()
 
 
-@pytest.mark.parametrize("extra", [{}, {"trace": "t"}])  # plain rows; whole rows (the writer's second form)
-@pytest.mark.parametrize("at", [10, -1])  # in a statement of the writer's thread; among the last rows (close())
+@pytest.mark.parametrize("extra", [{}, {"trace": "t"}])  # plain rows; whole rows (the other VALUES form)
+@pytest.mark.parametrize("at", [10, -1])  # in a whole statement; among the last rows (a shorter statement)
 def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at, extra):
     from core.errors import ImportRefused
     from db.importers import import_predictions
@@ -106,36 +105,20 @@ def test_row_refused_by_the_store_surfaces_with_its_line(tmp_path, at, extra):
     ref.close()
 
 
-def test_switch_interval_put_back(tmp_path):
-    from db.importers import import_predictions
-
-    fast, ref = make_stores(tmp_path, stembind_lines(N_STEMS), "sb")
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(0.005)  # CPython's default, whatever an earlier test left
-    try:
-        import_predictions(fast, _write(tmp_path / "p.jsonl", _answers(_ids())), "r")
-        assert sys.getswitchinterval() == 0.005
-    finally:
-        sys.setswitchinterval(before)
-    fast.close()
-    ref.close()
-
-
 KILLED = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from db import import_writer
-from db.importers import import_predictions
+from db import import_predictions
 from db.store import Store
 
-write = import_writer.RowWriter._write
+insert = import_predictions._insert
 
-def write_then_die(self, form, rows, lines):
-    write(self, form, rows, lines)  # rows are in the transaction, not committed
+def insert_then_die(*args):
+    insert(*args)  # rows are in the transaction, not committed
     os.kill(os.getpid(), signal.SIGKILL)
 
-import_writer.RowWriter._write = write_then_die
-import_predictions(Store({db!r}), {path!r}, "killed")
+import_predictions._insert = insert_then_die
+import_predictions.import_predictions(Store({db!r}), {path!r}, "killed")
 """
 
 
@@ -161,78 +144,9 @@ def test_killed_import_leaves_no_half_run(tmp_path):
     store.close()
 
 
-def _db_bytes(store) -> int:  # type: ignore[no-untyped-def]
-    return store.path.stat().st_size
-
-
-def test_a_bulk_write_checkpoints_behind_its_commit(tmp_path):
-    """Store.write(behind=True): no checkpoint inside the COMMIT (auto-checkpoint 0 during it); the WAL's pages
-    go to the database file on a thread of its own (the file grows once settle() returns: nothing else
-    checkpoints here); the connection's own auto-checkpoint is put back after a commit and after a failed write;
-    close() on that thread waits for the checkpoint."""
-    from db.store import Store
-
-    store = Store(tmp_path / "s.db")
-    conn = store.conn
-    conn.execute("PRAGMA wal_autocheckpoint = 321")  # not SQLite's default: put back as it was
-    with store.write() as c:
-        c.execute("CREATE TABLE scratch (b BLOB)")
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    before = _db_bytes(store)
-    blob = os.urandom(64 * 1024)
-    with pytest.raises(RuntimeError):
-        with store.write(behind=True) as c:
-            c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * 100)
-            raise RuntimeError("a bad line")
-    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 321
-    assert conn.execute("SELECT count(*) FROM scratch").fetchone()[0] == 0
-    n = 4 * 321 * page_size // len(blob)  # a WAL past the size at which SQLite would checkpoint in the COMMIT
-    with store.write(behind=True) as c:
-        assert c.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * n)
-    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 321
-    store.settle()
-    assert _db_bytes(store) - before >= n * len(blob)  # the pages are in the database file, not only the WAL
-    with store.write(behind=True) as c:
-        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * n)
-    grown = _db_bytes(store)
-    store.close()  # waits for the checkpoint of the write above
-    assert store._behind is None and _db_bytes(store) - grown >= n * len(blob) - 2 * page_size * 321
-
-
-def test_a_failed_checkpoint_behind_leaves_the_next_one_free_to_start(tmp_path, monkeypatch):
-    """A checkpoint thread that fails (here: it cannot open its connection) is logged and ends; the next
-    write(behind=True) starts a new one, which checkpoints."""
-    import sqlite3
-
-    import db.store as dbstore
-
-    store = dbstore.Store(tmp_path / "s.db")
-    with store.write() as c:
-        c.execute("CREATE TABLE scratch (b BLOB)")
-    real = sqlite3.connect
-
-    def refuse(*a, **k):  # type: ignore[no-untyped-def]
-        raise sqlite3.OperationalError("unable to open database file")
-
-    monkeypatch.setattr(dbstore.sqlite3, "connect", refuse)
-    blob = os.urandom(64 * 1024)
-    with store.write(behind=True) as c:
-        c.executemany("INSERT INTO scratch VALUES (?)", [(blob,)] * 80)
-    store.settle()
-    assert store._behind is None
-    monkeypatch.setattr(dbstore.sqlite3, "connect", real)
-    before = _db_bytes(store)
-    with store.write(behind=True) as c:
-        c.execute("INSERT INTO scratch VALUES (x'00')")
-    store.settle()
-    assert _db_bytes(store) - before >= 80 * len(blob)  # the earlier commit's pages too
-    store.close()
-
-
 def test_imports_log_holds_each_file_sha256(tmp_path):
-    """The imports log's sha256 of a predictions file (hashed on a thread of its own beside the reading) is the
-    file's, for a new run and for rows added to an existing one."""
+    """The imports log's sha256 of a predictions file is the file's, for a new run and for rows added to an
+    existing one."""
     import hashlib
 
     from db.importers import import_predictions
@@ -249,17 +163,9 @@ def test_imports_log_holds_each_file_sha256(tmp_path):
     ref.close()
 
 
-def test_digest_raises_what_reading_the_file_raised(tmp_path):
-    from db.import_predictions import _Digest
-
-    digest = _Digest(tmp_path / "gone.jsonl")
-    with pytest.raises(FileNotFoundError):
-        digest.hexdigest()
-
-
 def test_lines_without_a_readable_item_id_are_each_listed(tmp_path):
     """No line names an item (nothing tells the benchmark): every line's field problems are listed, a malformed
-    line (named when its chunk is read, so first) among them."""
+    line (named when the file is read, so first) among them."""
     from core.errors import ImportRefused
     from db.importers import import_predictions
 
@@ -321,9 +227,9 @@ def test_a_repeated_rotated_key_is_named_as_a_duplicate(tmp_path):
 
 
 def test_a_file_with_problems_is_refused_with_them_not_by_the_store(tmp_path):
-    """Rows handed to the writer before a bad line is read are not what the refusal names: a row the store
-    refuses earlier in the file, or an error object (a value no column holds), gives way to the file's own
-    problems, every one listed by line and field."""
+    """A file with problems of its own is refused with them, never by the store: a row the store would refuse
+    earlier in the file, or an error object (a value no column holds), gives way to the file's own problems,
+    every one listed by line and field."""
     from core.errors import ImportRefused
     from db.importers import import_predictions
 
@@ -332,7 +238,7 @@ def test_a_file_with_problems_is_refused_with_them_not_by_the_store(tmp_path):
     fast.conn.execute("CREATE TRIGGER refuse_boom BEFORE INSERT ON predictions WHEN NEW.response = 'boom' "
                       "BEGIN SELECT RAISE(ABORT, 'boom is refused'); END")
     lines = [{"item_id": i, "response": "A", "trace": "t"} for i in ids[:620]]
-    lines[9] = {"item_id": ids[9], "response": "boom", "trace": "t"}  # its statement is written with the first chunk
+    lines[9] = {"item_id": ids[9], "response": "boom", "trace": "t"}  # in the first statement's rows
     lines[600] = {"item_id": ids[600], "response": "", "status": "api_error", "error": {"code": 503}}
     lines[601] = {"item_id": ids[601], "response": "x", "rotation": 9}
     before = fast.counts()
