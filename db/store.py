@@ -52,7 +52,7 @@ def _full(path: Path) -> StoreFull:
 
 def _is_full(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.OperationalError):
-        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        return exc.sqlite_errorcode == sqlite3.SQLITE_FULL
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -145,6 +145,16 @@ def _insert_items(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None
         conn.execute(_ITEMS_INSERT + ", ".join([one] * len(part)), [v for row in part for v in row])
 
 
+class _Connection(threading.local):
+    """One thread's connection to the store and its memos (`Store.connection_memo`); none until it asks."""
+
+    conn: sqlite3.Connection | None = None
+    dry = False  # inside Store.dry_run(): this thread's writes are rolled back
+
+    def __init__(self) -> None:
+        self.memos: dict[str, dict[Any, Any]] = {}
+
+
 class Store:
     """The product's one store. `Store(path)` creates the file and applies migrations when needed."""
 
@@ -154,7 +164,7 @@ class Store:
         self._check_writable()
         self.images_dir = self.path.parent / f"{self.path.stem}.images"
         self.thumbs_dir = self.path.parent / f"{self.path.stem}.thumbs"
-        self._local = threading.local()
+        self._local = _Connection()
         self._item_keys_cache: dict[int, dict[str, tuple[int, str, str]]] = {}
         self._item_options_cache: dict[int, dict[int, dict[str, str]]] = {}
         self._migrate()
@@ -163,7 +173,7 @@ class Store:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
+        conn = self._local.conn
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
@@ -210,13 +220,23 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-            conn.execute("COMMIT")
+            conn.execute("ROLLBACK" if self._local.dry else "COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if _is_full(exc):
                 raise _full(self.path) from exc
             raise
+
+    @contextmanager
+    def dry_run(self) -> Iterator[None]:
+        """Inside, this thread's writes run every rule and statement of the one write path and are then rolled
+        back (the Data tab's validation report: db/validate.py); no image file is written."""
+        self._local.dry = True
+        try:
+            yield
+        finally:
+            self._local.dry = False
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -235,7 +255,7 @@ class Store:
                 conn.execute("COMMIT")  # nothing was written: this only ends the read
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
+        conn = self._local.conn
         if conn is not None:
             conn.close()
             self._local.conn = None
@@ -254,6 +274,8 @@ class Store:
 
     def put_image_file(self, digest: str, ext: str, data: bytes) -> Path:
         """Write image bytes under their content hash (atomic rename; an existing file is kept)."""
+        if self._local.dry:
+            raise RuntimeError("dry run: no image is written")
         target = self.images_dir / digest[:2] / f"{digest}.{ext}"
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """Dry runs of the importers (the Data tab's validation report before committing) and label export.
 
-A dry run calls the real importer on a store whose single write path (`Store.write`, STYLE 7) opens the
-same `BEGIN IMMEDIATE` transaction and then rolls it back: every rule of db/importers.py runs, against the
+A dry run calls the real importer inside `Store.dry_run()`, where the single write path (`Store.write`, STYLE
+7) opens the same `BEGIN IMMEDIATE` transaction and then rolls it back: every rule of db/importers.py runs, against the
 store's current contents (unknown items, duplicate keys, a run name taken with other settings, changed
 labels), and the report carries the same counts and warnings as the real import, yet nothing is committed.
 Items use `db.importers.validate_items_file` (no store needed) plus the name check of `import_items`.
@@ -10,9 +10,6 @@ Items use `db.importers.validate_items_file` (no store needed) plus the name che
 from __future__ import annotations
 
 import os
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +19,14 @@ from db import importers
 from db.store import Store
 
 
-class _DryRunStore:
-    """A store whose writes are rolled back. Reads and everything else go to the real store."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._store.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        finally:
-            conn.execute("ROLLBACK")
-
-    def put_image_file(self, *_: Any, **__: Any) -> None:  # never reached by the importers validated here
-        raise RuntimeError("dry run: no image is written")
-
-
 def validate_predictions(store: Store, path: str | os.PathLike[str], run: str, model: str | None = None,
                          config: dict[str, Any] | None = None, benchmark: str | None = None,
                          replace: bool = False) -> Report:
     """The report `import_predictions` would give (counts included), with nothing written."""
     try:
-        result = importers.import_predictions(_DryRunStore(store), path, run, model=model,  # type: ignore[arg-type]
-                                              config=config, benchmark=benchmark, replace=replace)
+        with store.dry_run():
+            result = importers.import_predictions(store, path, run, model=model, config=config,
+                                                  benchmark=benchmark, replace=replace)
     except ImportRefused as exc:
         report = exc.report if isinstance(exc.report, Report) else Report()
         if not report.errors:
@@ -62,7 +38,8 @@ def validate_predictions(store: Store, path: str | os.PathLike[str], run: str, m
 def validate_labels(store: Store, path: str | os.PathLike[str], run: str) -> Report:
     """The report `import_labels` would give (counts included), with nothing written."""
     try:
-        result = importers.import_labels(_DryRunStore(store), path, run)  # type: ignore[arg-type]
+        with store.dry_run():
+            result = importers.import_labels(store, path, run)
     except ImportRefused as exc:
         report = exc.report if isinstance(exc.report, Report) else Report()
         if not report.errors:

@@ -16,7 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import CrosscheckError
 from core.runners.engine import RunSettings
@@ -24,6 +25,9 @@ from core.runners.engine import run as engine_run
 from db import jobs as dbjobs
 from db.store import Store
 from ui.templating import macro
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class JobSpec(Protocol):
@@ -42,8 +46,23 @@ class _CountingSink:
     def __init__(self, store: Store, job: Job) -> None:
         self._store, self._job = store, job
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def benchmark_family(self, name: str) -> str:
+        return self._store.benchmark_family(name)
+
+    def items_frame(self, benchmark: str) -> pd.DataFrame:
+        return self._store.items_frame(benchmark)
+
+    def image_path(self, digest: str) -> Path:
+        return self._store.image_path(digest)
+
+    def ensure_run(self, name: str, benchmark: str, config: dict[str, Any]) -> int:
+        return self._store.ensure_run(name, benchmark, config)
+
+    def set_run_status(self, run: str, status: str) -> None:
+        self._store.set_run_status(run, status)
+
+    def done_keys(self, run: str, statuses: tuple[str, ...] = ("ok", "invalid")) -> set[tuple[str, int, int]]:
+        return self._store.done_keys(run, statuses)
 
     def add_predictions(self, run: str, predictions: Any) -> int:
         preds = list(predictions)
