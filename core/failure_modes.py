@@ -37,6 +37,7 @@ Deterministic: every random choice is seeded (`seed`). Nothing is downloaded and
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -136,6 +137,12 @@ class Documents:
     failing: np.ndarray    # bool
     texts: list[str]
     stages: np.ndarray     # object
+    item_texts: list[str] | None = None  # each item's own text (question, options, stage targets)
+
+    def subset(self, rows: np.ndarray) -> Documents:
+        return Documents(self.item_ids[rows], self.groups[rows], self.failing[rows],
+                         [self.texts[i] for i in rows.tolist()], self.stages[rows],
+                         None if self.item_texts is None else [self.item_texts[i] for i in rows.tolist()])
 
 
 # --------------------------------------------------------------------------- documents
@@ -180,9 +187,25 @@ def documents(family: str, items: pd.DataFrame, run: RunData, other: RunData | N
     keep &= has_text
     at = np.flatnonzero(keep)
     stage_of = stages or {}
+    own = item_texts(items)
     return Documents(item_ids=ids[at], groups=out["group_id"].astype(str).to_numpy(dtype=object)[at],
                      failing=failing[at], texts=[joined[i] for i in at],
-                     stages=np.array([stage_of.get(i) for i in ids[at]], dtype=object))
+                     stages=np.array([stage_of.get(i) for i in ids[at]], dtype=object),
+                     item_texts=[own[i] for i in at])
+
+
+def item_texts(items: pd.DataFrame) -> list[str]:
+    """Each item's own text: its question, its options' texts and its stage targets (what a response restates
+    when it reads the item back rather than saying why it answered as it did)."""
+    def text(value: Any) -> str:
+        if isinstance(value, Mapping):
+            return " ".join(str(v) for v in value.values() if v is not None)
+        return value if isinstance(value, str) else ""
+
+    cols = [c for c in ("question", "options", "stages") if c in items]
+    if not cols:
+        return [""] * len(items)
+    return [" ".join(text(v) for v in row) for row in zip(*(items[c] for c in cols), strict=True)]
 
 
 # --------------------------------------------------------------------------- terms
@@ -194,17 +217,48 @@ def _stop_words() -> list[str]:
     return sorted(ENGLISH_STOP_WORDS - _NEGATIONS)
 
 
-def term_counts(texts: Sequence[str]) -> tuple[Any, np.ndarray]:
-    """(documents x terms counts as a sparse matrix, the terms): words and two-word phrases (module docstring)."""
+_TAG = re.compile(r"</?\s*answer\s*>", re.IGNORECASE)  # the answer tag's markup (<ANSWER>B</ANSWER>)
+
+
+def _clean(text: str) -> str:
+    return _TAG.sub(" ", text).lower()
+
+
+def term_counts(texts: Sequence[str], own: Sequence[str] | None = None) -> tuple[Any, np.ndarray]:
+    """(documents x terms counts as a sparse matrix, the terms): words and two-word phrases (module docstring);
+    with `own` (each document's item text), the terms a document only restates from its item are dropped: a
+    word of the item's own text, a phrase both of whose words are."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     vec = CountVectorizer(ngram_range=(1, 2), stop_words=_stop_words(), min_df=min(2, len(texts)),
-                          dtype=np.int32)
+                          dtype=np.int32, preprocessor=_clean)
     try:
-        counts = vec.fit_transform(texts)
+        counts = vec.fit_transform(texts).tocsc()
     except ValueError as exc:  # no term at all (every text is stop words or single letters)
         raise TooFewDocuments(f"no words to read in the run's texts ({exc})") from exc
-    return counts.tocsc(), vec.get_feature_names_out()
+    names = vec.get_feature_names_out()
+    if own is not None:
+        counts = (counts - counts.multiply(_restated(vec, names, own))).tocsc()
+        counts.eliminate_zeros()
+    return counts, names
+
+
+def _restated(vec: Any, names: np.ndarray, own: Sequence[str]) -> Any:
+    """documents x terms, 1 where the document's item text holds every word of the term."""
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    words = [str(n).split() for n in names]
+    vocab = {w[0]: i for i, w in enumerate(w for w in words if len(w) == 1)}
+    u = CountVectorizer(vocabulary=vocab, preprocessor=_clean, binary=True, dtype=np.int32).transform(own).tocsc()
+    uni = [j for j, w in enumerate(words) if len(w) == 1]
+    bi = [j for j, w in enumerate(words) if len(w) == 2 and w[0] in vocab and w[1] in vocab]
+    rest = sorted(set(range(len(words))) - set(uni) - set(bi))
+    parts = [u[:, [vocab[words[j][0]] for j in uni]],
+             u[:, [vocab[words[j][0]] for j in bi]].multiply(u[:, [vocab[words[j][1]] for j in bi]]),
+             sparse.csc_matrix((len(own), len(rest)), dtype=np.int32)]
+    order = np.argsort(np.array(uni + bi + rest, dtype=np.int64), kind="stable")  # back to the terms' order
+    return sparse.hstack(parts, format="csc")[:, order]
 
 
 def log_odds(in_docs: np.ndarray, out_docs: np.ndarray, prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -359,33 +413,47 @@ def _mode_stats(labels: np.ndarray, k: int, failing: np.ndarray, gcode: np.ndarr
 def find_modes(docs: Documents, *, benchmark: str = "", run: str = "", compare: str | None = None,
                split: str = "", draws: int = DEFAULT_DRAWS, seed: int = stats.DEFAULT_SEED) -> FailureModes:
     """The failure modes and distinctive terms of `docs` (module docstring), the modes worst first: by the
-    difference, then q."""
-    n_fail, n_pass = int(docs.failing.sum()), int((~docs.failing).sum())
-    base = FailureModes(benchmark, run, compare, split, n_fail, n_pass, 0, (), ())
-    if n_fail < 2 * EXAMPLES or n_pass < 2 * EXAMPLES:
-        return replace(base, note=f"{n_fail} failing and {n_pass} passing documents with text: too few to find "
-                                  "modes in (at least 6 of each)")
+    difference, then q. A document that says nothing beyond its item's own words (a bare letter) is in no mode;
+    `note` says how many there are."""
     from threadpoolctl import threadpool_limits
 
+    base = FailureModes(benchmark, run, compare, split, int(docs.failing.sum()), int((~docs.failing).sum()), 0, (),
+                        ())
     # one thread for k-means and the SVD: their OpenMP / BLAS pools on a busy machine cost 50x the work itself
     # (3.5 s against 0.05 s for k-means of 4,000 documents on two loaded cores)
     with threadpool_limits(1):
-        return _find_modes(docs, base, n_fail, n_pass, draws, seed)
+        try:
+            counts, names = term_counts(docs.texts, docs.item_texts)
+        except TooFewDocuments as exc:
+            return replace(base, note=str(exc))
+        said = np.flatnonzero(np.asarray(counts.sum(axis=1)).ravel() > 0)
+        silent = np.setdiff1d(np.arange(len(docs.texts)), said)
+        note = (f"{int(docs.failing[silent].sum())} failing and {int((~docs.failing[silent]).sum())} passing "
+                "answers say nothing beyond their item's own words (a bare letter) and are in no mode"
+                if len(silent) else "")
+        docs, counts = docs.subset(said), counts[said]
+        n_fail, n_pass = int(docs.failing.sum()), int((~docs.failing).sum())
+        base = replace(base, n_failing=n_fail, n_passing=n_pass, note=note)
+        if n_fail < 2 * EXAMPLES or n_pass < 2 * EXAMPLES:
+            return replace(base, note="; ".join(t for t in (note, f"{n_fail} failing and {n_pass} passing documents "
+                                                                  "with words: too few to find modes in (at least 6 "
+                                                                  "of each)") if t))
+        try:
+            return _find_modes(docs, counts, names, base, draws, seed)
+        except TooFewDocuments as exc:
+            return replace(base, note="; ".join(t for t in (note, str(exc)) if t))
 
 
-def _find_modes(docs: Documents, base: FailureModes, n_fail: int, n_pass: int, draws: int, seed: int
+def _find_modes(docs: Documents, counts: Any, names: np.ndarray, base: FailureModes, draws: int, seed: int
                 ) -> FailureModes:
-    try:
-        counts, names = term_counts(docs.texts)
-        binary = (counts > 0).astype(np.int32).tocsr()
-        terms = distinctive(binary, names, docs.failing, ~docs.failing)
-        rng = np.random.default_rng(seed)
-        n = len(docs.texts)
-        fit_rows = np.sort(rng.choice(n, size=FIT_DOCS, replace=False)) if n > FIT_DOCS else np.arange(n)
-        x = _embed(counts.tocsr(), fit_rows, seed)
-        k, km = _pick_k(x[fit_rows], seed)
-    except TooFewDocuments as exc:
-        return replace(base, note=str(exc))
+    n_fail, n_pass = base.n_failing, base.n_passing
+    binary = (counts > 0).astype(np.int32).tocsr()
+    terms = distinctive(binary, names, docs.failing, ~docs.failing)
+    rng = np.random.default_rng(seed)
+    n = len(docs.texts)
+    fit_rows = np.sort(rng.choice(n, size=FIT_DOCS, replace=False)) if n > FIT_DOCS else np.arange(n)
+    x = _embed(counts.tocsr(), fit_rows, seed)
+    k, km = _pick_k(x[fit_rows], seed)
     labels = km.predict(x)
     groups, gcode = np.unique(docs.groups.astype(str), return_inverse=True)
     est, lo, hi, p = _mode_stats(labels, k, docs.failing, gcode, len(groups), draws, seed)

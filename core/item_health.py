@@ -10,7 +10,9 @@ Input: the benchmark's items laid out once (core.outcomes.Layout) and every run'
   letters they name; invalid and api_error say nothing about the letter).
   Its posterior over each item's letters weighs each run by its estimated reliability; an item is a suspect when
   the posterior's letter (the consensus) is not the gold one, with support (its posterior probability) at least
-  0.5 and at least MIN_RUNS runs answering. Ranked by the evidence against the gold letter, log(P(consensus) /
+  SUPPORT, named by at least MIN_RUNS runs and by more runs than the gold letter is (runs of one model are not
+  independent annotators, which the model assumes: its posteriors are then too sure, and a consensus of one or
+  two runs is no evidence). Ranked by the evidence against the gold letter, log(P(consensus) /
   P(gold)), largest first, then by the runs behind the consensus. The gold letters are never read by the fit.
 - Unstable items: a run flips on an item when its ok predictions of it (repeats, rotations mapped back) name more
   than one letter. Each run's flip rate over the items it answered more than once is its own repeat noise; an
@@ -50,7 +52,7 @@ from core.schema import Rate, as_json
 
 LETTERS = "ABCDEFGH"
 MIN_RUNS = 3
-SUPPORT = 0.5
+SUPPORT = 0.9
 EXACT_RUNS = 64
 AMBIGUOUS_TOP2 = 0.8
 AMBIGUOUS_SECOND = 0.3
@@ -154,8 +156,6 @@ class ItemHealth:
     counts: dict[str, int] = field(default_factory=dict)
     reliability: dict[str, float] = field(default_factory=dict)  # Dawid-Skene p_j per run
 
-    LISTS = ("suspect_gold", "unstable", "ambiguous", "negative_discrimination", "duplicates")
-
     def json(self) -> dict[str, Any]:
         """The JSON of `app.py item-health --json` (docs/FORMATS.md), generated from the fields."""
         out: dict[str, Any] = as_json(self)
@@ -176,6 +176,9 @@ class ItemHealth:
         return list(dict.fromkeys(r.group_id for r in rows))
 
 
+LISTS = ("suspect_gold", "unstable", "ambiguous", "negative_discrimination", "duplicates")  # ItemHealth's lists
+
+
 # --------------------------------------------------------------------------- the votes
 
 
@@ -194,6 +197,13 @@ class Votes:
     flip: np.ndarray      # bool, runs x items
     answered: np.ndarray  # bool, runs x items
     correct: np.ndarray   # bool, runs x items
+
+    def only(self, names: Sequence[str]) -> Votes:
+        """The votes of the runs `names` alone (in this object's order)."""
+        keep = np.array([n in set(names) for n in self.runs], dtype=bool)
+        at = np.flatnonzero(keep)
+        return Votes(tuple(self.runs[j] for j in at), self.counts[:, at], self.vote[at], self.multi[at],
+                     self.flip[at], self.answered[at], self.correct[at])
 
 
 _CODE = {c: i for i, c in enumerate(LETTERS)}
@@ -295,7 +305,10 @@ def suspect_gold(v: Votes, lay: outcomes.Layout, post: np.ndarray) -> list[Suspe
     consensus, support = post.argmax(axis=1), post.max(axis=1)
     n_votes = (v.vote >= 0).sum(axis=0)
     g_post = np.where(gold >= 0, post[np.arange(len(gold)), np.maximum(gold, 0)], 0.0)
-    found = np.flatnonzero((gold >= 0) & (consensus != gold) & (support >= SUPPORT) & (n_votes >= MIN_RUNS))
+    votes_for = (v.vote == consensus[None, :]).sum(axis=0)
+    votes_gold = (v.vote == gold[None, :]).sum(axis=0)
+    found = np.flatnonzero((gold >= 0) & (consensus != gold) & (support >= SUPPORT) & (n_votes >= MIN_RUNS)
+                           & (votes_for >= MIN_RUNS) & (votes_for > votes_gold))
     behind = {int(i): tuple(v.runs[j] for j in np.flatnonzero(v.vote[:, i] == consensus[i])) for i in found}
     # the evidence against the gold letter: log P(consensus) / P(gold), from the scores (no underflow at 0)
     logs = log_posterior(post)
@@ -335,7 +348,7 @@ def unstable(v: Votes, lay: outcomes.Layout) -> tuple[list[Unstable], int]:
     if not repeated.any():
         return [], 0
     multi, flip = v.multi[repeated], v.flip[repeated]
-    names = [n for n, r in zip(v.runs, repeated, strict=True) if r]
+    names = [v.runs[j] for j in np.flatnonzero(repeated)]
     rates = flip.sum(axis=1) / np.maximum(multi.sum(axis=1), 1)
     x = flip.sum(axis=0)
     n_runs = multi.sum(axis=0)
@@ -568,22 +581,25 @@ def accuracy_without(v: Votes, lay: outcomes.Layout, scored: np.ndarray, suspect
 
 
 def item_health(benchmark: str, items: Any, lay: outcomes.Layout, preds: Mapping[str, outcomes.Preds],
-                hashes: Mapping[str, int | None] | None = None, *, split: str | None = "test",
-                count_unanswered: bool = False, draws: int = DEFAULT_DRAWS, seed: int = stats.DEFAULT_SEED,
-                progress: Progress = _quiet) -> ItemHealth:
+                hashes: Mapping[str, int | None] | None = None, *, annotators: Sequence[str] | None = None,
+                split: str | None = "test", count_unanswered: bool = False, draws: int = DEFAULT_DRAWS,
+                seed: int = stats.DEFAULT_SEED, progress: Progress = _quiet) -> ItemHealth:
     """The item health of a benchmark: `items` (its frame, the rows of `lay`), every run's Preds, the perceptual
     hash of each image (content hash -> phash or None; without it, only identical images are duplicates);
+    `annotators` the runs read as annotators of the items' letters (suspect gold, ambiguity, discrimination;
+    default every run: the caller leaves out the runs that never saw the item, baselines and text-only runs);
     `split` the split whose accuracies are shown (core.scoring's rule), `count_unanswered` the family's
     `unanswered_is_wrong`."""
     from core.scoring import resolve_split
 
-    v = votes(lay, preds, progress)
+    every = votes(lay, preds, progress)
+    v = every if annotators is None else every.only(annotators)
     options = option_masks(items["letters"].tolist())
     progress("fitting the Dawid-Skene model", 0.55)
     post, reliability = dawid_skene(v, options)
     suspects = suspect_gold(v, lay, post)
     progress("unstable and ambiguous items", 0.65)
-    flips, n_flip_tested = unstable(v, lay)
+    flips, n_flip_tested = unstable(every, lay)
     amb = ambiguous(v, lay)
     progress("discrimination", 0.75)
     neg, n_neg_tested = negative_discrimination(v, lay)
@@ -592,12 +608,11 @@ def item_health(benchmark: str, items: Any, lay: outcomes.Layout, preds: Mapping
     chosen, label = resolve_split(items, split)
     scored = np.ones(len(items), dtype=bool) if chosen is None else (items["split"] == chosen).to_numpy(dtype=bool)
     marked = np.isin(lay.item_ids, [s.item_id for s in suspects])
-    accs = accuracy_without(v, lay, scored, marked, count_unanswered, draws, seed)
+    accs = accuracy_without(every, lay, scored, marked, count_unanswered, draws, seed)
     progress("done", 1.0)
-    lists = {"suspect_gold": suspects, "unstable": flips, "ambiguous": amb, "negative_discrimination": neg,
-             "duplicates": dups}
-    counts = {name: len(rows) for name, rows in lists.items()}
-    counts.update(unstable_tested=n_flip_tested, negative_discrimination_tested=n_neg_tested)
-    return ItemHealth(benchmark, len(lay.item_ids), len(v.runs), label,
-                      *(tuple(lists[name][:LIST_MAX]) for name in ItemHealth.LISTS), tuple(accs), counts,
-                      {name: float(a) for name, a in zip(v.runs, reliability, strict=True)})
+    counts = {"annotators": len(v.runs), "suspect_gold": len(suspects), "unstable": len(flips), "ambiguous": len(amb),
+              "negative_discrimination": len(neg), "duplicates": len(dups), "unstable_tested": n_flip_tested,
+              "negative_discrimination_tested": n_neg_tested}
+    return ItemHealth(benchmark, len(lay.item_ids), len(every.runs), label, tuple(suspects[:LIST_MAX]),
+                      tuple(flips[:LIST_MAX]), tuple(amb[:LIST_MAX]), tuple(neg[:LIST_MAX]), tuple(dups[:LIST_MAX]),
+                      tuple(accs), counts, {name: float(a) for name, a in zip(v.runs, reliability, strict=True)})

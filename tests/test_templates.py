@@ -117,7 +117,7 @@ MACROS: dict[tuple[str, str], list[tuple[Any, ...]]] = {
     ("browse.html", "summary"): [(H, H, H, H, H, H, H, False)],
     ("browse.html", "tags"): [(H, H, [(H, H, H)])],
     ("browse.html", "slice_line"): [(H, H)],
-    ("metrics.html", "summary"): [(H, H, 2, H, 1)],
+    ("metrics.html", "summary"): [(H, H, 2, H, 1), (H, H, 2, H, 1, H)],
     ("shell.html", "header"): [(H, H)],
     ("shell.html", "link_note"): [(H,)],
     ("shell.html", "glossary"): [({H: (H, H)},)],

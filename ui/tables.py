@@ -100,7 +100,7 @@ def table_data(table: Table) -> TableView:
     return TableView(table.key, table.title, [(_head_tip(h), str(h)) for h in [*table.index, *table.columns]],
                      [TableRow(row.reference, [(str(label).lower(), str(label), row.synthetic and label == row.run)
                                                for label in row.labels], [_cell(c) for c in row.cells])
-                      for row in table.rows], table.note or "", why[:8], len(why) - 8)
+                      for row in table.rows], table.notes, why[:8], len(why) - 8)
 
 
 def table_html(table: Table) -> str:
