@@ -1,14 +1,15 @@
 """Where runs disagree: a map of runs x groups (issue #38 point 3; docs/METRICS.md "Where runs disagree").
 
-Each cell is one run's joint outcome on one group by the family's item outcome (core.outcomes.item_marks): every
-item right, some, none, or not answered. Runs are ordered by ability and groups by difficulty from a Rasch
-(one-parameter item-response) fit of the joint outcome "every item of the group right" (Rasch 1960): P(right) =
-sigmoid(theta_run - b_group), fitted by joint maximum a posteriori (alternating Newton steps, a normal N(0, PRIOR_SD^2)
-prior on every parameter so that a run or a group with all right or all wrong keeps a finite estimate), each with
-a 95% Wald interval from the posterior curvature given the other side's estimates (theta +- 1.96 / sqrt(sum p (1 -
-p) + 1 / PRIOR_SD^2), the "model standard error" item-response software reports for joint estimation). A model
-interval rather than the cluster bootstrap: an ability is a fitted parameter, and a bootstrap would refit the
-model on every draw.
+Each cell is one run's joint outcome on one group by the family's item outcome (core.outcomes.item_marks), over
+the items the run answered: every one right, some, none, or none answered. Runs are ordered by ability and groups
+by difficulty from a Rasch (one-parameter item-response) fit (Rasch 1960) in which each item of a group shares the
+group's difficulty: P(an item of group g right for run r) = sigmoid(theta_r - b_g), the k items right of the n
+answered counted as binomial; fitted by joint maximum a posteriori (alternating Newton steps, a normal
+N(0, PRIOR_SD^2) prior on every parameter so that a run or a group with all right or all wrong keeps a finite
+estimate), each with a 95% Wald interval from the posterior curvature given the other side's estimates (theta +-
+1.96 / sqrt(sum n p (1 - p) + 1 / PRIOR_SD^2), the "model standard error" item-response software reports for
+joint estimation). A model interval rather than the cluster bootstrap: an ability is a fitted parameter, and a
+bootstrap would refit the model on every draw.
 
 At most MAX_RUNS runs and MAX_GROUPS groups are drawn: beyond that, runs evenly spaced along the ability order
 (the runs named in `keep` always among them) and groups evenly spaced along the difficulty order; `note` says so.
@@ -40,7 +41,7 @@ class Ability:
     run: str
     theta: float
     ci: tuple[float, float]
-    right: int       # groups with every item right
+    right: int       # groups with every answered item right
     answered: int    # groups answered
 
 
@@ -49,7 +50,7 @@ class Difficulty:
     group: str
     b: float
     ci: tuple[float, float]
-    right: int       # runs with every item right
+    right: int       # runs with every answered item right
     answered: int    # runs that answered it
 
 
@@ -74,31 +75,32 @@ class DisagreementMap:
 
 
 def joint_outcomes(lay: outcomes.Layout, summaries: Sequence[outcomes.RunSummary]) -> np.ndarray:
-    """runs x groups: the joint outcome code of each run on each group."""
+    """runs x groups: the joint outcome code of each run on each group, over the items the run answered (a run of
+    the StemBind SSA protocol answers the F items alone)."""
     out = np.zeros((len(summaries), lay.n_groups), dtype=np.int8)
     for j, s in enumerate(summaries):
         answered = s.n_answered > 0
-        out[j] = np.where(~answered, UNANSWERED, np.where(s.n_correct >= lay.n_items, ALL_RIGHT,
+        out[j] = np.where(~answered, UNANSWERED, np.where(s.n_correct >= s.n_answered, ALL_RIGHT,
                                                           np.where(s.n_correct > 0, SOME_RIGHT, NONE_RIGHT)))
     return out
 
 
-def rasch(y: np.ndarray, seen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(theta, its standard error, b, its standard error) of the Rasch model for the 0/1 matrix `y` (runs x groups)
-    observed where `seen`, by joint MAP (module docstring)."""
-    n_r, n_g = y.shape
-    w = seen.astype(float)
-    yy = np.where(seen, y, 0).astype(float)
+def rasch(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(theta, its standard error, b, its standard error) of the Rasch model for `k` items right of `n` answered
+    (runs x groups; n = 0: not answered), by joint MAP (module docstring)."""
+    n_r, n_g = k.shape
+    w = n.astype(float)
+    kk = k.astype(float)
     lam = 1.0 / PRIOR_SD**2
     theta, b = np.zeros(n_r), np.zeros(n_g)
     for _ in range(ITERATIONS):
         p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
         info_r = (w * p * (1 - p)).sum(axis=1) + lam
-        step_t = np.clip(((w * (yy - p)).sum(axis=1) - lam * theta) / info_r, -STEP, STEP)
+        step_t = np.clip(((kk - w * p).sum(axis=1) - lam * theta) / info_r, -STEP, STEP)
         theta = theta + step_t
         p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
         info_g = (w * p * (1 - p)).sum(axis=0) + lam
-        step_b = np.clip((-(w * (yy - p)).sum(axis=0) - lam * b) / info_g, -STEP, STEP)
+        step_b = np.clip((-(kk - w * p).sum(axis=0) - lam * b) / info_g, -STEP, STEP)
         b = b + step_b
         if max(np.abs(step_t).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < TOLERANCE:
             break
@@ -126,7 +128,9 @@ def disagreement_map(benchmark: str, lay: outcomes.Layout, names: Sequence[str],
     """The map of the runs `names` (their RunSummary over `lay`, in that order); `keep`: runs always drawn."""
     codes = joint_outcomes(lay, summaries)
     seen = codes != UNANSWERED
-    theta, se_t, b, se_b = rasch(codes == ALL_RIGHT, seen)
+    k = np.array([s.n_correct for s in summaries], dtype=float).reshape(len(summaries), lay.n_groups)
+    n = np.array([s.n_answered for s in summaries], dtype=float).reshape(len(summaries), lay.n_groups)
+    theta, se_t, b, se_b = rasch(k, n)
     right_r, ans_r = (codes == ALL_RIGHT).sum(axis=1), seen.sum(axis=1)
     right_g, ans_g = (codes == ALL_RIGHT).sum(axis=0), seen.sum(axis=0)
     abilities = tuple(Ability(str(n), float(t), (float(t - 1.96 * s), float(t + 1.96 * s)), int(k), int(a))

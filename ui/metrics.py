@@ -27,8 +27,8 @@ from core.report_json import table_json
 from core.report_tables import Table
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
-from db.browse import run_records
 from db import gold_reviews
+from db.browse import run_records
 from db.catalog import runs_named
 from db.store import Store
 from ui import charts

@@ -199,6 +199,8 @@ def report_file(html_text: str, benchmark: str) -> Path:
 
 
 CSS = """
+.cc-aside { font-weight: 600; color: #9a6700; }
+.dark .cc-aside { color: #d29922; }
 .cc-mtable { margin: 4px 0 2px 0; }
 .cc-mtitle { font-weight: 600; font-size: 0.95rem; margin: 2px 0 6px 0; }
 .cc-scroll { overflow-x: auto; }
