@@ -12,7 +12,8 @@ the items this run got wrong and the other run right (the items it lost), the pa
 - Modes: the documents as TF-IDF vectors (sublinear term frequency), reduced to 50 dimensions by a truncated SVD
   (latent semantic analysis) and normalised, then k-means with a fixed seed (scikit-learn), fitted on a seeded
   sample of at most FIT_DOCS documents; every document goes to its nearest centre. k is the candidate of K_CHOICES
-  with the highest silhouette (Rousseeuw 1987) on a seeded sample. Every document of the run is clustered, failing
+  up to sqrt(n / 2) (the rule of thumb of Mardia, Kent & Bibby 1979) with the highest silhouette (Rousseeuw 1987)
+  on a seeded sample. Every document of the run is clustered, failing
   and passing alike (as Domino, Eyuboglu et al. 2022, clusters every example and ranks clusters by their errors),
   so each mode holds a share of the failures and a share of the passes; modes are ranked by the difference.
 - Per mode: its share among the failing documents and among the passing ones, the difference with its 95%
@@ -350,7 +351,7 @@ def _pick_k(x: np.ndarray, seed: int) -> tuple[int, Any]:
     sample = rng.choice(len(x), size=min(SILHOUETTE_DOCS, len(x)), replace=False)
     best: tuple[float, int, Any] | None = None
     for k in K_CHOICES:
-        if k >= len(x) // 4:
+        if k >= len(x) // 4 or k > max(K_CHOICES[0], int(np.sqrt(len(x) / 2))):  # k <= sqrt(n / 2) (Mardia 1979)
             break
         km = _kmeans(x, k, seed)
         labels = km.labels_[sample]

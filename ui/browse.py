@@ -270,10 +270,12 @@ def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: 
 
 def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any, Any]:
     """(group id, its view, the list's page, the id again as the group shown) of the group `delta` away from the
-    opened one in the filtered list; `args`: Browse's filters (ending with page, tag and focus), then the opened group,
-    detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
+    opened one in the filtered list; `args`: Browse's filters (ending with page, tag and, where set, the focus),
+    then the opened group, detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
     one going back)."""
-    bench, runs, split, kind, field, value, pattern, query, page, tag, focus, gid, detail, boxes = args
+    *filters, gid, detail, boxes = args
+    bench, runs, split, kind, field, value, pattern, query, page, tag, *rest = filters
+    focus = rest[0] if rest else None  # the focus filter is the last one, where Browse has it (ui.focus)
     try:
         res = list_groups(store, bench, runs, split, kind, field, value, pattern, query, 1, tag, focus)
     except CrosscheckError as exc:

@@ -36,6 +36,22 @@ class BadReportRequest(CrosscheckError, ValueError):
     """A report argument that names nothing the store holds, or a --groups value that is not understood."""
 
 
+MODE_RUNS = 6  # the report's first runs whose failure modes it holds (`app.py failure-modes` gives any run's)
+MAP_CHART = "disagreement_map"  # the map's key in the charts island
+
+
+@dataclass
+class Why:
+    """Why it fails (issue #38): the failure modes of the report's first MODE_RUNS runs, the benchmark's item
+    health and the map of where runs disagree (core.failure_modes, core.item_health, core.disagreement, through
+    ui.views.cache), and why any of them is missing."""
+
+    modes: list[Any] = field(default_factory=list)   # FailureModes, per run
+    health: Any = None                               # ItemHealth or None
+    map: Any = None                                  # DisagreementMap or None
+    notes: list[str] = field(default_factory=list)
+
+
 @dataclass
 class ReportData:
     """Everything the page shows: `island` is the JSON of <script id="crosscheck-data">, `charts` the plotly
@@ -45,6 +61,7 @@ class ReportData:
     island: dict[str, Any]
     charts: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
+    why: Why = field(default_factory=Why)
 
 
 def version() -> tuple[str, str]:
@@ -272,5 +289,35 @@ def collect(store: Store, benchmark: str, names: list[str] | None = None, split:
               "patterns": [list(p) for p in core_groups.patterns(page.family)],
               "groups_written": limit, "groups": group_list, "texts": texts}
     charts = {key: fig.to_json() for key, fig in page.figs.items()}  # plotly's own encoder (numpy arrays)
+    why = why_it_fails(store, benchmark, [r["name"] for r in runs])
+    island["why"] = {"failure_modes": [m.json() for m in why.modes],
+                     "item_health": why.health.json() if why.health is not None else None,
+                     "disagreement": why.map.json() if why.map is not None else None, "notes": why.notes}
+    if why.map is not None:
+        from ui.charts import disagreement_map
+
+        charts[MAP_CHART] = disagreement_map(why.map).to_json()
     images = {h: url for h in sorted(hashes) if (url := thumbnail_url(store, h)) is not None}
-    return ReportData(page, island, charts, images)
+    return ReportData(page, island, charts, images, why)
+
+
+def why_it_fails(store: Store, benchmark: str, names: list[str]) -> Why:
+    """The report's Why: each part computed as the Browse panels compute it; one that cannot be says why."""
+    why = Why()
+    for name in names[:MODE_RUNS]:
+        try:
+            why.modes.append(cache.failure_modes(store, benchmark, name))
+        except CrosscheckError as exc:
+            why.notes.append(f"failure modes of {name!r}: {exc}")
+    if len(names) > MODE_RUNS:
+        why.notes.append(f"failure modes of the first {MODE_RUNS} of the {len(names)} runs (app.py failure-modes "
+                         "--run NAME gives any run's)")
+    try:
+        why.health = cache.item_health(store, benchmark)
+    except CrosscheckError as exc:
+        why.notes.append(f"item health: {exc}")
+    try:
+        why.map = cache.disagreement(store, benchmark, tuple(names))
+    except CrosscheckError as exc:
+        why.notes.append(f"where runs disagree: {exc}")
+    return why
