@@ -28,7 +28,7 @@ def wait_group(page, gid: str) -> None:
 
 def landed(page, url: str) -> None:
     page.goto(url + LINK)
-    page.wait_for_selector(f"#cc-browse-list [role=gridcell]:has-text('sb-001')", timeout=60000)
+    page.wait_for_selector("#cc-browse-list [role=gridcell]:has-text('sb-001')", timeout=60000)
     page.wait_for_selector(f"#cc-runs :text('{RUN}')", timeout=30000)
 
 
