@@ -283,10 +283,10 @@ def cmd_item_health(args: argparse.Namespace) -> int:
 
     store = _store(args)
     bar = tqdm(total=100, unit="%", desc="item-health", delay=1.0, file=sys.stderr, leave=False,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}")
 
     def progress(what: str, done: float) -> None:
-        bar.set_postfix_str(what, refresh=False)
+        bar.set_description_str(f"item-health: {what}", refresh=False)
         bar.update(round(100 * done) - bar.n)
 
     try:

@@ -30,7 +30,7 @@ MAX_GROUPS = 300
 PRIOR_SD = 3.0
 ITERATIONS = 200
 STEP = 2.0  # the largest Newton step of one parameter (logits)
-TOLERANCE = 1e-6
+TOLERANCE = 1e-5
 # a cell's joint outcome
 UNANSWERED, NONE_RIGHT, SOME_RIGHT, ALL_RIGHT = 0, 1, 2, 3
 OUTCOMES = ("not answered", "none right", "some right", "all right")
@@ -74,15 +74,17 @@ class DisagreementMap:
         return out
 
 
-def joint_outcomes(lay: outcomes.Layout, summaries: Sequence[outcomes.RunSummary]) -> np.ndarray:
-    """runs x groups: the joint outcome code of each run on each group, over the items the run answered (a run of
-    the StemBind SSA protocol answers the F items alone)."""
-    out = np.zeros((len(summaries), lay.n_groups), dtype=np.int8)
-    for j, s in enumerate(summaries):
-        answered = s.n_answered > 0
-        out[j] = np.where(~answered, UNANSWERED, np.where(s.n_correct >= s.n_answered, ALL_RIGHT,
-                                                          np.where(s.n_correct > 0, SOME_RIGHT, NONE_RIGHT)))
-    return out
+def joint_outcomes(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """runs x groups: the joint outcome code of each run on each group from its items right `k` of those it
+    answered `n` (a run of the StemBind SSA protocol answers the F items alone)."""
+    return np.where(n == 0, UNANSWERED, np.where(k >= n, ALL_RIGHT, np.where(k > 0, SOME_RIGHT, NONE_RIGHT))
+                    ).astype(np.int8)
+
+
+def group_counts(lay: outcomes.Layout, preds: outcomes.Preds) -> tuple[np.ndarray, np.ndarray]:
+    """(items right, items answered) per group of one run's predictions, by the one item-outcome rule."""
+    answered, correct = outcomes.item_marks(lay, preds)
+    return outcomes.per_group(lay, correct & answered), outcomes.per_group(lay, answered)
 
 
 def rasch(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -102,6 +104,11 @@ def rasch(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
         info_g = (w * p * (1 - p)).sum(axis=0) + lam
         step_b = np.clip((-(kk - w * p).sum(axis=0) - lam * b) / info_g, -STEP, STEP)
         b = b + step_b
+        # the likelihood does not change when every theta and b move together, so the prior alone fixes that
+        # direction: its exact optimum along it is a shift by minus their common mean (without it, the alternating
+        # steps crawl along that flat direction: 12.5 s against 0.4 s at 1,000 runs x 2,298 groups)
+        shift = (theta.sum() + b.sum()) / (n_r + n_g)
+        theta, b = theta - shift, b - shift
         if max(np.abs(step_t).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < TOLERANCE:
             break
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
@@ -122,14 +129,14 @@ def _spaced(order: np.ndarray, limit: int, keep: np.ndarray | None = None) -> np
     return np.array([i for i in order.tolist() if i in chosen], dtype=np.int64)
 
 
-def disagreement_map(benchmark: str, lay: outcomes.Layout, names: Sequence[str],
-                     summaries: Sequence[outcomes.RunSummary], keep: Sequence[str] = (),
-                     max_runs: int = MAX_RUNS, max_groups: int = MAX_GROUPS) -> DisagreementMap:
-    """The map of the runs `names` (their RunSummary over `lay`, in that order); `keep`: runs always drawn."""
-    codes = joint_outcomes(lay, summaries)
+def disagreement_map(benchmark: str, lay: outcomes.Layout, names: Sequence[str], k: np.ndarray, n: np.ndarray,
+                     keep: Sequence[str] = (), max_runs: int = MAX_RUNS, max_groups: int = MAX_GROUPS
+                     ) -> DisagreementMap:
+    """The map of the runs `names` from their items right `k` of those answered `n` (runs x groups of `lay`,
+    `group_counts` of each run, in that order); `keep`: runs always drawn."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    codes = joint_outcomes(k, n)
     seen = codes != UNANSWERED
-    k = np.array([s.n_correct for s in summaries], dtype=float).reshape(len(summaries), lay.n_groups)
-    n = np.array([s.n_answered for s in summaries], dtype=float).reshape(len(summaries), lay.n_groups)
     theta, se_t, b, se_b = rasch(k, n)
     right_r, ans_r = (codes == ALL_RIGHT).sum(axis=1), seen.sum(axis=1)
     right_g, ans_g = (codes == ALL_RIGHT).sum(axis=0), seen.sum(axis=0)

@@ -9,8 +9,8 @@ the items this run got wrong and the other run right (the items it lost), the pa
 - Terms: each document's words and two-word phrases (scikit-learn's CountVectorizer: lower-cased words of two or
   more letters, English stop words left out except the negations, phrases of two kept words), counted once per
   document.
-- Modes: the documents as TF-IDF vectors (sublinear term frequency), reduced to 50 dimensions by a truncated SVD
-  (latent semantic analysis) and normalised, then k-means with a fixed seed (scikit-learn), fitted on a seeded
+- Modes: the documents as TF-IDF vectors (sublinear term frequency) over the MAX_FEATURES most frequent terms,
+  reduced to 50 dimensions by a truncated SVD (latent semantic analysis, ARPACK) and normalised, then k-means with a fixed seed (scikit-learn), fitted on a seeded
   sample of at most FIT_DOCS documents; every document goes to its nearest centre. k is the candidate of K_CHOICES
   up to sqrt(n / 2) (the rule of thumb of Mardia, Kent & Bibby 1979) with the highest silhouette (Rousseeuw 1987)
   on a seeded sample. Every document of the run is clustered, failing
@@ -58,6 +58,7 @@ DIMENSIONS = 50          # the SVD's dimensions
 STABILITY_DRAWS = 20     # resamples of the groups a mode's stability is measured on
 JACCARD = 0.5            # Hennig 2007: a cluster with a Jaccard below this in a resample "dissolved"
 MIN_DF = 5               # a term held by fewer documents is not tested
+MAX_FEATURES = 20_000    # the most frequent words and phrases kept (the rest are too rare to test or to name)
 MAX_TERMS = 40           # distinctive terms listed
 MODE_TERMS = 5           # terms listed per mode (its label: the first three)
 PRIOR = 1000.0           # alpha_0: the informative prior's pseudo-counts, spread by the run's own term frequencies
@@ -232,7 +233,7 @@ def term_counts(texts: Sequence[str], own: Sequence[str] | None = None) -> tuple
     from sklearn.feature_extraction.text import CountVectorizer
 
     vec = CountVectorizer(ngram_range=(1, 2), stop_words=_stop_words(), min_df=min(2, len(texts)),
-                          dtype=np.int32, preprocessor=_clean)
+                          max_features=MAX_FEATURES, dtype=np.int32, preprocessor=_clean)
     try:
         counts = vec.fit_transform(texts).tocsc()
     except ValueError as exc:  # no term at all (every text is stop words or single letters)
@@ -332,15 +333,15 @@ def _embed(counts: Any, fit_rows: np.ndarray, seed: int) -> np.ndarray:
     dims = min(DIMENSIONS, tfidf.shape[1] - 1, len(fit_rows) - 1)
     if dims < 2:
         raise TooFewDocuments("too few distinct words to cluster the run's texts")
-    svd = TruncatedSVD(n_components=dims, random_state=seed).fit(tfidf[fit_rows])
+    svd = TruncatedSVD(n_components=dims, algorithm="arpack", random_state=seed).fit(tfidf[fit_rows])
     out: np.ndarray = normalize(svd.transform(tfidf)).astype(np.float64)
     return out
 
 
-def _kmeans(x: np.ndarray, k: int, seed: int, weight: np.ndarray | None = None) -> Any:
+def _kmeans(x: np.ndarray, k: int, seed: int, weight: np.ndarray | None = None, n_init: int = 3) -> Any:
     from sklearn.cluster import KMeans
 
-    return KMeans(n_clusters=k, n_init=3, random_state=seed).fit(x, sample_weight=weight)
+    return KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x, sample_weight=weight)
 
 
 def _pick_k(x: np.ndarray, seed: int) -> tuple[int, Any]:
@@ -376,7 +377,7 @@ def _stability(x: np.ndarray, labels: np.ndarray, k: int, fit_rows: np.ndarray, 
         fit = fit_rows[drawn[fit_rows]]
         if len(fit) <= k:
             continue
-        km = _kmeans(x[fit], k, seed, w[fit])
+        km = _kmeans(x[fit], k, seed, w[fit], n_init=1)  # one seeded start per resample: 20 fits, not 60
         new = km.predict(x[drawn])
         old = labels[drawn]
         for m in range(k):

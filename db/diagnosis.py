@@ -194,8 +194,10 @@ def _part(progress: Progress, start: float, end: float) -> Progress:
 def disagreement_of(store: Store, benchmark: str, keep: Sequence[str] = (), progress: Progress = _quiet,
                     items: pd.DataFrame | None = None, lay: Layout | None = None) -> DisagreementMap:
     """The map of every run of `benchmark` with predictions (core.disagreement); `keep`: runs always drawn."""
+    import numpy as np
+
     from core import families, outcomes
-    from core.disagreement import disagreement_map
+    from core.disagreement import disagreement_map, group_counts
 
     family = families.get(store.benchmark_family(benchmark))
     if items is None:
@@ -206,4 +208,6 @@ def disagreement_of(store: Store, benchmark: str, keep: Sequence[str] = (), prog
         raise CrosscheckError(f"benchmark {benchmark!r} has no run with predictions")
     preds = run_preds(store, runs, predictions.pk_rows(items["pk"].tolist()), progress)
     names = [r["name"] for r in runs]
-    return disagreement_map(benchmark, lay, names, [outcomes.summarise(lay, preds[n]) for n in names], keep)
+    counts = [group_counts(lay, preds[n]) for n in names]
+    return disagreement_map(benchmark, lay, names, np.array([c[0] for c in counts]), np.array([c[1] for c in counts]),
+                            keep)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from core import families, outcomes
-from core.disagreement import ALL_RIGHT, NONE_RIGHT, SOME_RIGHT, UNANSWERED, disagreement_map, rasch
+from core.disagreement import ALL_RIGHT, NONE_RIGHT, SOME_RIGHT, UNANSWERED, disagreement_map, group_counts, rasch
 
 
 def _simulate(n_runs: int, n_groups: int, seed: int = 4):
@@ -64,7 +64,7 @@ def _layout_and_runs(n_runs: int, n_groups: int, seed: int = 2):
     items = pd.DataFrame([{"item_id": f"g{g}-{i}", "group_id": f"g{g}", "kind": "Q", "variant": "", "answer": "A"}
                           for g in range(n_groups) for i in range(2)])
     lay = outcomes.layout(families.get("generic").groups, items)
-    names, summ = [], []
+    names, summ, k, n = [], [], [], []
     for r in range(n_runs):
         skill = 0.2 + 0.7 * r / max(n_runs - 1, 1)
         answers = np.where(rng.random(len(items)) < skill, "A", "B")
@@ -73,13 +73,17 @@ def _layout_and_runs(n_runs: int, n_groups: int, seed: int = 2):
         if r == 0:
             preds = preds[~preds["item_id"].str.startswith("g0-")]
         names.append(f"r{r:04d}")
-        summ.append(outcomes.summarise(lay, outcomes.preds_from_frame(lay, preds)))
-    return lay, names, summ
+        p = outcomes.preds_from_frame(lay, preds)
+        summ.append(outcomes.summarise(lay, p))
+        right, answered = group_counts(lay, p)
+        k.append(right)
+        n.append(answered)
+    return lay, names, summ, np.array(k), np.array(n)
 
 
 def test_the_map_orders_runs_by_ability_and_colours_joint_outcomes():
-    lay, names, summ = _layout_and_runs(8, 60)
-    m = disagreement_map("b", lay, names, summ)
+    lay, names, summ, k, n = _layout_and_runs(8, 60)
+    m = disagreement_map("b", lay, names, k, n)
     assert [a.run for a in m.runs][0] == "r0007" and [a.run for a in m.runs][-1] == "r0000"
     assert [a.theta for a in m.runs] == sorted((a.theta for a in m.runs), reverse=True)
     assert [d.b for d in m.groups] == sorted(d.b for d in m.groups)
@@ -97,8 +101,8 @@ def test_the_map_orders_runs_by_ability_and_colours_joint_outcomes():
 
 
 def test_many_runs_are_sampled_evenly_and_said():
-    lay, names, summ = _layout_and_runs(400, 30)
-    m = disagreement_map("b", lay, names, summ, keep=["r0123"], max_runs=40)
+    lay, names, _, k, n = _layout_and_runs(400, 30)
+    m = disagreement_map("b", lay, names, k, n, keep=["r0123"], max_runs=40)
     assert len(m.runs) == 40 and "r0123" in {a.run for a in m.runs}
     assert m.runs[0].theta == max(a.theta for a in m.abilities)  # the ends of the order are drawn
     assert m.runs[-1].theta == min(a.theta for a in m.abilities)

@@ -54,10 +54,10 @@ def map_figure(store: Any, bench: str | None, runs: list[str] | None) -> tuple[A
         m = cache.disagreement(store, bench, tuple(runs or ()))
     except CrosscheckError as exc:
         return charts.empty("Where runs disagree", str(exc)), str(exc)
-    line = (f"{m.n_runs} runs x {m.n_groups} groups, each cell a run's joint outcome on a group (every item right, "
-            "some, none, not answered); runs ordered by ability and groups by difficulty from a Rasch fit of "
-            "“every item right”, each with a 95% interval (hover). Click a cell to open that group with that run "
-            "in detail.")
+    line = (f"{m.n_runs} runs x {m.n_groups} groups, each cell a run's joint outcome on a group over the items it "
+            "answered (every one right, some, none, none answered); runs ordered by ability and groups by difficulty "
+            "from a Rasch fit of the items right, each with a 95% interval (hover). Click a cell to open that group "
+            "with that run in detail.")
     if m.note:
         line += f" Drawn: {m.note}."
     return charts.disagreement_map(m), line
