@@ -8,7 +8,15 @@ import pandas as pd
 import pytest
 
 from core import families, outcomes
-from core.disagreement import ALL_RIGHT, NONE_RIGHT, SOME_RIGHT, UNANSWERED, disagreement_map, group_counts, rasch
+from core.disagreement import (
+    ALL_RIGHT,
+    NONE_RIGHT,
+    SOME_RIGHT,
+    UNANSWERED,
+    disagreement_map,
+    group_counts,
+    rasch,
+)
 
 
 def _simulate(n_runs: int, n_groups: int, seed: int = 4):
