@@ -10,6 +10,7 @@ item-health read computes for images that have none yet (`image_phashes`, table 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -147,8 +148,11 @@ def image_phashes(store: Store, digests: Sequence[str], progress: Progress = _qu
         if n % 200 == 0:
             progress(f"hashing images {n + 1:,} of {len(todo):,}", (n + 1) / len(todo))
     if made:
-        with store.write() as conn:
-            conn.executemany("INSERT OR IGNORE INTO image_phash (hash, phash) VALUES (?, ?)", made)
+        try:
+            with store.write() as conn:
+                conn.executemany("INSERT OR IGNORE INTO image_phash (hash, phash) VALUES (?, ?)", made)
+        except sqlite3.OperationalError:  # a read-only or busy store: the hashes serve this read and are not kept
+            pass
     return known
 
 
