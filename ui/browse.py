@@ -320,10 +320,7 @@ def build_browse(ctx: Ctx) -> None:
         tag = browse_review.tag_filter()
         search = gr.Textbox(label="Search", placeholder="words, a group id…", scale=2,
                             elem_id="cc-browse-search")
-    slices = slices_panel.build(ctx)
-    why = why_panel.build(ctx)
-    health = health_panel.build(ctx)
-    disagree = map_panel.build(ctx)
+    slices, why, health, disagree = (p.build(ctx) for p in (slices_panel, why_panel, health_panel, map_panel))
     focus = gr.State(None)  # the failure mode or item-health list the list is narrowed to (ui.focus), or None
     with gr.Row():
         summary = gr.HTML(elem_id="cc-browse-summary", elem_classes=["cc-grow"])

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.errors import CrosscheckError
 from core.item_health import LISTS
+from db.store import Store
 
 HEALTH_LABELS = {"suspect_gold": "suspect gold letters", "unstable": "unstable items", "ambiguous": "ambiguous items",
                  "negative_discrimination": "negatively discriminating items",
@@ -57,7 +58,7 @@ class Focus:
         return {"mode": str(self.mode), "mode_run": self.run, "mode_vs": self.other, "health": ""}
 
 
-def groups(store: Any, bench: str, focus: Focus) -> tuple[list[str], str]:
+def groups(store: Store, bench: str, focus: Focus) -> tuple[list[str], str]:
     """(the groups of the filter, in the order the panel lists them; the words the list's summary says it with).
     A mode its run no longer has (the run changed) gives no group and says so."""
     from ui.views import cache

@@ -16,6 +16,7 @@ import pandas as pd
 
 from core.errors import CrosscheckError
 from db import gold_reviews
+from db.store import Store
 from ui.focus import HEALTH_LABELS, Focus
 from ui.handlers import username
 from ui.templating import macro
@@ -68,7 +69,7 @@ def _rows(health: Any, which: str, marks: dict[str, str]) -> tuple[list[dict[str
              for a in health.accuracy_without_suspects], [])
 
 
-def health_table(store: Any, bench: str | None, which: str | None) -> tuple[pd.DataFrame, list[dict[str, str]], str]:
+def health_table(store: Store, bench: str | None, which: str | None) -> tuple[pd.DataFrame, list[dict[str, str]], str]:
     """(the table of list `which`, each row's group and item, the line above it)."""
     if not bench:
         return pd.DataFrame(), [], "Pick a benchmark in the header."
@@ -93,14 +94,14 @@ def health_table(store: Any, bench: str | None, which: str | None) -> tuple[pd.D
     return pd.DataFrame(rows), picks, line
 
 
-def reviews_html(store: Any, bench: str | None, error: str = "") -> str:
+def reviews_html(store: Store, bench: str | None, error: str = "") -> str:
     """The benchmark's current verdicts (item, verdict, note, who, when), newest last."""
     rows = gold_reviews.reviews(store, bench) if bench else []
     return macro("health.html", "reviews")(error, [(r.item_id, r.group_id, gold_reviews.VERDICTS[r.verdict], r.note,
                                                      r.by, r.created) for r in rows])
 
 
-def save_review(store: Any, bench: str | None, item: str | None, verdict: str | None, note: str | None,
+def save_review(store: Store, bench: str | None, item: str | None, verdict: str | None, note: str | None,
                 who: str | None) -> tuple[str, Any]:
     """Record a reviewer's verdict: (the verdicts' list, the note box: cleared when saved, kept on an error)."""
     iid = (item or "").strip()

@@ -14,6 +14,7 @@ from typing import Any
 import gradio as gr
 
 from core.errors import CrosscheckError
+from db.store import Store
 from ui import charts
 from ui.templating import macro
 from ui.views import cache
@@ -46,7 +47,7 @@ if (!window.__ccMap) {
 """
 
 
-def map_figure(store: Any, bench: str | None, runs: list[str] | None) -> tuple[Any, str]:
+def map_figure(store: Store, bench: str | None, runs: list[str] | None) -> tuple[Any, str]:
     """(the map's figure, the line above it) of every run of `bench`, the header's `runs` always drawn."""
     if not bench:
         return charts.empty("Where runs disagree", "pick a benchmark"), "Pick a benchmark in the header."

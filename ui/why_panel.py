@@ -12,6 +12,7 @@ import gradio as gr
 import pandas as pd
 
 from core.errors import CrosscheckError, MetricUndefined
+from db.store import Store
 from ui import slices_panel
 from ui.focus import Focus
 from ui.templating import macro
@@ -30,7 +31,7 @@ def _q(x: float | None) -> str:
     return "–" if x is None else f"{x:.3g}"
 
 
-def modes_table(store: Any, bench: str | None, run: str | None, other: str | None
+def modes_table(store: Store, bench: str | None, run: str | None, other: str | None
                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], str]:
     """(the modes' table, the distinctive terms' table, each mode row's filter (ui.focus.Focus's dict), the line
     above them) of `run` (against `other`: the items it lost)."""

@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from ui.metrics_page import Page, metrics_page
 from ui.report import GROUP_CHOICES
 from ui.scores import ScoreCache
 from ui.views import cache
+
+if TYPE_CHECKING:
+    from core.disagreement import DisagreementMap
+    from core.failure_modes import FailureModes
+    from core.item_health import ItemHealth
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 THUMB_PX = 240  # longest side of an inline thumbnail
@@ -46,9 +51,9 @@ class Why:
     health and the map of where runs disagree (core.failure_modes, core.item_health, core.disagreement, through
     ui.views.cache), and why any of them is missing."""
 
-    modes: list[Any] = field(default_factory=list)   # FailureModes, per run
-    health: Any = None                               # ItemHealth or None
-    map: Any = None                                  # DisagreementMap or None
+    modes: list[FailureModes] = field(default_factory=list)  # per run
+    health: ItemHealth | None = None
+    map: DisagreementMap | None = None
     notes: list[str] = field(default_factory=list)
 
 
