@@ -161,19 +161,14 @@ class ItemHealth:
         out: dict[str, Any] = as_json(self)
         return out
 
-    def items_of(self, name: str) -> list[str]:
-        """The item ids of list `name` (of a duplicate cluster: every item showing its images), in its order."""
-        rows: Sequence[Any] = getattr(self, name)
-        if name == "duplicates":
-            return [i for d in rows for i in d.items]
-        return [r.item_id for r in rows]
-
     def groups_of(self, name: str) -> list[str]:
-        """The groups of list `name`, in its order, each once."""
-        rows: Sequence[Any] = getattr(self, name)
+        """The groups of list `name` (one of LISTS), in its order, each once."""
         if name == "duplicates":
-            return list(dict.fromkeys(g for d in rows for g in d.groups))
-        return list(dict.fromkeys(r.group_id for r in rows))
+            return list(dict.fromkeys(g for d in self.duplicates for g in d.groups))
+        rows: dict[str, Sequence[SuspectGold | Unstable | Ambiguous | NegativeDiscrimination]] = {
+            "suspect_gold": self.suspect_gold, "unstable": self.unstable, "ambiguous": self.ambiguous,
+            "negative_discrimination": self.negative_discrimination}
+        return list(dict.fromkeys(r.group_id for r in rows[name]))
 
 
 LISTS = ("suspect_gold", "unstable", "ambiguous", "negative_discrimination", "duplicates")  # ItemHealth's lists

@@ -301,9 +301,9 @@ def focus_set(link: Any, *values: Any) -> tuple[Any, Any]:
     """Browse's failure-mode or item-health filter changed (ui.focus): the link's own filter while the page lands
     on it counts as the landing; any other is the user's."""
     wanted = View.of(link)
-    shown = view_of(*values)
+    shown, asked = view_of(*values).as_dict(), wanted.as_dict() if wanted is not None else {}
     if wanted is not None and not link.get("landed") and all(
-            getattr(shown, k) == getattr(wanted, k) for k in ("mode", "mode_run", "mode_vs", "health")):
+            shown[k] == asked[k] for k in ("mode", "mode_run", "mode_vs", "health")):
         return by_app(link, *values)
     return by_user(link, *values)
 
