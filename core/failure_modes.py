@@ -339,9 +339,16 @@ def _embed(counts: Any, fit_rows: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _kmeans(x: np.ndarray, k: int, seed: int, weight: np.ndarray | None = None, n_init: int = 3) -> Any:
-    from sklearn.cluster import KMeans
+    """k-means of `x`; a resample holding fewer distinct documents than k gives fewer clusters, silently (the
+    Jaccard of `_stability` then reads what it gives)."""
+    import warnings
 
-    return KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x, sample_weight=weight)
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x, sample_weight=weight)
 
 
 def _pick_k(x: np.ndarray, seed: int) -> tuple[int, Any]:
@@ -350,9 +357,12 @@ def _pick_k(x: np.ndarray, seed: int) -> tuple[int, Any]:
 
     rng = np.random.default_rng(seed)
     sample = rng.choice(len(x), size=min(SILHOUETTE_DOCS, len(x)), replace=False)
+    distinct = len(np.unique(x.round(9), axis=0))  # documents that say the same thing are one point
     best: tuple[float, int, Any] | None = None
     for k in K_CHOICES:
         if k >= len(x) // 4 or k > max(K_CHOICES[0], int(np.sqrt(len(x) / 2))):  # k <= sqrt(n / 2) (Mardia 1979)
+            break
+        if k >= distinct:
             break
         km = _kmeans(x, k, seed)
         labels = km.labels_[sample]
@@ -362,7 +372,9 @@ def _pick_k(x: np.ndarray, seed: int) -> tuple[int, Any]:
         if best is None or score > best[0] + 1e-12:
             best = (score, k, km)
     if best is None:
-        raise TooFewDocuments("too few documents to cluster (fewer than 12)")
+        raise TooFewDocuments(f"{len(x)} documents saying {distinct} distinct things: too few to cluster "
+                              f"(k = {K_CHOICES[0]} needs at least {4 * K_CHOICES[0]} documents and {K_CHOICES[0] + 1} "
+                              "distinct ones)")
     return best[1], best[2]
 
 
