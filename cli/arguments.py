@@ -118,6 +118,8 @@ def report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--groups", default="failing", help=f"the groups the file holds: {GROUP_CHOICES} "
                    "(failing ones first; default: failing)")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+    p.add_argument("--set-aside-marked", action="store_true", help="score without the groups of the items "
+                   "reviewers marked 'gold is wrong' (the file says so)")
 
 
 def demo(p: argparse.ArgumentParser) -> None:

@@ -503,7 +503,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() not in (".html", ".htm"):
         raise BadReportRequest(f"-o {args.output}: the report is one HTML file; name it FILE.html")
     command = shlex.join(["python", "app.py", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else "app.py report"
-    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command)
+    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command,
+                       set_aside=args.set_aside_marked)
     size = out.stat().st_size / 1e6
     print(f"report of {args.benchmark!r} written to {out} ({size:.1f} MB, {time.perf_counter() - t0:.1f} s)")
     return 0

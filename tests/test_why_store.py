@@ -84,6 +84,12 @@ def test_scores_set_the_marked_groups_aside_and_say_so(store, tmp_path):
     assert "Set aside: 1 item(s)" in to_latex(table)
     unmarked = metrics_page(store, BENCH, [RUN], cache=ScoreCache())
     assert unmarked.aside == "" and not to_csv(next(iter(unmarked.tables.values()))).startswith("#")
+    # the report says it too, and holds why it fails (report --set-aside-marked, the Metrics tab's download)
+    out = tmp_path / "r.html"
+    assert run_cli("report", "--benchmark", BENCH, "--runs", RUN, "--set-aside-marked", "-o", str(out),
+                   db=store.path).returncode == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.count("Set aside: 1 item(s)") >= 2 and 'id="cc-why"' in text and "Failure modes of" in text
 
 
 def test_score_all_refuses_to_set_aside(store):

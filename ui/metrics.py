@@ -326,8 +326,9 @@ def _download(label: str, write: Any, dl: gr.DownloadButton, css_class: str, wid
 def report_download(store: Store, page: Page) -> Any:
     """The one-file report (ui/report) of the runs on the page, written when the button is pressed."""
     names = [r.name for r in page.runs]
-    text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})",
-                       cache_=CACHE)
+    text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})"
+                       + (" with the marked groups set aside" if page.aside else ""), cache_=CACHE,
+                       set_aside=bool(page.aside))
     return report_file(text, page.benchmark)
 
 

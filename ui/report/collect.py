@@ -272,8 +272,10 @@ def _predictions(store: Store, benchmark: str, runs: list[dict[str, Any]], wante
 
 
 def collect(store: Store, benchmark: str, names: list[str] | None = None, split: str | None = None,
-            groups: str | None = None, command: str = "", cache_: ScoreCache | None = None) -> ReportData:
-    """The report of `names` (default: every run) of `benchmark` on `split` (as `score --split`)."""
+            groups: str | None = None, command: str = "", cache_: ScoreCache | None = None,
+            set_aside: bool = False) -> ReportData:
+    """The report of `names` (default: every run) of `benchmark` on `split` (as `score --split`); `set_aside`:
+    scored without the groups of the items reviewers marked "gold is wrong", as the Metrics tab's toggle."""
     from core.scoring import split_arg
 
     limit = group_limit(groups)
@@ -281,7 +283,7 @@ def collect(store: Store, benchmark: str, names: list[str] | None = None, split:
     if not runs:
         raise BadReportRequest(f"benchmark {benchmark!r} has no runs to report")
     page = metrics_page(store, benchmark, [r["name"] for r in runs], split=split_arg(split),
-                        cache=cache_ if cache_ is not None else ScoreCache())
+                        cache=cache_ if cache_ is not None else ScoreCache(), set_aside=set_aside)
     if page.message:
         raise BadReportRequest(page.message)
     scored = {rs.name: rs for rs in page.runs}

@@ -182,7 +182,8 @@ def summary_line(data: ReportData) -> str:
     synth = sum(r.synthetic for r in runs)
     return (f"{len(runs)} run{'s' if len(runs) != 1 else ''} · split {runs[0].split}"
             + (f" · {synth} synthetic (generated demo data)" if synth else "")
-            + " · rates in %; hover a value for k / n and its 95% interval; click a column header to sort")
+            + " · rates in %; hover a value for k / n and its 95% interval; click a column header to sort"
+            + (f" · {data.page.aside}" if data.page.aside else ""))
 
 
 def render(data: ReportData) -> str:
