@@ -93,6 +93,8 @@ def score(p: argparse.ArgumentParser) -> None:
                    "randomized trials flag shortcut items (001 §2.3; default: the only one)")
     p.add_argument("--shortcut-pool", action="store_true", help="SPUR: pool every text-only model's trials "
                    "(labelled as pooled)")
+    p.add_argument("--set-aside-marked", action="store_true", help="leave out the groups of the items reviewers "
+                   "marked 'gold is wrong' (Browse, Item health); the JSON says what was set aside")
 
 
 def export(p: argparse.ArgumentParser) -> None:
@@ -116,6 +118,8 @@ def report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--groups", default="failing", help=f"the groups the file holds: {GROUP_CHOICES} "
                    "(failing ones first; default: failing)")
     p.add_argument("-o", "--output", type=Path, required=True, help="the HTML file to write")
+    p.add_argument("--set-aside-marked", action="store_true", help="score without the groups of the items "
+                   "reviewers marked 'gold is wrong' (the file says so)")
 
 
 def demo(p: argparse.ArgumentParser) -> None:
@@ -218,6 +222,25 @@ def slices(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default 2000: the first 2000 of the "
                    "stream every interval uses)")
     p.add_argument("--json", action="store_true", help="print {slices: [...]} as JSON")
+
+
+def failure_modes(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", required=True)
+    p.add_argument("--benchmark", help="check that the run is of this benchmark")
+    p.add_argument("--compare", metavar="OTHER_RUN", help="the modes of the items --run got wrong and OTHER_RUN "
+                   "right (the groups it lost)")
+    p.add_argument("--split", help="the split (default: test; 'all': every split)")
+    p.add_argument("--json", action="store_true", help="print {modes: [...], terms: [...]} as JSON "
+                   "(docs/FORMATS.md)")
+
+
+def item_health(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--split", help="the split whose accuracies are shown with and without the suspects (default: "
+                   "test; 'all': every split); the lists read every split")
+    p.add_argument("--json", action="store_true", help="print {suspect_gold, unstable, ambiguous, "
+                   "negative_discrimination, duplicates, accuracy_without_suspects, ...} as JSON (docs/FORMATS.md)")
+    p.add_argument("--top", type=int, default=10, help="rows listed per section without --json (default 10)")
 
 
 def search(p: argparse.ArgumentParser) -> None:

@@ -150,6 +150,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     store = _store(args)
     if args.all:
+        if args.set_aside_marked:
+            raise CrosscheckError("--set-aside-marked applies to score --run NAME (the Metrics tab sets aside for "
+                                  "the runs it shows)")
         return _score_all(store, args)
     if not args.run:
         raise CrosscheckError("score needs --run NAME (or --all)")
@@ -163,6 +166,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         compare = runs.get(args.compare) or store.run_data(args.compare)
     extras = score_extras(store, args.run, row["family"], judge=args.judge)
     options = ScoreOptions(split=split_arg(args.split), clusterings=_clusterings(args, row["family"]))
+    if args.set_aside_marked:
+        from db.gold_reviews import set_aside
+
+        options = replace(options, set_aside=set_aside(store, row["benchmark"]))
     if args.shortcut_model or args.shortcut_pool:  # the shortcut filter's model: a family control's ScoreOptions
         from core import families
 
@@ -225,6 +232,112 @@ def _print_slices(found: list[Any], run: str, other: str | None, split: str) -> 
         q = "-" if s.q is None else f"{s.q:.3g}"
         print(f"{(s.field + ' = ' + s.value)[:40]:<40} {s.n_groups:>6} {s.n_items:>6} {pct(s.accuracy.value):>6} "
               f"{pct(vs_rate.value):>6} {signed(s.diff):>7} {ci:>17} {q:>7}")
+
+
+def cmd_failure_modes(args: argparse.Namespace) -> int:
+    """Why a run fails: its failing outputs grouped into modes (core.failure_modes through db.diagnosis)."""
+    from core.scoring import split_arg
+    from db.diagnosis import failure_modes_of
+
+    found = failure_modes_of(_store(args), args.run, args.compare, split_arg(args.split), args.benchmark)
+    if args.json:
+        print(json.dumps(found.json(), ensure_ascii=False, allow_nan=False))
+        return 0
+    _print_modes(found)
+    return 0
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}"
+
+
+def _print_modes(found: Any) -> None:
+    vs = f"the items it lost against {found.compare!r}" if found.compare else "its failing items"
+    print(f"{len(found.modes)} modes of {found.run!r} on split {found.split!r} ({vs}: {found.n_failing} failing, "
+          f"{found.n_passing} passing documents; share among failing - share among passing, 95% cluster-bootstrap "
+          "CI, BH q; most failure-heavy first)")
+    if found.note:
+        print(found.note)
+    print(f"{'id':>3} {'mode':<44} {'fail %':>6} {'pass %':>6} {'diff':>6} {'95% CI':>15} {'q':>7} {'stab':>5} "
+          f"{'groups':>6}  examples")
+    for m in found.modes:
+        ci = f"[{_signed(m.ci[0])}, {_signed(m.ci[1])}]" if m.ci else "-"
+        q = "-" if m.q is None else f"{m.q:.3g}"
+        print(f"{m.id:>3} {m.label[:44]:<44} {100 * m.share_failing:6.1f} {100 * m.share_passing:6.1f} "
+              f"{_signed(m.diff):>6} {ci:>15} {q:>7} {m.stability:5.2f} {len(m.groups):>6}  {', '.join(m.examples)}")
+    if found.terms:
+        print("distinctive terms (failing vs passing documents; log-odds z, BH q):")
+        for t in found.terms[:20]:
+            print(f"  {t.term:<32} failing {t.failing:>6}  passing {t.passing:>6}  z {t.z:6.2f}  q {t.q:.3g}")
+
+
+def cmd_item_health(args: argparse.Namespace) -> int:
+    """The benchmark's items read through every run (core.item_health through db.diagnosis), with a progress bar
+    on stderr when it takes more than a second."""
+    from tqdm import tqdm
+
+    from core.scoring import split_arg
+    from db.diagnosis import item_health_of
+    from db.gold_reviews import reviews
+
+    store = _store(args)
+    bar = tqdm(total=100, unit="%", desc="item-health", delay=1.0, file=sys.stderr, leave=False,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}")
+
+    def progress(what: str, done: float) -> None:
+        bar.set_description_str(f"item-health: {what}", refresh=False)
+        bar.update(round(100 * done) - bar.n)
+
+    try:
+        health = item_health_of(store, args.benchmark, split_arg(args.split), progress)
+    finally:
+        bar.close()
+    marks = reviews(store, args.benchmark)
+    if args.json:
+        out = health.json()
+        out["reviews"] = [{"item_id": r.item_id, "group_id": r.group_id, "verdict": r.verdict, "note": r.note,
+                           "by": r.by, "created": r.created} for r in marks]
+        print(json.dumps(out, ensure_ascii=False, allow_nan=False))
+        return 0
+    _print_health(health, marks, args.top)
+    return 0
+
+
+def _print_health(h: Any, marks: list[Any], top: int) -> None:
+    print(f"item health of {h.benchmark!r}: {h.n_items} items read through {h.n_runs} runs")
+    rows = {
+        "suspect gold (Dawid-Skene consensus on another letter)": [
+            f"{s.item_id} ({s.group_id}): gold {s.gold}, consensus {s.consensus} (support {s.support:.2f}, "
+            f"{len(s.runs)} of {s.n_runs} runs)" for s in h.suspect_gold],
+        "unstable (flips across repeats beyond the runs' own noise)": [
+            f"{u.item_id} ({u.group_id}): {u.flips} of {u.n_runs} runs flipped (expected {u.expected:.1f}), "
+            f"p {u.p:.3g}, q {u.q:.3g}" for u in h.unstable],
+        "ambiguous (runs split between two letters)": [
+            f"{a.item_id} ({a.group_id}): {a.letters[0]} {100 * a.shares[0]:.0f}% / {a.letters[1]} "
+            f"{100 * a.shares[1]:.0f}% of {a.n_runs} runs, gold {a.gold}" for a in h.ambiguous],
+        "negative discrimination (strong runs wrong, weak runs right)": [
+            f"{n.item_id} ({n.group_id}): r {n.r:+.2f} over {n.n_runs} runs, p {n.p:.3g}, q {n.q:.3g}"
+            for n in h.negative_discrimination],
+        "duplicate images across groups": [
+            f"{', '.join(d.groups)}: {len(d.images)} image(s), distance {d.distance}"
+            + (f", across splits {', '.join(d.splits)}" if d.cross_split else "") for d in h.duplicates],
+    }
+    for (title, lines), key in zip(rows.items(), ("suspect_gold", "unstable", "ambiguous",
+                                                  "negative_discrimination", "duplicates"), strict=True):
+        print(f"\n{title}: {h.counts.get(key, len(lines))}")
+        for line in lines[:top]:
+            print(f"  {line}")
+    print(f"\naccuracy on split {h.split!r} with and without the {h.counts.get('suspect_gold', 0)} suspects "
+          "(95% cluster-bootstrap CI; what the suspects cost first):")
+    for a in h.accuracy_without_suspects[:top]:
+        ci = f"[{_signed(a.ci[0])}, {_signed(a.ci[1])}]" if a.ci else "-"
+        acc = "-" if a.accuracy.value is None else f"{100 * a.accuracy.value:.1f}"
+        wo = "-" if a.without.value is None else f"{100 * a.without.value:.1f}"
+        print(f"  {a.run:<40} {acc:>6} -> {wo:>6}  {_signed(a.diff):>6} {ci}")
+    if marks:
+        print(f"\nreviewed: {len(marks)} item(s)")
+        for r in marks[:top]:
+            print(f"  {r.item_id}: gold is {r.verdict} ({r.by}, {r.created})" + (f": {r.note}" if r.note else ""))
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -389,7 +502,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() not in (".html", ".htm"):
         raise BadReportRequest(f"-o {args.output}: the report is one HTML file; name it FILE.html")
     command = shlex.join(["python", "app.py", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else "app.py report"
-    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command)
+    out = write_report(_store(args), args.output, args.benchmark, names, args.split, args.groups, command,
+                       set_aside=args.set_aside_marked)
     size = out.stat().st_size / 1e6
     print(f"report of {args.benchmark!r} written to {out} ({size:.1f} MB, {time.perf_counter() - t0:.1f} s)")
     return 0

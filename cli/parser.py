@@ -79,6 +79,12 @@ COMMANDS: tuple[tuple[str, Callable[[argparse.Namespace], int], str, Callable[[a
     ("score", commands.cmd_score, "compute a run's metrics (or every run's, with --all)", arguments.score),
     ("slices", commands.cmd_slices, "where a run fails: each stratum value against the rest of the split, with "
      "cluster-bootstrap intervals and Benjamini-Hochberg q (docs/METRICS.md, 'Slices')", arguments.slices),
+    ("failure-modes", commands.cmd_failure_modes, "why a run fails: its failing outputs grouped into modes named "
+     "by their terms, each with its share among failures and passes, a cluster-bootstrap interval and BH q "
+     "(docs/METRICS.md, 'Failure modes')", arguments.failure_modes),
+    ("item-health", commands.cmd_item_health, "the benchmark's items read through every run: suspect gold letters, "
+     "unstable, ambiguous and negatively discriminating items, duplicate images, accuracy without the suspects "
+     "(docs/METRICS.md, 'Item health')", arguments.item_health),
     ("search", commands.cmd_search, "full-text search of responses, traces, questions, options, meta and notes "
      "(FTS5 syntax: words, \"a phrase\", prefix*, NOT, OR)", arguments.search),
     ("tag", commands.cmd_tag, "tag a group with a name and an optional note (Browse filters by tag; slices count "

@@ -1,7 +1,8 @@
 """`core.report_tables.Table` as plain JSON: what the Metrics endpoint (`api_name="metrics"`, ui/metrics.py)
 returns for each table, so a script reads a hosted instance's tables without scraping HTML (docs/UI.md).
 
-A table is {"key", "title", "index", "columns", "rows", "note", "reasons"}; a row is {"labels", "run",
+A table is {"key", "title", "index", "columns", "rows", "note", "reasons"} (and "aside", what its scores set
+aside, when they did); a row is {"labels", "run",
 "synthetic", "reference", "cells"}; a cell is {"column", "run", "path", "kind", "value", "k", "n", "interval",
 "reason", "display"}: `value` is the fraction, count or text of `score --json` at `path` in the run's metrics
 (None when it cannot be computed, and then `reason` says why), `interval` its 95% interval [lo, hi] or None,
@@ -53,6 +54,9 @@ def row_json(columns: list[str], row: Row) -> dict[str, Any]:
 
 def table_json(table: Table) -> dict[str, Any]:
     """One table as JSON (the module docstring gives the shape)."""
-    return {"key": table.key, "title": table.title, "index": list(table.index), "columns": list(table.columns),
-            "rows": [row_json(table.columns, r) for r in table.rows], "note": table.note,
-            "reasons": reasons(table)}
+    out = {"key": table.key, "title": table.title, "index": list(table.index), "columns": list(table.columns),
+           "rows": [row_json(table.columns, r) for r in table.rows], "note": table.note,
+           "reasons": reasons(table)}
+    if table.aside:  # only when the scores set groups aside (a reviewer's "gold is wrong")
+        out["aside"] = table.aside
+    return out

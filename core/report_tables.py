@@ -40,6 +40,7 @@ class RunScore:
     config: dict[str, Any] = field(default_factory=dict)
     runner: str = ""
     split: str = "test"  # the split scored (`score --json`'s "split")
+    set_aside: dict[str, int] | None = None  # what the scoring set aside (`score --json`'s "set_aside")
 
 
 @dataclass(slots=True)
@@ -67,10 +68,16 @@ class Table:
     columns: list[str]
     rows: list[Row]
     note: str = ""
+    aside: str = ""  # what the scores left out (reviewers' "gold is wrong" groups), said first by every output
 
     @property
     def empty(self) -> bool:
         return not self.rows
+
+    @property
+    def notes(self) -> str:
+        """The table's note, after what its scores set aside."""
+        return " ".join(t for t in (self.aside, self.note) if t)
 
 
 # --------------------------------------------------------------------------- reading metrics
@@ -314,7 +321,10 @@ def to_frame(table: Table) -> pd.DataFrame:
 
 
 def to_csv(table: Table) -> str:
+    """The table as CSV; a table whose scores set something aside starts with a `# ` line saying what."""
     buf = io.StringIO()
+    if table.aside:
+        buf.write(f"# {table.aside}\n")
     to_frame(table).to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL)
     return buf.getvalue()
 
@@ -370,8 +380,8 @@ def to_latex(table: Table, label_prefix: str = "tab:") -> str:
         body_started = True
     lines += [r"\bottomrule", r"\end{tabular}"]
     notes = []
-    if table.note:
-        notes.append(latex_escape(table.note))
+    if table.notes:
+        notes.append(latex_escape(table.notes))
     if any_synth:
         notes.append(r"$^\dagger$ synthetic run (demo data).")
     why = reasons(table)

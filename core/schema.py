@@ -110,6 +110,29 @@ class Rate:
         return out
 
 
+def as_json(obj: Any) -> Any:
+    """A typed result as plain JSON values, generated from its dataclass fields (in their order): nested
+    dataclasses, tuples and lists become objects and lists, a Rate its `to_json`, a numpy scalar its value, and a
+    float that is not finite None (JSON has no NaN). Every result's `json()` is this, so its JSON keys are its
+    field names and nothing else."""
+    import dataclasses
+    import math
+
+    if isinstance(obj, Rate):
+        return obj.to_json()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: as_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): as_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [as_json(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def to_jsonable(obj: Any) -> Any:
     """Turn nested dicts / lists holding Rate objects into plain JSON values."""
     if isinstance(obj, Rate):

@@ -71,6 +71,8 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
     family = families.get(run.family)
     if compare is not None:
         comparison.same_benchmark(run, compare)  # before scoring, not after
+    marked = items
+    items = without_groups_of(items, options.set_aside) if options.set_aside else items
     split, label = resolve_split(items, options.split)
     options = replace(options, split=split)
     with _context(context).active():
@@ -79,8 +81,33 @@ def score_run(items: Any, run: RunData, others: list[RunData], compare: RunData 
         if compare is not None:
             scores[COMPARE] = compare_runs(scoped, run, compare, split=split if family.scores_splits else None,
                                            clusterings=options.clusterings)
-    return {"benchmark": run.benchmark, "run": run.name, "family": run.family, "synthetic": bool(run.config.get("synthetic")),
-            "split": label, "metrics": scores.json()}
+    out = {"benchmark": run.benchmark, "run": run.name, "family": run.family,
+           "synthetic": bool(run.config.get("synthetic")), "split": label, "metrics": scores.json()}
+    if options.set_aside:
+        out["set_aside"] = set_aside_counts(marked, options.set_aside, split)
+    return out
+
+
+@item_memoized
+def without_groups_of(items: pd.DataFrame, item_ids: frozenset[str]) -> pd.DataFrame:
+    """`items` without every group holding one of `item_ids` (items a reviewer marked "gold is wrong": a group
+    with a wrong gold letter cannot be scored jointly, so its whole group is set aside), renumbered from 0;
+    `items` itself when none of them is there."""
+    marked = items["item_id"].isin(item_ids).to_numpy(dtype=bool)
+    if not marked.any():
+        return items
+    drop = items["group_id"].isin(set(items.loc[marked, "group_id"])).to_numpy(dtype=bool)
+    return items[~drop].reset_index(drop=True)
+
+
+def set_aside_counts(items: pd.DataFrame, item_ids: frozenset[str], split: str | None) -> dict[str, int]:
+    """{"marked", "groups", "items"}: the marked items of `items` (before setting aside) in `split` (None: every
+    split), their groups and every item of those groups: what `score` says it set aside."""
+    items = items if split is None else items[(items["split"] == split).to_numpy(dtype=bool)]
+    marked = items["item_id"].isin(item_ids).to_numpy(dtype=bool)
+    groups = set(items.loc[marked, "group_id"])
+    return {"marked": int(marked.sum()), "groups": len(groups),
+            "items": int(items["group_id"].isin(groups).sum())}
 
 
 def _context(context: stats.ScoringContext | None) -> stats.ScoringContext:
@@ -132,9 +159,11 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
     if missing:
         raise MetricUndefined(f"no run named {', '.join(map(repr, missing))} among the runs given")
     out: dict[str, dict[str, Any]] = {}
-    split, label = resolve_split(items, options.split)
     ctx = context if context is not None else stats.ScoringContext()
     with ctx.active():
+        marked = items
+        items = without_groups_of(items, options.set_aside) if options.set_aside else items
+        split, label = resolve_split(items, options.split)
         chosen = [by_name[n] for n in wanted]
         prefetch = families.get(chosen[0].family).prefetch if chosen else None
         if prefetch is not None and options.seed is not None:
@@ -147,6 +176,8 @@ def score_all(items: Any, runs: Mapping[str, RunData] | Iterable[RunData], names
                 options, split=split, judgements=extra.judgements, labels=extra.labels)
             out[run.name] = score_run(items, run, others, compare=other, options=run_options, context=ctx)
             out[run.name]["split"] = label
+            if options.set_aside:  # counted on the items before they were set aside
+                out[run.name]["set_aside"] = set_aside_counts(marked, options.set_aside, split)
     return out
 
 

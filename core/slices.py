@@ -13,7 +13,7 @@ For each slice with at least `min_groups` groups on both sides:
 - the difference slice - rest with its 95% percentile cluster-bootstrap interval: clusters are the groups, and
   the resampled group sums come from core.stats.resampled_sums, the very draws of every other interval for the
   same groups, draws and seed (a group with items on both sides moves both sides together);
-- a two-sided bootstrap p-value of "no difference": p = min(1, 2 min((b_le + 1) / (B + 1), (b_ge + 1) / (B + 1)))
+- a two-sided bootstrap p-value of "no difference" (core.stats.bootstrap_p): p = min(1, 2 min((b_le + 1) / (B + 1), (b_ge + 1) / (B + 1)))
   over the B draws where both sides are defined, b_le / b_ge the draws with a difference <= 0 / >= 0 (Davison &
   Hinkley 1997, §4.4: the +1 keeps p > 0 with finitely many draws); p < 0.05 exactly when 0 lies outside the
   interval, up to those +1s;
@@ -130,32 +130,6 @@ def _candidates(fields: Mapping[str, pd.Series], depth: int) -> list[tuple[tuple
     return out
 
 
-def _bh(p: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values: q_(i) = min_{j >= i} p_(j) m / j, capped at 1. Written here because
-    importing scipy.stats for it (false_discovery_control, which the tests compare with) costs 0.6 s a command."""
-    ps = np.asarray(p, dtype=float)
-    m = len(ps)
-    if m == 0:
-        return []
-    order = np.argsort(ps, kind="stable")
-    scaled = ps[order] * m / np.arange(1, m + 1)
-    q = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(q, 1.0)
-    return [float(x) for x in out]
-
-
-def _p_two_sided(d: np.ndarray) -> np.ndarray:
-    """Bootstrap p-value of 'no difference' per column of resampled differences (NaN draws left out)."""
-    ok = ~np.isnan(d)
-    b = ok.sum(axis=0)
-    le = ((d <= 0) & ok).sum(axis=0)
-    ge = ((d >= 0) & ok).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.minimum(1.0, 2 * np.minimum((le + 1) / (b + 1), (ge + 1) / (b + 1)))
-    return np.where(b > 0, p, np.nan)
-
-
 def find_slices(items: pd.DataFrame, outcome: pd.DataFrame, *, other: pd.DataFrame | None = None,
                 fields: Mapping[str, pd.Series] | None = None, depth: int = 1,
                 min_groups: int = DEFAULT_MIN_GROUPS, count_unanswered: bool = False,
@@ -189,7 +163,7 @@ def find_slices(items: pd.DataFrame, outcome: pd.DataFrame, *, other: pd.DataFra
     with context.active():
         for start in range(0, len(cands), _CHUNK):
             out += _score_chunk(cands[start:start + _CHUNK], gcode, n_clusters, counted, hit, hit_o, draws, seed)
-    qs = iter(_bh([s.p for s in out if s.p is not None]))  # q over every slice that has a p, in order
+    qs = iter(stats.bh_q([s.p for s in out if s.p is not None]))  # q over every slice that has a p, in order
     out = [replace(s, q=next(qs)) if s.p is not None else s for s in out]
     return sorted(out, key=lambda s: (np.inf if s.diff is None else s.diff, 1.0 if s.q is None else s.q,
                                       -s.n_items, s.field, s.value))
@@ -225,7 +199,7 @@ def _score_chunk(cands: list[tuple[tuple[str, ...], tuple[str, ...], np.ndarray,
         else:
             d = (sk - sums[:, 2 * s:3 * s]) / sn
     lo, hi = stats.percentile_interval(d)
-    p = _p_two_sided(d)
+    p = stats.bootstrap_p(d)
     out = []
     total_k, total_n = int(hit.sum()), int(counted.sum())
     for j, (names, values, _, g_in) in enumerate(cands):

@@ -392,6 +392,31 @@ def _m009_search_external(db: sqlite_utils.Database) -> None:
         db.execute(ddl)
 
 
+# Migration 010 (issue #38): reviewers' verdicts on suspect gold letters, one row per verdict, never changed or
+# deleted (an item's verdict is its latest row: db/gold_reviews.py, the one write path), and the perceptual hash
+# of each image, computed once by the first item-health read that needs it (db/diagnosis.py; '' for a flat image
+# the hash cannot describe).
+HEALTH_DDL = (
+    """CREATE TABLE gold_reviews (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        benchmark_id INTEGER NOT NULL REFERENCES benchmarks(id),
+        item_pk INTEGER NOT NULL REFERENCES items(id),
+        verdict TEXT NOT NULL CHECK (verdict IN ('wrong', 'right')),
+        note TEXT,
+        by TEXT NOT NULL,
+        created TEXT NOT NULL
+    )""",
+    "CREATE INDEX gold_reviews_item ON gold_reviews (benchmark_id, item_pk, id)",
+    "CREATE TABLE image_phash (hash TEXT PRIMARY KEY REFERENCES images(hash), phash TEXT NOT NULL)",
+)
+
+
+def _m010_item_health(db: sqlite_utils.Database) -> None:
+    """Gold-letter reviews and the images' perceptual hashes (issue #38)."""
+    for ddl in HEALTH_DDL:
+        db.execute(ddl)
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("001_initial", _m001_initial),
     ("002_calibration_samples", _m002_calibration_samples),
@@ -402,6 +427,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = [
     ("007_run_revision", _m007_run_revision),
     ("008_search", _m008_search),
     ("009_search_external", _m009_search_external),
+    ("010_item_health", _m010_item_health),
 ]
 
 

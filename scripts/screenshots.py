@@ -134,6 +134,7 @@ class Shots:
     fq2: str
     sb: str
     spur: str
+    url: str = ""
 
 
 def take_browse_list(c: Shots, p: Path) -> None:
@@ -351,6 +352,65 @@ def take_metrics(bench: str, table: str, section: str | None) -> Callable[[Shots
     return take
 
 
+WHY_LINK = "/?benchmark=stembind&runs=synth-sb-mirror-repeats,synth-sb-binder-weak"
+
+
+def _why_page(c: Shots, panel: str, title: str, ready: str) -> Any:
+    """The page on the demo's StemBind run that shows why it fails, with Browse's `panel` accordion open."""
+    page = c.page
+    page.goto(c.url + WHY_LINK)
+    page.locator("#cc-browse-list [role=gridcell]").first.wait_for(timeout=60_000)
+    time.sleep(1.5)
+    page.locator(f"#{panel}").get_by_text(title).first.click()
+    page.locator(ready).first.wait_for(timeout=60_000)
+    time.sleep(1.0)
+    return page
+
+
+def take_browse_why(c: Shots, p: Path) -> None:
+    _why_page(c, "cc-why", "Why it fails", "#cc-why-table [role=gridcell]").locator("#cc-why").screenshot(path=str(p))
+
+
+def take_browse_why_list(c: Shots, p: Path) -> None:
+    page = _why_page(c, "cc-why", "Why it fails", "#cc-why-table [role=gridcell]")
+    page.locator("#cc-why-table [role=gridcell][data-col='0']").first.click()
+    page.locator("#cc-browse-focus").wait_for(timeout=60_000)
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("j")
+    page.locator("#cc-group-view .cc-group[data-group]").first.wait_for(timeout=60_000)
+    time.sleep(1.5)
+    page.locator("#cc-browse-summary").scroll_into_view_if_needed()
+    page.evaluate("() => window.scrollBy(0, -60)")
+    page.screenshot(path=str(p))
+
+
+def take_browse_health(c: Shots, p: Path) -> None:
+    page = _why_page(c, "cc-health", "Item health", "#cc-health-table [role=gridcell]")
+    page.locator("#cc-health").screenshot(path=str(p))
+
+
+def take_browse_map(c: Shots, p: Path) -> None:
+    page = _why_page(c, "cc-map", "Where runs disagree", "#cc-map-plot .js-plotly-plot")
+    page.locator("#cc-map").screenshot(path=str(p))
+
+
+def take_metrics_aside(c: Shots, p: Path) -> None:
+    """A reviewer marks the first suspect "gold is wrong" (the store is the pictures' own copy), then Metrics sets
+    its group aside."""
+    page = _why_page(c, "cc-health", "Item health", "#cc-health-table [role=gridcell]")
+    page.locator("#cc-health-table [role=gridcell][data-col='0']").first.click()
+    time.sleep(1.0)
+    fill(page, "cc-health-note", "the rule in the image gives A")
+    page.locator("#cc-health-save").click()
+    page.locator("#cc-health-marks li").first.wait_for(timeout=30_000)
+    tab(page, "Metrics")
+    page.locator("#cc-metrics-summary").wait_for(timeout=60_000)
+    page.locator("#cc-metrics-aside-toggle input").check()
+    page.locator("#cc-metrics-aside").wait_for(timeout=60_000)
+    time.sleep(1.5)
+    page.screenshot(path=str(p))
+
+
 # Every picture, in the order taken (compare_view opens a row of the table compare leaves on the page).
 SHOTS: tuple[tuple[str, Callable[[Shots, Path], None]], ...] = (
     ("browse_list", take_browse_list),
@@ -376,6 +436,11 @@ SHOTS: tuple[tuple[str, Callable[[Shots, Path], None]], ...] = (
     ("calibration", take_calibration),
     ("calibration_judge_running", take_calibration_judge_running),
     ("run_midrun", take_run_midrun),
+    ("browse_why", take_browse_why),
+    ("browse_why_list", take_browse_why_list),
+    ("browse_health", take_browse_health),
+    ("browse_map", take_browse_map),
+    ("metrics_aside", take_metrics_aside),  # last: it writes a verdict
 )
 
 
@@ -390,7 +455,7 @@ def take_all(url: str, db: Path, out: Path, only: set[str]) -> list[str]:
         time.sleep(1.5)
         c = Shots(page=page, db=db, fq1=next(g for g in fe_groups if "fq1" in g),
                   fq2=next(g for g in fe_groups if "fq2" in g), sb=groups_of(db, "stembind")[1],
-                  spur=groups_of(db, "spur")[0])
+                  spur=groups_of(db, "spur")[0], url=url)
         for name, take in SHOTS:
             if only and name not in only:
                 continue

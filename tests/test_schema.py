@@ -14,18 +14,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 TABLES = {"_migrations", "benchmarks", "images", "items", "runs", "predictions", "judgements", "labels",
           "label_audit", "imports", "calibration_samples", "prediction_overrides", "run_jobs", "prediction_sources",
-          "group_tags", "search_keys", "search_state",
+          "group_tags", "search_keys", "search_state", "gold_reviews", "image_phash",
           # FTS5 tables (migration 008) and the shadow tables FTS5 keeps for each
           *(f"{t}{s}" for t in ("search_items", "search_notes", "search_tags") for s in ("", "_data", "_idx",
                                                                                       "_docsize", "_config")),
           # migration 009: search_predictions reads its text from a view (no _content) and keeps no sizes
           *(f"search_predictions{s}" for s in ("", "_data", "_idx", "_config"))}
 VIEWS = {"predictions_effective", "search_prediction_texts"}
-INDEXES = {"prediction_overrides_key", "run_jobs_run", "group_tags_tag"}
+INDEXES = {"prediction_overrides_key", "run_jobs_run", "group_tags_tag", "gold_reviews_item"}
 TRIGGERS = {f"search_{t}_{op}" for t in ("items", "notes", "tags") for op in ("ai", "ad", "au")} | {
     "search_predictions_ad", "search_predictions_au"}
 MIGRATED = ["001_initial", "002_calibration_samples", "003_prediction_overrides", "004_override_layer",
-            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search", "009_search_external"]
+            "005_run_jobs", "006_prediction_sources", "007_run_revision", "008_search", "009_search_external",
+            "010_item_health"]
 
 
 def _objects(path: Path) -> dict[str, set[str]]:

@@ -90,7 +90,7 @@ def test_q_values_are_benjamini_hochberg(planted):
 
 def test_bh_on_the_1995_paper_example_rejects_four():
     """Benjamini & Hochberg (1995) §4: 15 p-values; at q* = 0.05 the procedure rejects the four smallest."""
-    from core.slices import _bh
+    from core.stats import bh_q as _bh
 
     p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
          0.6528, 0.7590, 1.0000]

@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 from ui.audit import ToolReading
 from ui.calibration import Kappa
 from ui.compare import Differences, DiffRow
-from ui.report.page import ProvenanceRun, Section
+from ui.report.page import HealthList, ModeRow, ProvenanceRun, RunModes, Section, WhyView
 from ui.tables import TableCell, TableRow, TableView
 from ui.templating import ENV, TEMPLATES, macro, render, script_json, style, trusted
 from ui.trace_view import JudgedStage, Main, Side
@@ -114,10 +114,11 @@ MACROS: dict[tuple[str, str], list[tuple[Any, ...]]] = {
                                    "created": H, "state": (H, H)}],)],
     ("audit.html", "described"): [(H, H, True, H, H, H)],
     ("audit.html", "reverted"): [(H,)],
-    ("browse.html", "summary"): [(H, H, H, H, H, H, H, False)],
+    ("browse.html", "summary"): [(H, H, H, H, H, H, H, False), (H, H, H, H, H, H, H, False, H)],
     ("browse.html", "tags"): [(H, H, [(H, H, H)])],
     ("browse.html", "slice_line"): [(H, H)],
-    ("metrics.html", "summary"): [(H, H, 2, H, 1)],
+    ("health.html", "reviews"): [(H, [(H, H, H, H, H, H)]), (H, [])],
+    ("metrics.html", "summary"): [(H, H, 2, H, 1), (H, H, 2, H, 1, H)],
     ("shell.html", "header"): [(H, H)],
     ("shell.html", "link_note"): [(H,)],
     ("shell.html", "glossary"): [({H: (H, H)},)],
@@ -153,6 +154,8 @@ PAGES: dict[str, list[dict[str, Any]]] = {
     "report.html": [{"title": H, "csp": H, "css": trusted("body { margin: 0; }"), "summary": H, "chart_error": H,
                      "provenance": [(H, H)], "provenance_runs": [ProvenanceRun(H, True, [H], H)],
                      "sections": [Section(H, [H], [TABLE])],
+                     "why": WhyView([RunModes(H, H, [ModeRow(H, [H], [H], [H, H])], [[H, H]])], H,
+                                    [HealthList(H, [H], [([H, H], H), ([H], "")])], H, H, [H]),
                      "islands": [(H, '{"text": "' + H + '"}')], "scripts": [trusted("var ok = 1;")]}],
 }
 

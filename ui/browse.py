@@ -15,9 +15,11 @@ from core import families, outcomes
 from core import groups as core_groups
 from core.errors import CrosscheckError
 from db import browse as dbb
-from ui import browse_review, browse_search, slices_panel
+from ui import browse_review, browse_search, health_panel, map_panel, slices_panel, why_panel
 from ui.audit import build_audit
 from ui.context import Ctx
+from ui.focus import Focus
+from ui.focus import groups as focus_groups
 from ui.handlers import user_error
 from ui.links import View, from_request
 from ui.tables import verdict, with_verdicts
@@ -79,11 +81,12 @@ def _empty_list() -> dict[str, Any]:
 
 def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
                 field: str | None, value: str | None, pattern: str | None, query: str | None,
-                page: int | float | None, tag: str | None = None) -> dict[str, Any]:
+                page: int | float | None, tag: str | None = None, focus: Mapping[str, Any] | None = None
+                ) -> dict[str, Any]:
     """The Browse list: {"table": DataFrame, "summary": html, "page": int, "pages": int, "counts": {...},
     "total": groups after filters, "n_groups": all groups, "ids": every group id after filters, in order}.
-    `query` searches (ui.browse_search), `tag` keeps the groups with that tag. Pure of Gradio so the bench and
-    tests call it."""
+    `query` searches (ui.browse_search), `tag` keeps the groups with that tag, `focus` (ui.focus.Focus's dict)
+    the groups of a failure mode or an item-health list. Pure of Gradio so the bench and tests call it."""
     if not bench:
         return _empty_list()
     bd = cache.bench(store, bench)
@@ -93,6 +96,11 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     lay = bd.layout
     base = core_groups.filter_groups(bd.index, bd.items, split or None, kind or None, field or None, value or None)
     base, note = browse_search.narrow(store, bd, base, [r["name"] for r in records], query, tag)
+    chosen = Focus.of(focus)
+    said = ""
+    if chosen is not None:
+        wanted, said = focus_groups(store, bench, chosen)
+        base = base[base.isin(set(wanted))]
     at_base = lay.groups.get_indexer(base)
     keys = [key for key, _ in core_groups.patterns(bd.family)]
     hits = {key: _any_run(summaries, key, lay.n_groups) for key in keys}
@@ -111,7 +119,7 @@ def list_groups(store: Any, bench: str | None, runs: list[str] | None, split: st
     for name, summ in loaded:
         columns[run_header(by_name[name])] = _cells(summ, lay.n_items, at_chunk, lay.rules.category_labels)
     columns["question"] = bd.index.frame.loc[chunk, "question"].to_numpy()
-    summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records), note)
+    summary = _summary_html(bd, pattern, total, len(chunk), page_n, pages, bool(records), note, said)
     return {"table": pd.DataFrame(columns), "summary": summary,
             "page": page_n, "pages": pages, "counts": counts, "total": total, "n_groups": len(bd.index.frame),
             "ids": ids}
@@ -131,13 +139,13 @@ def _page_columns(bd: cache.BenchData, chunk: pd.Index, field: str | None) -> di
 
 
 def _summary_html(bd: cache.BenchData, pattern: str | None, total: int, shown_n: int, page_n: int, pages: int,
-                  any_runs: bool, note: str = "") -> str:
+                  any_runs: bool, note: str = "", focus: str = "") -> str:
     """The line above the list: how many groups the filters keep, which page; `note`: why a search found
-    nothing (ui.browse_search.narrow)."""
+    nothing (ui.browse_search.narrow); `focus`: the failure mode or item-health list the list is narrowed to."""
     shown = f"{(page_n - 1) * PAGE_SIZE + 1}–{(page_n - 1) * PAGE_SIZE + shown_n}" if total else "0"
     return macro("browse.html", "summary")(
         note=note, total=total, n_groups=len(bd.index.frame), pattern=dict(core_groups.patterns(bd.family)).get(pattern or "", ""),
-        shown=shown, page=page_n, pages=pages, any_runs=any_runs)
+        shown=shown, page=page_n, pages=pages, any_runs=any_runs, focus=focus)
 
 
 def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> list[tuple[str, str]]:
@@ -153,10 +161,12 @@ def pattern_choices(store: Any, bench: str | None, counts: dict[str, int]) -> li
 
 def refresh_list(store: Any, bench: str | None, runs: list[str] | None, split_v: str | None, kind_v: str | None,
                  field_v: str | None, value_v: str | None, pattern_v: str | None, query: str | None,
-                 page_v: int | float | None, tag_v: str | None = None) -> tuple[Any, ...]:
+                 page_v: int | float | None, tag_v: str | None = None, focus: Mapping[str, Any] | None = None
+                 ) -> tuple[Any, ...]:
     """(table, summary html, page update, pattern update) for the list's outputs."""
     try:
-        res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v, tag_v)
+        res = list_groups(store, bench, runs, split_v, kind_v, field_v, value_v, pattern_v, query, page_v, tag_v,
+                          focus)
     except CrosscheckError as exc:
         raise user_error(str(exc)) from exc
     return (with_verdicts(res["table"]), res["summary"], gr.update(value=res["page"]),
@@ -168,13 +178,16 @@ def _linked(link: View | None, bench: str | None, runs: list[str] | None) -> Vie
     return link if link is not None and link.benchmark == bench and set(link.runs) == set(runs or []) else None
 
 
-def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | None = None) -> tuple[Any, ...]:
+def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | None = None,
+          focus: Mapping[str, Any] | None = None) -> tuple[Any, ...]:
     """New benchmark or runs: fresh filter choices (split, kind, stratum, value, run in detail), page 1, the
     first page of groups. A `link` (ui.links) of this benchmark and these runs sets the filters and search it
-    names instead of none."""
+    names instead of none; `focus` (ui.focus), the failure mode or item-health list the list keeps (default:
+    the link's)."""
     on = _linked(link, bench, runs)
     split_v, kind_v, pattern_v, q = (on.split, on.kind, on.pattern, on.q) if on else (ALL, ALL, ALL, "")
-    res = refresh_list(store, bench, runs, split_v, kind_v, ALL, ALL, pattern_v, q, 1)
+    res = refresh_list(store, bench, runs, split_v, kind_v, ALL, ALL, pattern_v, q, 1, None,
+                       focus if focus is not None else linked_focus(on))
     if not bench:
         empty = gr.update(choices=[("All", ALL)], value=ALL)
         return (empty, empty, gr.update(choices=[("None", ALL)], value=ALL), empty,
@@ -187,6 +200,14 @@ def reset(store: Any, bench: str | None, runs: list[str] | None, link: View | No
             gr.update(choices=[("None", ALL)] + [(k, k) for k in bd.strata], value=ALL),
             gr.update(choices=[("All", ALL)], value=ALL),
             gr.update(choices=det_choices, value=names[0] if names else None), *res)
+
+
+def linked_focus(link: View | None) -> dict[str, Any] | None:
+    """The failure-mode or item-health filter a link names (ui.focus), as Browse's State holds it."""
+    if link is None:
+        return None
+    focus = Focus.of_link(link.benchmark, link.mode, link.mode_run, link.mode_vs, link.health)
+    return focus.as_dict() if focus is not None else None
 
 
 def linked_group(store: Any, bench: str | None, runs: list[str] | None, link: View | None,
@@ -249,12 +270,14 @@ def select_row(store: Any, bench: str | None, runs: list[str] | None, detail_v: 
 
 def step_group(store: Any, args: list[Any], delta: int) -> tuple[Any, Any, Any, Any]:
     """(group id, its view, the list's page, the id again as the group shown) of the group `delta` away from the
-    opened one in the filtered list; `args`: Browse's filters (ending with page and tag), then the opened group,
-    detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
+    opened one in the filtered list; `args`: Browse's filters (ending with page, tag and, where set, the focus),
+    then the opened group, detail and boxes. From no group (or one the filters left out): the first group of the page shown (the last
     one going back)."""
-    bench, runs, split, kind, field, value, pattern, query, page, tag, gid, detail, boxes = args
+    *filters, gid, detail, boxes = args
+    bench, runs, split, kind, field, value, pattern, query, page, tag, *rest = filters
+    focus = rest[0] if rest else None  # the focus filter is the last one, where Browse has it (ui.focus)
     try:
-        res = list_groups(store, bench, runs, split, kind, field, value, pattern, query, 1, tag)
+        res = list_groups(store, bench, runs, split, kind, field, value, pattern, query, 1, tag, focus)
     except CrosscheckError as exc:
         raise gr.Error(str(exc)) from exc
     ids = [str(g) for g in res.get("ids", [])]
@@ -297,9 +320,12 @@ def build_browse(ctx: Ctx) -> None:
         tag = browse_review.tag_filter()
         search = gr.Textbox(label="Search", placeholder="words, a group id…", scale=2,
                             elem_id="cc-browse-search")
-    slices = slices_panel.build(ctx)
+    slices, why, health, disagree = (p.build(ctx) for p in (slices_panel, why_panel, health_panel, map_panel))
+    focus = gr.State(None)  # the failure mode or item-health list the list is narrowed to (ui.focus), or None
     with gr.Row():
         summary = gr.HTML(elem_id="cc-browse-summary", elem_classes=["cc-grow"])
+        clear = gr.Button("Show every group", size="sm", scale=0, min_width=150, visible=False,
+                          elem_id="cc-browse-focus-clear")
         prev_btn = gr.Button("◀ Previous", size="sm", scale=0, min_width=110, elem_id="cc-browse-prev")
         page = gr.Number(value=1, label="Page", precision=0, minimum=1, scale=0, min_width=90, elem_id="cc-browse-page")
         next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=110, elem_id="cc-browse-next")
@@ -321,7 +347,7 @@ def build_browse(ctx: Ctx) -> None:
     _wire(ctx, {"split": split, "kind": kind, "field": field, "value": value, "pattern": pattern, "search": search,
                 "page": page, "prev": prev_btn, "next": next_btn, "table": table, "group": group, "detail": detail,
                 "boxes": boxes, "view": view, "opened": opened, "summary": summary, "tag": tag, "slices": slices,
-                **tools})
+                "why": why, "health": health, "map": disagree, "focus": focus, "focus_clear": clear, **tools})
 
     with gr.Accordion("Extraction audit: invalid parses, re-parse, manual answers", open=False,
                       elem_id="cc-audit"):
@@ -332,12 +358,31 @@ def _wire(ctx: Ctx, c: dict[str, Any]) -> None:
     """The Browse tab's events: each calls one handler above with the store."""
     store = ctx.store
     filters = [ctx.benchmark, ctx.runs, c["split"], c["kind"], c["field"], c["value"], c["pattern"], c["search"],
-               c["page"], c["tag"]]  # the tag filter last (ui.browse_review)
+               c["page"], c["tag"], c["focus"]]  # page, the tag filter and the focus last (ui.browse_review)
     list_outputs = [c["table"], c["summary"], c["page"], c["pattern"]]
     _wire_landing(ctx, c, list_outputs)
     first_page, on_list = _wire_list(ctx, c, filters, list_outputs)
     _wire_group(ctx, c)
     browse_review.wire(ctx, c, filters, list_outputs, first_page, on_list, functools.partial(step_group, store))
+    then_list = functools.partial(_then_list, first_page, filters, list_outputs)
+    opener = functools.partial(_open_row, store)
+    why_panel.wire(ctx, c["why"], c, then_list)
+    health_panel.wire(ctx, c["health"], c, then_list, opener)
+    map_panel.wire(ctx, c["map"], c, opener)
+    c["focus"].change(lambda f: gr.update(visible=Focus.of(f) is not None), c["focus"], c["focus_clear"],
+                      api_visibility="private", queue=False)
+    then_list(c["focus_clear"].click(lambda: None, None, c["focus"], api_visibility="private"))
+
+
+def _open_row(store: Any, bench: str | None, runs: list[str] | None, group: str, detail: str | None,
+              boxes: bool | None, query: str | None) -> tuple[str, str, str]:
+    """(Group box, view, opened group) of `group` with `detail` the run in detail: a panel's row or cell opened."""
+    return group, open_group(store, bench, runs, group, detail, boxes, query), opened_id(store, bench, group)
+
+
+def _then_list(first_page: Any, filters: list[Any], list_outputs: list[Any], event: Any) -> Any:
+    """`event` followed by the list's first page under the filters."""
+    return event.then(first_page, filters, list_outputs, api_visibility="private")
 
 
 def _wire_landing(ctx: Ctx, c: dict[str, Any], list_outputs: list[Any]) -> None:
@@ -345,32 +390,35 @@ def _wire_landing(ctx: Ctx, c: dict[str, Any], list_outputs: list[Any]) -> None:
     list and the group view afresh; the parts a link names registered for ui.links."""
     store = ctx.store
     reset_outputs = [c["split"], c["kind"], c["field"], c["value"], c["detail"], *list_outputs, c["search"],
-                     c["group"], c["view"], c["opened"]]
+                     c["group"], c["view"], c["opened"], c["focus"]]
 
     def on_load(bench, runs, link, request: gr.Request):
         view = View.of(link) or from_request(store, request)
         if view is not None and link is None:  # page load: the link's benchmark and runs, not the defaults
             bench, runs = view.benchmark, view.runs
-        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view))
+        return (*reset(store, bench, runs, view), *linked_group(store, bench, runs, view),
+                linked_focus(_linked(view, bench, runs)))
 
-    def on_reset(bench, runs, link, shown, opened):
+    def on_reset(bench, runs, link, shown, opened, focus):
         # a change of the header's benchmark or runs: the header's choice stands (the address bar may still show
         # the previous view when this runs, so the page's query string is not read here); a group the link does
-        # not open stays open if this benchmark has it
+        # not open stays open if this benchmark has it, and so does a failure mode or item-health filter
         view = View.of(link)
         linked = linked_group(store, bench, runs, view, shown)
         if linked[3] == gr.update():
             linked = (linked[0], *kept_group(store, bench, opened))
-        return (*reset(store, bench, runs, view), *linked)
+        kept = Focus.of(focus)
+        wanted = focus if kept is not None and kept.bench == bench else linked_focus(_linked(view, bench, runs))
+        return (*reset(store, bench, runs, view, wanted), *linked, wanted)
 
     def on_boxes_shown(bench: str | None) -> Any:
         return gr.update(visible=panel_boxes_shown(store, bench))
 
     ctx.page.load(on_load, [ctx.benchmark, ctx.runs, ctx.link], reset_outputs, api_visibility="private")
     for trigger in (ctx.benchmark.change, ctx.runs.change, ctx.refresh.click):
-        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"], c["opened"]], reset_outputs,
+        trigger(on_reset, [ctx.benchmark, ctx.runs, ctx.link, c["group"], c["opened"], c["focus"]], reset_outputs,
                 api_visibility="private")
-    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search")})
+    ctx.parts.update({f"browse.{k}": c[k] for k in ("split", "kind", "pattern", "search", "focus")})
     ctx.parts["browse.group"] = c["opened"]  # the address names the group shown, never a half-typed id
     ctx.benchmark.change(on_boxes_shown, ctx.benchmark, c["boxes"], api_visibility="private", queue=False)
 
@@ -383,12 +431,12 @@ def _wire_list(ctx: Ctx, c: dict[str, Any], filters: list[Any], list_outputs: li
     def on_list(*args):
         return refresh_list(store, *args)
 
-    def first_page(*args):
-        return refresh_list(store, *args[:-2], 1, args[-1])
+    def first_page(*args):  # the filters end with page, tag and focus
+        return refresh_list(store, *args[:-3], 1, *args[-2:])
 
     def step(delta: int) -> Any:
         def go(*args):
-            return refresh_list(store, *args[:-2], int(args[-2] or 1) + delta, args[-1])
+            return refresh_list(store, *args[:-3], int(args[-3] or 1) + delta, *args[-2:])
         return go
 
     def on_field(bench, field_v):

@@ -143,3 +143,35 @@ class FamilyCharts:
     def figures(self, runs: Sequence[RunScore], tables: dict[str, Table]) -> dict[str, go.Figure]:
         """Figures keyed by the section they belong to, in display order (none without runs)."""
         return self.build(runs, tables) if runs else {}
+
+
+# the joint outcome of a run on a group (core.disagreement.OUTCOMES): not answered, none, some, every item right
+OUTCOME_COLOURS = ("#d0d7de", "#cf222e", "#d4a72c", "#1a7f37")
+
+
+def disagreement_map(m: Any) -> go.Figure:
+    """The runs x groups map of a core.disagreement.DisagreementMap: runs strongest on top, groups easiest on the
+    left, each cell coloured by the run's joint outcome on the group; hover names the run with its ability and
+    interval and the group with its difficulty, and a cell's customdata is [group, run] (a click opens it)."""
+    from core.disagreement import OUTCOMES
+
+    steps = []
+    for i, colour in enumerate(OUTCOME_COLOURS):
+        steps += [[i / len(OUTCOME_COLOURS), colour], [(i + 1) / len(OUTCOME_COLOURS), colour]]
+    runs = [a.run for a in m.runs]
+    groups = [d.group for d in m.groups]
+    custom = [[[g.group, a.run, f"{a.theta:+.2f} [{a.ci[0]:+.2f}, {a.ci[1]:+.2f}]", f"{g.b:+.2f}",
+                OUTCOMES[c]] for g, c in zip(m.groups, row, strict=True)] for a, row in zip(m.runs, m.cells, strict=True)]
+    fig = go.Figure(go.Heatmap(
+        z=[list(r) for r in m.cells], x=groups, y=runs, zmin=-0.5, zmax=len(OUTCOME_COLOURS) - 0.5,
+        colorscale=steps, customdata=custom, xgap=0, ygap=1, showscale=True,
+        colorbar=dict(tickvals=list(range(len(OUTCOMES))), ticktext=list(OUTCOMES), thickness=12, len=0.9),
+        hovertemplate="run %{customdata[1]} (ability %{customdata[2]})<br>group %{customdata[0]} (difficulty "
+                      "%{customdata[3]})<br>%{customdata[4]}<extra></extra>"))
+    height = max(260, min(1400, 90 + 16 * len(runs)))
+    fig.update_layout(**{**LAYOUT, "height": height, "margin": dict(l=8, r=8, t=48, b=36)},
+                      title="Where runs disagree: runs by ability (strongest on top), groups by difficulty "
+                            "(easiest on the left)")
+    fig.update_xaxes(showticklabels=len(groups) <= 60, title="groups", type="category")
+    fig.update_yaxes(autorange="reversed", automargin=True, type="category")
+    return fig

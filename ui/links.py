@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 class View:
     """What a link opens; its fields are the query keys, in the order a link writes them (KEYS). `runs` are the
     header's picks; Browse's filters and open group, Compare's pair and the Metrics sub-tab (`section`: its id,
-    "<family>-<n>") are empty when the link does not name them."""
+    "<family>-<n>") are empty when the link does not name them; so are Browse's failure-mode and item-health
+    filters (`mode`, `mode_run`, `mode_vs`, `health`: ui.focus)."""
 
     benchmark: str | None = None
     runs: list[str] = field(default_factory=list)
@@ -46,6 +47,10 @@ class View:
     a: str = ""
     b: str = ""
     section: str = ""
+    mode: str = ""      # Browse narrowed to a failure mode (ui.focus): its id, its run, the run it lost against
+    mode_run: str = ""
+    mode_vs: str = ""
+    health: str = ""    # Browse narrowed to an item-health list (ui.focus): its name
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +150,26 @@ def _details(store: Store, view: View, params: Mapping[str, str], known: list[st
         missing.append(f"Metrics section {section!r}")
         section = ""
     view.section = section
+    _focus(view, params, known, missing)
+
+
+def _focus(view: View, params: Mapping[str, str], known: list[str], missing: list[str]) -> None:
+    """Browse's failure-mode or item-health filter (ui.focus) into `view`: a mode of a run the benchmark lacks,
+    or a list there is not, is left out (and named in `missing`)."""
+    from core.item_health import LISTS
+
+    mode, run, vs = ((params.get(k) or "").strip() for k in ("mode", "mode_run", "mode_vs"))
+    if mode or run:
+        bad = [f"run {r!r}" for r in (run, vs) if r and r not in known]
+        if not mode.isdigit() or not run or bad:
+            missing.append(", ".join(bad) or f"failure mode {mode!r} of run {run!r}")
+        else:
+            view.mode, view.mode_run, view.mode_vs = mode, run, vs
+    health = (params.get("health") or "").strip()
+    if health and health not in LISTS:
+        missing.append(f"item-health list {health!r}")
+    elif health and not view.mode:
+        view.health = health
 
 
 def from_request(store: Store, request: Any) -> View | None:
@@ -221,17 +246,25 @@ def landing(store: Store, opens_on: str | None, params: Mapping[str, str], tab_i
 
 # the parts a view is read from, after the link State, the tab State and the header's pickers (`view_of`)
 VIEW_PARTS = ("browse.split", "browse.kind", "browse.pattern", "browse.search", "browse.group", "compare.a",
-              "compare.b", "metrics.opened")
+              "compare.b", "metrics.opened", "browse.focus")
 
 
 def view_of(tab: str | None, bench: str | None, runs: list[str] | None, split: str | None, kind: str | None,
             pattern: str | None, q: str | None, group: str | None, a: str | None, b: str | None,
-            section: str | None) -> View:
-    """The view the page shows (Compare's pair only on Compare, the Metrics sub-tab only on Metrics)."""
+            section: str | None, focus: Mapping[str, Any] | None = None) -> View:
+    """The view the page shows (Compare's pair only on Compare, the Metrics sub-tab only on Metrics; Browse's
+    failure-mode or item-health filter, `focus`: ui.focus)."""
+    from ui.focus import Focus
+
     tab = tab or "browse"
-    return View(bench, list(runs or []), tab, split or "", kind or "", pattern or "", (q or "").strip(),
+    view = View(bench, list(runs or []), tab, split or "", kind or "", pattern or "", (q or "").strip(),
                 (group or "").strip(), a or "" if tab == "compare" else "", b or "" if tab == "compare" else "",
                 section or "" if tab == "metrics" else "")
+    chosen = Focus.of(focus)
+    if chosen is not None:
+        for key, value in chosen.link_keys().items():
+            setattr(view, key, value)
+    return view
 
 
 def by_user(link: Any, *values: Any) -> tuple[str, Any]:
@@ -260,6 +293,17 @@ def group_opened(link: Any, *values: Any) -> tuple[Any, Any]:
     the user's (a new history entry, the link landed)."""
     wanted = View.of(link)
     if wanted is not None and not link.get("landed") and view_of(*values).group == wanted.group:
+        return by_app(link, *values)
+    return by_user(link, *values)
+
+
+def focus_set(link: Any, *values: Any) -> tuple[Any, Any]:
+    """Browse's failure-mode or item-health filter changed (ui.focus): the link's own filter while the page lands
+    on it counts as the landing; any other is the user's."""
+    wanted = View.of(link)
+    shown, asked = view_of(*values).as_dict(), wanted.as_dict() if wanted is not None else {}
+    if wanted is not None and not link.get("landed") and all(
+            shown[k] == asked[k] for k in ("mode", "mode_run", "mode_vs", "health")):
         return by_app(link, *values)
     return by_user(link, *values)
 
@@ -293,6 +337,8 @@ def wire(demo: Any, ctx: Any, tabs: Any, note: Any, address: Any, copy: Any, tab
     gr.on([ctx.runs.change, parts["metrics.opened"].change], by_app, inputs, [address, ctx.link],
           api_visibility="private", queue=False, show_progress="hidden")
     parts["browse.group"].change(group_opened, inputs, [address, ctx.link], api_visibility="private", queue=False,
+                                 show_progress="hidden")
+    parts["browse.focus"].change(focus_set, inputs, [address, ctx.link], api_visibility="private", queue=False,
                                  show_progress="hidden")
     address.change(None, address, None, js=ADDRESS_JS, api_visibility="private", queue=False)
     copy.click(None, None, None, js=COPY_JS, api_visibility="private", queue=False)

@@ -27,6 +27,7 @@ from core.report_json import table_json
 from core.report_tables import Table
 from core.scoring import DEFAULT_SPLIT, NO_TEST_SPLIT, split_arg
 from core.stats import CLUSTERINGS, DEFAULT_UNION_FIELDS, FIELD_CLUSTERINGS, Clustering
+from db import gold_reviews
 from db.browse import run_records
 from db.catalog import runs_named
 from db.store import Store
@@ -219,7 +220,8 @@ class MetricsHandlers:
         return gr.update(visible=pickers), gr.update(choices=choices, value=kept)
 
     def request(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
-                clusters: list[str] | None, fields: list[str] | None, last: Any, force: bool = False) -> Any:
+                clusters: list[str] | None, fields: list[str] | None, last: Any, force: bool = False,
+                aside: bool = False) -> Any:
         """(drawn, want): a new key and a fresh want when the tab must draw, else skips (nothing happens).
 
         Right after a benchmark switch the header still holds the previous benchmark's runs: none of them is
@@ -230,31 +232,41 @@ class MetricsHandlers:
             if not run_records(self.store, benchmark, list(selected)):
                 return gr.skip(), gr.skip()
         pickers = bool(benchmark and families.get(self.store.benchmark_family(benchmark)).capabilities.clusterings)
-        extra = (tuple(clusters or ()), tuple(fields or ())) if pickers else ()  # the Table 13 clusterings
+        # set aside reviewers' "gold is wrong" groups: the toggle and the verdicts' state, so a new verdict draws again
+        marks = (("aside", gold_reviews.state(self.store, benchmark)),) if aside and benchmark else ()
+        extra = (*marks, *((tuple(clusters or ()), tuple(fields or ())) if pickers else ()))  # Table 13's clusterings
         key = gate(self.store, is_shown, benchmark, selected, tuple(last) if last else None, force, extra)
         if key is None:
             return gr.skip(), gr.skip()
-        return key, [list(key), next(_REQUESTS)]
+        picks = {"clusters": list(clusters or []) if pickers else [], "fields": list(fields or []) if pickers else [],
+                 "aside": bool(aside)}
+        return key, [list(key), next(_REQUESTS), picks]
 
     def refresh(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
-                clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+                clusters: list[str] | None, fields: list[str] | None, last: Any, aside: bool = False) -> Any:
         """The header's Refresh: draws again when the tab is shown, whatever changed."""
-        return self.request(is_shown, benchmark, selected, clusters, fields, last, force=True)
+        return self.request(is_shown, benchmark, selected, clusters, fields, last, force=True, aside=aside)
 
     def on_tab(self, evt: gr.SelectData, benchmark: str | None, selected: list[str] | None,
-               clusters: list[str] | None, fields: list[str] | None, last: Any) -> Any:
+               clusters: list[str] | None, fields: list[str] | None, last: Any, aside: bool = False) -> Any:
         """A tab of the strip was opened: (shown, drawn, want)."""
         is_shown = evt.value == self.tab_label
-        return (is_shown, *self.request(is_shown, benchmark, selected, clusters, fields, last))
+        return (is_shown, *self.request(is_shown, benchmark, selected, clusters, fields, last, aside=aside))
+
+    def on_request(self, is_shown: bool, benchmark: str | None, selected: list[str] | None,
+                   clusters: list[str] | None, fields: list[str] | None, last: Any, aside: bool) -> Any:
+        """`request` with the set-aside toggle as the last input (the layout's events)."""
+        return self.request(is_shown, benchmark, selected, clusters, fields, last, aside=aside)
 
     def page(self, wanted: list[Any] | None) -> Page | None:
         """What the render draws for a `want` value (None: nothing)."""
         if not wanted:
             return None
         key = wanted[0]
+        picks = wanted[2] if len(wanted) > 2 else {"clusters": list(key[-2]), "fields": list(key[-1])}
         try:
-            return metrics_page(self.store, key[0], list(key[1]), clusterings_of(list(key[-2]), list(key[-1])),
-                                cache=self.cache)
+            return metrics_page(self.store, key[0], list(key[1]), clusterings_of(picks["clusters"], picks["fields"]),
+                                cache=self.cache, set_aside=bool(picks.get("aside")))
         except CrosscheckError as exc:
             raise user_error(str(exc)) from exc
 
@@ -314,8 +326,9 @@ def _download(label: str, write: Any, dl: gr.DownloadButton, css_class: str, wid
 def report_download(store: Store, page: Page) -> Any:
     """The one-file report (ui/report) of the runs on the page, written when the button is pressed."""
     names = [r.name for r in page.runs]
-    text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})",
-                       cache_=CACHE)
+    text = report_html(store, page.benchmark, names, command=f"Metrics tab, Download report (runs {', '.join(names)})"
+                       + (" with the marked groups set aside" if page.aside else ""), cache_=CACHE,
+                       set_aside=bool(page.aside))
     return report_file(text, page.benchmark)
 
 
@@ -434,6 +447,8 @@ def build_metrics(ctx: Ctx) -> None:
     in_tabs = tab is not None and strip is not None
     h = MetricsHandlers(ctx.store, str(tab.label) if tab is not None and in_tabs else None)
     cluster_row, cluster_pick, field_pick = _cluster_pickers()
+    aside = gr.Checkbox(label="Set aside the groups of items reviewers marked “gold is wrong” (Browse, Item health)",
+                        value=False, elem_id="cc-metrics-aside-toggle")
 
     def controls_landing(benchmark: str | None, fields: list[str] | None, request: gr.Request) -> tuple[Any, Any]:
         return h.cluster_controls(landed(ctx.store, benchmark, None, request)[0], fields)  # ui.links.landed
@@ -444,13 +459,13 @@ def build_metrics(ctx: Ctx) -> None:
     shown = gr.State(not in_tabs)  # built outside a tab strip (a test page): always visible
     drawn = gr.State(None)
     want = gr.State(None)
-    inputs = [shown, ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn]
+    inputs = [shown, ctx.benchmark, ctx.runs, cluster_pick, field_pick, drawn, aside]
     if isinstance(strip, gr.Tabs):
         strip.select(h.on_tab, inputs[1:], [shown, drawn, want], api_visibility="private")
     else:
-        root.load(h.request, inputs, [drawn, want], api_visibility="private")
-    for trigger in (ctx.benchmark.change, ctx.runs.change, cluster_pick.change, field_pick.change):
-        trigger(h.request, inputs, [drawn, want], api_visibility="private")
+        root.load(h.on_request, inputs, [drawn, want], api_visibility="private")
+    for trigger in (ctx.benchmark.change, ctx.runs.change, cluster_pick.change, field_pick.change, aside.change):
+        trigger(h.on_request, inputs, [drawn, want], api_visibility="private")
     ctx.refresh.click(h.refresh, inputs, [drawn, want], api_visibility="private")
 
     opened = gr.State(None)  # the id of the sub-tab last shown (draw): a later drawing opens it again

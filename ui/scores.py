@@ -41,14 +41,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ScoreOptions:
-    """What a scoring depends on besides the runs: the split (None: every split) and FrameEvidence's bootstrap
-    clusterings (empty: score's defaults)."""
+    """What a scoring depends on besides the runs: the split (None: every split), FrameEvidence's bootstrap
+    clusterings (empty: score's defaults) and the items whose groups are set aside (reviewers' "gold is wrong",
+    db.gold_reviews; empty: none)."""
 
     split: str | None = DEFAULT_SPLIT
     clusterings: tuple[Clustering, ...] = ()
+    set_aside: frozenset[str] = frozenset()
 
     def score_kwargs(self) -> dict[str, Any]:
-        return {"clusterings": self.clusterings} if self.clusterings else {}
+        out: dict[str, Any] = {"clusterings": self.clusterings} if self.clusterings else {}
+        if self.set_aside:
+            out["set_aside"] = self.set_aside
+        return out
 
 
 Unit = tuple[tuple[str, str], ...]  # (name, version) of each run of one db.bulk scoring unit
@@ -238,22 +243,23 @@ def control_names(store: Store, benchmark: str, control_runner: str | None = Non
 
 
 def run_scores(store: Store, benchmark: str, names: Sequence[str], clusterings: tuple[Clustering, ...] = (),
-               split: str | None = DEFAULT_SPLIT, control_runner: str | None = None, cache: ScoreCache = CACHE
-               ) -> tuple[str, list[RunScore], list[RunScore]]:
+               split: str | None = DEFAULT_SPLIT, control_runner: str | None = None, cache: ScoreCache = CACHE,
+               set_aside: frozenset[str] = frozenset()) -> tuple[str, list[RunScore], list[RunScore]]:
     """(family, the named runs' scores, control runs' scores): the runs of `control_runner` (config `runner`)
     are scored beside the named ones as control rows (default: the family's `control_runner`). Only
-    the named runs and the controls are read (their units by db.bulk), never the benchmark's other runs."""
+    the named runs and the controls are read (their units by db.bulk), never the benchmark's other runs.
+    `set_aside`: item ids whose groups are left out (core.scoring.without_groups_of)."""
     family = store.benchmark_family(benchmark)
     clusters = families.get(family).capabilities.clusterings
     controls = control_names(store, benchmark, control_runner)
     meta = {r["name"]: r for r in run_records(store, benchmark, [*names, *controls])}
     names = [n for n in names if n in meta]
-    options = ScoreOptions(split, clusterings if clusters else ())
+    options = ScoreOptions(split, clusterings if clusters else (), frozenset(set_aside))
     scores = cache.scores(store, benchmark, list(dict.fromkeys([*names, *controls])), options)
 
     def rs(name: str) -> RunScore:
         r = meta[name]
         return RunScore(name, scores[name]["metrics"], bool(r["synthetic"]), dict(r["config"] or {}), r["runner"],
-                        scores[name].get("split", DEFAULT_SPLIT))
+                        scores[name].get("split", DEFAULT_SPLIT), scores[name].get("set_aside"))
 
     return family, [rs(n) for n in names if n in scores], [rs(n) for n in controls if n in scores]

@@ -100,7 +100,7 @@ def table_data(table: Table) -> TableView:
     return TableView(table.key, table.title, [(_head_tip(h), str(h)) for h in [*table.index, *table.columns]],
                      [TableRow(row.reference, [(str(label).lower(), str(label), row.synthetic and label == row.run)
                                                for label in row.labels], [_cell(c) for c in row.cells])
-                      for row in table.rows], table.note or "", why[:8], len(why) - 8)
+                      for row in table.rows], table.notes, why[:8], len(why) - 8)
 
 
 def table_html(table: Table) -> str:
@@ -199,6 +199,8 @@ def report_file(html_text: str, benchmark: str) -> Path:
 
 
 CSS = """
+.cc-aside { font-weight: 600; color: #9a6700; }
+.dark .cc-aside { color: #d29922; }
 .cc-mtable { margin: 4px 0 2px 0; }
 .cc-mtitle { font-weight: 600; font-size: 0.95rem; margin: 2px 0 6px 0; }
 .cc-scroll { overflow-x: auto; }

@@ -285,7 +285,41 @@ def stembind_runs(items: list[dict[str, Any]], seed: int = 0) -> list[RunSpec]:
         cfg["ssa_guard"] = _ssa_guard(items, name, level, seed)
         runs.append(RunSpec(name, "stembind", cfg, _sb_rows(items, name, "binder-weak-v1", SB_PROFILES["binder-weak-v1"],
                                                             "all", seed, SSA_BOOST[level], True, kinds=("F",))))
+    name = "synth-sb-mirror-repeats"  # failure modes in its words and unstable items (issue #38): _sb_mirror_rows
+    runs.append(RunSpec(name, "stembind", _config("mirror-v1", strategy="thinking", repeats=3, seed=seed),
+                        _sb_mirror_rows(items, name, seed)))
     return runs
+
+
+MIRROR_SAYS = ("The image looks mirrored, so what sits on the left belongs on the right; reading it flipped.",
+               "Seen in a mirror the panels swap sides, so the left cell is really the right one.")
+COUNT_SAYS = ("Counting the shapes one by one I get one fewer than the row needs, so the count is off by one.",
+              "I count the elements again and keep finding one too few in the last panel.")
+PLAIN_SAYS = ("Reading the panels in order, the shapes follow the grid as drawn.",
+              "Checking each cell row by row against the question.", "The panels are clear enough to read.")
+
+
+def _sb_mirror_rows(items: list[dict[str, Any]], name: str, seed: int) -> list[dict[str, Any]]:
+    """A run of three repeats whose answers say why they fail: in about a fifth of the stems the model reads the
+    image as mirrored, in another fifth it miscounts, and its failing answers there say so (two failure modes in its
+    words, docs/METRICS.md "Failure modes"); on about one item in thirty its letter changes from repeat to repeat
+    (unstable items, "Item health"). Its passing answers, and its failures elsewhere, say plain things."""
+    rows = []
+    for it in items:
+        stem = it["group_id"]
+        pick = rng_for(name, stem, "trouble", seed).random()
+        trouble = "mirror" if pick < 0.2 else "count" if pick < 0.4 else None
+        rng = rng_for(name, it["item_id"], "answer", seed)
+        fails = rng.random() < (0.8 if trouble else 0.12)
+        letter = _wrong(rng, it, {it["answer"]}) if fails else it["answer"]
+        flips = rng_for(name, it["item_id"], "flip", seed).random() < 0.035
+        says = (MIRROR_SAYS if trouble == "mirror" else COUNT_SAYS) if fails and trouble else PLAIN_SAYS
+        for rep in range(3):
+            chosen = rng_for(name, it["item_id"], "repeat", rep).choice(list(it["options"])) if flips else letter
+            text = rng_for(name, it["item_id"], "says", rep).choice(says)
+            rows.append(_row(it, chosen, 0, rep, "all", rng_for(name, it["item_id"], "io", rep), "tag", 0.01, 0.0,
+                             trace=text))
+    return rows
 
 
 def _ssa_guard(items: list[dict[str, Any]], name: str, level: str, seed: int) -> dict[str, Any]:

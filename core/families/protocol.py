@@ -118,6 +118,7 @@ class ScoreOptions:
     labels: pd.DataFrame | None = None      # StemBind: error-audit labels (002 App. D.7)
     shortcut_k: int | None = None           # SPUR: correct text-only trials that flag an item (001 §2.3)
     shortcut_model: str | None = None       # SPUR: the text-only model whose trials flag items
+    set_aside: frozenset[str] = frozenset()  # item ids whose groups are left out (reviewers' "gold is wrong")
     shortcut_pool: bool = False             # SPUR: pool every text-only model (labelled so)
 
 

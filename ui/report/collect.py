@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,11 @@ from ui.report import GROUP_CHOICES
 from ui.scores import ScoreCache
 from ui.views import cache
 
+if TYPE_CHECKING:
+    from core.disagreement import DisagreementMap
+    from core.failure_modes import FailureModes
+    from core.item_health import ItemHealth
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 THUMB_PX = 240  # longest side of an inline thumbnail
 THUMB_QUALITY = 70  # JPEG quality of an inline thumbnail
@@ -35,6 +40,22 @@ TRACE_CHARS = 4000  # a longer trace is cut here in the file, with the count of 
 
 class BadReportRequest(CrosscheckError, ValueError):
     """A report argument that names nothing the store holds, or a --groups value that is not understood."""
+
+
+MODE_RUNS = 6  # the report's first runs whose failure modes it holds (`app.py failure-modes` gives any run's)
+MAP_CHART = "disagreement_map"  # the map's key in the charts island
+
+
+@dataclass
+class Why:
+    """Why it fails (issue #38): the failure modes of the report's first MODE_RUNS runs, the benchmark's item
+    health and the map of where runs disagree (core.failure_modes, core.item_health, core.disagreement, through
+    ui.views.cache), and why any of them is missing."""
+
+    modes: list[FailureModes] = field(default_factory=list)  # per run
+    health: ItemHealth | None = None
+    map: DisagreementMap | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -46,6 +67,7 @@ class ReportData:
     island: dict[str, Any]
     charts: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
+    why: Why = field(default_factory=Why)
 
 
 def version() -> tuple[str, str]:
@@ -251,8 +273,10 @@ def _predictions(store: Store, benchmark: str, runs: list[dict[str, Any]], wante
 
 
 def collect(store: Store, benchmark: str, names: list[str] | None = None, split: str | None = None,
-            groups: str | None = None, command: str = "", cache_: ScoreCache | None = None) -> ReportData:
-    """The report of `names` (default: every run) of `benchmark` on `split` (as `score --split`)."""
+            groups: str | None = None, command: str = "", cache_: ScoreCache | None = None,
+            set_aside: bool = False) -> ReportData:
+    """The report of `names` (default: every run) of `benchmark` on `split` (as `score --split`); `set_aside`:
+    scored without the groups of the items reviewers marked "gold is wrong", as the Metrics tab's toggle."""
     from core.scoring import split_arg
 
     limit = group_limit(groups)
@@ -260,7 +284,7 @@ def collect(store: Store, benchmark: str, names: list[str] | None = None, split:
     if not runs:
         raise BadReportRequest(f"benchmark {benchmark!r} has no runs to report")
     page = metrics_page(store, benchmark, [r["name"] for r in runs], split=split_arg(split),
-                        cache=cache_ if cache_ is not None else ScoreCache())
+                        cache=cache_ if cache_ is not None else ScoreCache(), set_aside=set_aside)
     if page.message:
         raise BadReportRequest(page.message)
     scored = {rs.name: rs for rs in page.runs}
@@ -273,5 +297,35 @@ def collect(store: Store, benchmark: str, names: list[str] | None = None, split:
               "patterns": [list(p) for p in core_groups.patterns(page.family)],
               "groups_written": limit, "groups": group_list, "texts": texts}
     charts = {key: fig.to_json() for key, fig in page.figs.items()}  # plotly's own encoder (numpy arrays)
+    why = why_it_fails(store, benchmark, [r["name"] for r in runs])
+    island["why"] = {"failure_modes": [m.json() for m in why.modes],
+                     "item_health": why.health.json() if why.health is not None else None,
+                     "disagreement": why.map.json() if why.map is not None else None, "notes": why.notes}
+    if why.map is not None:
+        from ui.charts import disagreement_map
+
+        charts[MAP_CHART] = disagreement_map(why.map).to_json()
     images = {h: url for h in sorted(hashes) if (url := thumbnail_url(store, h)) is not None}
-    return ReportData(page, island, charts, images)
+    return ReportData(page, island, charts, images, why)
+
+
+def why_it_fails(store: Store, benchmark: str, names: list[str]) -> Why:
+    """The report's Why: each part computed as the Browse panels compute it; one that cannot be says why."""
+    why = Why()
+    for name in names[:MODE_RUNS]:
+        try:
+            why.modes.append(cache.failure_modes(store, benchmark, name))
+        except CrosscheckError as exc:
+            why.notes.append(f"failure modes of {name!r}: {exc}")
+    if len(names) > MODE_RUNS:
+        why.notes.append(f"failure modes of the first {MODE_RUNS} of the {len(names)} runs (app.py failure-modes "
+                         "--run NAME gives any run's)")
+    try:
+        why.health = cache.item_health(store, benchmark)
+    except CrosscheckError as exc:
+        why.notes.append(f"item health: {exc}")
+    try:
+        why.map = cache.disagreement(store, benchmark, tuple(names))
+    except CrosscheckError as exc:
+        why.notes.append(f"where runs disagree: {exc}")
+    return why

@@ -59,6 +59,104 @@ class Section:
     tables: list[TableView]
 
 
+@dataclass(slots=True, frozen=True)
+class ModeRow:
+    """One failure mode as the report's table shows it; `groups` and `examples` link to the groups viewer."""
+
+    label: str
+    cells: list[str]  # failing, passing, difference [95% CI], q, stability
+    examples: list[str]
+    groups: list[str]
+
+
+@dataclass(slots=True, frozen=True)
+class RunModes:
+    run: str
+    line: str
+    rows: list[ModeRow]
+    terms: list[list[str]]  # term, failing, passing, z, q
+
+
+@dataclass(slots=True, frozen=True)
+class HealthList:
+    """One item-health list: its title, header and rows (cells, the row's group: a link to the viewer)."""
+
+    title: str
+    heads: list[str]
+    rows: list[tuple[list[str], str]]
+
+
+@dataclass(slots=True, frozen=True)
+class WhyView:
+    """The report's "Why it fails" section (ui/templates/report.html)."""
+
+    modes: list[RunModes]
+    health_line: str
+    health: list[HealthList]
+    map_line: str
+    map_chart: str  # the map's key in the charts island ("" without a map)
+    notes: list[str]
+
+
+def _pp(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}"
+
+
+def _modes(found: Any) -> RunModes:
+    rows = [ModeRow(m.label, [f"{m.n_failing} ({100 * m.share_failing:.0f}%)", f"{m.n_passing} ({100 * m.share_passing:.0f}%)",
+                              f"{_pp(m.diff)}" + (f" [{_pp(m.ci[0])}, {_pp(m.ci[1])}]" if m.ci else ""),
+                              "–" if m.q is None else f"{m.q:.3g}", f"{m.stability:.2f}"],
+                    list(m.examples), list(m.groups)) for m in found.modes]
+    vs = f"the items it lost against {found.compare!r}" if found.compare else "its failing items"
+    line = (f"{len(found.modes)} modes in what it said ({vs}: {found.n_failing} failing, {found.n_passing} passing "
+            f"answers on split {found.split}); difference in points, 95% cluster-bootstrap interval, BH q, "
+            "stability under resampled groups." + (f" {found.note}." if found.note else ""))
+    terms = [[t.term, str(t.failing), str(t.passing), f"{t.z:.2f}", f"{t.q:.3g}"] for t in found.terms[:15]]
+    return RunModes(found.run, line, rows, terms)
+
+
+def _health(h: Any) -> list[HealthList]:
+    top = 20
+    return [
+        HealthList("Suspect gold letters", ["item", "gold", "consensus", "support", "runs behind it"],
+                   [([s.item_id, s.gold, s.consensus, f"{s.support:.2f}", f"{len(s.runs)} of {s.n_runs}"], s.group_id)
+                    for s in h.suspect_gold[:top]]),
+        HealthList("Unstable items", ["item", "flipped", "expected", "p", "q"],
+                   [([u.item_id, f"{u.flips} of {u.n_runs} runs", f"{u.expected:.1f}", f"{u.p:.3g}", f"{u.q:.3g}"],
+                     u.group_id) for u in h.unstable[:top]]),
+        HealthList("Ambiguous items", ["item", "gold", "split between", "runs"],
+                   [([a.item_id, a.gold, f"{a.letters[0]} {100 * a.shares[0]:.0f}% · {a.letters[1]} "
+                      f"{100 * a.shares[1]:.0f}%", str(a.n_runs)], a.group_id) for a in h.ambiguous[:top]]),
+        HealthList("Negative discrimination", ["item", "r", "runs", "p", "q"],
+                   [([n.item_id, f"{n.r:+.2f}", str(n.n_runs), f"{n.p:.3g}", f"{n.q:.3g}"], n.group_id)
+                    for n in h.negative_discrimination[:top]]),
+        HealthList("Duplicate images", ["groups", "images", "distance", "splits"],
+                   [([", ".join(d.groups), str(len(d.images)), str(d.distance), ", ".join(d.splits)], d.groups[0])
+                    for d in h.duplicates[:top]]),
+        HealthList("Accuracy with and without the suspects", ["run", "accuracy", "without", "difference [95% CI]"],
+                   [([a.run, "–" if a.accuracy.value is None else f"{100 * a.accuracy.value:.1f}",
+                      "–" if a.without.value is None else f"{100 * a.without.value:.1f}",
+                      _pp(a.diff) + (f" [{_pp(a.ci[0])}, {_pp(a.ci[1])}]" if a.ci else "")], "")
+                    for a in h.accuracy_without_suspects]),
+    ]
+
+
+def _why(data: ReportData) -> WhyView:
+    from ui.report.collect import MAP_CHART
+
+    why = data.why
+    h = why.health
+    health_line = "" if h is None else (
+        f"{h.n_items} items read through {h.n_runs} runs ({h.counts.get('annotators', h.n_runs)} as annotators); "
+        "each list most suspect first, the first 20 shown (the data island holds the lists whole).")
+    m = why.map
+    map_line = "" if m is None else (
+        f"{m.n_runs} runs x {m.n_groups} groups; runs by ability, groups by difficulty (a Rasch fit); each cell a "
+        "run's joint outcome on a group. Click a cell to open its group below." + (f" Drawn: {m.note}." if m.note else ""))
+    return WhyView([_modes(f) for f in why.modes], health_line, _health(h) if h is not None else [], map_line,
+                   MAP_CHART if m is not None else "", list(why.notes))
+
+
 def _provenance(data: ReportData) -> tuple[list[tuple[str, str]], list[ProvenanceRun]]:
     """(what, value) rows of the tool, store and benchmark, and one row per run."""
     p = data.island["provenance"]
@@ -84,7 +182,8 @@ def summary_line(data: ReportData) -> str:
     synth = sum(r.synthetic for r in runs)
     return (f"{len(runs)} run{'s' if len(runs) != 1 else ''} · split {runs[0].split}"
             + (f" · {synth} synthetic (generated demo data)" if synth else "")
-            + " · rates in %; hover a value for k / n and its 95% interval; click a column header to sort")
+            + " · rates in %; hover a value for k / n and its 95% interval; click a column header to sort"
+            + (f" · {data.page.aside}" if data.page.aside else ""))
 
 
 def render(data: ReportData) -> str:
@@ -100,6 +199,6 @@ def render(data: ReportData) -> str:
     return render_template(
         "report.html", title=f"Crosscheck report: {data.island['benchmark']}", csp=csp, css=trusted(css),
         provenance=provenance, provenance_runs=runs, summary=summary_line(data), chart_error=data.page.chart_error or "",
-        sections=_sections(data), islands=[(DATA_ID, dumps(data.island)), (CHARTS_ID, charts),
+        sections=_sections(data), why=_why(data), islands=[(DATA_ID, dumps(data.island)), (CHARTS_ID, charts),
                                            (IMAGES_ID, dumps(data.images))],
         scripts=[trusted(s) for s in scripts])

@@ -44,6 +44,17 @@
   };
   tabs.forEach((t) => t.addEventListener('click', () => showSection(Number(t.dataset.sec))));
   if (secs.length) showSection(0);
+  // the map of where runs disagree: drawn at once; a click on a cell opens its group ([group, run] customdata)
+  document.querySelectorAll('#cc-why .cc-chart').forEach((div) => {
+    const fig = charts[div.dataset.chart];
+    if (!fig || !window.Plotly) return;
+    window.Plotly.newPlot(div, fig.data, fig.layout, { displaylogo: false, responsive: true }).then((gd) => {
+      gd.on('plotly_click', (ev) => {
+        const pt = ev && ev.points && ev.points[0];
+        if (pt && pt.customdata) location.hash = 'group=' + encodeURIComponent(pt.customdata[0]);
+      });
+    });
+  });
 
   // ------------------------------------------------------------------ groups
   const groups = data.groups;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,11 @@ from core import groups as core_groups
 from core.schema import RunData
 from db import browse as dbb
 from db import predictions
+
+if TYPE_CHECKING:
+    from core.disagreement import DisagreementMap
+    from core.failure_modes import FailureModes
+    from core.item_health import ItemHealth
 
 _LOCK = threading.RLock()
 _BENCH: dict[tuple[str, str], BenchData] = {}
@@ -117,3 +122,74 @@ def run_data(store: Any, names: list[str]) -> dict[str, RunData]:
     versions = dbb.run_versions(store, names)
     return {n: _cached(_RUNS, (str(store.path), n), versions[n], lambda n=n: store.run_data(n))
             for n in names if n in versions}
+
+
+# --------------------------------------------------------------------------- why it fails (issue #38)
+
+_WHY: dict[tuple[Any, ...], tuple[Any, Any]] = {}  # (path, what, ...) -> (version, result)
+_MAX_WHY = 32  # results kept: a failure-modes result is a few hundred KB at 20,000 items
+
+
+def _kept(key: tuple[Any, ...], version: Any, make: Any) -> Any:
+    """`make()`, kept under `key` until `version` changes (at most _MAX_WHY results, the oldest dropped first)."""
+    with _LOCK:
+        hit = _WHY.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+    value = make()
+    with _LOCK:
+        _WHY.pop(key, None)
+        while len(_WHY) >= _MAX_WHY:
+            _WHY.pop(next(iter(_WHY)))
+        _WHY[key] = (version, value)
+    return value
+
+
+def failure_modes(store: Any, bench: str, run: str, other: str | None = None) -> FailureModes:
+    """core.failure_modes' result for `run` (against `other`) on the benchmark's test split, on the Browse caches'
+    items and runs, kept until one of the two runs changes (a few seconds at 20,000 items, then none: the panel,
+    the list's mode filter, the review keys and the report ask for it again and again)."""
+    from core.failure_modes import failure_modes as find
+    from db.diagnosis import first_failures, trace_notes
+
+    names = [run] + ([other] if other and other != run else [])
+    versions = dbb.run_versions(store, names)
+
+    def make() -> FailureModes:
+        data = run_data(store, names)
+        return find(full_items(store, bench), data[run], other=data.get(other) if other else None,
+                    notes=trace_notes(store, run), stages=first_failures(store, run, bench_family(store, bench)))
+
+    found: FailureModes = _kept((str(store.path), "modes", run, other or ""), tuple(versions.get(n) for n in names),
+                                make)
+    return found
+
+
+def bench_family(store: Any, name: str) -> str:
+    return bench(store, name).family
+
+
+def _all_runs_version(store: Any, name: str) -> tuple[Any, ...]:
+    runs = [r["name"] for r in store.runs(name, with_counts=False)]
+    versions = dbb.run_versions(store, runs)
+    return tuple((r, versions.get(r)) for r in runs)
+
+
+def item_health(store: Any, name: str) -> ItemHealth:
+    """db.diagnosis.item_health_of on the Browse caches' items, kept until a run of the benchmark changes."""
+    from db.diagnosis import item_health_of
+
+    bd = bench(store, name)
+    found: ItemHealth = _kept((str(store.path), "health", name), _all_runs_version(store, name),
+                              lambda: item_health_of(store, name, items=bd.items, lay=bd.layout))
+    return found
+
+
+def disagreement(store: Any, name: str, keep: tuple[str, ...] = ()) -> DisagreementMap:
+    """db.diagnosis.disagreement_of on the Browse caches' items, kept until a run of the benchmark changes."""
+    from db.diagnosis import disagreement_of
+
+    bd = bench(store, name)
+    found: DisagreementMap = _kept((str(store.path), "map", name, keep), _all_runs_version(store, name),
+                                   lambda: disagreement_of(store, name, keep, items=bd.items, lay=bd.layout))
+    return found
