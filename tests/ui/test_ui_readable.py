@@ -15,6 +15,7 @@ import core.prompts
 import core.schema
 import ui.views.common
 from core import groups as core_groups
+from core.families.stembind import ssa_prompt
 from core.families.stembind.judging import JUDGING
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -24,7 +25,7 @@ VIEW = "#cc-group-view"
 
 def test_one_set_of_stage_names():
     assert core.schema.STAGE_NAMES == {"S1": "Encode", "S2": "Infer", "S3": "Map", "S4": "Apply"}  # 002 §3.1
-    for module in (core.prompts, ui.views.common):
+    for module in (ssa_prompt, ui.views.common):
         assert module.STAGE_NAMES is core.schema.STAGE_NAMES, module.__name__
     assert JUDGING.stage_names is core.schema.STAGE_NAMES  # the judge reads them from StemBind's stage judging
     prompt = core.judge.build_prompt(core.judge.JudgeInput(
